@@ -1,0 +1,36 @@
+"""xcore-xlocal: run work units on this machine, as processes or containers.
+
+``xlocal.Local()`` is XManager's ``xm_local.Local()``::
+
+    import xcore as xm
+    import xlocal
+
+    [exe] = experiment.package([xm.binary(xlocal.Local.Spec(), "train.sh")])
+    experiment.add(xm.Job(exe, xlocal.Local(max_parallel=4), args={"lr": 0.1}))
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    "Local": "xlocal.executors",
+    "LocalSpec": "xlocal.executors",
+    "DockerOptions": "xlocal.executors",
+    "LocalProcess": "xlocal.executables",
+    "ProcessHandle": "xlocal.handles",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'xlocal' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

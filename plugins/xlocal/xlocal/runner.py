@@ -1,0 +1,144 @@
+"""The detached runner: starts one launch's jobs, at most N at a time, and records how each ended.
+
+Run as ``python -m xlocal.runner RUN_DIR``, in its own session, so jobs keep running and
+exit codes are still recorded after the launcher exits. Standard library only: it starts
+fast and does not depend on xcore being importable.
+
+Files in RUN_DIR (written atomically, read by any process):
+- ``batch.json`` (mode 600): the jobs, their argv, env, cwd and log paths;
+- ``runner.json``: the runner's pid and start marker;
+- ``jobs/N.started``: the job's pid, its start marker and start time;
+- ``jobs/N.exit``: return code, end time, and an error if it could not start;
+- ``jobs/N.cancel``: written by ``xcore cancel``; a job not yet started is then skipped.
+
+Machine-wide, at most ``slots`` jobs run at once across all runners: a job holds an
+exclusive ``flock`` on one of ``SLOTS_DIR/slot-K.lock`` while it runs. The kernel releases
+the lock if the runner dies, so a crash never leaks a slot.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import os
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+
+def write_json_atomic(path: Path, data: Any, mode: int = 0o644) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    with os.fdopen(fd, "w") as handle:
+        json.dump(data, handle)
+    os.replace(tmp, path)
+
+
+def process_start_marker(pid: int) -> str | None:
+    """The kernel's start time of ``pid`` (jiffies since boot), to tell a reused pid apart."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            fields = stat.read().rsplit(b")", 1)[1].split()
+        return fields[19].decode()
+    except (OSError, IndexError):
+        return None
+
+
+class SlotPool:
+    def __init__(self, slots_dir: Path, count: int) -> None:
+        slots_dir.mkdir(parents=True, exist_ok=True)
+        self.paths = [slots_dir / f"slot-{k}.lock" for k in range(count)]
+        self.held: dict[int, int] = {}  # slot -> fd
+
+    def acquire(self) -> int | None:
+        for slot, path in enumerate(self.paths):
+            if slot in self.held:
+                continue
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as exc:
+                os.close(fd)
+                if exc.errno in (errno.EAGAIN, errno.EACCES):
+                    continue
+                raise
+            self.held[slot] = fd
+            return slot
+        return None
+
+    def release(self, slot: int) -> None:
+        fd = self.held.pop(slot)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def run(run_dir: Path) -> None:
+    batch = json.loads((run_dir / "batch.json").read_text())
+    jobs_dir = run_dir / "jobs"
+    jobs_dir.mkdir(exist_ok=True)
+    write_json_atomic(run_dir / "runner.json", {"pid": os.getpid(), "marker": process_start_marker(os.getpid())})
+    pool = SlotPool(Path(batch["slots_dir"]), int(batch["slots"]))
+    limit = int(batch.get("max_parallel") or batch["slots"])
+    queue = list(range(len(batch["jobs"])))
+    running: dict[int, tuple[subprocess.Popen[bytes], int, int]] = {}  # pidfd -> (proc, index, slot)
+
+    while queue or running:
+        while queue and len(running) < limit:
+            index = queue[0]
+            if (jobs_dir / f"{index}.cancel").exists():
+                queue.pop(0)
+                write_json_atomic(jobs_dir / f"{index}.exit", {"returncode": None, "ended_at": time.time(),
+                                                               "error": "cancelled before it started"})
+                continue
+            slot = pool.acquire()
+            if slot is None:
+                break
+            queue.pop(0)
+            started = start_job(batch["jobs"][index], index, jobs_dir)
+            if started is None:
+                pool.release(slot)
+                continue
+            running[os.pidfd_open(started.pid)] = (started, index, slot)
+        # Wait for a job to end; if slots are held by other runners, look again soon.
+        timeout = 0.1 if queue and len(running) < limit else None
+        if not running:
+            time.sleep(timeout or 0.1)
+            continue
+        ready, _, _ = select.select(list(running), [], [], timeout)
+        for pidfd in ready:
+            proc, index, slot = running.pop(pidfd)
+            returncode = proc.wait()
+            os.close(pidfd)
+            write_json_atomic(jobs_dir / f"{index}.exit", {"returncode": returncode, "ended_at": time.time(), "error": None})
+            pool.release(slot)
+
+
+def start_job(job: dict[str, Any], index: int, jobs_dir: Path) -> subprocess.Popen[bytes] | None:
+    log_path = Path(job["log_path"])
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    log = open(log_path, "ab", buffering=0)
+    try:
+        proc = subprocess.Popen(
+            job["argv"], env=job["env"], cwd=job.get("cwd") or None, stdin=subprocess.DEVNULL,
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True, close_fds=True,
+        )
+    except OSError as exc:
+        message = f"cannot start {job['argv'][0]!r}: {exc.strerror or exc}"
+        log.write(f"xcore: {message}\n".encode())
+        log.close()
+        write_json_atomic(jobs_dir / f"{index}.exit", {"returncode": 127, "ended_at": time.time(), "error": message})
+        return None
+    log.close()
+    write_json_atomic(
+        jobs_dir / f"{index}.started",
+        {"pid": proc.pid, "marker": process_start_marker(proc.pid), "started_at": time.time()},
+    )
+    return proc
+
+
+if __name__ == "__main__":
+    run(Path(sys.argv[1]))

@@ -1,0 +1,52 @@
+"""Every error xcore raises on purpose; each message says what to fix."""
+
+
+class XcoreError(Exception):
+    """Base class: an error whose message is meant for the user, printed without a traceback."""
+
+
+class ConfigurationError(XcoreError):
+    """A setting, file or environment variable is invalid."""
+
+
+class ResourceSpecError(XcoreError, ValueError):
+    """A JobRequirements entry cannot be understood."""
+
+
+class UnknownKindError(XcoreError):
+    """No installed plugin provides a kind of executor, spec or handle."""
+
+
+class DuplicateKindError(XcoreError):
+    """Two plugins claim the same kind."""
+
+
+class PluginLoadError(XcoreError):
+    """A plugin's entry point failed to import or register."""
+
+
+class PackagingError(XcoreError):
+    """An executable could not be packaged."""
+
+
+class LaunchError(XcoreError):
+    """A job could not be submitted to its backend."""
+
+
+class NotFoundError(XcoreError, KeyError):
+    """An experiment, work unit or job does not exist in the store."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class ExperimentUnitError(XcoreError, RuntimeError):
+    """A work unit could not be created or launched (XManager name)."""
+
+
+class ExperimentUnitFailedError(ExperimentUnitError):
+    """A work unit finished unsuccessfully (XManager name)."""
+
+
+class ExperimentUnitNotCompletedError(ExperimentUnitError):
+    """A work unit ended without completing, e.g. it was cancelled (XManager name)."""

@@ -1,0 +1,115 @@
+"""Backend-neutral executable specs, as in XManager's ``xm.executables``.
+
+Each is plain data; which backend can package it is decided by the packaging hooks.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+import attrs
+
+from xcore.job_blocks import ExecutableSpec
+
+
+def _str_path(value: str | os.PathLike[str]) -> str:
+    return os.fspath(value)
+
+
+@attrs.frozen
+class ModuleName:
+    """An entrypoint that runs ``python -m module_name``."""
+
+    module_name: str
+
+
+@attrs.frozen
+class CommandList:
+    """An entrypoint that runs shell commands in order; ``"$@"`` receives the job's args."""
+
+    commands: list[str] = attrs.field(converter=list)
+
+
+Entrypoint = ModuleName | CommandList
+
+
+@attrs.frozen
+class BinaryDependency:
+    """A file the binary needs next to it (XManager name; copied by backends that ship files)."""
+
+    path: str = attrs.field(converter=_str_path)
+
+
+@attrs.frozen
+class Binary(ExecutableSpec):
+    """An executable file, or a command name looked up on PATH when packaged."""
+
+    path: str = attrs.field(converter=_str_path)
+    dependencies: tuple[BinaryDependency, ...] = attrs.field(default=(), converter=tuple)
+
+    @property
+    def name(self) -> str:
+        return os.path.basename(self.path.rstrip("/")) or self.path
+
+
+@attrs.frozen
+class PythonModule(ExecutableSpec):
+    """``python -m module`` with ``path`` put first on PYTHONPATH (xcore addition)."""
+
+    module: str
+    path: str = attrs.field(default=".", converter=_str_path)
+    python: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.module.rsplit(".", 1)[-1]
+
+
+@attrs.frozen
+class Container(ExecutableSpec):
+    """An existing container image."""
+
+    image_path: str
+
+    @property
+    def name(self) -> str:
+        return self.image_path.rsplit("/", 1)[-1].split(":", 1)[0].split("@", 1)[0]
+
+
+@attrs.frozen
+class PythonContainer(ExecutableSpec):
+    """A Python project at ``path`` built into an image on ``base_image``."""
+
+    entrypoint: ModuleName | CommandList
+    path: str = attrs.field(default=".", converter=_str_path)
+    base_image: str | None = None
+    docker_instructions: tuple[str, ...] | None = attrs.field(
+        default=None, converter=lambda v: None if v is None else tuple(v)
+    )
+    use_deep_module: bool = False
+
+    @property
+    def name(self) -> str:
+        return os.path.basename(os.path.abspath(self.path)) or "python-container"
+
+
+@attrs.frozen
+class Dockerfile(ExecutableSpec):
+    """An image built from a build context and a Dockerfile (default: ``path/Dockerfile``)."""
+
+    path: str = attrs.field(default=".", converter=_str_path)
+    dockerfile: str | None = None
+
+    @property
+    def name(self) -> str:
+        return os.path.basename(os.path.abspath(self.path)) or "dockerfile"
+
+
+def entrypoint_argv(entrypoint: Entrypoint, python: str = "python3") -> Sequence[str]:
+    """The argv prefix an entrypoint runs; job args are appended by the caller."""
+    if isinstance(entrypoint, ModuleName):
+        return [python, "-m", entrypoint.module_name]
+    # Commands run in one shell; "$@" inside them receives the job's args, passed as
+    # positional parameters (never pasted into the script text).
+    return ["/bin/sh", "-c", "\n".join(entrypoint.commands), "xcore-entrypoint"]

@@ -1,0 +1,143 @@
+"""The building blocks of an experiment, with XManager's names and meaning.
+
+An ``ExecutableSpec`` says *what* to run, an ``ExecutorSpec``/``Executor`` says *where*.
+``Packageable`` pairs them; packaging turns it into an ``Executable``. A ``Job`` is one
+packaged executable on one executor; a ``JobGroup`` runs several jobs together.
+Backends subclass these and register each subclass under a unique kind (see ``kinds``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, ClassVar, Union
+
+import attrs
+
+from xcore.args import SequentialArgs, UserArgs, merge_args
+from xcore.resources import JobRequirements
+
+
+def _to_args(value: UserArgs) -> SequentialArgs:
+    return value if isinstance(value, SequentialArgs) else SequentialArgs.from_collection(value)
+
+
+def _to_env(value: Mapping[str, Any] | None) -> dict[str, str]:
+    env = dict(value or {})
+    for key, val in env.items():
+        if not isinstance(key, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
+            raise ValueError(
+                f"Environment variable name {key!r} is invalid: use letters, digits and "
+                "underscores, not starting with a digit."
+            )
+        if not isinstance(val, str):
+            env[key] = str(val)
+        if "\0" in env[key]:
+            raise ValueError(f"Environment variable {key} contains a NUL byte, which no process can receive.")
+    return env
+
+
+def _to_requirements(value: JobRequirements | Mapping[str, Any] | None) -> JobRequirements:
+    if value is None:
+        return JobRequirements()
+    if isinstance(value, JobRequirements):
+        return value
+    return JobRequirements(**dict(value))
+
+
+class ExecutableSpec:
+    """What to run, before packaging. Subclasses are attrs classes registered under a kind."""
+
+    @property
+    def name(self) -> str:
+        return type(self).__name__.lower()
+
+
+@attrs.define(kw_only=True)
+class Executable:
+    """A packaged, ready-to-run artifact produced by a packaging hook."""
+
+    name: str
+    args: SequentialArgs = attrs.field(factory=SequentialArgs, converter=_to_args)
+    env_vars: dict[str, str] = attrs.field(factory=dict, converter=_to_env)
+
+
+class ExecutorSpec:
+    """Where an executable will run, as far as packaging needs to know (e.g. Local.Spec())."""
+
+
+@attrs.define(kw_only=True)
+class Executor:
+    """Where and how a job runs. Subclasses set ``Spec`` to their ExecutorSpec class."""
+
+    Spec: ClassVar[type[ExecutorSpec]] = ExecutorSpec
+    requirements: JobRequirements = attrs.field(factory=JobRequirements, converter=_to_requirements)
+
+
+@attrs.define
+class Packageable:
+    """An executable spec to package for an executor spec, with default args and env."""
+
+    executable_spec: ExecutableSpec
+    executor_spec: ExecutorSpec
+    args: SequentialArgs = attrs.field(factory=SequentialArgs, converter=_to_args)
+    env_vars: dict[str, str] = attrs.field(factory=dict, converter=_to_env)
+
+
+@attrs.define
+class Job:
+    """One executable on one executor, with its own args and environment."""
+
+    executable: Executable
+    executor: Executor
+    name: str | None = None
+    args: SequentialArgs = attrs.field(factory=SequentialArgs, converter=_to_args)
+    env_vars: dict[str, str] = attrs.field(factory=dict, converter=_to_env)
+
+    def __attrs_post_init__(self) -> None:
+        if not isinstance(self.executable, Executable):
+            hint = (
+                " Package it first: `[exe] = experiment.package([xm.binary(...)])`."
+                if isinstance(self.executable, (ExecutableSpec, Packageable))
+                else ""
+            )
+            raise TypeError(f"Job.executable must be a packaged Executable, got {type(self.executable).__name__}.{hint}")
+        if not isinstance(self.executor, Executor):
+            raise TypeError(f"Job.executor must be an Executor such as xlocal.Local(), got {self.executor!r}.")
+
+
+class JobGroup:
+    """Jobs that form one work unit and are launched together: ``JobGroup(train=job1, eval=job2)``."""
+
+    def __init__(self, **jobs: Job | JobGroup) -> None:
+        if not jobs:
+            raise ValueError("JobGroup needs at least one job: JobGroup(name=xm.Job(...)).")
+        for name, job in jobs.items():
+            if not isinstance(job, (Job, JobGroup)):
+                raise TypeError(f"JobGroup member {name!r} must be a Job or JobGroup, got {type(job).__name__}.")
+        self.jobs: dict[str, Job | JobGroup] = dict(jobs)
+
+    def __repr__(self) -> str:
+        return f"JobGroup({', '.join(self.jobs)})"
+
+
+class JobConfig:
+    """Base for custom job descriptions that expand into jobs (e.g. an HPC array job)."""
+
+
+JobGeneratorType = Callable[..., Awaitable[Any]]
+JobType = Union[Job, JobGroup, JobGeneratorType, JobConfig]
+
+
+def job_args_with_overrides(job: Job, overrides: Mapping[str, Any] | None) -> tuple[SequentialArgs, dict[str, str]]:
+    """Merge ``experiment.add(job, args={'args': ..., 'env_vars': ...})`` into a job's own."""
+    overrides = dict(overrides or {})
+    unknown = set(overrides) - {"args", "env_vars"}
+    if unknown:
+        raise ValueError(
+            f"experiment.add(job, args=...) takes the keys 'args' and 'env_vars', got {sorted(unknown)}. "
+            "To pass flags write args={'args': {'lr': 0.1}}, or put them in xm.Job(args=...)."
+        )
+    args = merge_args(job.executable.args, job.args, overrides.get("args"))
+    env = {**job.executable.env_vars, **job.env_vars, **_to_env(overrides.get("env_vars"))}
+    return args, env

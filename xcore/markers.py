@@ -1,0 +1,6 @@
+"""The pluggy markers for project "xcore". Plugins use ``@xcore.hookimpl``."""
+
+import pluggy
+
+hookspec = pluggy.HookspecMarker("xcore")
+hookimpl = pluggy.HookimplMarker("xcore")

@@ -1,0 +1,265 @@
+"""The plugin host: loads plugins, knows who owns which kind, and calls hooks through a
+small typed facade so the rest of xcore never touches pluggy directly.
+
+Environment switches (read when the host is created):
+
+- ``XCORE_PLUGINS=a,b``: load only these entry-point plugins (empty: none, built-ins only).
+- ``XCORE_DISABLE_PLUGINS=a,b``: do not load these.
+"""
+
+from __future__ import annotations
+
+import os
+import traceback
+from collections.abc import Iterator, Mapping, Sequence
+from importlib import metadata
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import pluggy
+
+from xcore import hookspecs
+from xcore.errors import LaunchError, PackagingError, PluginLoadError, UnknownKindError
+from xcore.kinds import KindRegistry
+
+if TYPE_CHECKING:
+    import argparse
+
+    from xcore.execution import JobHandle, LaunchContext, LaunchRequest, PackagingContext
+    from xcore.job_blocks import Executable, Packageable
+    from xcore.serialization import Serializer
+    from xcore.status import JobState
+    from xcore.store import MetadataStore
+
+ENTRY_POINT_GROUP = "xcore"
+
+
+@attrs.define
+class PluginInfo:
+    """One plugin as ``xcore plugins`` shows it."""
+
+    name: str
+    distribution: str | None = None
+    version: str | None = None
+    builtin: bool = False
+    hooks: list[str] = attrs.field(factory=list)
+    kinds: list[str] = attrs.field(factory=list)
+    status: str = "loaded"  # loaded, failed, disabled
+    error: str | None = None
+
+    @property
+    def label(self) -> str:
+        dist = f"{self.distribution} {self.version}" if self.distribution else "built in"
+        return f"{self.name!r} ({dist})"
+
+
+def _switch(env: Mapping[str, str], name: str) -> set[str] | None:
+    value = env.get(name)
+    if value is None:
+        return None
+    return {part.strip() for part in value.split(",") if part.strip()}
+
+
+class PluginHost:
+    """Builds the PluginManager; one per process is enough (see ``get_host``)."""
+
+    def __init__(self, env: Mapping[str, str] | None = None, *, load_entry_points: bool = True) -> None:
+        self._env = os.environ if env is None else env
+        self.pm = pluggy.PluginManager("xcore")
+        self.pm.add_hookspecs(hookspecs)
+        self.infos: dict[str, PluginInfo] = {}
+        self._kinds: KindRegistry | None = None
+        self._serializer: Serializer | None = None
+        from xcore import builtin
+
+        self.register(builtin, name="xcore", builtin=True)
+        if load_entry_points:
+            self._load_entry_points()
+
+    # -- loading -------------------------------------------------------------------------
+
+    def register(self, plugin: object, name: str, *, builtin: bool = False, distribution: str | None = None,
+                 version: str | None = None) -> None:
+        """Register a plugin object (module or instance); used for built-ins and by tests."""
+        info = PluginInfo(name, distribution, version, builtin)
+        self.infos[name] = info
+        try:
+            self.pm.register(plugin, name=name)
+            self.pm.check_pending()
+        except pluggy.PluginValidationError as exc:
+            if self.pm.is_registered(plugin):
+                self.pm.unregister(plugin)
+            info.status, info.error = "failed", f"{exc}"
+            return
+        info.hooks = sorted(impl_name for impl_name, caller in vars(self.pm.hook).items()
+                            if not impl_name.startswith("_") and any(i.plugin_name == name for i in caller.get_hookimpls()))
+        self._kinds = None
+
+    def _load_entry_points(self) -> None:
+        only = _switch(self._env, "XCORE_PLUGINS")
+        disabled = _switch(self._env, "XCORE_DISABLE_PLUGINS") or set()
+        for ep in sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+            if ep.name in self.infos:
+                continue  # the same distribution seen twice on sys.path
+            dist = getattr(ep, "dist", None)
+            dist_name = dist.metadata["Name"] if dist is not None else None
+            version = dist.version if dist is not None else None
+            if (only is not None and ep.name not in only) or ep.name in disabled:
+                self.infos[ep.name] = PluginInfo(ep.name, dist_name, version, status="disabled")
+                continue
+            try:
+                plugin = ep.load()
+            except Exception as exc:  # a broken plugin must not break unrelated commands
+                self.infos[ep.name] = PluginInfo(
+                    ep.name, dist_name, version, status="failed",
+                    error=f"{type(exc).__name__}: {exc}\n" + "".join(traceback.format_exception(exc)[-3:]),
+                )
+                continue
+            self.register(plugin, ep.name, distribution=dist_name, version=version)
+
+    def failures(self) -> list[PluginInfo]:
+        return [info for info in self.infos.values() if info.status == "failed"]
+
+    def failure_warnings(self) -> list[str]:
+        """One paragraph per plugin that failed to load, for the CLI to print."""
+        return [
+            f"warning: plugin {info.label} failed to load and is skipped: "
+            f"{(info.error or '').splitlines()[0]} (hide it with XCORE_DISABLE_PLUGINS={info.name})"
+            for info in self.failures()
+        ]
+
+    # -- kinds ---------------------------------------------------------------------------
+
+    @property
+    def kinds(self) -> KindRegistry:
+        if self._kinds is None:
+            registry = KindRegistry()
+            registry.unknown_hint = self._why_missing
+            caller = self.pm.hook.xcore_register_kinds
+            for impl in caller.get_hookimpls():
+                try:
+                    impl.function(registry=registry.scoped(impl.plugin_name))
+                except UnknownKindError:
+                    raise
+                except Exception as exc:
+                    if isinstance(exc, (TypeError, ValueError)) or type(exc).__module__.startswith("xcore"):
+                        raise PluginLoadError(
+                            f"Plugin {self.infos[impl.plugin_name].label} failed to register its kinds: {exc}"
+                        ) from exc
+                    raise
+            for entry in registry:
+                self.infos[entry.plugin].kinds.append(entry.kind)
+            self._kinds = registry
+        return self._kinds
+
+    @property
+    def serializer(self) -> Serializer:
+        if self._serializer is None:
+            from xcore.serialization import Serializer
+
+            self._serializer = Serializer(self.kinds)
+        return self._serializer
+
+    def _why_missing(self, plugin: str) -> str | None:
+        info = self.infos.get(plugin)
+        if info is None:
+            return None
+        if info.status == "failed":
+            return f"Plugin {info.label} is installed but failed to load: {(info.error or '').splitlines()[0]}"
+        if info.status == "disabled":
+            return f"Plugin {info.label} is installed but disabled by XCORE_PLUGINS/XCORE_DISABLE_PLUGINS."
+        return f"Plugin {info.label} is loaded but does not register this kind; upgrade it."
+
+    def _owner_caller(self, hook_name: str, kind: str) -> Any:
+        """A hook caller that reaches only the plugin owning ``kind``."""
+        owner = self.kinds.owner(kind)
+        others = [p for name, p in self.pm.list_name_plugin() if name != owner]
+        return self.pm.subset_hook_caller(hook_name, remove_plugins=others), owner
+
+    # -- facade --------------------------------------------------------------------------
+
+    def package(self, packageable: Packageable, context: PackagingContext) -> Executable:
+        executable = self.pm.hook.xcore_package(packageable=packageable, context=context)
+        if executable is None:
+            spec_kind = self._kind_or_name(packageable.executable_spec)
+            executor_kind = self._kind_or_name(packageable.executor_spec)
+            raise PackagingError(
+                f"No installed plugin can package {spec_kind} for {executor_kind}. Loaded plugins: "
+                f"{', '.join(sorted(i.name for i in self.infos.values() if i.status == 'loaded'))}. "
+                "Install the plugin that runs this executor, or pick an executable spec it supports "
+                "(`xcore plugins` lists what each plugin provides)."
+            )
+        return executable
+
+    def _kind_or_name(self, obj: object) -> str:
+        try:
+            return repr(self.kinds.kind_of(obj))
+        except UnknownKindError:
+            return type(obj).__qualname__
+
+    def launch(self, executor_kind: str, requests: Sequence[LaunchRequest], context: LaunchContext) -> list[JobHandle]:
+        caller, owner = self._owner_caller("xcore_launch", executor_kind)
+        handles = caller(executor_kind=executor_kind, requests=list(requests), context=context)
+        if handles is None:
+            raise LaunchError(f"Plugin {owner!r} registers executor kind {executor_kind!r} but does not launch it.")
+        handles = list(handles)
+        if len(handles) != len(requests):
+            raise LaunchError(f"Plugin {owner!r} returned {len(handles)} handles for {len(requests)} jobs.")
+        return handles
+
+    def job_states(self, handle_kind: str, handles: Sequence[JobHandle]) -> list[JobState]:
+        caller, owner = self._owner_caller("xcore_job_states", handle_kind)
+        states = caller(handle_kind=handle_kind, handles=list(handles))
+        if states is None or len(states) != len(handles):
+            raise UnknownKindError(f"Plugin {owner!r} does not report states for {handle_kind!r}.")
+        return list(states)
+
+    def cancel(self, handle_kind: str, handles: Sequence[JobHandle]) -> None:
+        caller, owner = self._owner_caller("xcore_cancel", handle_kind)
+        if caller(handle_kind=handle_kind, handles=list(handles)) is None:
+            raise UnknownKindError(f"Plugin {owner!r} cannot cancel jobs of kind {handle_kind!r}.")
+
+    def job_logs(self, handle_kind: str, handle: JobHandle, follow: bool) -> Iterator[str]:
+        caller, owner = self._owner_caller("xcore_job_logs", handle_kind)
+        chunks = caller(handle_kind=handle_kind, handle=handle, follow=follow)
+        if chunks is None:
+            raise UnknownKindError(f"Plugin {owner!r} cannot show logs of {handle_kind!r} jobs.")
+        return chunks
+
+    def open_store(self, url: str, options: dict[str, Any] | None = None) -> MetadataStore:
+        store = self.pm.hook.xcore_open_store(url=url, options=options or {})
+        if store is None:
+            raise PluginLoadError(
+                f"No installed plugin opens the metadata store {url!r} (XCORE_STORE). The built-in store "
+                "takes sqlite:///PATH; other databases need the plugin that provides them."
+            )
+        return store
+
+    def add_commands(self, subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+        self.pm.hook.xcore_add_commands(subparsers=subparsers)
+
+    def plugins(self) -> list[PluginInfo]:
+        try:
+            self.kinds
+        except Exception as exc:  # show the conflict instead of failing the listing
+            for info in self.infos.values():
+                if info.status == "loaded" and info.name in str(exc):
+                    info.error = str(exc)
+        return sorted(self.infos.values(), key=lambda i: (not i.builtin, i.name))
+
+
+_host: PluginHost | None = None
+
+
+def get_host() -> PluginHost:
+    """The process's plugin host, created on first use (never at import time)."""
+    global _host
+    if _host is None:
+        _host = PluginHost()
+    return _host
+
+
+def reset_host(host: PluginHost | None = None) -> None:
+    """Replace the process's host (tests, or after installing a plugin)."""
+    global _host
+    _host = host

@@ -1,0 +1,130 @@
+"""What the metadata store keeps: experiments, work units, jobs and their status history."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from xcore.status import Status, combine
+
+
+@attrs.define
+class JobRecord:
+    id: int
+    experiment_id: int
+    work_unit_id: int
+    name: str
+    executor_kind: str
+    executor: dict[str, Any]
+    executable: dict[str, Any]
+    args: list[str]
+    env: dict[str, str]  # secrets redacted
+    status: Status = Status.LAUNCHING
+    message: str = ""
+    exit_code: int | None = None
+    handle_kind: str | None = None
+    handle: dict[str, Any] | None = None
+    log_path: str | None = None
+    created_at: float = 0.0
+    launched_at: float | None = None
+    started_at: float | None = None
+    ended_at: float | None = None
+
+    @property
+    def duration(self) -> float | None:
+        if self.started_at is None:
+            return None
+        return (self.ended_at if self.ended_at is not None else _now()) - self.started_at
+
+
+@attrs.define
+class WorkUnitRecord:
+    experiment_id: int
+    id: int
+    role: str  # "work_unit" or "auxiliary"
+    args: Any
+    identity: str = ""
+    created_at: float = 0.0
+    jobs: list[JobRecord] = attrs.field(factory=list)
+
+    @property
+    def status(self) -> Status:
+        return combine(j.status for j in self.jobs)
+
+    @property
+    def exit_codes(self) -> list[int | None]:
+        return [j.exit_code for j in self.jobs]
+
+    @property
+    def started_at(self) -> float | None:
+        starts = [j.started_at for j in self.jobs if j.started_at is not None]
+        return min(starts) if starts else None
+
+    @property
+    def ended_at(self) -> float | None:
+        ends = [j.ended_at for j in self.jobs]
+        return max(ends) if ends and all(e is not None for e in ends) else None  # type: ignore[type-var]
+
+    @property
+    def duration(self) -> float | None:
+        start = self.started_at
+        if start is None:
+            return None
+        end = self.ended_at
+        return (end if end is not None else _now()) - start
+
+
+@attrs.define
+class ExperimentRecord:
+    id: int
+    title: str
+    tags: list[str] = attrs.field(factory=list)
+    notes: str = ""
+    script_path: str | None = None
+    script_sha256: str | None = None
+    git_commit: str | None = None
+    git_dirty: bool | None = None
+    user: str = ""
+    host: str = ""
+    created_at: float = 0.0
+    launch_status: str = "LAUNCHING"  # LAUNCHING, LAUNCHED, LAUNCH_FAILED
+    launch_error: str = ""
+    status_counts: dict[str, int] = attrs.field(factory=dict)  # work units by status
+
+    @property
+    def work_unit_count(self) -> int:
+        return sum(self.status_counts.values())
+
+    @property
+    def status(self) -> Status:
+        if not self.status_counts:
+            return Status.FAILED if self.launch_status == "LAUNCH_FAILED" else Status.LAUNCHING
+        return combine(Status(s) for s in self.status_counts)
+
+
+@attrs.frozen
+class StatusEvent:
+    job_id: int
+    status: Status
+    message: str
+    exit_code: int | None
+    at: float
+
+
+@attrs.frozen
+class NewJob:
+    """A job as recorded before it is launched."""
+
+    name: str
+    executor_kind: str
+    executor: dict[str, Any]
+    executable: dict[str, Any]
+    args: list[str]
+    env: dict[str, str]
+
+
+def _now() -> float:
+    import time
+
+    return time.time()

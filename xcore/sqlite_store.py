@@ -1,0 +1,380 @@
+"""The embedded metadata store: one SQLite file, safe for many processes at once.
+
+WAL journaling lets readers run while a launcher writes; every write is one
+``BEGIN IMMEDIATE`` transaction so concurrent launchers queue instead of failing.
+The schema is versioned with ``PRAGMA user_version`` and migrated forward on open.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from xcore.errors import ConfigurationError, NotFoundError
+from xcore.records import ExperimentRecord, JobRecord, NewJob, StatusEvent, WorkUnitRecord
+from xcore.status import JobState, Status, combine
+from xcore.store import MetadataStore
+
+MIGRATIONS: list[str] = [
+    # 1: initial schema
+    """
+    CREATE TABLE experiments (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        title TEXT NOT NULL,
+        tags TEXT NOT NULL DEFAULT '[]',
+        notes TEXT NOT NULL DEFAULT '',
+        script_path TEXT,
+        script_sha256 TEXT,
+        git_commit TEXT,
+        git_dirty INTEGER,
+        user TEXT NOT NULL DEFAULT '',
+        host TEXT NOT NULL DEFAULT '',
+        created_at REAL NOT NULL,
+        launch_status TEXT NOT NULL DEFAULT 'LAUNCHING',
+        launch_error TEXT NOT NULL DEFAULT ''
+    );
+    CREATE TABLE work_units (
+        experiment_id INTEGER NOT NULL REFERENCES experiments(id),
+        id INTEGER NOT NULL,
+        role TEXT NOT NULL,
+        args TEXT NOT NULL,
+        identity TEXT NOT NULL DEFAULT '',
+        status TEXT NOT NULL DEFAULT 'LAUNCHING',
+        created_at REAL NOT NULL,
+        PRIMARY KEY (experiment_id, id)
+    );
+    CREATE TABLE jobs (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        experiment_id INTEGER NOT NULL,
+        work_unit_id INTEGER NOT NULL,
+        name TEXT NOT NULL,
+        executor_kind TEXT NOT NULL,
+        executor TEXT NOT NULL,
+        executable TEXT NOT NULL,
+        args TEXT NOT NULL,
+        env TEXT NOT NULL,
+        status TEXT NOT NULL DEFAULT 'LAUNCHING',
+        message TEXT NOT NULL DEFAULT '',
+        exit_code INTEGER,
+        handle_kind TEXT,
+        handle TEXT,
+        log_path TEXT,
+        created_at REAL NOT NULL,
+        launched_at REAL,
+        started_at REAL,
+        ended_at REAL,
+        FOREIGN KEY (experiment_id, work_unit_id) REFERENCES work_units(experiment_id, id)
+    );
+    CREATE INDEX jobs_by_unit ON jobs(experiment_id, work_unit_id);
+    CREATE INDEX jobs_active ON jobs(experiment_id, status);
+    CREATE TABLE job_events (
+        job_id INTEGER NOT NULL REFERENCES jobs(id),
+        status TEXT NOT NULL,
+        message TEXT NOT NULL DEFAULT '',
+        exit_code INTEGER,
+        at REAL NOT NULL
+    );
+    CREATE INDEX job_events_by_job ON job_events(job_id);
+    """,
+]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+_EXPERIMENT_FIELDS = {"title", "tags", "notes", "launch_status", "launch_error"}
+
+
+class SqliteStore(MetadataStore):
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.RLock()
+        self._db = sqlite3.connect(self.path, timeout=120, isolation_level=None, check_same_thread=False)
+        self._db.row_factory = sqlite3.Row
+        self._db.execute("PRAGMA busy_timeout = 120000")
+        self._db.execute("PRAGMA journal_mode = WAL")
+        self._db.execute("PRAGMA synchronous = NORMAL")
+        self._db.execute("PRAGMA foreign_keys = ON")
+        self._migrate()
+
+    # -- plumbing ------------------------------------------------------------------------
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def _migrate(self) -> None:
+        version = self._db.execute("PRAGMA user_version").fetchone()[0]
+        if version == SCHEMA_VERSION:
+            return
+        if version > SCHEMA_VERSION:
+            raise ConfigurationError(
+                f"The metadata store {self.path} has schema version {version}, newer than this xcore "
+                f"understands ({SCHEMA_VERSION}). Upgrade xcore (pip install -U xcore) to read it."
+            )
+        with self._write() as db:
+            version = db.execute("PRAGMA user_version").fetchone()[0]  # another process may have won
+            for number in range(version, SCHEMA_VERSION):
+                for statement in MIGRATIONS[number].split(";"):
+                    if statement.strip():
+                        db.execute(statement)
+            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    # -- experiments ---------------------------------------------------------------------
+
+    def create_experiment(
+        self,
+        title: str,
+        *,
+        tags: Sequence[str] = (),
+        notes: str = "",
+        script_path: str | None = None,
+        script_sha256: str | None = None,
+        git_commit: str | None = None,
+        git_dirty: bool | None = None,
+        user: str = "",
+        host: str = "",
+    ) -> ExperimentRecord:
+        now = time.time()
+        with self._write() as db:
+            cursor = db.execute(
+                "INSERT INTO experiments (title, tags, notes, script_path, script_sha256, git_commit,"
+                " git_dirty, user, host, created_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                (title, json.dumps(list(tags)), notes, script_path, script_sha256, git_commit,
+                 None if git_dirty is None else int(git_dirty), user, host, now),
+            )
+            experiment_id = int(cursor.lastrowid or 0)
+        return self.get_experiment(experiment_id)
+
+    def update_experiment(self, experiment_id: int, **changes: Any) -> None:
+        unknown = set(changes) - _EXPERIMENT_FIELDS
+        if unknown:
+            raise ValueError(f"Cannot update experiment fields {sorted(unknown)}.")
+        if "tags" in changes:
+            changes["tags"] = json.dumps(list(changes["tags"]))
+        if not changes:
+            return
+        assignments = ", ".join(f"{name} = ?" for name in changes)
+        with self._write() as db:
+            cursor = db.execute(f"UPDATE experiments SET {assignments} WHERE id = ?", (*changes.values(), experiment_id))
+            if cursor.rowcount == 0:
+                raise NotFoundError(f"No experiment {experiment_id} in {self.path}.")
+
+    def get_experiment(self, experiment_id: int) -> ExperimentRecord:
+        with self._lock:
+            row = self._db.execute("SELECT * FROM experiments WHERE id = ?", (experiment_id,)).fetchone()
+            if row is None:
+                raise NotFoundError(f"No experiment {experiment_id} in the store {self.path}. `xcore list` shows what exists.")
+            return self._experiment(row, self._status_counts([experiment_id]).get(experiment_id, {}))
+
+    def list_experiments(
+        self, *, status: str | None = None, title: str | None = None, tag: str | None = None, limit: int | None = 20
+    ) -> list[ExperimentRecord]:
+        query = "SELECT * FROM experiments"
+        where, params = [], []
+        if title:
+            where.append("instr(lower(title), lower(?)) > 0")
+            params.append(title)
+        if tag:
+            where.append("EXISTS (SELECT 1 FROM json_each(experiments.tags) WHERE value = ?)")
+            params.append(tag)
+        if where:
+            query += " WHERE " + " AND ".join(where)
+        query += " ORDER BY id DESC"
+        with self._lock:
+            rows = self._db.execute(query, params).fetchall()
+            records: list[ExperimentRecord] = []
+            # Status is derived, so filter after computing it, in pages to keep memory flat.
+            for start in range(0, len(rows), 500):
+                page = rows[start : start + 500]
+                counts = self._status_counts([r["id"] for r in page])
+                for row in page:
+                    record = self._experiment(row, counts.get(row["id"], {}))
+                    if status and record.status.value != status.upper():
+                        continue
+                    records.append(record)
+                    if limit is not None and len(records) >= limit:
+                        return records
+            return records
+
+    def _status_counts(self, experiment_ids: Sequence[int]) -> dict[int, dict[str, int]]:
+        marks = ",".join("?" * len(experiment_ids))
+        counts: dict[int, dict[str, int]] = {}
+        for row in self._db.execute(
+            f"SELECT experiment_id, status, COUNT(*) FROM work_units WHERE role = 'work_unit'"
+            f" AND experiment_id IN ({marks}) GROUP BY experiment_id, status",
+            list(experiment_ids),
+        ):
+            counts.setdefault(row[0], {})[row[1]] = row[2]
+        return counts
+
+    @staticmethod
+    def _experiment(row: sqlite3.Row, counts: dict[str, int]) -> ExperimentRecord:
+        return ExperimentRecord(
+            id=row["id"], title=row["title"], tags=json.loads(row["tags"]), notes=row["notes"],
+            script_path=row["script_path"], script_sha256=row["script_sha256"], git_commit=row["git_commit"],
+            git_dirty=None if row["git_dirty"] is None else bool(row["git_dirty"]), user=row["user"],
+            host=row["host"], created_at=row["created_at"], launch_status=row["launch_status"],
+            launch_error=row["launch_error"], status_counts=counts,
+        )
+
+    # -- work units and jobs -------------------------------------------------------------
+
+    def add_work_unit(
+        self, experiment_id: int, work_unit_id: int, role: str, args: Any, identity: str, jobs: Sequence[NewJob]
+    ) -> list[int]:
+        now = time.time()
+        with self._write() as db:
+            db.execute(
+                "INSERT INTO work_units (experiment_id, id, role, args, identity, created_at) VALUES (?,?,?,?,?,?)",
+                (experiment_id, work_unit_id, role, json.dumps(args), identity, now),
+            )
+            return self._insert_jobs(db, experiment_id, work_unit_id, jobs, now)
+
+    def add_jobs(self, experiment_id: int, work_unit_id: int, jobs: Sequence[NewJob]) -> list[int]:
+        with self._write() as db:
+            ids = self._insert_jobs(db, experiment_id, work_unit_id, jobs, time.time())
+            db.execute(
+                "UPDATE work_units SET status = 'LAUNCHING' WHERE experiment_id = ? AND id = ?",
+                (experiment_id, work_unit_id),
+            )
+            return ids
+
+    @staticmethod
+    def _insert_jobs(
+        db: sqlite3.Connection, experiment_id: int, work_unit_id: int, jobs: Sequence[NewJob], now: float
+    ) -> list[int]:
+        ids = []
+        for job in jobs:
+            cursor = db.execute(
+                "INSERT INTO jobs (experiment_id, work_unit_id, name, executor_kind, executor, executable,"
+                " args, env, created_at) VALUES (?,?,?,?,?,?,?,?,?)",
+                (experiment_id, work_unit_id, job.name, job.executor_kind, json.dumps(job.executor),
+                 json.dumps(job.executable), json.dumps(job.args), json.dumps(job.env), now),
+            )
+            job_id = int(cursor.lastrowid or 0)
+            db.execute("INSERT INTO job_events (job_id, status, at) VALUES (?, 'LAUNCHING', ?)", (job_id, now))
+            ids.append(job_id)
+        return ids
+
+    def mark_launched(self, launched: Sequence[tuple[int, str, dict[str, Any], str | None]]) -> None:
+        now = time.time()
+        with self._write() as db:
+            db.executemany(
+                "UPDATE jobs SET handle_kind = ?, handle = ?, log_path = ?, launched_at = ? WHERE id = ?",
+                [(kind, json.dumps(handle), log, now, job_id) for job_id, kind, handle, log in launched],
+            )
+
+    def record_states(self, states: Sequence[tuple[int, JobState]]) -> None:
+        if not states:
+            return
+        now = time.time()
+        touched_units: set[tuple[int, int]] = set()
+        with self._write() as db:
+            for job_id, state in states:
+                row = db.execute(
+                    "SELECT experiment_id, work_unit_id, status, message, exit_code, started_at, ended_at"
+                    " FROM jobs WHERE id = ?", (job_id,),
+                ).fetchone()
+                if row is None:
+                    raise NotFoundError(f"No job {job_id} in {self.path}.")
+                if Status(row["status"]).is_terminal and not state.status.is_terminal:
+                    continue  # a finished job never becomes active again
+                started = row["started_at"] if row["started_at"] is not None else state.started_at
+                if started is None and state.status in (Status.RUNNING,) + tuple(s for s in Status if s.is_terminal):
+                    started = state.started_at or now
+                ended = row["ended_at"]
+                if state.status.is_terminal and ended is None:
+                    ended = state.ended_at or now
+                changed = (row["status"], row["message"], row["exit_code"]) != (state.status.value, state.message, state.exit_code)
+                db.execute(
+                    "UPDATE jobs SET status = ?, message = ?, exit_code = ?, started_at = ?, ended_at = ? WHERE id = ?",
+                    (state.status.value, state.message, state.exit_code, started, ended, job_id),
+                )
+                if changed and row["status"] != state.status.value:
+                    db.execute(
+                        "INSERT INTO job_events (job_id, status, message, exit_code, at) VALUES (?,?,?,?,?)",
+                        (job_id, state.status.value, state.message, state.exit_code, now),
+                    )
+                touched_units.add((row["experiment_id"], row["work_unit_id"]))
+            for experiment_id, unit_id in touched_units:
+                statuses = [
+                    Status(r[0])
+                    for r in db.execute(
+                        "SELECT status FROM jobs WHERE experiment_id = ? AND work_unit_id = ?", (experiment_id, unit_id)
+                    )
+                ]
+                db.execute(
+                    "UPDATE work_units SET status = ? WHERE experiment_id = ? AND id = ?",
+                    (combine(statuses).value, experiment_id, unit_id),
+                )
+
+    def work_units(self, experiment_id: int, work_unit_ids: Sequence[int] | None = None) -> list[WorkUnitRecord]:
+        with self._lock:
+            params: list[Any] = [experiment_id]
+            filter_sql = ""
+            if work_unit_ids is not None:
+                filter_sql = f" AND id IN ({','.join('?' * len(work_unit_ids))})"
+                params += list(work_unit_ids)
+            units = {
+                row["id"]: WorkUnitRecord(
+                    experiment_id=experiment_id, id=row["id"], role=row["role"], args=json.loads(row["args"]),
+                    identity=row["identity"], created_at=row["created_at"],
+                )
+                for row in self._db.execute(
+                    f"SELECT * FROM work_units WHERE experiment_id = ?{filter_sql} ORDER BY id", params
+                )
+            }
+            job_filter = filter_sql.replace(" id IN", " work_unit_id IN")
+            for row in self._db.execute(
+                f"SELECT * FROM jobs WHERE experiment_id = ?{job_filter} ORDER BY id", params
+            ):
+                if row["work_unit_id"] in units:
+                    units[row["work_unit_id"]].jobs.append(self._job(row))
+            return list(units.values())
+
+    def active_jobs(self, experiment_ids: Sequence[int]) -> list[JobRecord]:
+        marks = ",".join("?" * len(experiment_ids))
+        active = [s.value for s in Status if s.is_active]
+        with self._lock:
+            return [
+                self._job(row)
+                for row in self._db.execute(
+                    f"SELECT * FROM jobs WHERE experiment_id IN ({marks}) AND status IN ({','.join('?' * len(active))})",
+                    [*experiment_ids, *active],
+                )
+            ]
+
+    def job_history(self, job_id: int) -> list[StatusEvent]:
+        with self._lock:
+            return [
+                StatusEvent(job_id, Status(r["status"]), r["message"], r["exit_code"], r["at"])
+                for r in self._db.execute("SELECT * FROM job_events WHERE job_id = ? ORDER BY rowid", (job_id,))
+            ]
+
+    @staticmethod
+    def _job(row: sqlite3.Row) -> JobRecord:
+        return JobRecord(
+            id=row["id"], experiment_id=row["experiment_id"], work_unit_id=row["work_unit_id"], name=row["name"],
+            executor_kind=row["executor_kind"], executor=json.loads(row["executor"]),
+            executable=json.loads(row["executable"]), args=json.loads(row["args"]), env=json.loads(row["env"]),
+            status=Status(row["status"]), message=row["message"], exit_code=row["exit_code"],
+            handle_kind=row["handle_kind"], handle=json.loads(row["handle"]) if row["handle"] else None,
+            log_path=row["log_path"], created_at=row["created_at"], launched_at=row["launched_at"],
+            started_at=row["started_at"], ended_at=row["ended_at"],
+        )

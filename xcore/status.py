@@ -1,0 +1,94 @@
+"""One status vocabulary for every backend, and how job statuses add up to a unit's."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable
+
+import attrs
+
+
+class Status(enum.Enum):
+    """Where a job is in its life. Backends map their own states onto these."""
+
+    LAUNCHING = "LAUNCHING"  # recorded, not yet accepted by the backend
+    PENDING = "PENDING"  # accepted, waiting for resources
+    RUNNING = "RUNNING"
+    COMPLETED = "COMPLETED"
+    FAILED = "FAILED"
+    CANCELLED = "CANCELLED"
+    UNKNOWN = "UNKNOWN"  # the backend cannot be asked (plugin missing, host unreachable)
+
+    @property
+    def is_terminal(self) -> bool:
+        return self in _TERMINAL
+
+    @property
+    def is_active(self) -> bool:
+        return self in (Status.LAUNCHING, Status.PENDING, Status.RUNNING)
+
+    def __str__(self) -> str:
+        return self.value
+
+
+_TERMINAL = frozenset({Status.COMPLETED, Status.FAILED, Status.CANCELLED})
+
+
+@attrs.frozen
+class JobState:
+    """What a backend reports about one job.
+
+    ``message`` says why (``"pending: Resources"``, ``"exit code 3"``); ``exit_code`` is the
+    program's own exit code when known; times are UNIX seconds when the backend knows them.
+    """
+
+    status: Status
+    message: str = ""
+    exit_code: int | None = None
+    started_at: float | None = None
+    ended_at: float | None = None
+
+
+def combine(statuses: Iterable[Status]) -> Status:
+    """A work unit's status from its jobs': a failure wins, then cancellation, then activity."""
+    seen = set(statuses)
+    if not seen:
+        return Status.LAUNCHING
+    for status in (Status.FAILED, Status.CANCELLED, Status.UNKNOWN, Status.RUNNING, Status.PENDING, Status.LAUNCHING):
+        if status in seen:
+            return status
+    return Status.COMPLETED
+
+
+class ExperimentUnitStatus:
+    """XManager's status interface for a work unit: ``is_active``, ``is_completed``, ``is_failed``."""
+
+    def __init__(self, status: Status, message: str = "") -> None:
+        self.status = status
+        self._message = message
+
+    @property
+    def is_active(self) -> bool:
+        return self.status.is_active
+
+    @property
+    def is_completed(self) -> bool:
+        return self.status is Status.COMPLETED
+
+    @property
+    def is_failed(self) -> bool:
+        return self.status is Status.FAILED
+
+    @property
+    def is_cancelled(self) -> bool:
+        return self.status is Status.CANCELLED
+
+    @property
+    def message(self) -> str:
+        return self._message
+
+    def __repr__(self) -> str:
+        return f"ExperimentUnitStatus({self.status.value}{', ' + repr(self._message) if self._message else ''})"
+
+
+WorkUnitStatus = ExperimentUnitStatus

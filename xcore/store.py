@@ -1,0 +1,79 @@
+"""The metadata store interface. The embedded SQLite store implements it; a plugin may
+provide another (a server database) through the ``xcore_open_store`` hook."""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Sequence
+from typing import Any
+
+from xcore.records import ExperimentRecord, JobRecord, NewJob, StatusEvent, WorkUnitRecord
+from xcore.status import JobState
+
+
+class MetadataStore(abc.ABC):
+    """Durable record of everything launched. Every method is one atomic transaction, and
+    many processes may use one store at once."""
+
+    @abc.abstractmethod
+    def create_experiment(
+        self,
+        title: str,
+        *,
+        tags: Sequence[str] = (),
+        notes: str = "",
+        script_path: str | None = None,
+        script_sha256: str | None = None,
+        git_commit: str | None = None,
+        git_dirty: bool | None = None,
+        user: str = "",
+        host: str = "",
+    ) -> ExperimentRecord:
+        """Record a new experiment and return it with its id (ids start at 1)."""
+
+    @abc.abstractmethod
+    def update_experiment(self, experiment_id: int, **changes: Any) -> None:
+        """Change title, tags, notes, launch_status or launch_error."""
+
+    @abc.abstractmethod
+    def add_work_unit(
+        self, experiment_id: int, work_unit_id: int, role: str, args: Any, identity: str, jobs: Sequence[NewJob]
+    ) -> list[int]:
+        """Record a work unit and its jobs (status LAUNCHING); return the jobs' ids in order."""
+
+    @abc.abstractmethod
+    def add_jobs(self, experiment_id: int, work_unit_id: int, jobs: Sequence[NewJob]) -> list[int]:
+        """Record more jobs of an existing work unit (job generators add jobs one by one)."""
+
+    @abc.abstractmethod
+    def mark_launched(self, launched: Sequence[tuple[int, str, dict[str, Any], str | None]]) -> None:
+        """Record ``(job_id, handle_kind, handle, log_path)`` for jobs the backend accepted."""
+
+    @abc.abstractmethod
+    def record_states(self, states: Sequence[tuple[int, JobState]]) -> None:
+        """Store the newest state of jobs; a change of status is appended to their history."""
+
+    @abc.abstractmethod
+    def get_experiment(self, experiment_id: int) -> ExperimentRecord:
+        """Raise ``NotFoundError`` when there is no such experiment."""
+
+    @abc.abstractmethod
+    def list_experiments(
+        self, *, status: str | None = None, title: str | None = None, tag: str | None = None, limit: int | None = 20
+    ) -> list[ExperimentRecord]:
+        """Newest first. ``title`` matches a substring, case-insensitively."""
+
+    @abc.abstractmethod
+    def work_units(self, experiment_id: int, work_unit_ids: Sequence[int] | None = None) -> list[WorkUnitRecord]:
+        """Work units with their jobs, by id."""
+
+    @abc.abstractmethod
+    def active_jobs(self, experiment_ids: Sequence[int]) -> list[JobRecord]:
+        """Jobs of these experiments whose last known status is not terminal."""
+
+    @abc.abstractmethod
+    def job_history(self, job_id: int) -> list[StatusEvent]:
+        """Every status change of a job, oldest first."""
+
+    def close(self) -> None:
+        """Release connections."""

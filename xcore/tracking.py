@@ -1,0 +1,76 @@
+"""Asks backends for the state of recorded jobs and writes what changed to the store.
+
+Used by the launcher process (``get_status``, ``wait_until_complete``) and by later
+processes (``xcore show``/``list``/``wait``) alike, so status never depends on the launcher
+still running. Jobs are grouped by handle kind: one backend call per kind.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+
+from xcore.errors import XcoreError
+from xcore.plugins import PluginHost
+from xcore.records import JobRecord
+from xcore.status import JobState, Status
+from xcore.store import MetadataStore
+
+
+def refresh_jobs(store: MetadataStore, host: PluginHost, jobs: Sequence[JobRecord]) -> list[JobRecord]:
+    """Update the non-terminal ``jobs`` in place from their backends and record changes.
+
+    A backend that cannot be asked (plugin missing, host unreachable) leaves the stored
+    state as it is and marks the in-memory record UNKNOWN with the reason.
+    """
+    by_kind: dict[str, list[JobRecord]] = defaultdict(list)
+    for job in jobs:
+        if not job.status.is_terminal and job.handle_kind and job.handle is not None:
+            by_kind[job.handle_kind].append(job)
+    changes: list[tuple[int, JobState]] = []
+    for kind, group in by_kind.items():
+        try:
+            handles = [host.serializer.load(job.handle) for job in group]
+            states = host.job_states(kind, handles)
+        except XcoreError as exc:
+            for job in group:
+                job.status, job.message = Status.UNKNOWN, str(exc).split(". ")[0]
+            continue
+        except OSError as exc:
+            for job in group:
+                job.status, job.message = Status.UNKNOWN, f"backend unreachable: {exc}"
+            continue
+        for job, state in zip(group, states):
+            if (job.status, job.message, job.exit_code) != (state.status, state.message, state.exit_code):
+                changes.append((job.id, state))
+            job.status, job.message, job.exit_code = state.status, state.message, state.exit_code
+            job.started_at = job.started_at or state.started_at
+            job.ended_at = job.ended_at or state.ended_at
+    if changes:
+        store.record_states(changes)
+    return list(jobs)
+
+
+def wait_for(
+    fetch: Callable[[], list[JobRecord]],
+    store: MetadataStore,
+    host: PluginHost,
+    *,
+    timeout: float | None = None,
+    on_poll: Callable[[list[JobRecord]], None] | None = None,
+    interval: float = 0.05,
+    max_interval: float = 1.0,
+) -> list[JobRecord]:
+    """Poll until every fetched job is terminal (or UNKNOWN, which polling cannot fix)."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        jobs = refresh_jobs(store, host, fetch())
+        if on_poll:
+            on_poll(jobs)
+        if all(j.status.is_terminal or j.status is Status.UNKNOWN for j in jobs):
+            return jobs
+        if deadline is not None and time.monotonic() >= deadline:
+            raise TimeoutError(f"{sum(not j.status.is_terminal for j in jobs)} jobs still active after {timeout} s.")
+        time.sleep(interval)
+        interval = min(interval * 1.5, max_interval)

@@ -502,6 +502,7 @@ def cancel_jobs(store: MetadataStore, host: PluginHost, jobs: Sequence[JobRecord
 # -- module-level entry points ---------------------------------------------------------------
 
 _launch_script: Path | None = None
+created_experiment_ids: list[int] = []  # in this process, so `xcore launch` can report them
 
 
 def set_launch_script(path: Path | None) -> None:
@@ -540,6 +541,7 @@ def create_experiment(
         user=_user(),
         host=socket.gethostname(),
     )
+    created_experiment_ids.append(record.id)
     return Experiment(record, store, host)
 
 

@@ -1,0 +1,323 @@
+"""What each ``xcore`` subcommand does."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import runpy
+import sys
+import time
+import traceback
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from xcore.cli.tables import format_duration, format_time, render_table
+from xcore.errors import NotFoundError, XcoreError
+from xcore.plugins import get_host
+from xcore.progress import Progress
+from xcore.records import ExperimentRecord, JobRecord, WorkUnitRecord
+from xcore.status import Status
+from xcore.store import MetadataStore
+from xcore.tracking import refresh_jobs, wait_for
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_TIMEOUT = 0, 1, 2, 124
+
+
+def _store() -> MetadataStore:
+    from xcore.experiment import open_store
+
+    return open_store(get_host())
+
+
+def _parse_target(text: str) -> tuple[int, int | None]:
+    experiment, _, unit = text.partition("/")
+    try:
+        return int(experiment), (int(unit) if unit else None)
+    except ValueError:
+        raise XcoreError(f"{text!r} is not an experiment reference: write EXP or EXP/WU, e.g. 3 or 3/7.") from None
+
+
+def _print_json(data: Any) -> None:
+    json.dump(data, sys.stdout, indent=2, default=_json_default, ensure_ascii=False)
+    sys.stdout.write("\n")
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, Status):
+        return value.value
+    if attrs.has(type(value)):
+        return attrs.asdict(value, recurse=False)
+    raise TypeError(type(value).__name__)
+
+
+def _refresh_experiments(store: MetadataStore, experiment_ids: list[int]) -> None:
+    if experiment_ids:
+        refresh_jobs(store, get_host(), store.active_jobs(experiment_ids))
+
+
+# -- launch ----------------------------------------------------------------------------------
+
+
+def launch(args: argparse.Namespace) -> int:
+    from xcore import experiment as experiment_module
+
+    script = Path(args.script)
+    if not script.is_file():
+        raise XcoreError(f"Launch script {script} does not exist.")
+    script = script.resolve()
+    script_args = list(args.script_args)
+    if script_args[:1] == ["--"]:
+        script_args = script_args[1:]
+    experiment_module.set_launch_script(script)
+    before = len(experiment_module.created_experiment_ids)
+    saved_argv, saved_path = sys.argv, list(sys.path)
+    sys.argv = [str(script), *script_args]
+    sys.path.insert(0, str(script.parent))
+    error: BaseException | None = None
+    try:
+        runpy.run_path(str(script), run_name="__main__")
+    except SystemExit as exc:
+        if exc.code not in (None, 0):
+            error = exc
+    except BaseException as exc:  # reported below; what was launched stays recorded
+        error = exc
+    finally:
+        sys.argv, sys.path[:] = saved_argv, saved_path
+        experiment_module.set_launch_script(None)
+    created = experiment_module.created_experiment_ids[before:]
+    store = _store()
+    if error is not None:
+        _report_launch_error(script, error, created, store, args.traceback)
+        return EXIT_FAILED if not isinstance(error, KeyboardInterrupt) else 130
+    for experiment_id in created:
+        record = store.get_experiment(experiment_id)
+        print(f"experiment {record.id} {record.title!r}: {record.work_unit_count} work units launched "
+              f"(xcore show {record.id})", file=sys.stderr)
+    if args.wait and created:
+        codes = [_wait_experiment(store, experiment_id, None, as_json=False) for experiment_id in created]
+        return max(codes)
+    return EXIT_OK
+
+
+def _report_launch_error(script: Path, error: BaseException, created: list[int], store: MetadataStore,
+                         full: bool) -> None:
+    if isinstance(error, SystemExit):
+        detail = f"it exited with status {error.code}"
+    elif isinstance(error, XcoreError):
+        detail = str(error)
+    else:
+        frames = [f for f in traceback.extract_tb(error.__traceback__) if f.filename == str(script)]
+        where = f" (line {frames[-1].lineno}: {frames[-1].line})" if frames else ""
+        detail = f"{type(error).__name__}: {error}{where}"
+    kept = ""
+    if created:
+        parts = []
+        for experiment_id in created:
+            record = store.get_experiment(experiment_id)
+            parts.append(f"experiment {record.id} ({record.work_unit_count} work units)")
+        kept = (f" What it launched before failing stays recorded: {', '.join(parts)}; "
+                f"see `xcore show {created[-1]}`, or stop it with `xcore cancel {created[-1]}`.")
+    print(f"error: launch script {script} failed: {detail}.{kept}", file=sys.stderr)
+    if full:
+        traceback.print_exception(error)
+    elif not isinstance(error, (XcoreError, SystemExit)):
+        print("(run with --traceback for the full traceback)", file=sys.stderr)
+
+
+# -- list and show ---------------------------------------------------------------------------
+
+
+def _summary(record: ExperimentRecord) -> str:
+    counts = record.status_counts
+    total = sum(counts.values())
+    parts = [f"{counts[s]} {s.lower()}" for s in sorted(counts, key=lambda s: list(Status.__members__).index(s))]
+    return f"{total}: " + ", ".join(parts) if total else "0"
+
+
+def list_(args: argparse.Namespace) -> int:
+    store = _store()
+    limit = None if args.limit == 0 else args.limit
+    records = store.list_experiments(title=args.title, tag=args.tag, limit=None if args.status else limit)
+    _refresh_experiments(store, [r.id for r in records if r.status.is_active][:200])
+    records = store.list_experiments(status=args.status, title=args.title, tag=args.tag, limit=limit)
+    if args.json:
+        _print_json([_experiment_json(r) for r in records])
+        return EXIT_OK
+    if not records:
+        print("No experiments yet. Launch one with: xcore launch LAUNCH_SCRIPT.py", file=sys.stderr)
+        return EXIT_OK
+    rows = [(r.id, r.status.value, format_time(r.created_at), r.user, ",".join(r.tags), _summary(r), r.title)
+            for r in records]
+    print(render_table(["ID", "STATUS", "CREATED", "USER", "TAGS", "WORK UNITS", "TITLE"], rows))
+    return EXIT_OK
+
+
+def _experiment_json(record: ExperimentRecord) -> dict[str, Any]:
+    data = attrs.asdict(record)
+    data["status"] = record.status.value
+    data["work_unit_count"] = record.work_unit_count
+    return data
+
+
+def _job_json(job: JobRecord) -> dict[str, Any]:
+    data = attrs.asdict(job)
+    data["status"] = job.status.value
+    data["duration"] = job.duration
+    return data
+
+
+def _unit_json(unit: WorkUnitRecord) -> dict[str, Any]:
+    return {
+        "id": unit.id, "role": unit.role, "args": unit.args, "identity": unit.identity, "status": unit.status.value,
+        "exit_codes": unit.exit_codes, "duration": unit.duration, "started_at": unit.started_at,
+        "ended_at": unit.ended_at, "jobs": [_job_json(j) for j in unit.jobs],
+    }
+
+
+def _format_args(args: Any) -> str:
+    if isinstance(args, dict):
+        return " ".join(f"{k}={json.dumps(v, ensure_ascii=False) if not isinstance(v, (int, float)) else v}"
+                        for k, v in args.items())
+    return json.dumps(args, ensure_ascii=False) if args else ""
+
+
+def show(args: argparse.Namespace) -> int:
+    experiment_id, unit_id = _parse_target(args.experiment)
+    store = _store()
+    record = store.get_experiment(experiment_id)
+    units = store.work_units(experiment_id, None if unit_id is None else [unit_id])
+    refresh_jobs(store, get_host(), [j for u in units for j in u.jobs])
+    record = store.get_experiment(experiment_id)
+    if args.json:
+        data = _experiment_json(record)
+        data["work_units"] = [_unit_json(u) for u in units]
+        _print_json(data)
+        return EXIT_OK
+    print(f"Experiment {record.id}: {record.title}")
+    print(f"  status   {record.status.value} ({_summary(record)})")
+    print(f"  created  {format_time(record.created_at)} by {record.user}@{record.host}")
+    if record.script_path:
+        print(f"  script   {record.script_path} (sha256 {str(record.script_sha256)[:12]})")
+    if record.git_commit:
+        print(f"  git      {record.git_commit[:12]}{' (dirty)' if record.git_dirty else ''}")
+    if record.tags:
+        print(f"  tags     {', '.join(record.tags)}")
+    if record.notes:
+        print(f"  notes    {record.notes}")
+    if record.launch_status == "LAUNCH_FAILED":
+        print(f"  launch   FAILED: {record.launch_error}")
+    print()
+    rows = []
+    for unit in units:
+        for job in unit.jobs or [None]:
+            name = f"{unit.id}" if len(unit.jobs) <= 1 else f"{unit.id}/{job.name}"  # type: ignore[union-attr]
+            if unit.role == "auxiliary":
+                name += " (aux)"
+            if job is None:
+                rows.append((name, unit.status.value, "-", "-", "", _format_args(unit.args)))
+                continue
+            rows.append((name, job.status.value, "-" if job.exit_code is None else job.exit_code,
+                         format_duration(job.duration), job.message if job.status is not Status.COMPLETED else "",
+                         _format_args(unit.args)))
+    if rows:
+        print(render_table(["WU", "STATUS", "EXIT", "DURATION", "MESSAGE", "ARGS"], rows))
+    else:
+        print("(no work units)")
+    return EXIT_OK
+
+
+# -- wait, cancel, logs ----------------------------------------------------------------------
+
+
+def wait(args: argparse.Namespace) -> int:
+    experiment_id, unit_id = _parse_target(args.experiment)
+    return _wait_experiment(_store(), experiment_id, unit_id, as_json=args.json, timeout=args.timeout)
+
+
+def _wait_experiment(store: MetadataStore, experiment_id: int, unit_id: int | None, *, as_json: bool,
+                     timeout: float | None = None) -> int:
+    store.get_experiment(experiment_id)
+    progress = Progress()
+
+    def fetch() -> list[JobRecord]:
+        units = store.work_units(experiment_id, None if unit_id is None else [unit_id])
+        return [j for u in units if u.role == "work_unit" for j in u.jobs]
+
+    def report(jobs: list[JobRecord]) -> None:
+        counts = Counter(j.status.value for j in jobs)
+        done = sum(counts[s.value] for s in Status if s.is_terminal)
+        progress.update(f"experiment {experiment_id}", done, len(jobs),
+                        ", ".join(f"{n} {s.lower()}" for s, n in sorted(counts.items())))
+
+    try:
+        jobs = wait_for(fetch, store, get_host(), timeout=timeout, on_poll=report)
+    except TimeoutError as exc:
+        progress.clear()
+        print(f"timeout: {exc}", file=sys.stderr)
+        return EXIT_TIMEOUT
+    progress.clear()
+    failed = [j for j in jobs if j.status is not Status.COMPLETED]
+    if as_json:
+        _print_json({"experiment": experiment_id, "ok": not failed, "jobs": [_job_json(j) for j in jobs]})
+    else:
+        counts = Counter(j.status.value for j in jobs)
+        print(f"experiment {experiment_id}: " + ", ".join(f"{n} {s.lower()}" for s, n in sorted(counts.items())))
+        for job in failed[:20]:
+            print(f"  {job.work_unit_id}/{job.name}: {job.status.value} {job.message}  (xcore logs {experiment_id}/{job.work_unit_id})")
+        if len(failed) > 20:
+            print(f"  ... and {len(failed) - 20} more")
+    return EXIT_OK if not failed else EXIT_FAILED
+
+
+def cancel(args: argparse.Namespace) -> int:
+    from xcore.experiment import cancel_jobs
+
+    experiment_id, unit_id = _parse_target(args.target)
+    store = _store()
+    store.get_experiment(experiment_id)
+    units = store.work_units(experiment_id, None if unit_id is None else [unit_id])
+    if unit_id is not None and not units:
+        raise NotFoundError(f"Experiment {experiment_id} has no work unit {unit_id}.")
+    count = cancel_jobs(store, get_host(), [j for u in units for j in u.jobs])
+    print(f"cancelled {count} job{'s' if count != 1 else ''} of {args.target}")
+    return EXIT_OK
+
+
+def logs(args: argparse.Namespace) -> int:
+    experiment_id, unit_id = _parse_target(args.target)
+    if unit_id is None:
+        raise XcoreError(f"Name a work unit: xcore logs {experiment_id}/WU (see `xcore show {experiment_id}`).")
+    store = _store()
+    units = store.work_units(experiment_id, [unit_id])
+    if not units:
+        store.get_experiment(experiment_id)
+        raise NotFoundError(f"Experiment {experiment_id} has no work unit {unit_id}.")
+    jobs = [j for j in units[0].jobs if args.job in (None, j.name)]
+    if not jobs:
+        raise NotFoundError(f"Work unit {args.target} has no job {args.job!r}; jobs: {', '.join(j.name for j in units[0].jobs)}.")
+    host = get_host()
+    for job in jobs:
+        if len(jobs) > 1:
+            print(f"==> {job.name} <==", flush=True)
+        if job.handle is None:
+            print(f"(job {job.name} was never launched: {job.message or job.status.value})", file=sys.stderr)
+            continue
+        for chunk in host.job_logs(job.handle_kind or "", host.serializer.load(job.handle), args.follow):
+            sys.stdout.write(chunk)
+            sys.stdout.flush()
+    return EXIT_OK
+
+
+def plugins(args: argparse.Namespace) -> int:
+    infos = get_host().plugins()
+    if args.json:
+        _print_json([attrs.asdict(i) for i in infos])
+        return EXIT_OK
+    rows = [(i.name, i.distribution or "(built in)", i.version or "", i.status,
+             ", ".join(i.kinds) if i.status == "loaded" else (i.error or "").splitlines()[0] if i.error else "")
+            for i in infos]
+    print(render_table(["NAME", "DISTRIBUTION", "VERSION", "STATUS", "KINDS / ERROR"], rows))
+    return EXIT_OK

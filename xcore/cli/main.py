@@ -1,0 +1,107 @@
+"""The ``xcore`` command line. Heavy modules load inside each command, so ``--help`` is fast."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from xcore import __version__
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_TIMEOUT = 0, 1, 2, 124
+
+
+def build_parser(with_plugins: bool = True) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="xcore",
+        description="Launch and track machine-learning experiments on any compute backend.",
+        epilog="Examples:\n  xcore launch examples/sweep/launch.py --wait\n  xcore list\n  xcore show 3\n"
+        "  xcore logs 3/7 --follow\n\nState lives in XCORE_HOME (default ~/.local/share/xcore).",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"xcore {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("launch", help="run a launch script", description="Run a launch script; arguments after -- go to the script.")
+    p.add_argument("script", help="the launch script (a Python file)")
+    p.add_argument("script_args", nargs=argparse.REMAINDER, help="arguments for the script (after --)")
+    p.add_argument("--wait", action="store_true", help="wait until every work unit ends; exit 1 if any failed")
+    p.add_argument("--traceback", action="store_true", help="show the full traceback when the script fails")
+    p.set_defaults(func="xcore.cli.commands:launch")
+
+    p = sub.add_parser("list", help="list experiments, newest first")
+    p.add_argument("--status", help="only experiments with this status (RUNNING, COMPLETED, FAILED, ...)")
+    p.add_argument("--title", help="only titles containing this text")
+    p.add_argument("--tag", help="only experiments with this tag")
+    p.add_argument("--limit", "-n", type=int, default=20, help="how many (default 20; 0 for all)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func="xcore.cli.commands:list_")
+
+    p = sub.add_parser("show", help="show an experiment's work units")
+    p.add_argument("experiment", help="experiment id")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func="xcore.cli.commands:show")
+
+    p = sub.add_parser("wait", help="wait for an experiment to end; exit 0 only if all succeeded")
+    p.add_argument("experiment", help="experiment id, or EXP/WU")
+    p.add_argument("--timeout", type=float, help="give up after this many seconds (exit 124)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func="xcore.cli.commands:wait")
+
+    p = sub.add_parser("cancel", help="cancel an experiment or one work unit (EXP or EXP/WU)")
+    p.add_argument("target", help="EXP or EXP/WU")
+    p.set_defaults(func="xcore.cli.commands:cancel")
+
+    p = sub.add_parser("logs", help="print a work unit's output")
+    p.add_argument("target", help="EXP/WU")
+    p.add_argument("--job", help="which job of a job group (default: all)")
+    p.add_argument("--follow", "-f", action="store_true", help="keep printing until the job ends")
+    p.set_defaults(func="xcore.cli.commands:logs")
+
+    p = sub.add_parser("plugins", help="list installed plugins")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func="xcore.cli.commands:plugins")
+
+    if with_plugins:
+        from xcore.plugins import get_host
+
+        host = get_host()
+        for warning in host.failure_warnings():
+            print(warning, file=sys.stderr)
+        host.add_commands(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if not getattr(args, "func", None):
+            parser.print_help()
+            return EXIT_USAGE
+        func = args.func
+        if isinstance(func, str):
+            import importlib
+
+            module, name = func.split(":")
+            func = getattr(importlib.import_module(module), name)
+        return int(func(args) or 0)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
+    except Exception as exc:
+        from xcore.errors import XcoreError
+
+        if isinstance(exc, XcoreError) and not os.environ.get("XCORE_DEBUG"):
+            print(f"error: {exc}", file=sys.stderr)
+            return EXIT_FAILED
+        raise
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -125,8 +125,11 @@ def xcore_job_states(handle_kind: str, handles: Sequence[JobHandle]) -> Sequence
 def xcore_cancel(handle_kind: str, handles: Sequence[JobHandle]) -> bool | None:
     """Stop jobs (and everything they started). Jobs already finished are left as they are.
 
-    Stops at first non-None result.
+    Called by ``xcore cancel`` and ``unit.stop()``, possibly from a process other than the
+    launcher. Stops at first non-None result.
 
+    :param handle_kind: the registered kind of every handle.
+    :param handles: handles of jobs to stop.
     :return: True once cancellation was requested; None if the kind is not yours.
     """
 
@@ -135,9 +138,11 @@ def xcore_cancel(handle_kind: str, handles: Sequence[JobHandle]) -> bool | None:
 def xcore_job_logs(handle_kind: str, handle: JobHandle, follow: bool) -> Iterator[str] | None:
     """Stream a job's output (stdout and stderr) as text chunks.
 
-    With ``follow`` the iterator keeps yielding until the job ends. Stops at first non-None
-    result.
+    Called by ``xcore logs``. Stops at first non-None result.
 
+    :param handle_kind: the registered kind of the handle.
+    :param handle: the job's handle.
+    :param follow: keep yielding new output until the job ends.
     :return: an iterator of text; None if the kind is not yours.
     """
 
@@ -154,5 +159,7 @@ def xcore_open_store(url: str, options: dict[str, Any]) -> MetadataStore | None:
     The built-in plugin ``xcore.sqlite`` answers ``sqlite:`` URLs; a plugin may answer others
     (``postgresql://...``). Stops at first non-None result.
 
+    :param url: the store's URL.
+    :param options: extra settings (reserved; empty today).
     :return: an object implementing ``xcore.store.MetadataStore``, or None.
     """

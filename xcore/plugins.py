@@ -19,7 +19,7 @@ import attrs
 import pluggy
 
 from xcore import hookspecs
-from xcore.errors import LaunchError, PackagingError, PluginLoadError, UnknownKindError
+from xcore.errors import LaunchError, PackagingError, PluginLoadError, UnknownKindError, XcoreError
 from xcore.kinds import KindRegistry
 
 if TYPE_CHECKING:
@@ -139,14 +139,13 @@ class PluginHost:
             for impl in caller.get_hookimpls():
                 try:
                     impl.function(registry=registry.scoped(impl.plugin_name))
-                except UnknownKindError:
+                except XcoreError:
                     raise
                 except Exception as exc:
-                    if isinstance(exc, (TypeError, ValueError)) or type(exc).__module__.startswith("xcore"):
-                        raise PluginLoadError(
-                            f"Plugin {self.infos[impl.plugin_name].label} failed to register its kinds: {exc}"
-                        ) from exc
-                    raise
+                    raise PluginLoadError(
+                        f"Plugin {self.infos[impl.plugin_name].label} failed to register its kinds: "
+                        f"{type(exc).__name__}: {exc}"
+                    ) from exc
             for entry in registry:
                 self.infos[entry.plugin].kinds.append(entry.kind)
             self._kinds = registry

@@ -13,7 +13,7 @@ apt_install $PKGS_docker
 
 docker_ok() { docker info >/dev/null 2>&1; }
 if ! docker_ok; then
-    if pgrep -x dockerd >/dev/null; then
+    if running dockerd; then
         log "dockerd runs already: waiting for it"
     else
         log "starting dockerd"
@@ -110,7 +110,8 @@ check() {
 check || { docker rmi -f "$DOCKER_IMAGE" >/dev/null 2>&1; die "image $DOCKER_IMAGE is broken" "$BUILD_LOG"; }
 CTX=$(mktemp -d)
 printf 'FROM %s\nRUN python3 -m pip install --no-cache-dir six && python3 -c "import six; print(six.__version__)"\n' "$DOCKER_IMAGE" > "$CTX/Dockerfile"
-if ! DOCKER_BUILDKIT=0 docker build -q -t xcore-infra-pipcheck "$CTX" >>"$BUILD_LOG" 2>&1; then
+pipcheck() { DOCKER_BUILDKIT=0 docker build -q -t xcore-infra-pipcheck "$CTX" >>"$BUILD_LOG" 2>&1; }
+if ! pipcheck && ! { log "pip check failed, retrying once (PyPI hiccup?)"; sleep 3; pipcheck; }; then
     docker rmi -f "$DOCKER_IMAGE" >/dev/null 2>&1
     die "pip install inside 'docker build FROM $DOCKER_IMAGE' failed" "$BUILD_LOG"
 fi

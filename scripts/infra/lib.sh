@@ -130,7 +130,7 @@ wait_until() {
 }
 
 # True when a process with exactly this name runs.
-running() { pgrep -x "$1" >/dev/null 2>&1; }
+running() { ps -C "$1" -o stat= 2>/dev/null | grep -qv "^Z"; }
 
 # start_daemon LOGFILE CMD...: start a long-running foreground-capable daemon detached.
 start_detached() {
@@ -156,6 +156,9 @@ write_if_changed() {
 infra_init() {
     SERVICE_NAME=$1
     require_root
-    mkdir -p "$INFRA_STATE" "$INFRA_LOG"
+    mkdir -p "$INFRA_STATE" "$INFRA_LOG" /run/lock
+    # One run per service at a time (two test sessions may call setup.sh concurrently).
+    exec 9>"/run/lock/xcore-infra-$1.lock"
+    flock -w 900 9 || die "another xcore-infra $1 run holds /run/lock/xcore-infra-$1.lock"
     ensure_hostname
 }

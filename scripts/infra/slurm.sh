@@ -129,7 +129,8 @@ if [ "$CHANGED" = 1 ] && running slurmdbd; then
     for d in slurmd slurmctld slurmdbd; do
         [ -f /run/slurm/$d.pid ] && kill "$(cat /run/slurm/$d.pid)" 2>/dev/null || true
     done
-    wait_until 20 "daemons stop" bash -c '! pgrep -x "slurmd|slurmctld|slurmdbd"' \
+    all_stopped() { ! running slurmd && ! running slurmctld && ! running slurmdbd; }
+    wait_until 20 "daemons stop" all_stopped \
         || die "Slurm daemons did not stop after a config change"
 fi
 if ! running slurmdbd; then
@@ -141,6 +142,10 @@ wait_until 60 slurmdbd dbd_ok || die "slurmdbd does not answer (sacctmgr)" "$DBD
 
 # Associations: cluster, account, users root and xcore.
 assoc() {
+    # Fast path: both users already associated.
+    local have
+    have=$(sacctmgr -n -P list assoc cluster="$CLUSTER" account=xcore format=user 2>/dev/null | sort -u | tr '\n' ' ')
+    [[ " $have " == *" root "* && " $have " == *" $XCORE_USER "* ]] && return 0
     sacctmgr -n -P list cluster format=cluster | grep -qx "$CLUSTER" \
         || sacctmgr -i add cluster "$CLUSTER" >/dev/null
     sacctmgr -n -P list account format=account | grep -qx xcore \
@@ -154,7 +159,9 @@ assoc() {
 assoc || die "sacctmgr association setup failed" "$DBD_LOG"
 
 # ---------------------------------------------------------------- slurmctld / slurmd
+STARTED=0
 if ! running slurmctld; then
+    STARTED=1
     # slurmctld dies when a file it must write is root-owned.
     chown -R slurm:slurm /var/spool/slurmctld "$SLOG"
     log "starting slurmctld"
@@ -163,6 +170,7 @@ fi
 ctld_ok() { scontrol ping | grep -q UP; }
 wait_until 30 slurmctld ctld_ok || die "slurmctld does not answer" "$CTLD_LOG"
 if ! running slurmd; then
+    STARTED=1
     log "starting slurmd (node localhost)"
     /usr/sbin/slurmd -N localhost 2>>"$SLURMD_LOG" || die "slurmd failed to start" "$SLURMD_LOG"
 fi
@@ -186,4 +194,13 @@ if ! wait_until 20 "node up" node_up; then
 fi
 sacct_ok() { out=$(sacct -n -X -P -o JobID -S now 2>&1) && ! grep -qi 'disabled\|error' <<<"$out"; }
 wait_until 30 sacct sacct_ok || die "sacct does not answer: $(sacct -n -X -P -o JobID -S now 2>&1 | head -3)" "$CTLD_LOG" "$DBD_LOG"
+# After a (re)start, prove the whole path: a job must run and reach sacct as COMPLETED.
+if [ "$STARTED" = 1 ] || [ -n "${XCORE_INFRA_VERIFY:-}" ]; then
+    jid=$(sbatch --parsable -J xcore_infra_check -o /dev/null -e /dev/null --wrap true) \
+        || die "sbatch failed" "$CTLD_LOG"
+    job_done() { [ "$(sacct -n -X -P -o State -j "$jid")" = COMPLETED ]; }
+    wait_until 60 "sacct" job_done \
+        || die "job $jid did not reach COMPLETED in sacct (now: '$(sacct -n -X -P -o State -j "$jid")')" "$CTLD_LOG" "$SLURMD_LOG" "$DBD_LOG"
+    log "verified: job $jid COMPLETED in sacct"
+fi
 log "ready: node localhost $(node_state), partitions: $(sinfo -h -o %P | tr '\n' ' ')"

@@ -1,0 +1,5 @@
+"""Example plugin: ``Inline`` runs each job synchronously at launch."""
+
+from xinline.model import Inline, InlineHandle, InlineProcess, InlineSpec
+
+__all__ = ["Inline", "InlineSpec", "InlineProcess", "InlineHandle"]

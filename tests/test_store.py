@@ -1,0 +1,82 @@
+import multiprocessing
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from xcore.errors import ConfigurationError, NotFoundError
+from xcore.records import NewJob
+from xcore.sqlite_store import SCHEMA_VERSION, SqliteStore
+from xcore.status import JobState, Status
+
+
+def _job(name="main"):
+    return NewJob(name, "xlocal.Local", {"kind": "xlocal.Local"}, {"kind": "x"}, ["--a=1"], {"K": "v"})
+
+
+def test_experiment_ids_start_at_one_and_fields_round_trip(tmp_path):
+    store = SqliteStore(tmp_path / "db.sqlite")
+    record = store.create_experiment("t", tags=["a"], notes="n", script_path="/s.py", script_sha256="ab",
+                                     git_commit="c0ffee", git_dirty=True, user="u", host="h")
+    assert record.id == 1
+    again = store.get_experiment(1)
+    assert (again.title, again.tags, again.git_dirty, again.user) == ("t", ["a"], True, "u")
+    with pytest.raises(NotFoundError, match="xcore list"):
+        store.get_experiment(99)
+
+
+def test_status_history_and_unit_status(tmp_path):
+    store = SqliteStore(tmp_path / "db.sqlite")
+    exp = store.create_experiment("t")
+    [a, b] = store.add_work_unit(exp.id, 1, "work_unit", {"lr": 1}, "", [_job("a"), _job("b")])
+    store.record_states([(a, JobState(Status.RUNNING)), (b, JobState(Status.RUNNING))])
+    store.record_states([(a, JobState(Status.COMPLETED, "exit code 0", 0)), (b, JobState(Status.FAILED, "exit code 3", 3))])
+    store.record_states([(a, JobState(Status.RUNNING))])  # a finished job never becomes active again
+    [unit] = store.work_units(exp.id)
+    assert unit.status is Status.FAILED and unit.exit_codes == [0, 3]
+    assert [e.status for e in store.job_history(a)] == [Status.LAUNCHING, Status.RUNNING, Status.COMPLETED]
+    assert store.get_experiment(exp.id).status_counts == {"FAILED": 1}
+
+
+def test_list_filters(tmp_path):
+    store = SqliteStore(tmp_path / "db.sqlite")
+    for title, tags in [("alpha sweep", ["x"]), ("beta", ["y"]), ("ALPHA two", ["x", "y"])]:
+        store.create_experiment(title, tags=tags)
+    assert [r.title for r in store.list_experiments(title="alpha")] == ["ALPHA two", "alpha sweep"]
+    assert [r.id for r in store.list_experiments(tag="y")] == [3, 2]
+    assert len(store.list_experiments(limit=1)) == 1
+
+
+def test_newer_schema_is_refused_without_touching_data(tmp_path):
+    path = tmp_path / "db.sqlite"
+    SqliteStore(path).create_experiment("keep me")
+    with sqlite3.connect(path) as db:
+        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    with pytest.raises(ConfigurationError, match="Upgrade xcore"):
+        SqliteStore(path)
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT title FROM experiments").fetchone()[0] == "keep me"
+
+
+def _add_many(path: str, experiment_id: int, first: int, count: int) -> None:
+    store = SqliteStore(path)
+    for unit in range(first, first + count):
+        store.add_work_unit(experiment_id, unit, "work_unit", {"u": unit}, "", [_job()])
+    store.close()
+
+
+def test_concurrent_launchers_lose_nothing(tmp_path):
+    """8 processes add 500 work units each to one store."""
+    path = str(tmp_path / "db.sqlite")
+    store = SqliteStore(path)
+    experiments = [store.create_experiment(f"e{i}").id for i in range(8)]
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_add_many, args=(path, experiments[i % 8], 1 + (i // 8) * 500, 500)) for i in range(8)]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join(120)
+        assert proc.exitcode == 0
+    total = sum(len(store.work_units(e)) for e in experiments)
+    assert total == 4000
+    assert all(len(u.jobs) == 1 for e in experiments for u in store.work_units(e))

@@ -106,7 +106,10 @@ with xm.create_experiment("detached") as e:
     assert all(u["duration"] >= 1.4 for u in show["work_units"])
 
 
-def test_cancel_stops_the_whole_process_tree_term_then_kill(tmp_path):
+def test_cancel_stops_the_whole_process_tree_term_then_kill(tmp_path, monkeypatch):
+    """TERM first; what ignores it is killed after the executor's grace (1 s here).
+    With one slot, the second unit is still queued and is cancelled before it starts."""
+    monkeypatch.setenv("XLOCAL_SLOTS", "1")
     marker = tmp_path / "child.pid"
     # The job starts a child in its own session that ignores TERM: only KILL after the grace stops it.
     code = (
@@ -118,7 +121,8 @@ def test_cancel_stops_the_whole_process_tree_term_then_kill(tmp_path):
     with xm.create_experiment("cancel") as experiment:
         [exe] = experiment.package([python_job(code)])
         unit = experiment.add(xm.Job(exe, xlocal.Local(kill_grace_secs=1))).result()
-        queued = experiment.add(xm.Job(exe, xlocal.Local(max_parallel=1))).result()
+        queued = experiment.add(xm.Job(exe, xlocal.Local(kill_grace_secs=1))).result()
+        assert queued.get_status().message == "python: waiting for a free slot"
     deadline = time.monotonic() + 10
     while not marker.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -126,7 +130,7 @@ def test_cancel_stops_the_whole_process_tree_term_then_kill(tmp_path):
     started = time.monotonic()
     result = run_xcore("cancel", f"{experiment.experiment_id}")
     assert result.returncode == 0, result.stderr
-    assert time.monotonic() - started < 10
+    assert 1.0 <= time.monotonic() - started < 5, "grace of 1 s, then KILL"
     time.sleep(0.2)
     assert not Path(f"/proc/{child}").exists() or "Z" in Path(f"/proc/{child}/stat").read_text().split()[2]
     show = json.loads(run_xcore("show", str(experiment.experiment_id), "--json").stdout)

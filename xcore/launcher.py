@@ -160,7 +160,6 @@ class BatchLauncher:
                     for p, h in zip(group, handles)
                 ]
             )
-            self._store.record_states([(p.request.job_id, JobState(Status.PENDING, "submitted")) for p in group])
             self.launched += len(group)
             for pending in group:
                 pending.ticket.job_done()

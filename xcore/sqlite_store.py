@@ -273,56 +273,80 @@ class SqliteStore(MetadataStore):
         return ids
 
     def mark_launched(self, launched: Sequence[tuple[int, str, dict[str, Any], str | None]]) -> None:
+        """Store handles and move the jobs from LAUNCHING to PENDING, in one transaction."""
         now = time.time()
         with self._write() as db:
             db.executemany(
-                "UPDATE jobs SET handle_kind = ?, handle = ?, log_path = ?, launched_at = ? WHERE id = ?",
+                "UPDATE jobs SET handle_kind = ?, handle = ?, log_path = ?, launched_at = ?,"
+                " status = CASE status WHEN 'LAUNCHING' THEN 'PENDING' ELSE status END,"
+                " message = CASE status WHEN 'LAUNCHING' THEN 'submitted' ELSE message END WHERE id = ?",
                 [(kind, json.dumps(handle), log, now, job_id) for job_id, kind, handle, log in launched],
             )
+            db.executemany(
+                "INSERT INTO job_events (job_id, status, message, at) VALUES (?, 'PENDING', 'submitted', ?)",
+                [(job_id, now) for job_id, *_ in launched],
+            )
+            self._refresh_units(db, [job_id for job_id, *_ in launched])
 
     def record_states(self, states: Sequence[tuple[int, JobState]]) -> None:
         if not states:
             return
         now = time.time()
-        touched_units: set[tuple[int, int]] = set()
         with self._write() as db:
+            rows = self._rows_by_id(db, [job_id for job_id, _ in states],
+                                    "id, status, message, exit_code, started_at, ended_at")
+            updates, events = [], []
             for job_id, state in states:
-                row = db.execute(
-                    "SELECT experiment_id, work_unit_id, status, message, exit_code, started_at, ended_at"
-                    " FROM jobs WHERE id = ?", (job_id,),
-                ).fetchone()
+                row = rows.get(job_id)
                 if row is None:
                     raise NotFoundError(f"No job {job_id} in {self.path}.")
                 if Status(row["status"]).is_terminal and not state.status.is_terminal:
                     continue  # a finished job never becomes active again
                 started = row["started_at"] if row["started_at"] is not None else state.started_at
-                if started is None and state.status in (Status.RUNNING,) + tuple(s for s in Status if s.is_terminal):
-                    started = state.started_at or now
+                if started is None and (state.status is Status.RUNNING or state.status.is_terminal):
+                    started = now
                 ended = row["ended_at"]
                 if state.status.is_terminal and ended is None:
                     ended = state.ended_at or now
-                changed = (row["status"], row["message"], row["exit_code"]) != (state.status.value, state.message, state.exit_code)
-                db.execute(
-                    "UPDATE jobs SET status = ?, message = ?, exit_code = ?, started_at = ?, ended_at = ? WHERE id = ?",
-                    (state.status.value, state.message, state.exit_code, started, ended, job_id),
-                )
-                if changed and row["status"] != state.status.value:
-                    db.execute(
-                        "INSERT INTO job_events (job_id, status, message, exit_code, at) VALUES (?,?,?,?,?)",
-                        (job_id, state.status.value, state.message, state.exit_code, now),
-                    )
-                touched_units.add((row["experiment_id"], row["work_unit_id"]))
-            for experiment_id, unit_id in touched_units:
-                statuses = [
-                    Status(r[0])
-                    for r in db.execute(
-                        "SELECT status FROM jobs WHERE experiment_id = ? AND work_unit_id = ?", (experiment_id, unit_id)
-                    )
-                ]
-                db.execute(
-                    "UPDATE work_units SET status = ? WHERE experiment_id = ? AND id = ?",
-                    (combine(statuses).value, experiment_id, unit_id),
-                )
+                updates.append((state.status.value, state.message, state.exit_code, started, ended, job_id))
+                if row["status"] != state.status.value:
+                    events.append((job_id, state.status.value, state.message, state.exit_code, now))
+            db.executemany(
+                "UPDATE jobs SET status = ?, message = ?, exit_code = ?, started_at = ?, ended_at = ? WHERE id = ?",
+                updates,
+            )
+            db.executemany(
+                "INSERT INTO job_events (job_id, status, message, exit_code, at) VALUES (?,?,?,?,?)", events
+            )
+            self._refresh_units(db, [job_id for job_id, _ in states])
+
+    @staticmethod
+    def _rows_by_id(db: sqlite3.Connection, job_ids: Sequence[int], columns: str) -> dict[int, sqlite3.Row]:
+        rows: dict[int, sqlite3.Row] = {}
+        for start in range(0, len(job_ids), 500):
+            chunk = job_ids[start : start + 500]
+            for row in db.execute(f"SELECT {columns} FROM jobs WHERE id IN ({','.join('?' * len(chunk))})", chunk):
+                rows[row["id"]] = row
+        return rows
+
+    def _refresh_units(self, db: sqlite3.Connection, job_ids: Sequence[int]) -> None:
+        """Recompute the status of every work unit these jobs belong to."""
+        units = {(r["experiment_id"], r["work_unit_id"])
+                 for r in self._rows_by_id(db, job_ids, "id, experiment_id, work_unit_id").values()}
+        statuses: dict[tuple[int, int], list[Status]] = {unit: [] for unit in units}
+        for experiment_id in {e for e, _ in units}:
+            ids = sorted(u for e, u in units if e == experiment_id)
+            for row in db.execute(
+                "SELECT work_unit_id, status FROM jobs WHERE experiment_id = ? AND work_unit_id BETWEEN ? AND ?",
+                (experiment_id, ids[0], ids[-1]),
+            ):
+                key = (experiment_id, row[0])
+                if key in statuses:
+                    statuses[key].append(Status(row[1]))
+        db.executemany(
+            "UPDATE work_units SET status = ? WHERE experiment_id = ? AND id = ?",
+            [(combine(found).value, e, u) for (e, u), found in statuses.items()],
+        )
 
     def work_units(self, experiment_id: int, work_unit_ids: Sequence[int] | None = None) -> list[WorkUnitRecord]:
         with self._lock:

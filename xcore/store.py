@@ -47,7 +47,8 @@ class MetadataStore(abc.ABC):
 
     @abc.abstractmethod
     def mark_launched(self, launched: Sequence[tuple[int, str, dict[str, Any], str | None]]) -> None:
-        """Record ``(job_id, handle_kind, handle, log_path)`` for jobs the backend accepted."""
+        """Record ``(job_id, handle_kind, handle, log_path)`` for jobs the backend accepted;
+        jobs still LAUNCHING become PENDING."""
 
     @abc.abstractmethod
     def record_states(self, states: Sequence[tuple[int, JobState]]) -> None:

@@ -60,12 +60,16 @@ def wait_for(
     timeout: float | None = None,
     on_poll: Callable[[list[JobRecord]], None] | None = None,
     interval: float = 0.05,
-    max_interval: float = 1.0,
+    max_interval: float = 0.5,
+    refresh: bool = True,
 ) -> list[JobRecord]:
-    """Poll until every fetched job is terminal (or UNKNOWN, which polling cannot fix)."""
+    """Poll until every fetched job is terminal (or UNKNOWN, which polling cannot fix).
+
+    ``refresh=False`` when ``fetch`` already asks the backends itself.
+    """
     deadline = None if timeout is None else time.monotonic() + timeout
     while True:
-        jobs = refresh_jobs(store, host, fetch())
+        jobs = refresh_jobs(store, host, fetch()) if refresh else fetch()
         if on_poll:
             on_poll(jobs)
         if all(j.status.is_terminal or j.status is Status.UNKNOWN for j in jobs):

@@ -41,8 +41,8 @@ def _parse_target(text: str) -> tuple[int, int | None]:
 
 
 def _print_json(data: Any) -> None:
-    json.dump(data, sys.stdout, indent=2, default=_json_default, ensure_ascii=False)
-    sys.stdout.write("\n")
+    indent = 2 if sys.stdout.isatty() else None  # the C encoder is only used without indent
+    sys.stdout.write(json.dumps(data, indent=indent, default=_json_default, ensure_ascii=False) + "\n")
 
 
 def _json_default(value: Any) -> Any:
@@ -69,8 +69,6 @@ def launch(args: argparse.Namespace) -> int:
         raise XcoreError(f"Launch script {script} does not exist.")
     script = script.resolve()
     script_args = list(args.script_args)
-    if script_args[:1] == ["--"]:
-        script_args = script_args[1:]
     experiment_module.set_launch_script(script)
     before = len(experiment_module.created_experiment_ids)
     saved_argv, saved_path = sys.argv, list(sys.path)
@@ -242,9 +240,17 @@ def _wait_experiment(store: MetadataStore, experiment_id: int, unit_id: int | No
     store.get_experiment(experiment_id)
     progress = Progress()
 
+    units = store.work_units(experiment_id, None if unit_id is None else [unit_id])
+    finished = {j.id: j for u in units if u.role == "work_unit" for j in u.jobs if j.status.is_terminal}
+    wanted = {j.id for u in units if u.role == "work_unit" for j in u.jobs}
+
     def fetch() -> list[JobRecord]:
-        units = store.work_units(experiment_id, None if unit_id is None else [unit_id])
-        return [j for u in units if u.role == "work_unit" for j in u.jobs]
+        """Finished jobs are read once; each poll fetches only the still active ones."""
+        active = [j for j in store.active_jobs([experiment_id]) if j.id in wanted]
+        for job in refresh_jobs(store, get_host(), active):
+            if job.status.is_terminal:
+                finished[job.id] = job
+        return list(finished.values()) + [j for j in active if not j.status.is_terminal]
 
     def report(jobs: list[JobRecord]) -> None:
         counts = Counter(j.status.value for j in jobs)
@@ -253,7 +259,7 @@ def _wait_experiment(store: MetadataStore, experiment_id: int, unit_id: int | No
                         ", ".join(f"{n} {s.lower()}" for s, n in sorted(counts.items())))
 
     try:
-        jobs = wait_for(fetch, store, get_host(), timeout=timeout, on_poll=report)
+        jobs = wait_for(fetch, store, get_host(), timeout=timeout, on_poll=report, refresh=False)
     except TimeoutError as exc:
         progress.clear()
         print(f"timeout: {exc}", file=sys.stderr)

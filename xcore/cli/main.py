@@ -25,7 +25,8 @@ def build_parser(with_plugins: bool = True) -> argparse.ArgumentParser:
 
     p = sub.add_parser("launch", help="run a launch script", description="Run a launch script; arguments after -- go to the script.")
     p.add_argument("script", help="the launch script (a Python file)")
-    p.add_argument("script_args", nargs=argparse.REMAINDER, help="arguments for the script (after --)")
+    p.add_argument("script_args", nargs="*", default=[], metavar="-- ARGS",
+                   help="arguments for the script, after --: xcore launch train.py --wait -- --lr=0.1")
     p.add_argument("--wait", action="store_true", help="wait until every work unit ends; exit 1 if any failed")
     p.add_argument("--traceback", action="store_true", help="show the full traceback when the script fails")
     p.set_defaults(func="xcore.cli.commands:launch")
@@ -77,7 +78,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         parser = build_parser()
-        args = parser.parse_args(argv)
+        script_args: list[str] = []
+        if argv[:1] == ["launch"] and "--" in argv:  # everything after -- belongs to the script
+            split = argv.index("--")
+            argv, script_args = argv[:split], argv[split + 1 :]
+        args, unknown = parser.parse_known_args(argv)
+        if unknown:
+            hint = " Put the launch script's own arguments after --." if args.command == "launch" else ""
+            parser.error(f"unrecognized arguments: {' '.join(unknown)}.{hint}")
+        if args.command == "launch":
+            args.script_args = list(args.script_args) + script_args
         if not getattr(args, "func", None):
             parser.print_help()
             return EXIT_USAGE

@@ -7,6 +7,12 @@
 
     [exe] = experiment.package([xm.binary(xlocal.Local.Spec(), "train.sh")])
     experiment.add(xm.Job(exe, xlocal.Local(max_parallel=4), args={"lr": 0.1}))
+
+Containers use the same executor (``pip install 'xcore-xlocal[docker]'``)::
+
+    [exe] = experiment.package([xm.python_container(
+        xlocal.Local.Spec(), xm.ModuleName("train"), path=".", base_image="python:3.11")])
+    experiment.add(xm.Job(exe, xlocal.Local(requirements=xm.JobRequirements(cpu=2, memory="4GiB"))))
 """
 
 from __future__ import annotations
@@ -21,7 +27,9 @@ _EXPORTS = {
     "LocalSpec": "xlocal.executors",
     "DockerOptions": "xlocal.executors",
     "LocalProcess": "xlocal.executables",
+    "LocalContainer": "xlocal.executables",
     "ProcessHandle": "xlocal.handles",
+    "ContainerHandle": "xlocal.handles",
 }
 
 __all__ = sorted(_EXPORTS)

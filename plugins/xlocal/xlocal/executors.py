@@ -16,14 +16,33 @@ class LocalSpec(ExecutorSpec):
 
 @attrs.frozen
 class DockerOptions:
-    """How containers run: port mappings, volumes (host path -> container path), network,
-    and whether to mount the docker socket. Used when the executable is a container."""
+    """How containers run (used when the executable is a container).
+
+    - ``ports``: ``{container_port: host_port}``, published on ``publish_address``
+      (default 127.0.0.1, so nothing is exposed beyond this machine).
+    - ``volumes``: ``{host_path_or_volume_name: container_path}``; end the container path with
+      ``:ro`` for a read-only mount. Relative host paths are taken from the launch directory.
+    - ``network``: a network name or mode (``bridge``, ``host``, ``none``, ...); default: the
+      engine's default bridge.
+    - ``mount_docker_socket``: bind the engine's socket to ``/var/run/docker.sock``.
+    - ``init``: run an init process as PID 1 (``docker run --init``) so signals reach the
+      program and zombies are reaped.
+    - ``shm_size`` (e.g. ``"1g"``), ``user`` (``"1000:1000"``), ``working_dir``: as in
+      ``docker run``.
+    - ``interactive`` is accepted for XManager compatibility but not supported: containers run
+      detached (use ``docker exec -it NAME sh`` on a running job).
+    """
 
     ports: dict[int, int] = attrs.field(factory=dict)
     volumes: dict[str, str] = attrs.field(factory=dict)
     network: str | None = None
     interactive: bool = False
     mount_docker_socket: bool = False
+    init: bool = True
+    shm_size: str | None = None
+    user: str | None = None
+    working_dir: str | None = None
+    publish_address: str = "127.0.0.1"
 
 
 def _positive_or_none(instance: object, attribute: attrs.Attribute, value: int | None) -> None:
@@ -38,6 +57,13 @@ class Local(Executor):
     ``max_parallel`` caps how many jobs of one launch run at once; all launches on the
     machine together never run more than ``XLOCAL_SLOTS`` jobs (default: CPU count).
     ``inherit_env`` passes the launcher's environment to jobs (as a shell would).
+
+    Containers (executables packaged from ``xm.python_container``, ``xm.container`` or
+    ``xm.dockerfile_container``) start at once, detached, on the engine named by
+    ``DOCKER_HOST``: ``max_parallel``, ``XLOCAL_SLOTS``, ``cwd`` and ``inherit_env`` apply to
+    processes only; the requirements' CPU and memory become container limits and GPUs device
+    requests; ``docker_options`` sets ports, volumes and network; ``kill_grace_secs`` is the
+    stop timeout before SIGKILL.
     """
 
     Spec: ClassVar[type[ExecutorSpec]] = LocalSpec

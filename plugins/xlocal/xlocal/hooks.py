@@ -8,6 +8,7 @@ from typing import Any
 from xcore.markers import hookimpl
 
 PROCESS_HANDLE = "xlocal.ProcessHandle"
+CONTAINER_HANDLE = "xlocal.ContainerHandle"
 
 
 @hookimpl
@@ -17,13 +18,14 @@ def xcore_register_kinds(registry: Any) -> None:
     registry.add("xlocal.Local", executors.Local)
     registry.add("xlocal.LocalSpec", executors.LocalSpec)
     registry.add("xlocal.LocalProcess", executables.LocalProcess)
+    registry.add("xlocal.LocalContainer", executables.LocalContainer)
     registry.add(PROCESS_HANDLE, handles.ProcessHandle)
+    registry.add(CONTAINER_HANDLE, handles.ContainerHandle)
 
 
 @hookimpl
 def xcore_package(packageable: Any, context: Any) -> Any:
-    from xcore.executables import Binary, PythonModule
-
+    from xcore.executables import Binary, Container, Dockerfile, PythonContainer, PythonModule
     from xlocal.executors import LocalSpec
 
     if not isinstance(packageable.executor_spec, LocalSpec):
@@ -35,6 +37,12 @@ def xcore_package(packageable: Any, context: Any) -> Any:
         return packaging.package_binary(packageable, spec)
     if isinstance(spec, PythonModule):
         return packaging.package_python_module(packageable, spec)
+    if isinstance(spec, PythonContainer):
+        return packaging.package_python_container(packageable, spec, context)
+    if isinstance(spec, Dockerfile):
+        return packaging.package_dockerfile(packageable, spec, context)
+    if isinstance(spec, Container):
+        return packaging.package_container(packageable, spec, context)
     return None
 
 
@@ -42,34 +50,76 @@ def xcore_package(packageable: Any, context: Any) -> Any:
 def xcore_launch(executor_kind: str, requests: Sequence[Any], context: Any) -> Any:
     if executor_kind != "xlocal.Local":
         return None
-    from xlocal import processes
+    from xlocal.executables import LocalContainer
 
-    return processes.launch(requests, context)
+    containers = [i for i, r in enumerate(requests) if isinstance(r.executable, LocalContainer)]
+    if not containers:
+        from xlocal import processes
+
+        return processes.launch(requests, context)
+    return _launch_mixed(requests, containers, context)
+
+
+def _launch_mixed(requests: Sequence[Any], container_indexes: list[int], context: Any) -> list[Any]:
+    """Containers first (the likelier to fail as a whole, e.g. engine down), then processes;
+    if the processes cannot start, the containers just started are stopped again."""
+    from xlocal import containers
+
+    chosen = set(container_indexes)
+    others = [i for i in range(len(requests)) if i not in chosen]
+    handles: list[Any] = [None] * len(requests)
+    started = containers.launch([requests[i] for i in container_indexes], context)
+    for index, handle in zip(container_indexes, started):
+        handles[index] = handle
+    if others:
+        from xlocal import processes
+
+        try:
+            launched = processes.launch([requests[i] for i in others], context)
+        except BaseException:
+            containers.cancel(started)
+            raise
+        for index, handle in zip(others, launched):
+            handles[index] = handle
+    return handles
 
 
 @hookimpl
 def xcore_job_states(handle_kind: str, handles: Sequence[Any]) -> Any:
-    if handle_kind != PROCESS_HANDLE:
-        return None
-    from xlocal import processes
+    if handle_kind == PROCESS_HANDLE:
+        from xlocal import processes
 
-    return processes.states(handles)
+        return processes.states(handles)
+    if handle_kind == CONTAINER_HANDLE:
+        from xlocal import containers
+
+        return containers.states(handles)
+    return None
 
 
 @hookimpl
 def xcore_cancel(handle_kind: str, handles: Sequence[Any]) -> Any:
-    if handle_kind != PROCESS_HANDLE:
-        return None
-    from xlocal import processes
+    if handle_kind == PROCESS_HANDLE:
+        from xlocal import processes
 
-    processes.cancel(handles)
-    return True
+        processes.cancel(handles)
+        return True
+    if handle_kind == CONTAINER_HANDLE:
+        from xlocal import containers
+
+        containers.cancel(handles)
+        return True
+    return None
 
 
 @hookimpl
 def xcore_job_logs(handle_kind: str, handle: Any, follow: bool) -> Iterator[str] | None:
-    if handle_kind != PROCESS_HANDLE:
-        return None
-    from xlocal import processes
+    if handle_kind == PROCESS_HANDLE:
+        from xlocal import processes
 
-    return processes.logs(handle, follow)
+        return processes.logs(handle, follow)
+    if handle_kind == CONTAINER_HANDLE:
+        from xlocal import containers
+
+        return containers.logs(handle, follow)
+    return None

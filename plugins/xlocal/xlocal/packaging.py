@@ -1,4 +1,5 @@
-"""Packaging for ``Local``: binaries and Python modules need no build, only checks."""
+"""Packaging for ``Local``: binaries and Python modules need no build, only checks;
+container specs become images on the local engine (built only when their content changed)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,10 @@ import sys
 from pathlib import Path
 
 from xcore.errors import PackagingError
-from xcore.executables import Binary, PythonModule
+from xcore.executables import Binary, Container, Dockerfile, PythonContainer, PythonModule
+from xcore.execution import PackagingContext
 from xcore.job_blocks import Packageable
-
-from xlocal.executables import LocalProcess
+from xlocal.executables import LocalContainer, LocalProcess
 
 
 def package_binary(packageable: Packageable, spec: Binary) -> LocalProcess:
@@ -48,3 +49,57 @@ def package_python_module(packageable: Packageable, spec: PythonModule) -> Local
     env = dict(packageable.env_vars)
     env["PYTHONPATH"] = str(project) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     return LocalProcess(name=spec.name, command=[python, "-m", spec.module], args=packageable.args, env_vars=env)
+
+
+# -- containers (the docker SDK is imported inside xlocal.images, only from here on) ---------
+
+
+def package_python_container(packageable: Packageable, spec: PythonContainer, context: PackagingContext) -> LocalContainer:
+    from xlocal import images
+
+    build_context = images.python_container_context(spec)
+    return _build(packageable, spec.name, build_context, context)
+
+
+def package_dockerfile(packageable: Packageable, spec: Dockerfile, context: PackagingContext) -> LocalContainer:
+    from xlocal import images
+
+    build_context = images.dockerfile_context(spec)
+    return _build(packageable, spec.name, build_context, context)
+
+
+def _build(packageable: Packageable, name: str, build_context: object, context: PackagingContext) -> LocalContainer:
+    from xlocal import images
+
+    client = images.connect()
+    built = images.ensure_image(client, build_context, progress=context.progress,  # type: ignore[arg-type]
+                                cache_dir=context.cache_dir / "xlocal-images")
+    entrypoint = getattr(build_context, "entrypoint", None)
+    return LocalContainer(
+        name=name, image=built.tag, image_id=built.image_id,
+        entrypoint=list(entrypoint) if entrypoint is not None else None,
+        args=packageable.args, env_vars=packageable.env_vars,
+    )
+
+
+def package_container(packageable: Packageable, spec: Container, context: PackagingContext) -> LocalContainer:
+    """An existing image: found on the engine, else pulled."""
+    from xlocal import images
+    from xlocal.images.engine import import_docker
+
+    client = images.connect()
+    docker = import_docker()
+    try:
+        image_id = client.api.inspect_image(spec.image_path)["Id"]
+    except docker.errors.ImageNotFound:
+        context.progress.update("pulling", detail=spec.image_path)
+        try:
+            client.images.pull(spec.image_path)
+            image_id = client.api.inspect_image(spec.image_path)["Id"]
+        except docker.errors.APIError as exc:
+            raise PackagingError(
+                f"Image {spec.image_path!r} is not on the engine at {images.engine_url()} and could not be pulled: "
+                f"{exc.explanation or exc}. Check the name (`docker images`), or build or load the image first."
+            ) from None
+    return LocalContainer(name=spec.name, image=spec.image_path, image_id=image_id,
+                          args=packageable.args, env_vars=packageable.env_vars)

@@ -21,7 +21,7 @@ from xcore.status import JobState, Status
 from xlocal.executables import LocalProcess
 from xlocal.executors import Local
 from xlocal.handles import ProcessHandle
-from xlocal.runner import process_start_marker, write_json_atomic
+from xlocal.runner import process_start_marker, read_events, write_json_atomic
 
 
 def machine_slots() -> int:
@@ -40,22 +40,25 @@ def launch(requests: Sequence[LaunchRequest], context: LaunchContext) -> list[Pr
     run_dir = runs / f"{first.experiment_id}-{first.job_id}-{secrets.token_hex(3)}"
     (run_dir / "jobs").mkdir(parents=True)
     max_parallel = min((r.executor.max_parallel or 10**9) for r in requests if isinstance(r.executor, Local))
+    log_dir = context.state_dir / "logs" / str(first.experiment_id)
+    log_dir.mkdir(parents=True, exist_ok=True)
     jobs, handles = [], []
     for index, request in enumerate(requests):
         executable = request.executable
         if not isinstance(executable, LocalProcess):
             raise LaunchError(f"Local processes cannot run a {type(executable).__name__}; package it for xlocal.Local.")
         executor: Local = request.executor  # type: ignore[assignment]
-        env = {**(os.environ if executor.inherit_env else {}), **request.env}
-        log_path = context.state_dir / "logs" / str(request.experiment_id) / str(request.work_unit_id) / f"{request.job_name}.log"
+        log_path = log_dir / f"{request.work_unit_id}-{request.job_name}.log"
         jobs.append({
             "argv": [*executable.command, *request.args],
-            "env": env,
+            "env": request.env,
+            "inherit_env": executor.inherit_env,
             "cwd": executor.cwd or executable.cwd or os.getcwd(),
             "log_path": str(log_path),
         })
-        handles.append(ProcessHandle(str(run_dir), index, str(log_path)))
+        handles.append(ProcessHandle(str(run_dir), index, str(log_path), executor.kill_grace_secs))
     batch = {
+        "base_env": dict(os.environ),
         "jobs": jobs,
         "slots": machine_slots(),
         "slots_dir": str(context.state_dir / "slots"),
@@ -99,28 +102,32 @@ def _alive(record: dict[str, Any] | None) -> bool:
 
 
 def states(handles: Sequence[ProcessHandle]) -> list[JobState]:
-    runner_alive: dict[str, bool] = {}
+    runs: dict[str, tuple[dict[int, dict[str, Any]], bool | None]] = {}
     result = []
     for handle in handles:
-        jobs = Path(handle.run_dir) / "jobs"
-        cancelled = (jobs / f"{handle.index}.cancel").exists()
-        started = _read_json(jobs / f"{handle.index}.started")
-        ended = _read_json(jobs / f"{handle.index}.exit")
-        start_time = started["started_at"] if started else None
+        if handle.run_dir not in runs:
+            runs[handle.run_dir] = (read_events(Path(handle.run_dir)), None)
+        events, runner_alive = runs[handle.run_dir]
+        job = events.get(handle.index, {})
+        started, ended = job.get("start"), job.get("exit")
+        succeeded = ended is not None and ended.get("rc") == 0
+        cancelled = not succeeded and (Path(handle.run_dir) / "jobs" / f"{handle.index}.cancel").exists()
+        start_time = started["t"] if started else None
         if ended is not None:
             result.append(_final_state(ended, cancelled, start_time))
             continue
-        if handle.run_dir not in runner_alive:
-            runner_alive[handle.run_dir] = _alive(_read_json(Path(handle.run_dir) / "runner.json"))
+        if runner_alive is None:
+            runner_alive = _alive(_read_json(Path(handle.run_dir) / "runner.json"))
+            runs[handle.run_dir] = (events, runner_alive)
         if started is not None:
             if _alive(started):
                 result.append(JobState(Status.RUNNING, f"pid {started['pid']}", started_at=start_time))
-            elif runner_alive[handle.run_dir]:
+            elif runner_alive:
                 result.append(JobState(Status.RUNNING, "finishing", started_at=start_time))
             else:
                 result.append(JobState(Status.CANCELLED if cancelled else Status.FAILED,
                                        "exit status lost: the xlocal runner was killed", started_at=start_time))
-        elif runner_alive[handle.run_dir] or _runner_starting(handle):
+        elif runner_alive or _runner_starting(handle):
             result.append(JobState(Status.CANCELLED if cancelled else Status.PENDING,
                                    "cancelled" if cancelled else "waiting for a free slot"))
         else:
@@ -136,7 +143,7 @@ def _runner_starting(handle: ProcessHandle) -> bool:
 
 
 def _final_state(ended: dict[str, Any], cancelled: bool, started_at: float | None) -> JobState:
-    code, when, error = ended.get("returncode"), ended.get("ended_at"), ended.get("error")
+    code, when, error = ended.get("rc"), ended.get("t"), ended.get("error")
     if cancelled and code != 0:
         return JobState(Status.CANCELLED, "cancelled", None if code is None or code < 0 else code, started_at, when)
     if code == 0:
@@ -181,20 +188,30 @@ def _signal_tree(pids: Sequence[int], sig: int) -> None:
             pass
 
 
-def cancel(handles: Sequence[ProcessHandle], grace: float = 5.0) -> None:
-    """Mark jobs cancelled, then TERM each running job's whole tree and KILL what outlives ``grace``."""
-    targets: list[int] = []
+def _running_pids(handles: Sequence[ProcessHandle]) -> list[int]:
+    runs: dict[str, dict[int, dict[str, Any]]] = {}
+    pids = []
     for handle in handles:
-        jobs = Path(handle.run_dir) / "jobs"
-        (jobs / f"{handle.index}.cancel").touch()
-        started = _read_json(jobs / f"{handle.index}.started")
-        if started and _alive(started) and not (jobs / f"{handle.index}.exit").exists():
-            targets.append(int(started["pid"]))
+        if handle.run_dir not in runs:
+            runs[handle.run_dir] = read_events(Path(handle.run_dir))
+        job = runs[handle.run_dir].get(handle.index, {})
+        if job.get("start") and "exit" not in job and _alive(job["start"]):
+            pids.append(int(job["start"]["pid"]))
+    return pids
+
+
+def cancel(handles: Sequence[ProcessHandle]) -> None:
+    """Mark jobs cancelled, then TERM each running job's whole tree and KILL what outlives its grace."""
+    for handle in handles:
+        (Path(handle.run_dir) / "jobs" / f"{handle.index}.cancel").touch()
+    targets = _running_pids(handles)
+    time.sleep(0.05)  # a job the runner was starting as we marked it shows up now
+    targets = sorted(set(targets) | set(_running_pids(handles)))
     if not targets:
         return
     tree = sorted({p for pid in targets for p in [pid, *_descendants(pid)]})
     _signal_tree(tree, signal.SIGTERM)
-    deadline = time.monotonic() + grace
+    deadline = time.monotonic() + max(h.kill_grace_secs for h in handles)
     while time.monotonic() < deadline:
         if not any(process_start_marker(p) for p in tree):
             return
@@ -205,16 +222,14 @@ def cancel(handles: Sequence[ProcessHandle], grace: float = 5.0) -> None:
 
 def logs(handle: ProcessHandle, follow: bool) -> Iterator[str]:
     path = Path(handle.log_path)
-    exit_file = Path(handle.run_dir) / "jobs" / f"{handle.index}.exit"
-    waited = 0.0
+
+    def ended() -> bool:
+        return states([handle])[0].status.is_terminal
+
     while not path.exists():
-        if not follow or exit_file.exists():
-            if exit_file.exists():
-                return
-            yield ""
+        if not follow or ended():
             return
         time.sleep(0.1)
-        waited += 0.1
     with open(path, "rb") as log:
         decoder = _Utf8Stream()
         while True:
@@ -222,7 +237,7 @@ def logs(handle: ProcessHandle, follow: bool) -> Iterator[str]:
             if chunk:
                 yield decoder.feed(chunk)
                 continue
-            if not follow or exit_file.exists():
+            if not follow or ended():
                 rest = log.read()
                 tail = decoder.feed(rest) + decoder.flush()
                 if tail:

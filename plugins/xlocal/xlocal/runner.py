@@ -4,11 +4,12 @@ Run as ``python -m xlocal.runner RUN_DIR``, in its own session, so jobs keep run
 exit codes are still recorded after the launcher exits. Standard library only: it starts
 fast and does not depend on xcore being importable.
 
-Files in RUN_DIR (written atomically, read by any process):
+Files in RUN_DIR (read by any process):
 - ``batch.json`` (mode 600): the jobs, their argv, env, cwd and log paths;
 - ``runner.json``: the runner's pid and start marker;
-- ``jobs/N.started``: the job's pid, its start marker and start time;
-- ``jobs/N.exit``: return code, end time, and an error if it could not start;
+- ``events.jsonl``: one line per job start (pid, start marker, time) and end (return code,
+  time, error); the runner is its only writer and appends whole lines, so a reader needs
+  one read per run, and ignores a torn last line;
 - ``jobs/N.cancel``: written by ``xcore cancel``; a job not yet started is then skipped.
 
 Machine-wide, at most ``slots`` jobs run at once across all runners: a job holds an
@@ -34,8 +35,34 @@ def write_json_atomic(path: Path, data: Any, mode: int = 0o644) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     with os.fdopen(fd, "w") as handle:
-        json.dump(data, handle)
+        handle.write(json.dumps(data))  # json.dump would use the slow pure-Python encoder
     os.replace(tmp, path)
+
+
+class EventLog:
+    """Appends one JSON line per event to ``events.jsonl``."""
+
+    def __init__(self, path: Path) -> None:
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+
+    def write(self, **event: Any) -> None:
+        os.write(self._fd, (json.dumps(event) + "\n").encode())
+
+
+def read_events(run_dir: Path) -> dict[int, dict[str, Any]]:
+    """Per job index: ``start`` and ``exit`` events as recorded so far."""
+    jobs: dict[int, dict[str, Any]] = {}
+    try:
+        data = (run_dir / "events.jsonl").read_bytes()
+    except FileNotFoundError:
+        return jobs
+    for line in data.splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue  # a line being written right now
+        jobs.setdefault(event["i"], {})[event["e"]] = event
+    return jobs
 
 
 def process_start_marker(pid: int) -> str | None:
@@ -80,6 +107,8 @@ def run(run_dir: Path) -> None:
     batch = json.loads((run_dir / "batch.json").read_text())
     jobs_dir = run_dir / "jobs"
     jobs_dir.mkdir(exist_ok=True)
+    events = EventLog(run_dir / "events.jsonl")
+    base_env = batch.get("base_env") or {}
     write_json_atomic(run_dir / "runner.json", {"pid": os.getpid(), "marker": process_start_marker(os.getpid())})
     pool = SlotPool(Path(batch["slots_dir"]), int(batch["slots"]))
     limit = int(batch.get("max_parallel") or batch["slots"])
@@ -91,14 +120,13 @@ def run(run_dir: Path) -> None:
             index = queue[0]
             if (jobs_dir / f"{index}.cancel").exists():
                 queue.pop(0)
-                write_json_atomic(jobs_dir / f"{index}.exit", {"returncode": None, "ended_at": time.time(),
-                                                               "error": "cancelled before it started"})
+                events.write(i=index, e="exit", rc=None, t=time.time(), error="cancelled before it started")
                 continue
             slot = pool.acquire()
             if slot is None:
                 break
             queue.pop(0)
-            started = start_job(batch["jobs"][index], index, jobs_dir)
+            started = start_job(batch["jobs"][index], index, base_env, events)
             if started is None:
                 pool.release(slot)
                 continue
@@ -113,30 +141,26 @@ def run(run_dir: Path) -> None:
             proc, index, slot = running.pop(pidfd)
             returncode = proc.wait()
             os.close(pidfd)
-            write_json_atomic(jobs_dir / f"{index}.exit", {"returncode": returncode, "ended_at": time.time(), "error": None})
+            events.write(i=index, e="exit", rc=returncode, t=time.time(), error=None)
             pool.release(slot)
 
 
-def start_job(job: dict[str, Any], index: int, jobs_dir: Path) -> subprocess.Popen[bytes] | None:
-    log_path = Path(job["log_path"])
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    log = open(log_path, "ab", buffering=0)
+def start_job(job: dict[str, Any], index: int, base_env: dict[str, str], events: EventLog) -> subprocess.Popen[bytes] | None:
+    env = {**base_env, **job["env"]} if job.get("inherit_env", True) else job["env"]
+    log = open(job["log_path"], "ab", buffering=0)
     try:
         proc = subprocess.Popen(
-            job["argv"], env=job["env"], cwd=job.get("cwd") or None, stdin=subprocess.DEVNULL,
+            job["argv"], env=env, cwd=job.get("cwd") or None, stdin=subprocess.DEVNULL,
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True, close_fds=True,
         )
     except OSError as exc:
         message = f"cannot start {job['argv'][0]!r}: {exc.strerror or exc}"
         log.write(f"xcore: {message}\n".encode())
         log.close()
-        write_json_atomic(jobs_dir / f"{index}.exit", {"returncode": 127, "ended_at": time.time(), "error": message})
+        events.write(i=index, e="exit", rc=127, t=time.time(), error=message)
         return None
     log.close()
-    write_json_atomic(
-        jobs_dir / f"{index}.started",
-        {"pid": proc.pid, "marker": process_start_marker(proc.pid), "started_at": time.time()},
-    )
+    events.write(i=index, e="start", pid=proc.pid, marker=process_start_marker(proc.pid), t=time.time())
     return proc
 
 

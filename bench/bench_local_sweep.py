@@ -1,0 +1,147 @@
+"""A 1,000-job local sweep through the real CLI against plain `subprocess` at the same concurrency.
+
+xcore side: `xcore launch SCRIPT --wait` in a subprocess; the script adds N work units, each
+one `xm.Job` of `xm.binary(xlocal.Local.Spec(), "/bin/true")` with a distinct arg, and the
+CLI waits until every job has ended. Baseline: a fresh Python process that runs the same N
+commands with `subprocess.run` from a pool of SLOTS threads. XLOCAL_SLOTS is set to SLOTS
+for both. Each side is run REPEATS times, alternating, and the median wall time is kept.
+
+Targets (from the issue):
+  - xcore wall time / baseline wall time <= 1.5
+  - launcher time per `experiment.add` < 2 ms (the N add() calls, timed inside the script)
+
+Run: .venv/bin/python bench/bench_local_sweep.py [N] [REPEATS]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import statistics
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import PYTHON, XCORE_BIN, temp_home, verdict  # noqa: E402
+
+N = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
+REPEATS = int(sys.argv[2]) if len(sys.argv) > 2 else 3
+SLOTS = os.cpu_count() or 1
+PROGRAM = "/bin/true"
+
+LAUNCH_SCRIPT = textwrap.dedent(
+    """
+    import json, os, time
+    t_start = time.time()
+    import xcore as xm
+    import xlocal
+
+    n = int(os.environ["BENCH_N"])
+    with xm.create_experiment("bench-local-sweep") as experiment:
+        [exe] = experiment.package([xm.binary(xlocal.Local.Spec(), os.environ["BENCH_PROGRAM"])])
+        executor = xlocal.Local()
+        t_add0 = time.time()
+        for i in range(n):
+            experiment.add(xm.Job(exe, executor, args={"seed": i}))
+        t_add1 = time.time()
+    t_exit = time.time()
+    with open(os.environ["BENCH_RESULT"], "w") as f:
+        json.dump({"start": t_start, "add0": t_add0, "add1": t_add1, "exit": t_exit}, f)
+    """
+)
+
+BASELINE_SCRIPT = textwrap.dedent(
+    """
+    import os, subprocess, sys
+    from concurrent.futures import ThreadPoolExecutor
+    n, slots, program = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+
+    def run(i):
+        return subprocess.run([program, f"--seed={i}"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.STDOUT, start_new_session=True).returncode
+
+    with ThreadPoolExecutor(slots) as pool:
+        codes = list(pool.map(run, range(n)))
+    assert codes == [0] * n, "some baseline jobs failed"
+    """
+)
+
+
+def run_xcore(tmp: Path, index: int) -> dict[str, float]:
+    script = tmp / "launch_sweep.py"
+    script.write_text(LAUNCH_SCRIPT)
+    result = tmp / f"result-{index}.json"
+    env = {**os.environ, "BENCH_N": str(N), "BENCH_PROGRAM": PROGRAM, "BENCH_RESULT": str(result),
+           "XLOCAL_SLOTS": str(SLOTS)}
+    t0 = time.time()
+    # --wait must come before the script: after it, argparse REMAINDER hands it to the script.
+    proc = subprocess.run([XCORE_BIN, "launch", "--wait", str(script)], env=env, cwd=tmp,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    t1 = time.time()
+    if proc.returncode != 0:
+        raise SystemExit(f"xcore launch failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr[-3000:]}")
+    marks = json.loads(result.read_text())
+    return {
+        "total": t1 - t0,
+        "startup": marks["start"] - t0,
+        "create+package": marks["add0"] - marks["start"],
+        "adds": marks["add1"] - marks["add0"],
+        "launch (exit of with)": marks["exit"] - marks["add1"],
+        "wait + exit": t1 - marks["exit"],
+    }
+
+
+def run_baseline(tmp: Path) -> float:
+    script = tmp / "baseline.py"
+    script.write_text(BASELINE_SCRIPT)
+    env = {**os.environ, "XLOCAL_SLOTS": str(SLOTS)}
+    t0 = time.perf_counter()
+    subprocess.run([PYTHON, str(script), str(N), str(SLOTS), PROGRAM], env=env, cwd=tmp, check=True)
+    return time.perf_counter() - t0
+
+
+def check_store(home: Path) -> dict[str, int]:
+    db = sqlite3.connect(home / "xcore.db")
+    try:
+        return dict(db.execute("SELECT status, COUNT(*) FROM jobs GROUP BY status").fetchall())
+    finally:
+        db.close()
+
+
+def main() -> int:
+    xcore_runs: list[dict[str, float]] = []
+    baseline_runs: list[float] = []
+    with temp_home() as tmp:
+        for index in range(REPEATS):
+            baseline_runs.append(run_baseline(tmp))
+            xcore_runs.append(run_xcore(tmp, index))
+        counts = check_store(Path(os.environ["XCORE_HOME"]))
+
+    print(f"local sweep: {N} x {PROGRAM}, XLOCAL_SLOTS={SLOTS}, {REPEATS} runs each (median)")
+    base = statistics.median(baseline_runs)
+    total = statistics.median(r["total"] for r in xcore_runs)
+    runs = ", ".join(f"{x:.2f}" for x in baseline_runs)
+    print(f"  baseline (subprocess, {SLOTS} threads)   {base:7.2f} s   runs: {runs}")
+    runs = ", ".join(f"{r['total']:.2f}" for r in xcore_runs)
+    print(f"  xcore launch --wait                   {total:7.2f} s   runs: {runs}")
+    print("  xcore phases (median s):")
+    for phase in xcore_runs[0]:
+        if phase != "total":
+            print(f"    {phase:24s} {statistics.median(r[phase] for r in xcore_runs):7.3f}")
+    per_add_ms = statistics.median(r["adds"] for r in xcore_runs) / N * 1000
+    print(f"  store job statuses after all runs: {counts} (expected COMPLETED={N * REPEATS})")
+    ratio = total / base
+    print()
+    ok_store = counts.get("COMPLETED", 0) == N * REPEATS and len(counts) == 1
+    print(f"[{verdict(ok_store)}] every job recorded COMPLETED")
+    print(f"[{verdict(ratio <= 1.5)}] sweep ratio xcore/baseline = {ratio:.2f} (target <= 1.5)")
+    print(f"[{verdict(per_add_ms < 2)}] launcher time per add = {per_add_ms:.3f} ms (target < 2 ms)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

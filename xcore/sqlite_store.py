@@ -85,6 +85,11 @@ MIGRATIONS: list[str] = [
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
+_JOB_COLUMNS = (
+    "id", "experiment_id", "work_unit_id", "name", "executor_kind", "executor", "executable", "args", "env",
+    "status", "message", "exit_code", "handle_kind", "handle", "log_path", "created_at", "launched_at",
+    "started_at", "ended_at",
+)
 _EXPERIMENT_FIELDS = {"title", "tags", "notes", "launch_status", "launch_error"}
 
 
@@ -375,11 +380,14 @@ class SqliteStore(MetadataStore):
     def active_jobs(self, experiment_ids: Sequence[int]) -> list[JobRecord]:
         marks = ",".join("?" * len(experiment_ids))
         active = [s.value for s in Status if s.is_active]
+        light = "'{}' AS executor, '{}' AS executable, '[]' AS args, '{}' AS env"
+        columns = ", ".join(c for c in _JOB_COLUMNS if c not in ("executor", "executable", "args", "env"))
         with self._lock:
             return [
                 self._job(row)
                 for row in self._db.execute(
-                    f"SELECT * FROM jobs WHERE experiment_id IN ({marks}) AND status IN ({','.join('?' * len(active))})",
+                    f"SELECT {columns}, {light} FROM jobs WHERE experiment_id IN ({marks})"
+                    f" AND status IN ({','.join('?' * len(active))})",
                     [*experiment_ids, *active],
                 )
             ]

@@ -70,7 +70,8 @@ class MetadataStore(abc.ABC):
 
     @abc.abstractmethod
     def active_jobs(self, experiment_ids: Sequence[int]) -> list[JobRecord]:
-        """Jobs of these experiments whose last known status is not terminal."""
+        """Jobs of these experiments whose last known status is not terminal, for polling:
+        without their executor, executable, args and env (left empty), which polling never needs."""
 
     @abc.abstractmethod
     def job_history(self, job_id: int) -> list[StatusEvent]:

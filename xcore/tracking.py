@@ -60,7 +60,7 @@ def wait_for(
     timeout: float | None = None,
     on_poll: Callable[[list[JobRecord]], None] | None = None,
     interval: float = 0.05,
-    max_interval: float = 0.5,
+    max_interval: float = 0.25,
     refresh: bool = True,
 ) -> list[JobRecord]:
     """Poll until every fetched job is terminal (or UNKNOWN, which polling cannot fix).

@@ -21,7 +21,7 @@ from xcore.status import JobState, Status
 from xlocal.executables import LocalProcess
 from xlocal.executors import Local
 from xlocal.handles import ProcessHandle
-from xlocal.runner import process_start_marker, read_events, write_json_atomic
+from xlocal.runner import process_start_time, read_events, write_json_atomic
 
 
 def machine_slots() -> int:
@@ -57,7 +57,9 @@ def launch(requests: Sequence[LaunchRequest], context: LaunchContext) -> list[Pr
             "log_path": str(log_path),
         })
         handles.append(ProcessHandle(str(run_dir), index, str(log_path), executor.kill_grace_secs))
+    cwds = {job["cwd"] for job in jobs}
     batch = {
+        "cwd": cwds.pop() if len(cwds) == 1 else None,  # the runner works there, so jobs start without chdir
         "base_env": dict(os.environ),
         "jobs": jobs,
         "slots": machine_slots(),
@@ -93,12 +95,13 @@ def _read_json(path: Path) -> dict[str, Any] | None:
 
 
 def _alive(record: dict[str, Any] | None) -> bool:
+    """Is the process in ``record`` (pid and spawn time ``t``) still running, and not a reused pid?"""
     if not record:
         return False
-    marker = process_start_marker(int(record["pid"]))
-    if marker is None:
+    started = process_start_time(int(record["pid"]))
+    if started is None:
         return False
-    return record.get("marker") is None or marker == record["marker"]
+    return record.get("t") is None or abs(started - record["t"]) < 5.0
 
 
 def states(handles: Sequence[ProcessHandle]) -> list[JobState]:
@@ -213,10 +216,10 @@ def cancel(handles: Sequence[ProcessHandle]) -> None:
     _signal_tree(tree, signal.SIGTERM)
     deadline = time.monotonic() + max(h.kill_grace_secs for h in handles)
     while time.monotonic() < deadline:
-        if not any(process_start_marker(p) for p in tree):
+        if not any(process_start_time(p) for p in tree):
             return
         time.sleep(0.05)
-    tree = sorted({p for p in tree if process_start_marker(p)} | {d for p in targets for d in _descendants(p)})
+    tree = sorted({p for p in tree if process_start_time(p)} | {d for p in targets for d in _descendants(p)})
     _signal_tree(tree, signal.SIGKILL)
 
 

@@ -6,8 +6,8 @@ fast and does not depend on xcore being importable.
 
 Files in RUN_DIR (read by any process):
 - ``batch.json`` (mode 600): the jobs, their argv, env, cwd and log paths;
-- ``runner.json``: the runner's pid and start marker;
-- ``events.jsonl``: one line per job start (pid, start marker, time) and end (return code,
+- ``runner.json``: the runner's pid and start time;
+- ``events.jsonl``: one line per job start (pid, time) and end (return code,
   time, error); the runner is its only writer and appends whole lines, so a reader needs
   one read per run, and ignores a torn last line;
 - ``jobs/N.cancel``: written by ``xcore cancel``; a job not yet started is then skipped.
@@ -65,14 +65,28 @@ def read_events(run_dir: Path) -> dict[int, dict[str, Any]]:
     return jobs
 
 
-def process_start_marker(pid: int) -> str | None:
-    """The kernel's start time of ``pid`` (jiffies since boot), to tell a reused pid apart."""
+def process_start_time(pid: int) -> float | None:
+    """When ``pid`` started (UNIX time, ~10 ms precision), or None if there is no such process.
+
+    Compared with the time recorded at spawn, it tells a live job from a reused pid. Read
+    only by status queries: reading it right after spawning would block until exec finishes.
+    """
     try:
         with open(f"/proc/{pid}/stat", "rb") as stat:
             fields = stat.read().rsplit(b")", 1)[1].split()
-        return fields[19].decode()
-    except (OSError, IndexError):
+        if fields[0] == b"Z":
+            return None  # exited, not yet reaped
+        return _boot_time() + int(fields[19]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
         return None
+
+
+def _boot_time() -> float:
+    with open("/proc/stat", "rb") as stat:
+        for line in stat:
+            if line.startswith(b"btime "):
+                return float(line.split()[1])
+    raise OSError("no btime in /proc/stat")
 
 
 class SlotPool:
@@ -105,15 +119,16 @@ class SlotPool:
 
 def run(run_dir: Path) -> None:
     batch = json.loads((run_dir / "batch.json").read_text())
+    os.chdir(batch.get("cwd") or "/")
     jobs_dir = run_dir / "jobs"
     jobs_dir.mkdir(exist_ok=True)
     events = EventLog(run_dir / "events.jsonl")
     base_env = batch.get("base_env") or {}
-    write_json_atomic(run_dir / "runner.json", {"pid": os.getpid(), "marker": process_start_marker(os.getpid())})
+    write_json_atomic(run_dir / "runner.json", {"pid": os.getpid(), "t": process_start_time(os.getpid())})
     pool = SlotPool(Path(batch["slots_dir"]), int(batch["slots"]))
     limit = int(batch.get("max_parallel") or batch["slots"])
     queue = list(range(len(batch["jobs"])))
-    running: dict[int, tuple[subprocess.Popen[bytes], int, int]] = {}  # pidfd -> (proc, index, slot)
+    running: dict[int, tuple[SpawnedJob, int, int]] = {}  # pidfd -> (job, index, slot)
 
     while queue or running:
         while queue and len(running) < limit:
@@ -145,23 +160,48 @@ def run(run_dir: Path) -> None:
             pool.release(slot)
 
 
-def start_job(job: dict[str, Any], index: int, base_env: dict[str, str], events: EventLog) -> subprocess.Popen[bytes] | None:
+class SpawnedJob:
+    """A started job; ``wait`` reaps it and returns a Popen-style return code."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+
+    def wait(self) -> int:
+        _, status = os.waitpid(self.pid, 0)
+        return os.waitstatus_to_exitcode(status)
+
+
+def start_job(job: dict[str, Any], index: int, base_env: dict[str, str], events: EventLog) -> SpawnedJob | None:
+    """Start a job in its own session with output to its log. ``posix_spawn`` (vfork) is far
+    cheaper than fork+exec from Python; a job that must change directory uses Popen."""
     env = {**base_env, **job["env"]} if job.get("inherit_env", True) else job["env"]
-    log = open(job["log_path"], "ab", buffering=0)
+    argv, cwd = job["argv"], job.get("cwd") or None
     try:
-        proc = subprocess.Popen(
-            job["argv"], env=env, cwd=job.get("cwd") or None, stdin=subprocess.DEVNULL,
-            stdout=log, stderr=subprocess.STDOUT, start_new_session=True, close_fds=True,
-        )
+        if cwd is None or os.path.realpath(cwd) == os.getcwd():
+            pid = os.posix_spawnp(
+                argv[0], argv, env,
+                file_actions=[
+                    (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+                    (os.POSIX_SPAWN_OPEN, 1, job["log_path"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644),
+                    (os.POSIX_SPAWN_DUP2, 1, 2),
+                ],
+                setsid=True,
+            )
+            started = SpawnedJob(pid)
+        else:
+            with open(job["log_path"], "ab", buffering=0) as log:
+                proc = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=log,
+                                        stderr=subprocess.STDOUT, start_new_session=True, close_fds=True)
+            started = SpawnedJob(proc.pid)
+            proc.returncode = 0  # reaped by SpawnedJob.wait, not by Popen
     except OSError as exc:
-        message = f"cannot start {job['argv'][0]!r}: {exc.strerror or exc}"
-        log.write(f"xcore: {message}\n".encode())
-        log.close()
+        message = f"cannot start {argv[0]!r}: {exc.strerror or exc}"
+        with open(job["log_path"], "ab") as log:
+            log.write(f"xcore: {message}\n".encode())
         events.write(i=index, e="exit", rc=127, t=time.time(), error=message)
         return None
-    log.close()
-    events.write(i=index, e="start", pid=proc.pid, marker=process_start_marker(proc.pid), t=time.time())
-    return proc
+    events.write(i=index, e="start", pid=started.pid, t=time.time())
+    return started
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@
 # Debian's /usr/bin/python3.11, its stdlib and shared libs, pip from python3-pip-whl).
 # Idempotent: never starts a second dockerd; skips the build when the image exists.
 source "$(dirname "$(readlink -f "$0")")/lib.sh"
-infra_init docker
+infra_init docker "$@"
 
 DOCKERD_LOG=/var/log/xcore-dockerd.log
 RECIPE=1   # bump to force a rebuild of the base image on the next run

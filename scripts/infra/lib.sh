@@ -18,7 +18,7 @@ SSH_KNOWN_HOSTS=$SSH_DIR/known_hosts
 SSH_PORT=2222
 export SGE_ROOT=/var/lib/gridengine
 export SGE_CELL=default
-DOCKER_IMAGE=xcore-python:3.11
+DOCKER_IMAGE=${XCORE_INFRA_DOCKER_IMAGE:-xcore-python:3.11}   # override only to test docker.sh
 export DEBIAN_FRONTEND=noninteractive
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH
 
@@ -132,7 +132,7 @@ wait_until() {
 # True when a process with exactly this name runs.
 running() { ps -C "$1" -o stat= 2>/dev/null | grep -qv "^Z"; }
 
-# start_daemon LOGFILE CMD...: start a long-running foreground-capable daemon detached.
+# start_detached LOGFILE CMD...: run a foreground daemon detached (own session, log file).
 start_detached() {
     local logf=$1; shift
     setsid nohup "$@" >>"$logf" 2>&1 </dev/null &
@@ -153,12 +153,20 @@ write_if_changed() {
     return 0
 }
 
+# infra_init SERVICE "$@": root check, dirs, hostname; runs the calling script under a
+# per-service lock (two test sessions may call setup.sh concurrently). flock -o: the lock
+# is held by flock itself, never inherited by the daemons the script starts.
 infra_init() {
-    SERVICE_NAME=$1
+    SERVICE_NAME=$1; shift
     require_root
     mkdir -p "$INFRA_STATE" "$INFRA_LOG" /run/lock
-    # One run per service at a time (two test sessions may call setup.sh concurrently).
-    exec 9>"/run/lock/xcore-infra-$1.lock"
-    flock -w 900 9 || die "another xcore-infra $1 run holds /run/lock/xcore-infra-$1.lock"
+    if [ "${XCORE_INFRA_LOCKED:-}" != "$SERVICE_NAME" ]; then
+        local rc=0
+        XCORE_INFRA_LOCKED=$SERVICE_NAME flock -o -E 75 -w 900 "/run/lock/xcore-infra.$SERVICE_NAME.lock" \
+            bash "$0" "$@" || rc=$?
+        [ "$rc" = 75 ] && die "another xcore-infra $SERVICE_NAME run held /run/lock/xcore-infra.$SERVICE_NAME.lock for 900 s"
+        exit "$rc"
+    fi
+    unset XCORE_INFRA_LOCKED
     ensure_hostname
 }

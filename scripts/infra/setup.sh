@@ -23,7 +23,9 @@ for s in "${ALL[@]}"; do
     for w in "${want[@]}"; do [ "$s" = "$w" ] && { services+=("$s"); break; }; done
 done
 
-infra_init setup
+require_root
+mkdir -p "$INFRA_STATE" "$INFRA_LOG"
+ensure_hostname
 t0=$SECONDS
 
 # One apt transaction for everything missing (much faster than one per service).

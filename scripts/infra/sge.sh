@@ -4,7 +4,7 @@
 # so qsub/qstat/qacct work without any environment (root, and xcore over ssh).
 # Idempotent: returns quickly when both daemons run and the queue is healthy.
 source "$(dirname "$(readlink -f "$0")")/lib.sh"
-infra_init sge
+infra_init sge "$@"
 
 HOST=$(hostname)
 SPOOL=/var/spool/gridengine

@@ -3,7 +3,7 @@
 # Node "localhost" (127.0.0.1), 8 CPUs; partitions debug (default, no limit) and short (10 min).
 # Idempotent: returns quickly when all daemons run and the node is up.
 source "$(dirname "$(readlink -f "$0")")/lib.sh"
-infra_init slurm
+infra_init slurm "$@"
 
 SLOG=/var/log/slurm
 CTLD_LOG=$SLOG/slurmctld.log
@@ -101,7 +101,8 @@ TaskPlugin=task/none
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
 SchedulerType=sched/backfill
-SchedulerParameters=batch_sched_delay=0,sched_min_interval=100000,bf_interval=1,kill_invalid_depend
+SchedulerParameters=batch_sched_delay=0,sched_min_interval=100000,bf_interval=1
+DependencyParameters=kill_invalid_depend
 SlurmdParameters=config_overrides
 ReturnToService=2
 MinJobAge=3600
@@ -109,6 +110,7 @@ MaxArraySize=100001
 MaxJobCount=200000
 KillWait=5
 OverTimeLimit=0
+EnforcePartLimits=ALL
 InactiveLimit=30
 SlurmctldTimeout=60
 SlurmdTimeout=60

@@ -2,7 +2,7 @@
 # sshd on 127.0.0.1:2222 for the remote-cluster tests, user xcore with a key pair.
 # Idempotent: returns quickly when it already runs and the key login works.
 source "$(dirname "$(readlink -f "$0")")/lib.sh"
-infra_init sshd
+infra_init sshd "$@"
 
 SSHD_DIR=$INFRA_STATE/sshd
 SSHD_CONF=$SSHD_DIR/sshd_config

@@ -17,8 +17,7 @@ Containers use the same executor (``pip install 'xcore-xlocal[docker]'``)::
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from xcore.lazy import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -35,10 +34,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'xlocal' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -1,0 +1,26 @@
+"""Lazy public names for a package, so importing it stays cheap (PEP 562)."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from typing import Any
+
+
+def lazy_exports(package: str, exports: Mapping[str, str]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """Return ``__getattr__`` and ``__dir__`` for ``package`` that import ``name`` from
+    ``exports[name]`` (a module path) on first use and cache it in the package."""
+    namespace = importlib.import_module(package).__dict__
+
+    def __getattr__(name: str) -> Any:
+        module = exports.get(name)
+        if module is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(module), name)
+        namespace[name] = value
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted(set(exports) | {n for n in namespace if not n.startswith("_")})
+
+    return __getattr__, __dir__

@@ -1,0 +1,236 @@
+"""xcore-xhpc on the real Slurm (and SGE): launch, status, relaunch and failure-visibility figures.
+
+Needs `bash scripts/infra/setup.sh slurm sge sshd`. Each figure is printed with the baseline
+measured in the same run. Usage: python bench/bench_hpc.py [--runs 3] [--tasks 1000]
+
+Targets (issue #4): 1,000-task sweep over SSH < 1.0 s end to end (`xcore launch`; lxm3 4.3 s,
+raw ssh+sbatch 0.26 s); login-node submission < 0.15 s; status of 1,000 tasks < 1 s with
+<= 2 scheduler calls; relaunch of unchanged code < 0.5 s with 0 package bytes; a dead task
+visible in `xcore` within 5 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+import uuid
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import XCORE_BIN, temp_home, verdict  # noqa: E402
+
+KEY = "/var/lib/xcore-infra/ssh/id_ed25519"
+KNOWN = "/var/lib/xcore-infra/ssh/known_hosts"
+SSH = ["ssh", "-p", "2222", "-i", KEY, "-o", f"UserKnownHostsFile={KNOWN}", "-o", "BatchMode=yes", "xcore@127.0.0.1"]
+STAGING = "/home/xcore/xcore-staging/bench"
+
+
+def write_config(config_dir: Path, local_staging: Path) -> None:
+    config_dir.mkdir(parents=True, exist_ok=True)
+    common = f'host = "127.0.0.1"\nport = 2222\nuser = "xcore"\nkey = "{KEY}"\nknown_hosts = "{KNOWN}"\n'
+    (config_dir / "clusters.toml").write_text(
+        f'[clusters.slurm]\nscheduler = "slurm"\nstaging = "{STAGING}"\n{common}'
+        f'[clusters.sge]\nscheduler = "sge"\nstaging = "{STAGING}"\n{common}'
+        f'[clusters.slurm-login]\nscheduler = "slurm"\nlocal = true\nstaging = "{local_staging}"\n'
+    )
+
+
+SWEEP = """
+import sys
+import xcore as xm
+import xhpc
+
+cluster, n, kind = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+Ex = xhpc.GridEngine if cluster == "sge" else xhpc.Slurm
+with xm.create_experiment(title="bench-sweep") as experiment:
+    if kind == "package":
+        spec = xhpc.PythonPackage(xm.ModuleName("bench_pkg.main"), path=sys.argv[4])
+    else:
+        spec = xhpc.Command([sys.argv[4]])
+    [exe] = experiment.package([xm.Packageable(spec, Ex.Spec())])
+    executor = Ex(cluster=cluster, job_name="bench")
+    for i in range(n):
+        experiment.add(xm.Job(exe, executor, args={"seed": i, "lr": 0.1 / (i + 1)}))
+"""
+
+
+def last_launch() -> dict:
+    return json.loads((Path(os.environ["XCORE_HOME"]) / "plugins" / "xhpc" / "last_launch.json").read_text())
+
+
+def xcore_launch(script: Path, *args: str) -> float:
+    start = time.perf_counter()
+    out = subprocess.run([XCORE_BIN, "launch", str(script), "--", *args], capture_output=True, text=True)
+    elapsed = time.perf_counter() - start
+    if out.returncode != 0:
+        raise SystemExit(f"xcore launch failed:\n{out.stdout}\n{out.stderr}")
+    return elapsed
+
+
+def latest_experiment() -> int:
+    out = subprocess.run([XCORE_BIN, "list", "--json", "-n", "1"], capture_output=True, text=True, check=True).stdout
+    data = json.loads(out)
+    rows = data if isinstance(data, list) else data.get("experiments", [])
+    return int(rows[0]["id"])
+
+
+def cancel_all(cluster: str) -> None:
+    if cluster == "sge":
+        subprocess.run(SSH + ["qdel -u xcore >/dev/null 2>&1; true"], capture_output=True)
+    elif cluster == "slurm-login":
+        subprocess.run(["scancel", "-u", "root", "--name", "bench"], capture_output=True)
+    else:
+        subprocess.run(SSH + ["scancel -u xcore"], capture_output=True)
+
+
+def median(xs: list[float]) -> float:
+    return statistics.median(xs)
+
+
+def bench_launch(script: Path, runs: int, tasks: int) -> dict:
+    results: dict = {}
+    # Baselines: raw array submissions of the same size.
+    raw_ssh, raw_local = [], []
+    for _ in range(runs):
+        t = time.perf_counter()
+        subprocess.run(SSH + [f"sbatch --parsable -J rawbench --array=0-{tasks - 1} -o /dev/null --wrap true"],
+                       check=True, capture_output=True)
+        raw_ssh.append(time.perf_counter() - t)
+        subprocess.run(SSH + ["scancel -u xcore"], capture_output=True)
+        t = time.perf_counter()
+        subprocess.run(["sbatch", "--parsable", "-J", "rawbench", f"--array=0-{tasks - 1}", "-o", "/dev/null",
+                        "--wrap", "true"], check=True, capture_output=True)
+        raw_local.append(time.perf_counter() - t)
+        subprocess.run(["scancel", "--name", "rawbench"], capture_output=True)
+    for mode, cluster in (("ssh", "slurm"), ("login", "slurm-login")):
+        walls, hooks = [], []
+        xcore_launch(script, cluster, "1", "command", "true")  # warm caches (pyc, staging dirs)
+        cancel_all(cluster)
+        for _ in range(runs):
+            walls.append(xcore_launch(script, cluster, str(tasks), "command", "true"))
+            hooks.append(last_launch()["seconds"])
+            cancel_all(cluster)
+        results[mode] = {"xcore_launch_wall_s": median(walls), "submit_hook_s": median(hooks)}
+    results["raw_ssh_sbatch_s"] = median(raw_ssh)
+    results["raw_local_sbatch_s"] = median(raw_local)
+    return results
+
+
+def bench_status(script: Path, tasks: int) -> dict:
+    """States of N tasks of one array, asked from a new process the way `xcore show` does."""
+    out = {}
+    for cluster in ("slurm", "sge"):
+        xcore_launch(script, cluster, str(tasks), "command", "sleep 30")
+        exp = latest_experiment()
+        code = textwrap.dedent(f"""
+            import json, time
+            from xcore.experiment import open_store
+            from xcore.plugins import get_host
+            from xhpc import transport
+            host = get_host(); store = open_store(host)
+            jobs = [j for u in store.work_units({exp}) for j in u.jobs]
+            handles = [host.serializer.load(j.handle) for j in jobs]
+            kind = jobs[0].handle_kind
+            samples = []
+            for _ in range(3):
+                transport.reset()
+                t = time.perf_counter()
+                states = host.job_states(kind, handles)
+                samples.append(time.perf_counter() - t)
+                calls = sum(tr.calls for tr in transport._cache.values())
+            print(json.dumps({{"seconds": sorted(samples)[1], "remote_commands": calls, "n": len(states),
+                              "statuses": sorted({{s.status.value for s in states}})}}))
+        """)
+        res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        if res.returncode != 0:
+            raise SystemExit(res.stderr)
+        out[cluster] = json.loads(res.stdout)
+        cancel_all(cluster)
+    return out
+
+
+def bench_relaunch(script: Path, tmp: Path, runs: int) -> dict:
+    project = tmp / "proj"
+    (project / "bench_pkg").mkdir(parents=True)
+    (project / "pyproject.toml").write_text(
+        '[build-system]\nrequires = ["setuptools>=61"]\nbuild-backend = "setuptools.build_meta"\n'
+        '[project]\nname = "bench-pkg"\nversion = "0.1"\n')
+    (project / "bench_pkg" / "__init__.py").write_text("")
+    (project / "bench_pkg" / "main.py").write_text("import sys\nprint(sys.argv)\n" + "# padding\n" * 20000)
+    first = xcore_launch(script, "slurm", "10", "package", str(project))
+    first_bytes = last_launch()["artifact_bytes_uploaded"]
+    walls, bytes_ = [], []
+    for _ in range(runs):
+        walls.append(xcore_launch(script, "slurm", "10", "package", str(project)))
+        bytes_.append(last_launch()["artifact_bytes_uploaded"])
+    cancel_all("slurm")
+    return {"first_launch_s": first, "first_bytes": first_bytes, "relaunch_s": median(walls),
+            "relaunch_package_bytes": max(bytes_)}
+
+
+def bench_dead_task(script: Path) -> dict:
+    """A task dies 3 s after it starts; how long until `xcore wait` (same polling as show) reports it."""
+    out = {}
+    for cluster in ("slurm", "sge"):
+        xcore_launch(script, cluster, "1", "command", 'sleep 3; date +XHPC-DIED-%s.%N; exit 4')
+        exp = latest_experiment()
+        subprocess.run([XCORE_BIN, "wait", str(exp), "--timeout", "60"], capture_output=True, text=True)
+        seen = time.time()
+        logs = subprocess.run([XCORE_BIN, "logs", f"{exp}/1"], capture_output=True, text=True).stdout
+        match = re.search(r"XHPC-DIED-([0-9.]+)", logs)
+        show = subprocess.run([XCORE_BIN, "show", str(exp), "--json"], capture_output=True, text=True).stdout
+        out[cluster] = {"visible_after_s": round(seen - float(match.group(1)), 3) if match else None,
+                        "reported_failed": "exit code 4" in show}
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--tasks", type=int, default=1000)
+    args = parser.parse_args()
+    with temp_home("xcore-bench-hpc-") as tmp:
+        write_config(Path(os.environ["XCORE_CONFIG_DIR"]), tmp / "staging")
+        script = tmp / "sweep.py"
+        script.write_text(SWEEP)
+        os.environ["XCORE_BATCH_WINDOW"] = os.environ.get("XCORE_BATCH_WINDOW", "0.05")
+        launch = bench_launch(script, args.runs, args.tasks)
+        status = bench_status(script, args.tasks)
+        relaunch = bench_relaunch(script, tmp, args.runs)
+        dead = bench_dead_task(script)
+    n = args.tasks
+    print(f"\nxcore-xhpc benchmarks (median of {args.runs}; {n}-task sweeps on the real Slurm/SGE)")
+    print(f"  launch over SSH, `xcore launch` end to end : {launch['ssh']['xcore_launch_wall_s']:.3f} s "
+          f"(submission hook {launch['ssh']['submit_hook_s']:.3f} s)  baseline raw `ssh sbatch --array` "
+          f"{launch['raw_ssh_sbatch_s']:.3f} s; lxm3 4.3 s  target < 1.0 s  "
+          f"{verdict(launch['ssh']['xcore_launch_wall_s'] < 1.0)}")
+    print(f"  launch on the login node, submission       : {launch['login']['submit_hook_s']:.3f} s "
+          f"(`xcore launch` end to end {launch['login']['xcore_launch_wall_s']:.3f} s)  baseline raw `sbatch --array` "
+          f"{launch['raw_local_sbatch_s']:.3f} s  target < 0.15 s  {verdict(launch['login']['submit_hook_s'] < 0.15)}")
+    for cluster, s in status.items():
+        sched_calls = 2
+        print(f"  status of {s['n']} tasks ({cluster}, new process)   : {s['seconds']:.3f} s, "
+              f"{s['remote_commands']} SSH command(s) holding {sched_calls} scheduler calls "
+              f"({'squeue+sacct' if cluster == 'slurm' else 'qstat+qacct'}) states {s['statuses']}  "
+              f"target < 1 s, <= 2 calls  {verdict(s['seconds'] < 1 and s['remote_commands'] <= 1)}")
+    print(f"  relaunch of unchanged code (10 tasks, SSH)  : {relaunch['relaunch_s']:.3f} s, "
+          f"{relaunch['relaunch_package_bytes']} package bytes (first launch {relaunch['first_launch_s']:.2f} s, "
+          f"{relaunch['first_bytes']} bytes)  lxm3: 4.37 s, full re-upload  target < 0.5 s, 0 bytes  "
+          f"{verdict(relaunch['relaunch_s'] < 0.5 and relaunch['relaunch_package_bytes'] == 0)}")
+    for cluster, d in dead.items():
+        print(f"  dead task visible ({cluster})               : {d['visible_after_s']} s after it died "
+              f"(reported FAILED exit 4: {d['reported_failed']})  submitit ~15 s  target < 5 s  "
+              f"{verdict(d['visible_after_s'] is not None and d['visible_after_s'] < 5)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,178 @@
+"""Pieces that need no scheduler: config, directives, task encoding, parsing, packaging safety."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import xcore as xm
+from xcore.errors import ConfigurationError, PackagingError
+from xcore.status import Status
+
+from xhpc import config, scripts
+from xhpc.executors import GridEngine, Slurm, parse_time_limit
+from xhpc.schedulers import GridEngineScheduler, SlurmScheduler
+
+
+def test_time_limits() -> None:
+    assert parse_time_limit(90) == 90
+    assert parse_time_limit("1:30:00") == 5400
+    assert parse_time_limit("2-00:00:00") == 172800
+    assert parse_time_limit("30") == 1800  # a bare number is minutes, as sbatch reads it
+    assert parse_time_limit("4h") == 14400
+    with pytest.raises(ValueError):
+        parse_time_limit("soon")
+
+
+def test_slurm_directives() -> None:
+    ex = Slurm(requirements=xm.JobRequirements(cpu=4, memory=8 * xm.GiB, a100=2), time_limit="1:00:00",
+               partition="gpu", account="lab", qos="high", constraint="ib", exclusive=True,
+               directives=["--mail-type=END"])
+    lines = scripts.slurm_directives(ex, "my sweep", "/s/runs/r")
+    for expected in ("--cpus-per-task=4", "--mem=8192M", "--gres=gpu:a100:2", "--time=1:00:00",
+                     "--partition=gpu", "--account=lab", "--qos=high", "--constraint=ib", "--exclusive",
+                     "--mail-type=END", "--job-name=my_sweep"):
+        assert f"#SBATCH {expected}" in lines
+    assert "#SBATCH --gres=gpu:2" in scripts.slurm_directives(Slurm(requirements={"gpu": 2}), "x", "/r")
+
+
+def test_sge_directives() -> None:
+    ex = GridEngine(requirements=xm.JobRequirements(cpu=4, memory=8 * xm.GiB, gpu=1), time_limit=120,
+                    queue="all.q", project="p", parallel_environment="smp", resources={"tmpfree": "10G"})
+    lines = scripts.sge_directives(ex, "1st", "/s/runs/r")
+    for expected in ("-pe smp 4", "-l h_vmem=2048M", "-l gpu=1", "-l h_rt=120", "-q all.q", "-P p",
+                     "-l tmpfree=10G", "-N x1st", "-S /bin/bash"):
+        assert f"#$ {expected}" in lines
+
+
+def test_directive_values_are_one_line() -> None:
+    with pytest.raises(ValueError):
+        Slurm(partition="gpu\n#SBATCH --uid=0")
+
+
+def test_task_encoding_is_data() -> None:
+    tasks = [scripts.Task(["it's", "", "a\nb"], {"A": "1", "B": "x"}), scripts.Task(["$HOME"], {"A": "1", "B": "y"})]
+    common = scripts.common_env(tasks)
+    assert common == {"A": "1"}
+    data, offsets = scripts.encode_tasks("/w", ["python3", "-m", "m"], common, tasks)
+    records = [data[offsets[i]:offsets[i + 1]].split(b"\0")[:-1] for i in range(len(offsets) - 1)]
+    assert records[0] == [b"/w", b"3", b"python3", b"-m", b"m", b"A=1"]
+    assert records[1] == [b"3", b"it's", b"", b"a\nb", b"B=x"]
+    assert records[2] == [b"1", b"$HOME", b"B=y"]
+
+
+def test_job_script_reads_args_without_eval(tmp_path: Path) -> None:
+    """Run the generated script with bash directly (as a scheduler would) and compare argv."""
+    args = ["it's", "`echo INJECTED`", "$(id)", "$HOME", "a\nb", "", "ünï ✓", "\\", "\"q\""]
+    tasks = [scripts.Task(args, {"V": "it's $HOME"}), scripts.Task(["second"], {"V": "2"})]
+    run = tmp_path / "run"
+    (run / "logs").mkdir(parents=True)
+    prog = "import json,os,sys; print(json.dumps([sys.argv[1:], os.environ['V']]))"
+    data, offsets = scripts.encode_tasks(str(tmp_path), [sys.executable, "-c", prog], {}, tasks)
+    (run / "tasks.bin").write_bytes(data)
+    script = scripts.job_script(Slurm(), "t", str(run), offsets)
+    (run / "job.sh").write_text(script)
+    subprocess.run(["bash", str(run / "job.sh"), "0"], env={"PATH": "/usr/bin:/bin", "SLURM_ARRAY_TASK_ID": "0"}, check=True)
+    assert json.loads((run / "logs" / "0.log").read_text()) == [args, "it's $HOME"]
+    rc = subprocess.run(["bash", str(run / "job.sh"), "5"], env={"PATH": "/usr/bin:/bin", "SLURM_ARRAY_TASK_ID": "0"})
+    assert rc.returncode == 97  # index out of range: a clear error, not a wrong task
+
+
+def test_singularity_command_line() -> None:
+    argv = scripts.container_command("apptainer", "docker://python:3.11", ["python3", "-m", "m"], {"/data": "/d"},
+                                     ["--cleanenv"], gpus=True, extra_binds=["/s/artifacts/abc"])
+    assert argv == ["apptainer", "exec", "--nv", "--bind", "/s/artifacts/abc", "--bind", "/data:/d", "--cleanenv",
+                    "docker://python:3.11", "python3", "-m", "m"]
+    assert scripts.container_command("singularity", "/i.sif", [], {}, [], gpus=False) == ["singularity", "run", "/i.sif"]
+
+
+def test_slurm_state_parsing() -> None:
+    out = ("12|3|PENDING|Resources|0\n12|4|RUNNING|None|1700000000\n12|5|FAILED|NonZeroExitCode|1700000000\n"
+           "@@XHPC-SACCT\n12_0|COMPLETED|0:0|1700000000|1700000001\n12_1|FAILED|3:0|1700000000|1700000001\n"
+           "12_2|CANCELLED by 0|0:15|1700000000|1700000001\n12_6|TIMEOUT|0:0|1|2\n12_[3-4]|PENDING|0:0|Unknown|Unknown\n")
+    s = SlurmScheduler().parse_states(out)
+    assert s[("12", 0)].status is Status.COMPLETED
+    assert (s[("12", 1)].status, s[("12", 1)].message, s[("12", 1)].exit_code) == (Status.FAILED, "exit code 3", 3)
+    assert s[("12", 2)].status is Status.CANCELLED
+    assert s[("12", 3)].message == "pending: Resources"
+    assert s[("12", 4)].status is Status.RUNNING
+    assert s[("12", 5)].status is Status.RUNNING  # finished in squeue, not yet in sacct: wait for the exit code
+    assert s[("12", 6)].message == "time limit exceeded"
+
+
+def test_sge_state_parsing() -> None:
+    out = ("<?xml version='1.0'?><job_info><queue_info><job_list state='running'><JB_job_number>7</JB_job_number>"
+           "<state>r</state><JAT_start_time>2025-01-01T10:00:00</JAT_start_time><tasks>2</tasks></job_list>"
+           "</queue_info><job_info><job_list state='pending'><JB_job_number>7</JB_job_number><state>qw</state>"
+           "<tasks>3-4:1</tasks></job_list></job_info></job_info>\n@@XHPC-QACCT\n"
+           "jobnumber    7\ntaskid       1\nfailed       0    \nexit_status  3\n"
+           "jobnumber    7\ntaskid       5\nfailed       37  : qmaster enforced h_rt limit\nexit_status  137\n")
+    s = GridEngineScheduler().parse_states(out)
+    assert s[("7", 1)].status is Status.FAILED and s[("7", 1)].exit_code == 3
+    assert s[("7", 2)].status is Status.RUNNING
+    assert s[("7", 3)].status is Status.PENDING and s[("7", 4)].status is Status.PENDING
+    assert "time limit" in s[("7", 5)].message
+
+
+def test_config_errors_and_selection(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XCORE_CONFIG_DIR", str(tmp_path))
+    monkeypatch.delenv("XCORE_CLUSTER", raising=False)
+    assert config.resolve(None, "slurm").is_local  # nothing configured: the login node
+    (tmp_path / "clusters.toml").write_text(
+        '[clusters.a]\nhost = "h"\nscheduler = "slurm"\n[clusters.b]\nhost = "h2"\nscheduler = "sge"\n'
+        '[clusters.b.defaults]\nqueue = "all.q"\n')
+    assert config.resolve(None, "sge").name == "b"
+    monkeypatch.setenv("XCORE_CLUSTER", "a")
+    assert config.resolve(None, "slurm").name == "a"
+    with pytest.raises(ConfigurationError, match="runs scheduler 'slurm'"):
+        config.resolve(None, "sge")
+    with pytest.raises(ConfigurationError, match="not in"):
+        config.resolve("nope", "slurm")
+    (tmp_path / "clusters.toml").write_text('[clusters.a]\nhots = "typo"\n')
+    with pytest.raises(ConfigurationError, match="unknown keys"):
+        config.load_clusters()
+
+
+def test_cluster_list_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XCORE_CONFIG_DIR", str(tmp_path))
+    monkeypatch.setenv("XCORE_HOME", str(tmp_path / "home"))
+    (tmp_path / "clusters.toml").write_text('default = "uni"\n[clusters.uni]\nhost = "login"\nuser = "me"\n')
+    out = subprocess.run([sys.executable, "-m", "xcore.cli.main", "cluster", "list", "--json"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["default"] == "uni" and data["clusters"][0]["host"] == "login"
+
+
+def test_archives_are_reproducible_and_safe(tmp_path: Path) -> None:
+    from xhpc.packaging import build_archive, safe_member_name, walk_files
+
+    (tmp_path / "p" / "sub").mkdir(parents=True)
+    (tmp_path / "p" / "a.py").write_text("x")
+    (tmp_path / "p" / "sub" / "b.py").write_text("y")
+    (tmp_path / "p" / "escape").symlink_to("/etc/passwd")
+    files = list(walk_files(tmp_path / "p"))
+    assert [a for a, _ in files] == ["a.py", "sub/b.py"]  # the symlink leaving the project is not followed
+    assert build_archive(files) == build_archive(files)
+    for bad in ("../x", "/etc/x", "a/../../x"):
+        with pytest.raises(PackagingError):
+            safe_member_name(bad)
+
+
+def test_import_is_lazy() -> None:
+    code = "import sys, xhpc.hooks; print('fabric' in sys.modules, 'paramiko' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]
+
+
+@pytest.mark.skipif(not (shutil.which("apptainer") or shutil.which("singularity")),
+                    reason="live container tier: needs apptainer or singularity on PATH")
+def test_singularity_live(tmp_path: Path) -> None:
+    runtime = shutil.which("apptainer") or shutil.which("singularity")
+    argv = scripts.container_command(runtime, "docker://busybox", ["echo", "it's ok"], {}, [], gpus=False)
+    assert subprocess.run(argv, capture_output=True, text=True, timeout=300).stdout.strip() == "it's ok"

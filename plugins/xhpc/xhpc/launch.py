@@ -1,0 +1,323 @@
+"""Launching: group requests into array jobs, stage what is missing, submit once.
+
+Per group of requests sharing (cluster, executable, executor):
+
+1. one command: create the staging directories, print the absolute staging path, and list
+   which content-addressed artifacts the cluster lacks;
+2. upload only those (SFTP on the same connection);
+3. one command that unpacks the run files (job script + ``tasks.bin``) from stdin, unpacks
+   new artifacts safely, and submits each chunk with "submit once" semantics: the job id is
+   written to ``chunk-K.id`` on the cluster, so a retry after a dropped connection finds
+   the job instead of submitting it twice, and a reply lost for good is recovered later by
+   the status hook from that file.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import secrets
+import shlex
+import tarfile
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from xcore.errors import LaunchError
+from xcore.execution import LaunchContext, LaunchRequest
+
+from xhpc import config, scripts
+from xhpc.config import Cluster
+from xhpc.executables import ClusterExecutable
+from xhpc.executors import ClusterExecutor, GridEngine, with_defaults
+from xhpc.handles import ClusterHandle, GridEngineHandle, SlurmHandle
+from xhpc.schedulers import SCHEDULERS, Chunk, Scheduler
+from xhpc.transport import ClusterConnectionError, RemoteCommandError, Transport, connect, retrying
+
+CHUNK_MARK = "@@XHPC-CHUNK"
+
+# Unpacks an artifact once: refuses links, devices, absolute paths and '..' (no path traversal).
+_EXTRACT = r"""
+xhpc_extract() {
+    local archive=$1 dest=$2 tmp
+    [ -d "$dest" ] && return 0
+    if tar -tvzf "$archive" | grep -qv '^[-d]'; then echo "xhpc: $archive holds links or special files" >&2; return 1; fi
+    if tar -tzf "$archive" | grep -qE '(^/|(^|/)\.\.(/|$))'; then echo "xhpc: $archive has unsafe paths" >&2; return 1; fi
+    tmp=$(mktemp -d "$dest.tmp.XXXXXX") || return 1
+    if tar -xzf "$archive" -C "$tmp" --no-same-owner --no-same-permissions; then
+        chmod 755 "$tmp"; mv -T "$tmp" "$dest" 2>/dev/null || rm -rf "$tmp"
+    else
+        rm -rf "$tmp"; return 1
+    fi
+}
+"""
+
+
+@attrs.define
+class GroupResult:
+    handles: list[ClusterHandle]
+    submitted: bool
+    error: str | None = None
+
+
+def launch(requests: Sequence[LaunchRequest], context: LaunchContext) -> list[ClusterHandle]:
+    groups: dict[tuple[Any, ...], list[int]] = defaultdict(list)
+    clusters: dict[tuple[Any, ...], tuple[Cluster, ClusterExecutor]] = {}
+    resolved: dict[tuple[Any, ...], tuple[Cluster, ClusterExecutor]] = {}
+    exe_keys: dict[int, tuple[Any, str]] = {}  # id -> (object kept alive, key)
+    executor_keys: dict[int, tuple[Any, tuple[Any, ...]]] = {}
+    for i, request in enumerate(requests):
+        executor = request.executor
+        if not isinstance(executor, ClusterExecutor):
+            raise LaunchError(f"xhpc cannot launch on {type(executor).__name__}.")
+        if not isinstance(request.executable, ClusterExecutable):
+            raise LaunchError(
+                f"Job {request.job_name!r}: {type(request.executable).__name__} was packaged for another executor; "
+                f"package it for {type(executor).__name__}.Spec()."
+            )
+        if id(executor) not in executor_keys:
+            executor_keys[id(executor)] = (executor, (type(executor), executor.group_key()))
+        ekey = executor_keys[id(executor)][1]
+        if ekey not in resolved:
+            cluster = config.resolve(executor.cluster, executor.SCHEDULER)
+            if executor.local:
+                cluster = cluster.as_local()
+            resolved[ekey] = (cluster, with_defaults(executor, cluster.defaults))
+        cluster, effective = resolved[ekey]
+        if id(request.executable) not in exe_keys:
+            exe_keys[id(request.executable)] = (request.executable, _exe_key(request.executable))
+        key = (cluster.name, cluster.is_local, exe_keys[id(request.executable)][1], ekey)
+        groups[key].append(i)
+        clusters[key] = (cluster, effective)
+
+    handles: list[ClusterHandle | None] = [None] * len(requests)
+    stats = {"groups": 0, "tasks": 0, "artifact_bytes_uploaded": 0, "artifacts_uploaded": 0, "remote_commands": 0,
+             "seconds": 0.0}
+    started = time.perf_counter()
+    errors: list[str] = []
+    any_submitted = False
+    for key, indices in groups.items():
+        cluster, executor = clusters[key]
+        group = [requests[i] for i in indices]
+        transport = connect(cluster)
+        before = (transport.bytes_uploaded, transport.calls)
+        try:
+            result = _launch_group(cluster, executor, group, transport, context, stats)
+        except (LaunchError, OSError, ValueError) as exc:
+            result = GroupResult([], False, str(exc))
+        stats["remote_commands"] += transport.calls - before[1]
+        if not result.submitted and not result.handles:
+            errors.append(result.error or "unknown error")
+            result.handles = [_failed_handle(cluster, r, result.error or "submission failed") for r in group]
+        any_submitted = any_submitted or result.submitted
+        for i, handle in zip(indices, result.handles):
+            handles[i] = handle
+        stats["groups"] += 1
+        stats["tasks"] += len(group)
+    stats["seconds"] = round(time.perf_counter() - started, 4)
+    _write_stats(context.state_dir, stats)
+    if not any_submitted:
+        raise LaunchError("; ".join(dict.fromkeys(errors)))
+    return [h for h in handles if h is not None]
+
+
+def _exe_key(executable: ClusterExecutable) -> str:
+    from xcore.plugins import get_host
+
+    return json.dumps(get_host().serializer.dump(executable), sort_keys=True, default=str)
+
+
+def _write_stats(state_dir: Path, stats: dict[str, Any]) -> None:
+    try:
+        tmp = state_dir / f".last_launch.{os.getpid()}.tmp"
+        tmp.write_text(json.dumps(stats))
+        os.replace(tmp, state_dir / "last_launch.json")
+    except OSError:
+        pass
+
+
+def _handle_cls(cluster: Cluster) -> type[ClusterHandle]:
+    return GridEngineHandle if cluster.scheduler == "sge" else SlurmHandle
+
+
+def _failed_handle(cluster: Cluster, request: LaunchRequest, error: str) -> ClusterHandle:
+    return _handle_cls(cluster)(cluster=cluster.name, job_id="", task=-1, index=-1, run_dir="", log_path="",
+                                local=cluster.is_local, submitted_at=time.time(), error=error)
+
+
+def _launch_group(cluster: Cluster, executor: ClusterExecutor, group: list[LaunchRequest], transport: Transport,
+                  context: LaunchContext, stats: dict[str, Any]) -> GroupResult:
+    scheduler = SCHEDULERS[cluster.scheduler]
+    executable: ClusterExecutable = group[0].executable  # type: ignore[assignment]
+    first = group[0]
+    run_name = f"e{first.experiment_id}-j{first.job_id}-{secrets.token_hex(3)}"
+    staging = cluster.staging.rstrip("/") or "/"
+    shas = sorted({a.sha256 for a in executable.artifacts})
+
+    # 1. staging dirs, absolute path, missing artifacts (idempotent: retried on drops).
+    check = (
+        f"mkdir -p {_sp(staging)}/artifacts {_sp(staging)}/runs && cd {_sp(staging)} && pwd && "
+        + "".join(f"[ -e artifacts/{s} ] || echo missing {s}; " for s in shas)
+        + "true"
+    )
+    result = retrying(lambda: transport.check(check, "Preparing the staging directory"))
+    lines = result.out.strip().splitlines()
+    if not lines:
+        raise LaunchError(f"Cluster {cluster.name!r}: the staging directory {staging} could not be resolved.")
+    root = lines[0].strip()
+    missing = {line.split()[1] for line in lines[1:] if line.startswith("missing ")}
+
+    # 2. upload what the cluster lacks.
+    uploads = []
+    for artifact in executable.artifacts:
+        if artifact.sha256 in missing:
+            suffix = ".tar.gz" if artifact.kind == "archive" else Path(artifact.local_path).suffix
+            remote = f"{root}/artifacts/{artifact.sha256}{suffix}"
+            context.progress.update(f"uploading {artifact.size / 1e6:.1f} MB to {cluster.name}")
+            retrying(lambda a=artifact, r=remote: transport.put(a.local_path, r))
+            stats["artifact_bytes_uploaded"] += artifact.size
+            stats["artifacts_uploaded"] += 1
+            uploads.append((artifact, remote))
+            missing.discard(artifact.sha256)
+
+    # 3. run files + submission.
+    run_dir = f"{root}/runs/{run_name}"
+    command, env = _command_and_env(cluster, executor, executable, root)
+    cwd = executor.workdir or (f"{root}/artifacts/{executable.package}" if executable.cwd_in_package and executable.package
+                               else run_dir)
+    tasks = [scripts.Task(list(r.args), dict(r.env)) for r in group]
+    common = scripts.common_env(tasks)
+    common = {**env, **common}
+    data, offsets = scripts.encode_tasks(cwd, command, common, tasks)
+    name = executor.job_name or _default_name(context, first)
+    script_text = scripts.job_script(executor, name, run_dir, offsets)
+    payload = _tar({"job.sh": script_text.encode(), "tasks.bin": data})
+
+    limit = cluster.array_limit
+    chunks = [Chunk(k, off, min(limit, len(group) - off)) for k, off in enumerate(range(0, len(group), limit))]
+    submit = _submit_script(scheduler, run_dir, root, uploads, executable, chunks, executor.max_parallel_tasks,
+                            scripts.job_name(f"{name}-{run_name}"))
+    submitted_at = time.time()
+    chunk_ids: dict[int, str] = {}
+    chunk_errors: dict[int, str] = {}
+    lost: str | None = None
+    try:
+        result = retrying(lambda: transport.run(submit, stdin=payload, timeout=300))
+        for line in result.out.splitlines():
+            if line.startswith(CHUNK_MARK):
+                _, k, status, *rest = line.split(" ", 3)
+                if status == "ok":
+                    chunk_ids[int(k)] = scheduler.parse_job_id(rest[0] if rest else "")
+                else:
+                    chunk_errors[int(k)] = " ".join(rest).strip() or result.err
+        if not chunk_ids and not chunk_errors:
+            raise RemoteCommandError(
+                f"Submitting to cluster {cluster.name!r} failed (exit {result.returncode}): {result.err or result.out.strip()}"
+            )
+    except ClusterConnectionError as exc:
+        if not exc.retryable:
+            raise
+        lost = str(exc)  # the command may have run: the status hook reads chunk-K.id later
+
+    cls = _handle_cls(cluster)
+    handles: list[ClusterHandle] = []
+    for chunk in chunks:
+        job_id = chunk_ids.get(chunk.index, "")
+        error = chunk_errors.get(chunk.index)
+        if lost is None and not job_id and error is None:
+            error = "the scheduler printed no job id"
+        for t in range(chunk.count):
+            index = chunk.offset + t
+            handles.append(cls(
+                cluster=cluster.name, job_id=job_id, task=scheduler.task_base + t, index=index,
+                run_dir=run_dir, log_path=f"{run_dir}/logs/{index}.log", local=cluster.is_local,
+                submitted_at=submitted_at, chunk=chunk.index,
+                error=f"submission failed: {error}" if error else None,
+            ))
+    if not chunk_ids and lost is None:
+        raise LaunchError(f"Submitting to cluster {cluster.name!r} failed: "
+                          + "; ".join(dict.fromkeys(chunk_errors.values())))
+    if chunk_ids:
+        context.progress.update(
+            f"submitted {len(group)} tasks to {cluster.name} as {cluster.scheduler} job(s) "
+            + ", ".join(chunk_ids[k] for k in sorted(chunk_ids))
+        )
+    return GroupResult(handles, True, None)
+
+
+def _sp(path: str) -> str:
+    from xhpc.transport import shell_path
+
+    return shell_path(path)
+
+
+def _default_name(context: LaunchContext, first: LaunchRequest) -> str:
+    title = context.experiment_title or first.job_name
+    return f"{title}"
+
+
+def _command_and_env(cluster: Cluster, executor: ClusterExecutor, executable: ClusterExecutable,
+                     root: str) -> tuple[list[str], dict[str, str]]:
+    env: dict[str, str] = {}
+    package_dir = f"{root}/artifacts/{executable.package}" if executable.package else None
+    if package_dir:
+        env["XHPC_PACKAGE_DIR"] = package_dir
+        if executable.pythonpath:
+            env["PYTHONPATH"] = package_dir
+    command = list(executable.command)
+    if executable.container is not None:
+        options = executable.container
+        image = options.image
+        if image.startswith("artifact:"):
+            sha = image.removeprefix("artifact:")
+            artifact = next(a for a in executable.artifacts if a.sha256 == sha)
+            image = f"{root}/artifacts/{sha}{Path(artifact.local_path).suffix}"
+        command = scripts.container_command(cluster.singularity, image, command, options.binds, options.options,
+                                            scripts.uses_gpus(executor), [package_dir] if package_dir else [])
+    if not command:
+        raise LaunchError(f"Executable {executable.name!r} has no command to run.")
+    return command, env
+
+
+def _tar(files: dict[str, bytes]) -> bytes:
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w") as tar:
+        for name, content in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(content)
+            info.mode = 0o755 if name.endswith(".sh") else 0o644
+            info.mtime = int(time.time())
+            tar.addfile(info, io.BytesIO(content))
+    return raw.getvalue()
+
+
+def _submit_script(scheduler: Scheduler, run_dir: str, root: str, uploads: list[Any], executable: ClusterExecutable,
+                   chunks: list[Chunk], max_parallel: int | None, unique_name: str) -> str:
+    q = shlex.quote
+    lines = [
+        "trap '' HUP PIPE",  # keep going if the connection drops: the job id still lands in chunk-K.id
+        _EXTRACT,
+        f"mkdir -p {q(run_dir)}/logs {q(run_dir)}/cancelled && cd {q(run_dir)} || exit 1",
+        "tar -xf - || { echo 'xhpc: cannot unpack the run files' >&2; exit 1; }",
+    ]
+    for artifact in executable.artifacts:
+        if artifact.kind == "archive":
+            archive = f"{root}/artifacts/{artifact.sha256}.tar.gz"
+            lines.append(f"xhpc_extract {q(archive)} {q(root + '/artifacts/' + artifact.sha256)} || exit 1")
+        else:
+            lines.append(f"mkdir -p {q(root + '/artifacts/' + artifact.sha256)}")
+    for chunk in chunks:
+        idfile = f"chunk-{chunk.index}.id"
+        submit = scheduler.submit_command(f"{run_dir}/job.sh", chunk, max_parallel)
+        lines.append(
+            f"if [ -s {idfile} ]; then echo \"{CHUNK_MARK} {chunk.index} ok $(cat {idfile})\"; else "
+            f"if out=$({submit} 2>&1); then printf '%s\\n' \"$out\" > {idfile}.tmp && mv {idfile}.tmp {idfile}; "
+            f"echo \"{CHUNK_MARK} {chunk.index} ok $out\"; "
+            f"else echo \"{CHUNK_MARK} {chunk.index} error $(printf '%s' \"$out\" | tr '\\n' ' ')\"; fi; fi"
+        )
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,339 @@
+"""What differs between Slurm and Grid Engine: submit, query, cancel, and their outputs.
+
+Each scheduler builds shell text for the login node and parses what comes back; the
+transport runs it. Status needs at most two scheduler calls for any number of tasks of one
+array job: Slurm ``squeue`` + ``sacct``; Grid Engine ``qstat`` + ``qacct`` per array job
+whose tasks have left ``qstat``.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import time
+import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+from datetime import datetime
+
+import attrs
+
+from xcore.status import JobState, Status
+
+
+@attrs.frozen
+class Chunk:
+    """One array submission: tasks ``offset .. offset+count-1`` of the run."""
+
+    index: int
+    offset: int
+    count: int
+
+
+class Scheduler:
+    name = ""
+    task_base = 0  # the scheduler's first array task id
+
+    def submit_command(self, script: str, chunk: Chunk, max_parallel: int | None) -> str:
+        raise NotImplementedError
+
+    def parse_job_id(self, out: str) -> str:
+        raise NotImplementedError
+
+    def find_by_name_command(self, name: str) -> str:
+        """Prints the job id of a job already submitted under ``name`` (after a lost reply)."""
+        raise NotImplementedError
+
+    def query_command(self, job_ids: Sequence[str]) -> str:
+        raise NotImplementedError
+
+    def parse_states(self, out: str) -> dict[tuple[str, int], JobState]:
+        raise NotImplementedError
+
+    def cancel_command(self, tasks: dict[str, list[int]], all_tasks: set[str]) -> str:
+        raise NotImplementedError
+
+    def check_command(self) -> str:
+        raise NotImplementedError
+
+
+# -- Slurm -----------------------------------------------------------------------------------
+
+_SLURM_ACTIVE = {
+    "PENDING": Status.PENDING, "REQUEUED": Status.PENDING, "REQUEUE_HOLD": Status.PENDING,
+    "REQUEUE_FED": Status.PENDING, "RESV_DEL_HOLD": Status.PENDING, "CONFIGURING": Status.PENDING,
+    "RUNNING": Status.RUNNING, "COMPLETING": Status.RUNNING, "SUSPENDED": Status.RUNNING,
+    "STOPPED": Status.RUNNING, "SIGNALING": Status.RUNNING, "STAGE_OUT": Status.RUNNING,
+    "RESIZING": Status.RUNNING,
+}
+_SLURM_FAILED = {
+    "FAILED": "", "TIMEOUT": "time limit exceeded", "OUT_OF_MEMORY": "out of memory",
+    "NODE_FAIL": "node failure", "BOOT_FAIL": "node boot failure", "DEADLINE": "deadline reached",
+    "PREEMPTED": "preempted", "REVOKED": "revoked", "SPECIAL_EXIT": "special exit",
+}
+_SQUEUE_MARK = "@@XHPC-SACCT"
+
+
+def _epoch(text: str) -> float | None:
+    text = text.strip()
+    if not text or text in ("Unknown", "None", "N/A"):
+        return None
+    if text.isdigit():
+        value = float(text)
+        return value if value > 0 else None
+    try:
+        return datetime.fromisoformat(text).timestamp()
+    except ValueError:
+        return None
+
+
+def _expand_tasks(spec: str) -> list[int]:
+    """``3`` / ``[0-4,7,9-11%2]`` / ``1-1000:1`` into task ids."""
+    spec = spec.strip().strip("[]").split("%")[0]
+    ids: list[int] = []
+    for part in spec.split(","):
+        if not part:
+            continue
+        step = 1
+        if ":" in part:
+            part, step_text = part.split(":", 1)
+            step = int(step_text or 1)
+        if "-" in part:
+            lo, hi = part.split("-", 1)
+            ids.extend(range(int(lo), int(hi) + 1, step))
+        else:
+            ids.append(int(part))
+    return ids
+
+
+class SlurmScheduler(Scheduler):
+    name = "slurm"
+    task_base = 0
+
+    def submit_command(self, script: str, chunk: Chunk, max_parallel: int | None) -> str:
+        limit = f"%{max_parallel}" if max_parallel else ""
+        return f"sbatch --parsable --array=0-{chunk.count - 1}{limit} {shlex.quote(script)} {chunk.offset}"
+
+    def parse_job_id(self, out: str) -> str:
+        match = re.search(r"^(\d+)", out.strip().splitlines()[-1] if out.strip() else "")
+        if not match:
+            raise ValueError(f"sbatch printed no job id: {out.strip()!r}")
+        return match.group(1)
+
+    def find_by_name_command(self, name: str) -> str:
+        return f"squeue -h -r --name={shlex.quote(name)} -o %F | head -n 1"
+
+    def query_command(self, job_ids: Sequence[str]) -> str:
+        ids = ",".join(job_ids)
+        return (
+            "export SLURM_TIME_FORMAT=%s; "
+            f"squeue -h -r -t all -j {ids} -o '%F|%K|%T|%r|%S' 2>/dev/null; "
+            f"echo {_SQUEUE_MARK}; "
+            f"sacct -n -X -P -j {ids} -o JobID,State,ExitCode,Start,End 2>&1"
+        )
+
+    def parse_states(self, out: str) -> dict[tuple[str, int], JobState]:
+        squeue_text, _, sacct_text = out.partition(_SQUEUE_MARK)
+        states: dict[tuple[str, int], JobState] = {}
+        finished_in_squeue: dict[tuple[str, int], str] = {}
+        for line in squeue_text.splitlines():
+            parts = line.strip().split("|")
+            if len(parts) < 5 or not parts[0].isdigit():
+                continue
+            job, task_text, state, reason, start = parts[:5]
+            tasks = _expand_tasks(task_text) if task_text not in ("N/A", "") else [0]
+            status = _SLURM_ACTIVE.get(state.split()[0])
+            for task in tasks:
+                if status is Status.PENDING:
+                    why = reason if reason and reason != "None" else "queued"
+                    states[(job, task)] = JobState(Status.PENDING, f"pending: {why}")
+                elif status is Status.RUNNING:
+                    states[(job, task)] = JobState(Status.RUNNING, state.lower(), started_at=_epoch(start))
+                else:
+                    finished_in_squeue[(job, task)] = state
+        for line in sacct_text.splitlines():
+            parts = line.strip().split("|")
+            if len(parts) < 5 or "_" not in parts[0]:
+                continue
+            job, _, task_text = parts[0].partition("_")
+            if not job.isdigit():
+                continue
+            state_text, exit_text, start, end = parts[1], parts[2], parts[3], parts[4]
+            state = state_text.split()[0]
+            for task in _expand_tasks(task_text):
+                key = (job, task)
+                final = self._final(state, state_text, exit_text, _epoch(start), _epoch(end))
+                if final is not None:
+                    states[key] = final
+                elif key not in states:
+                    status = _SLURM_ACTIVE.get(state, Status.PENDING)
+                    states[key] = JobState(status, "pending: queued" if status is Status.PENDING else state.lower())
+        for key, state in finished_in_squeue.items():
+            if key not in states or not states[key].status.is_terminal:
+                # Finished, but accounting has not caught up yet: report it once sacct has the exit code.
+                states[key] = JobState(Status.RUNNING, f"finishing ({state.lower()})")
+        return states
+
+    @staticmethod
+    def _final(state: str, state_text: str, exit_text: str, start: float | None, end: float | None) -> JobState | None:
+        code_text, _, signal_text = exit_text.partition(":")
+        code = int(code_text) if code_text.isdigit() else None
+        sig = int(signal_text) if signal_text.isdigit() else 0
+        if state == "COMPLETED":
+            return JobState(Status.COMPLETED, "exit code 0", code if code is not None else 0, start, end)
+        if state == "CANCELLED":
+            return JobState(Status.CANCELLED, state_text.lower(), None, start, end)
+        if state in _SLURM_FAILED:
+            reason = _SLURM_FAILED[state]
+            if not reason:
+                reason = f"exit code {code}" if code else (f"killed by signal {sig}" if sig else "failed")
+            exit_code = code if code else (128 + sig if sig else code)
+            return JobState(Status.FAILED, reason, exit_code, start, end)
+        return None
+
+    def cancel_command(self, tasks: dict[str, list[int]], all_tasks: set[str]) -> str:
+        targets = []
+        for job, ids in tasks.items():
+            if job in all_tasks:
+                targets.append(job)
+            else:
+                targets.extend(f"{job}_{t}" for t in ids)
+        return "scancel " + " ".join(targets)
+
+    def check_command(self) -> str:
+        return "sinfo -h -o '%P %a %D %T' && sbatch --version"
+
+
+# -- Grid Engine -----------------------------------------------------------------------------
+
+_QACCT_MARK = "@@XHPC-QACCT"
+
+
+class GridEngineScheduler(Scheduler):
+    name = "sge"
+    task_base = 1
+
+    def submit_command(self, script: str, chunk: Chunk, max_parallel: int | None) -> str:
+        limit = f" -tc {max_parallel}" if max_parallel else ""
+        return f"qsub -terse -t 1-{chunk.count}{limit} {shlex.quote(script)} {chunk.offset}"
+
+    def parse_job_id(self, out: str) -> str:
+        match = re.search(r"^(\d+)", out.strip().splitlines()[-1] if out.strip() else "")
+        if not match:
+            raise ValueError(f"qsub printed no job id: {out.strip()!r}")
+        return match.group(1)
+
+    def find_by_name_command(self, name: str) -> str:
+        return f"qstat -j {shlex.quote(name)} 2>/dev/null | awk '/^job_number:/ {{print $2; exit}}'"
+
+    def query_command(self, job_ids: Sequence[str]) -> str:
+        # qacct only for array jobs that have tasks no longer in qstat (usually one call).
+        ids = " ".join(job_ids)
+        return (
+            "out=$(qstat -xml -g d -u '*' 2>&1); echo \"$out\"; "
+            f"echo {_QACCT_MARK}; "
+            f"for j in {ids}; do "
+            "  n=$(printf '%s' \"$out\" | grep -c \"<JB_job_number>$j</JB_job_number>\"); "
+            "  echo \"@@XHPC-JOB $j $n\"; "
+            "  qacct -j $j 2>/dev/null | grep -E '^(jobnumber|taskid|failed|exit_status|start_time|end_time) ' ; "
+            "done"
+        )
+
+    def parse_states(self, out: str) -> dict[tuple[str, int], JobState]:
+        qstat_text, _, qacct_text = out.partition(_QACCT_MARK)
+        states: dict[tuple[str, int], JobState] = {}
+        start = qstat_text.find("<?xml")
+        if start >= 0:
+            try:
+                root = ET.fromstring(qstat_text[start:])
+            except ET.ParseError:
+                root = None
+            if root is not None:
+                for job in root.iter("job_list"):
+                    number = (job.findtext("JB_job_number") or "").strip()
+                    state = (job.findtext("state") or "").strip()
+                    tasks_text = (job.findtext("tasks") or "").strip()
+                    started = job.findtext("JAT_start_time")
+                    tasks = _expand_tasks(tasks_text) if tasks_text else [1]
+                    for task in tasks:
+                        states[(number, task)] = self._active(state, started)
+        record: dict[str, str] = {}
+
+        def flush() -> None:
+            if "jobnumber" in record and "taskid" in record:
+                task = int(record["taskid"]) if record["taskid"].isdigit() else 1
+                key = (record["jobnumber"], task)
+                if key not in states or not states[key].status.is_active or states[key].status is Status.PENDING:
+                    states[key] = self._final(record)
+            record.clear()
+
+        for line in qacct_text.splitlines():
+            key, _, value = line.strip().partition(" ")
+            if key == "jobnumber":
+                flush()
+            if key in ("jobnumber", "taskid", "failed", "exit_status", "start_time", "end_time"):
+                record[key] = value.strip()
+        flush()
+        return states
+
+    @staticmethod
+    def _active(state: str, started: str | None) -> JobState:
+        when = None
+        if started:
+            try:
+                when = datetime.fromisoformat(started.strip()).timestamp()
+            except ValueError:
+                when = None
+        if "E" in state:
+            return JobState(Status.PENDING, f"pending: error state {state} (see qstat -j)")
+        if "h" in state:
+            return JobState(Status.PENDING, "pending: on hold")
+        if "d" in state:
+            return JobState(Status.RUNNING, "being deleted", started_at=when)
+        if "r" in state or "t" in state or "s" in state.lower():
+            return JobState(Status.RUNNING, "running" if "r" in state else state, started_at=when)
+        return JobState(Status.PENDING, "pending: queued")
+
+    @staticmethod
+    def _final(record: dict[str, str]) -> JobState:
+        def when(text: str | None) -> float | None:
+            if not text or text.startswith("-/-"):
+                return None
+            try:
+                return time.mktime(time.strptime(text.strip(), "%a %b %d %H:%M:%S %Y"))
+            except ValueError:
+                return None
+
+        failed = record.get("failed", "0").strip()
+        failed_code = int(failed.split()[0]) if failed.split() and failed.split()[0].isdigit() else 0
+        exit_text = record.get("exit_status", "").split()[0] if record.get("exit_status", "").split() else ""
+        code = int(exit_text) if exit_text.isdigit() else None
+        start, end = when(record.get("start_time")), when(record.get("end_time"))
+        if failed_code == 0 and code == 0:
+            return JobState(Status.COMPLETED, "exit code 0", 0, start, end)
+        if failed_code == 0:
+            if code is not None and code > 128:
+                return JobState(Status.FAILED, f"killed by signal {code - 128}", code, start, end)
+            return JobState(Status.FAILED, f"exit code {code}", code, start, end)
+        reason = failed.split(":", 1)[1].strip() if ":" in failed else failed
+        if failed_code == 37:  # qmaster enforced h_rt, h_cpu or h_vmem
+            return JobState(Status.FAILED, f"time limit exceeded ({reason})", code, start, end)
+        if failed_code == 100 and code is not None and code > 128:  # killed after start (qdel, signal)
+            return JobState(Status.FAILED, f"killed by signal {code - 128}", code, start, end)
+        return JobState(Status.FAILED, f"failed {failed_code}: {reason}" + (f", exit code {code}" if code else ""),
+                        code, start, end)
+
+    def cancel_command(self, tasks: dict[str, list[int]], all_tasks: set[str]) -> str:
+        parts = []
+        for job, ids in tasks.items():
+            if job in all_tasks:
+                parts.append(f"qdel {job}")
+            else:
+                parts.append(f"qdel {job} -t {','.join(map(str, sorted(ids)))}" if len(ids) == 1
+                             else "; ".join(f"qdel {job} -t {t}" for t in sorted(ids)))
+        return "; ".join(parts)
+
+    def check_command(self) -> str:
+        return "qstat -g c && qconf -sql"
+
+
+SCHEDULERS: dict[str, Scheduler] = {"slurm": SlurmScheduler(), "sge": GridEngineScheduler()}

@@ -1,0 +1,160 @@
+"""Status, cancellation and logs of cluster jobs, from the launcher or any later process.
+
+Handles are grouped by cluster; each cluster gets ONE remote command that runs the
+scheduler's query (two scheduler calls at most for one array job) and returns everything.
+"""
+
+from __future__ import annotations
+
+import shlex
+import time
+from collections import defaultdict
+from collections.abc import Iterator, Sequence
+
+from xcore.errors import XcoreError
+from xcore.status import JobState, Status
+
+from xhpc import config
+from xhpc.handles import ClusterHandle, GridEngineHandle
+from xhpc.schedulers import SCHEDULERS
+from xhpc.transport import ClusterConnectionError, Transport, connect
+
+LOST_REPLY_GRACE = 120.0  # seconds to wait for a chunk-K.id after a lost submission reply
+_MARK_CHUNK = "@@XHPC-CHUNKID"
+_MARK_CANCELLED = "@@XHPC-CANCELLED"
+
+
+def _scheduler_name(handle: ClusterHandle) -> str:
+    return "sge" if isinstance(handle, GridEngineHandle) else "slurm"
+
+
+def _transport(handle: ClusterHandle) -> Transport:
+    return connect(config.find(handle.cluster, _scheduler_name(handle), handle.local))
+
+
+def states(handles: Sequence[ClusterHandle]) -> list[JobState]:
+    result: list[JobState | None] = [None] * len(handles)
+    groups: dict[tuple[str, bool, str], list[int]] = defaultdict(list)
+    for i, handle in enumerate(handles):
+        if handle.error:
+            result[i] = JobState(Status.FAILED, handle.error)
+        else:
+            groups[(handle.cluster, handle.local, _scheduler_name(handle))].append(i)
+    for (cluster_name, local, scheduler_name), indices in groups.items():
+        group = [handles[i] for i in indices]
+        try:
+            found = _query(group, scheduler_name)
+        except XcoreError as exc:
+            message = str(exc).split("\n")[0]
+            found = [JobState(Status.UNKNOWN, message) for _ in group]
+        for i, state in zip(indices, found):
+            result[i] = state
+    return [r if r is not None else JobState(Status.UNKNOWN, "no state") for r in result]
+
+
+def _query(group: list[ClusterHandle], scheduler_name: str) -> list[JobState]:
+    scheduler = SCHEDULERS[scheduler_name]
+    transport = _transport(group[0])
+    q = shlex.quote
+    unresolved = sorted({(h.run_dir, h.chunk) for h in group if not h.job_id})
+    lost_ids: dict[tuple[str, int], str] = {}
+    if unresolved:
+        # Rare: a submission whose reply was lost; its job id is in chunk-K.id on the cluster.
+        read = "; ".join(
+            f"echo \"{_MARK_CHUNK} {chunk} $(head -n 1 {q(run_dir)}/chunk-{chunk}.id 2>/dev/null) {run_dir}\""
+            for run_dir, chunk in unresolved
+        )
+        for line in transport.check(read, "Reading job ids").out.splitlines():
+            fields = line.split(" ", 3)
+            if line.startswith(_MARK_CHUNK) and len(fields) == 4 and fields[2]:
+                try:
+                    lost_ids[(fields[3], int(fields[1]))] = scheduler.parse_job_id(fields[2])
+                except ValueError:
+                    pass
+    job_ids = sorted({h.job_id for h in group if h.job_id} | set(lost_ids.values()))
+    table: dict[tuple[str, int], JobState] = {}
+    cancelled: set[tuple[str, int]] = set()
+    if job_ids:
+        run_dirs = sorted({h.run_dir for h in group if h.run_dir})
+        markers = (
+            "for d in " + " ".join(q(d) for d in run_dirs) + "; do "
+            f"for f in \"$d\"/cancelled/*; do [ -e \"$f\" ] && echo \"{_MARK_CANCELLED} $d ${{f##*/}}\"; done; done; "
+        )
+        out = transport.run(markers + scheduler.query_command(job_ids)).out
+        for line in out.splitlines():
+            if line.startswith(_MARK_CANCELLED):
+                _, run_dir, index = line.split(" ", 2)
+                if index.isdigit():
+                    cancelled.add((run_dir, int(index)))
+        table = scheduler.parse_states(out)
+    now = time.time()
+    states: list[JobState] = []
+    for handle in group:
+        job_id = handle.job_id or lost_ids.get((handle.run_dir, handle.chunk), "")
+        if not job_id:
+            if now - handle.submitted_at < LOST_REPLY_GRACE:
+                states.append(JobState(Status.PENDING, "pending: confirming submission (the reply was lost)"))
+            else:
+                states.append(JobState(Status.FAILED, "submission not confirmed: the connection dropped before "
+                                                      "the scheduler accepted the job"))
+            continue
+        state = table.get((job_id, handle.task))
+        if state is None:
+            if now - handle.submitted_at < 60:
+                state = JobState(Status.PENDING, "pending: submitted")
+            else:
+                state = JobState(Status.UNKNOWN, f"{scheduler_name} job {job_id} task {handle.task} is no longer known "
+                                                 "to the scheduler or its accounting")
+        if (handle.run_dir, handle.index) in cancelled and state.status is Status.FAILED:
+            state = JobState(Status.CANCELLED, "cancelled", state.exit_code, state.started_at, state.ended_at)
+        states.append(state)
+    return states
+
+
+def cancel(handles: Sequence[ClusterHandle]) -> None:
+    groups: dict[tuple[str, bool, str], list[ClusterHandle]] = defaultdict(list)
+    for handle in handles:
+        if handle.job_id:
+            groups[(handle.cluster, handle.local, _scheduler_name(handle))].append(handle)
+    for (_, _, scheduler_name), group in groups.items():
+        scheduler = SCHEDULERS[scheduler_name]
+        tasks: dict[str, list[int]] = defaultdict(list)
+        for handle in group:
+            tasks[handle.job_id].append(handle.task)
+        # Markers first (they tell a cancelled task from a failed one where the scheduler cannot).
+        markers = " ".join(shlex.quote(f"{h.run_dir}/cancelled/{h.index}") for h in group)
+        command = f"touch {markers} 2>/dev/null; {scheduler.cancel_command(tasks, set())}"
+        result = _transport(group[0]).run(command)
+        if result.returncode != 0 and "already completed" not in result.err and "Invalid job id" not in result.err \
+                and "does not exist" not in result.err:
+            raise ClusterConnectionError(f"Cancelling on cluster {group[0].cluster!r} failed: {result.err}")
+
+
+def logs(handle: ClusterHandle, follow: bool) -> Iterator[str]:
+    if handle.error:
+        yield f"xhpc: this job was never submitted: {handle.error}\n"
+        return
+    if not handle.log_path:
+        return
+    transport = _transport(handle)
+    q = shlex.quote
+    path = q(handle.log_path)
+    if not follow:
+        out = transport.run(f"cat {path} 2>/dev/null; true").stdout
+        if out:
+            yield out.decode("utf-8", "replace")
+        return
+    # Follow: stream new output until the job is terminal, then drain what is left.
+    offset = 0
+    while True:
+        state = states([handle])[0]
+        out = transport.run(f"tail -c +{offset + 1} {path} 2>/dev/null; true").stdout
+        if out:
+            offset += len(out)
+            yield out.decode("utf-8", "replace")
+        if state.status.is_terminal or state.status is Status.UNKNOWN:
+            out = transport.run(f"tail -c +{offset + 1} {path} 2>/dev/null; true").stdout
+            if out:
+                yield out.decode("utf-8", "replace")
+            return
+        time.sleep(1.0)

@@ -1,0 +1,376 @@
+"""Running commands on a cluster: over one reused SSH connection, or on this machine.
+
+``connect(cluster)`` returns a ``Transport`` cached for the process, so a launch, the status
+queries after it and the logs all share one SSH connection. fabric and paramiko are imported
+only when an SSH connection is opened. Host keys are always verified (known_hosts).
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shlex
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import attrs
+
+from xcore.errors import LaunchError
+
+from xhpc.config import Cluster
+
+T = TypeVar("T")
+
+
+class ClusterConnectionError(LaunchError):
+    """The cluster cannot be reached, or refused us (auth, host key).
+
+    ``retryable`` is True for a connection that dropped mid-command (worth retrying when the
+    command is idempotent), False for refusals (auth, host key) that a retry cannot fix.
+    """
+
+    def __init__(self, message: str, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+
+
+class RemoteCommandError(LaunchError):
+    """A command on the cluster exited non-zero."""
+
+    def __init__(self, message: str, result: Result | None = None) -> None:
+        super().__init__(message)
+        self.result = result
+
+
+@attrs.frozen
+class Result:
+    returncode: int
+    stdout: bytes
+    stderr: bytes
+
+    @property
+    def out(self) -> str:
+        return self.stdout.decode("utf-8", "replace")
+
+    @property
+    def err(self) -> str:
+        return self.stderr.decode("utf-8", "replace").strip()
+
+
+def shell_path(path: str) -> str:
+    """A path as a shell word, keeping a leading ``~/`` meaning the (remote) home directory."""
+    if path == "~":
+        return '"$HOME"'
+    if path.startswith("~/"):
+        return '"$HOME"/' + shlex.quote(path[2:])
+    return shlex.quote(path)
+
+
+class Transport:
+    """Runs shell commands (bash) on the cluster's login node and copies files to it."""
+
+    cluster: Cluster
+    bytes_uploaded: int = 0
+    calls: int = 0
+
+    def run(self, command: str, stdin: bytes | None = None, timeout: float | None = None) -> Result:
+        raise NotImplementedError
+
+    def put(self, local: str, remote: str) -> None:
+        raise NotImplementedError
+
+    def stream(self, command: str) -> Iterator[bytes]:
+        raise NotImplementedError
+
+    def check(self, command: str, what: str, stdin: bytes | None = None, timeout: float | None = None) -> Result:
+        result = self.run(command, stdin, timeout)
+        if result.returncode != 0:
+            raise RemoteCommandError(
+                f"{what} failed on cluster {self.cluster.name!r} ({self.cluster.address}), exit {result.returncode}: "
+                f"{result.err or result.out.strip() or 'no output'}",
+                result,
+            )
+        return result
+
+    def close(self) -> None:
+        pass
+
+
+class LocalTransport(Transport):
+    """Login-node mode: the scheduler commands are on this machine."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+
+    def run(self, command: str, stdin: bytes | None = None, timeout: float | None = None) -> Result:
+        self.calls += 1
+        proc = subprocess.run(["/bin/bash", "-c", command], input=stdin or b"", capture_output=True,
+                              timeout=timeout, cwd=os.path.expanduser("~"))
+        return Result(proc.returncode, proc.stdout, proc.stderr)
+
+    def put(self, local: str, remote: str) -> None:
+        target = Path(os.path.expanduser(remote))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        import shutil
+
+        shutil.copyfile(local, tmp)
+        os.replace(tmp, target)
+        self.bytes_uploaded += target.stat().st_size
+
+    def stream(self, command: str) -> Iterator[bytes]:
+        proc = subprocess.Popen(["/bin/bash", "-c", command], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, cwd=os.path.expanduser("~"))
+        try:
+            assert proc.stdout is not None
+            while chunk := proc.stdout.read1(65536):
+                yield chunk
+        finally:
+            proc.kill()
+            proc.wait()
+
+
+_TRANSIENT = (EOFError, ConnectionError, socket.timeout, TimeoutError)
+
+
+class SSHTransport(Transport):
+    """One fabric/paramiko connection; commands are exec channels on it (no new handshakes)."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+        self._conn: Any = None
+        self._lock = threading.Lock()
+
+    # -- connection ------------------------------------------------------------------------
+
+    def _connection(self, host: str, user: str | None, port: int, gateway: Any = None) -> Any:
+        import fabric
+        import paramiko
+
+        connect_kwargs: dict[str, Any] = {"banner_timeout": self.cluster.connect_timeout,
+                                          "auth_timeout": self.cluster.connect_timeout}
+        if self.cluster.key:
+            connect_kwargs["key_filename"] = [os.path.expanduser(self.cluster.key)]
+            connect_kwargs["look_for_keys"] = False
+        conn = fabric.Connection(host, user=user, port=port, connect_kwargs=connect_kwargs, gateway=gateway,
+                                 connect_timeout=self.cluster.connect_timeout)
+        client = conn.client
+        client.set_missing_host_key_policy(paramiko.RejectPolicy())
+        known = self.cluster.known_hosts or "~/.ssh/known_hosts"
+        known_path = Path(os.path.expanduser(known))
+        if known_path.is_file():
+            client.get_host_keys().load(str(known_path))
+        elif self.cluster.known_hosts:
+            raise ClusterConnectionError(
+                f"Cluster {self.cluster.name!r}: known_hosts file {known_path} does not exist. Create it with "
+                f"`ssh-keyscan -p {port} {host} >> {known_path}` after checking the key's fingerprint with your admins."
+            )
+        return conn
+
+    def _open(self) -> Any:
+        cluster = self.cluster
+        gateway = None
+        if cluster.jump:
+            jump = cluster.jump
+            juser, _, jhostport = jump.rpartition("@")
+            jhost, _, jport = jhostport.partition(":")
+            gateway = self._connection(jhost, juser or cluster.user, int(jport or 22))
+        conn = self._connection(cluster.host or "", cluster.user, cluster.port, gateway)
+        delay = 0.5
+        for attempt in range(4):
+            try:
+                conn.open()
+                transport = conn.client.get_transport()
+                transport.set_keepalive(30)
+                return conn
+            except Exception as exc:  # translated below; transient ones are retried
+                error = self._explain(exc)
+                if not isinstance(exc, _TRANSIENT + (_no_valid_connections(),)) or attempt == 3:
+                    raise error from exc
+                time.sleep(delay)
+                delay *= 2
+        raise AssertionError("unreachable")
+
+    def _explain(self, exc: BaseException) -> ClusterConnectionError:
+        import paramiko
+
+        c = self.cluster
+        where = f"cluster {c.name!r} ({c.address})"
+        text = str(exc)
+        if isinstance(exc, paramiko.AuthenticationException):
+            key = f"key {c.key}" if c.key else "your SSH agent and default keys"
+            return ClusterConnectionError(f"SSH login to {where} was refused ({text}). Tried {key}; set `key` in "
+                                          f"[clusters.{c.name}] or check the user name.")
+        if isinstance(exc, paramiko.SSHException) and "known_hosts" in text:
+            known = c.known_hosts or "~/.ssh/known_hosts"
+            return ClusterConnectionError(
+                f"The host key of {where} is not in {known}, so xhpc will not connect (host keys are always "
+                f"verified). Add it with `ssh-keyscan -p {c.port} {c.host} >> {known}` after checking its "
+                "fingerprint, or set known_hosts in the cluster's entry."
+            )
+        if isinstance(exc, paramiko.BadHostKeyException):
+            return ClusterConnectionError(f"The host key of {where} does not match known_hosts: {text}. "
+                                          "Someone may be intercepting the connection; ask your admins.")
+        if isinstance(exc, socket.gaierror):
+            return ClusterConnectionError(f"Cannot resolve the host name of {where}: {text}.")
+        return ClusterConnectionError(f"Cannot connect to {where}: {type(exc).__name__}: {text or 'connection failed'}.")
+
+    def _client(self) -> Any:
+        with self._lock:
+            if self._conn is None or not self._conn.is_connected:
+                self._conn = self._open()
+            return self._conn.client
+
+    # -- commands --------------------------------------------------------------------------
+
+    def run(self, command: str, stdin: bytes | None = None, timeout: float | None = None) -> Result:
+        """Run once. A dropped connection raises ClusterConnectionError; callers decide on retries."""
+        client = self._client()
+        self.calls += 1
+        try:
+            chan = client.get_transport().open_session(timeout=self.cluster.connect_timeout)
+            if timeout:
+                chan.settimeout(timeout)
+            chan.exec_command(f"/bin/bash -c {shlex.quote(command)}")
+            if stdin:
+                chan.sendall(stdin)
+            chan.shutdown_write()
+            out = chan.makefile("rb", -1).read()
+            err = chan.makefile_stderr("rb", -1).read()
+            code = chan.recv_exit_status()
+            chan.close()
+        except Exception as exc:
+            self._drop()
+            raise ClusterConnectionError(
+                f"The connection to cluster {self.cluster.name!r} ({self.cluster.address}) dropped: "
+                f"{type(exc).__name__}: {exc}", retryable=True,
+            ) from exc
+        if code == -1:
+            self._drop()
+            raise ClusterConnectionError(
+                f"The connection to cluster {self.cluster.name!r} dropped before the command ended.", retryable=True)
+        return Result(code, out, err)
+
+    def put(self, local: str, remote: str) -> None:
+        client = self._client()
+        try:
+            sftp = client.open_sftp()
+            try:
+                tmp = f"{remote}.{os.getpid()}.part"
+                sftp.put(local, tmp, confirm=True)
+                sftp.posix_rename(tmp, remote)
+            finally:
+                sftp.close()
+        except Exception as exc:
+            self._drop()
+            raise ClusterConnectionError(f"Uploading {local} to {self.cluster.name}:{remote} failed: {exc}",
+                                         retryable=True) from exc
+        self.bytes_uploaded += os.path.getsize(local)
+
+    def stream(self, command: str) -> Iterator[bytes]:
+        client = self._client()
+        chan = client.get_transport().open_session()
+        chan.set_combine_stderr(True)
+        chan.exec_command(f"/bin/bash -c {shlex.quote(command)}")
+        chan.shutdown_write()
+        try:
+            while True:
+                data = chan.recv(65536)
+                if not data:
+                    break
+                yield data
+        finally:
+            chan.close()
+
+    def _drop(self) -> None:
+        with self._lock:
+            conn, self._conn = self._conn, None
+        if conn is not None:
+            try:
+                conn.close()
+            except Exception:
+                pass
+
+    def close(self) -> None:
+        self._drop()
+
+
+def _no_valid_connections() -> type:
+    from paramiko.ssh_exception import NoValidConnectionsError
+
+    return NoValidConnectionsError
+
+
+_cache: dict[tuple[str, bool], Transport] = {}
+_cache_lock = threading.Lock()
+
+
+def connect(cluster: Cluster) -> Transport:
+    """The process's transport for ``cluster`` (created on first use, reused afterwards)."""
+    key = (cluster.name, cluster.is_local)
+    with _cache_lock:
+        transport = _cache.get(key)
+        if transport is None or transport.cluster != cluster:
+            transport = LocalTransport(cluster) if cluster.is_local else SSHTransport(cluster)
+            _cache[key] = transport
+        return transport
+
+
+def prewarm(cluster_name: str | None, scheduler: str, local: bool) -> None:
+    """Open the SSH connection in the background (imports and handshake overlap the launch
+    script's own work). Errors are left for the launch itself to report."""
+    if local:
+        return
+
+    def warm() -> None:
+        try:
+            from xhpc import config
+
+            cluster = config.resolve(cluster_name, scheduler)
+            if not cluster.is_local:
+                transport = connect(cluster)
+                transport._client()  # type: ignore[attr-defined]
+        except Exception:
+            pass
+
+    key = (cluster_name, scheduler)
+    with _cache_lock:
+        if key in _warming:
+            return
+        _warming.add(key)
+    threading.Thread(target=warm, name="xhpc-prewarm", daemon=True).start()
+
+
+_warming: set[tuple[str | None, str]] = set()
+
+
+def reset() -> None:
+    """Close every cached connection (tests; also at exit)."""
+    with _cache_lock:
+        transports = list(_cache.values())
+        _cache.clear()
+        _warming.clear()
+    for transport in transports:
+        transport.close()
+
+
+atexit.register(reset)
+
+
+def retrying(action: Callable[[], T], attempts: int = 4, first_delay: float = 0.5) -> T:
+    """Run an idempotent remote action, retrying dropped connections with exponential backoff."""
+    delay = first_delay
+    for attempt in range(attempts):
+        try:
+            return action()
+        except ClusterConnectionError as exc:
+            if not exc.retryable or attempt == attempts - 1:
+                raise
+            time.sleep(delay)
+            delay *= 2
+    raise AssertionError("unreachable")

@@ -18,8 +18,7 @@ Clusters are named in ``clusters.toml`` in the xcore config directory (see ``xhp
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from xcore.lazy import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -43,10 +42,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS) + ["__version__"]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'xhpc' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

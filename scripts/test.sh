@@ -7,8 +7,8 @@ cd "$(dirname "$0")/.."
 source scripts/python.sh
 ensure_venv
 echo "==> installing xcore, plugins and test tools into .venv"
-.venv/bin/python -m pip install --quiet --disable-pip-version-check \
-  -e '.[test]' -e 'plugins/xlocal[docker]' $( [ -d plugins/xhpc ] && echo -e plugins/xhpc ) pytest-timeout
+packages=(-e '.[test]' -e 'plugins/xlocal[docker]' -e plugins/xhpc)
+.venv/bin/python -m pip install --quiet --disable-pip-version-check "${packages[@]}" pytest-timeout
 
 if [ "$(id -u)" = 0 ] && [ -z "${XCORE_SKIP_INFRA:-}" ]; then
   echo "==> starting test services (scripts/infra/setup.sh)"

@@ -176,3 +176,24 @@ def test_singularity_live(tmp_path: Path) -> None:
     runtime = shutil.which("apptainer") or shutil.which("singularity")
     argv = scripts.container_command(runtime, "docker://busybox", ["echo", "it's ok"], {}, [], gpus=False)
     assert subprocess.run(argv, capture_output=True, text=True, timeout=300).stdout.strip() == "it's ok"
+
+
+@pytest.mark.parametrize("failed", ["37  : qmaster enforced h_rt, h_cpu, or h_vmem limit", "100 : assumedly after job", "0"])
+def test_sge_job_killed_at_its_h_rt_reads_as_time_limit(failed: str) -> None:
+    from xhpc.schedulers import GridEngineScheduler
+
+    state = GridEngineScheduler._final({
+        "failed": failed, "exit_status": "137                  (Killed)", "category": "-l h_rt=3",
+        "start_time": "Sat Nov 21 16:42:53 2026", "end_time": "Sat Nov 21 16:42:57 2026",
+    })
+    assert state.status is Status.FAILED and "time limit exceeded" in state.message and state.exit_code == 137
+
+
+def test_sge_job_killed_early_is_not_a_time_limit() -> None:
+    from xhpc.schedulers import GridEngineScheduler
+
+    state = GridEngineScheduler._final({
+        "failed": "100 : assumedly after job", "exit_status": "137", "category": "-l h_rt=60",
+        "start_time": "Sat Nov 21 16:42:53 2026", "end_time": "Sat Nov 21 16:42:57 2026",
+    })
+    assert "time limit" not in state.message and "signal 9" in state.message

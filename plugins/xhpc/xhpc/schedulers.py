@@ -234,7 +234,7 @@ class GridEngineScheduler(Scheduler):
             f"for j in {ids}; do "
             "  n=$(printf '%s' \"$out\" | grep -c \"<JB_job_number>$j</JB_job_number>\"); "
             "  echo \"@@XHPC-JOB $j $n\"; "
-            "  qacct -j $j 2>/dev/null | grep -E '^(jobnumber|taskid|failed|exit_status|start_time|end_time) ' ; "
+            "  qacct -j $j 2>/dev/null | grep -E '^(jobnumber|taskid|failed|exit_status|start_time|end_time|category) ' ; "
             "done"
         )
 
@@ -270,7 +270,7 @@ class GridEngineScheduler(Scheduler):
             key, _, value = line.strip().partition(" ")
             if key == "jobnumber":
                 flush()
-            if key in ("jobnumber", "taskid", "failed", "exit_status", "start_time", "end_time"):
+            if key in ("jobnumber", "taskid", "failed", "exit_status", "start_time", "end_time", "category"):
                 record[key] = value.strip()
         flush()
         return states
@@ -310,6 +310,10 @@ class GridEngineScheduler(Scheduler):
         start, end = when(record.get("start_time")), when(record.get("end_time"))
         if failed_code == 0 and code == 0:
             return JobState(Status.COMPLETED, "exit code 0", 0, start, end)
+        limit = re.search(r"h_rt=(\d+)", record.get("category", ""))
+        if code == 137 and limit and start is not None and end is not None and end - start >= int(limit.group(1)) - 1:
+            # Killed at its h_rt, whichever daemon enforced it (qmaster reports failed 37, execd may not).
+            return JobState(Status.FAILED, f"time limit exceeded (h_rt={limit.group(1)} s)", code, start, end)
         if failed_code == 0:
             if code is not None and code > 128:
                 return JobState(Status.FAILED, f"killed by signal {code - 128}", code, start, end)

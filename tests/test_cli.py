@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
-from conftest import REPO, run_xcore, write_script
+from core_helpers import REPO, run_xcore, write_script
 
 PY = sys.executable
 

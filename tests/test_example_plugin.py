@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from conftest import REPO, run_xcore, write_script
+from core_helpers import REPO, run_xcore, write_script
 
 
 @pytest.fixture(scope="module")

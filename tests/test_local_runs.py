@@ -16,7 +16,7 @@ import xlocal
 from xcore.errors import ExperimentUnitFailedError, PackagingError, UnknownKindError
 from xcore.status import Status
 
-from conftest import run_xcore, write_script
+from core_helpers import run_xcore, write_script
 
 PY = sys.executable
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import xcore as xm
-from conftest import HOW, REMOTE_STAGING, cluster_toml, service_up
+from xhpc_helpers import HOW, REMOTE_STAGING, cluster_toml, service_up
 from xcore.testing import require_service
 
 from xhpc import transport

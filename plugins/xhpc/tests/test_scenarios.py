@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import xcore as xm
-from conftest import executor_class
+from xhpc_helpers import executor_class
 
 pytestmark = pytest.mark.infra("slurm")
 

@@ -105,38 +105,57 @@ def _alive(record: dict[str, Any] | None) -> bool:
 
 
 def states(handles: Sequence[ProcessHandle]) -> list[JobState]:
-    runs: dict[str, tuple[dict[int, dict[str, Any]], bool | None]] = {}
+    runs: dict[str, _RunView] = {}
     result = []
     for handle in handles:
-        if handle.run_dir not in runs:
-            runs[handle.run_dir] = (read_events(Path(handle.run_dir)), None)
-        events, runner_alive = runs[handle.run_dir]
-        job = events.get(handle.index, {})
-        started, ended = job.get("start"), job.get("exit")
-        succeeded = ended is not None and ended.get("rc") == 0
-        cancelled = not succeeded and (Path(handle.run_dir) / "jobs" / f"{handle.index}.cancel").exists()
-        start_time = started["t"] if started else None
-        if ended is not None:
-            result.append(_final_state(ended, cancelled, start_time))
-            continue
-        if runner_alive is None:
-            runner_alive = _alive(_read_json(Path(handle.run_dir) / "runner.json"))
-            runs[handle.run_dir] = (events, runner_alive)
-        if started is not None:
-            if _alive(started):
-                result.append(JobState(Status.RUNNING, f"pid {started['pid']}", started_at=start_time))
-            elif runner_alive:
-                result.append(JobState(Status.RUNNING, "finishing", started_at=start_time))
-            else:
-                result.append(JobState(Status.CANCELLED if cancelled else Status.FAILED,
-                                       "exit status lost: the xlocal runner was killed", started_at=start_time))
-        elif runner_alive or _runner_starting(handle):
-            result.append(JobState(Status.CANCELLED if cancelled else Status.PENDING,
-                                   "cancelled" if cancelled else "waiting for a free slot"))
-        else:
-            result.append(JobState(Status.CANCELLED if cancelled else Status.FAILED,
-                                   "the xlocal runner exited before starting the job"))
+        run = runs.get(handle.run_dir) or runs.setdefault(handle.run_dir, _RunView(Path(handle.run_dir)))
+        job = run.job(handle.index)
+        if "exit" not in job and not run.runner_alive():
+            job = run.job(handle.index)  # re-read after the runner's death: it logs every event before exiting
+        result.append(_state(handle, job, run))
     return result
+
+
+class _RunView:
+    """One run directory's event log and runner liveness, each read at most once per query."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = run_dir
+        self._events: dict[int, dict[str, Any]] | None = None
+        self._alive: bool | None = None
+
+    def job(self, index: int) -> dict[str, Any]:
+        if self._events is None:
+            self._events = read_events(self.run_dir)
+        return self._events.get(index, {})
+
+    def runner_alive(self) -> bool:
+        if self._alive is None:
+            self._alive = _alive(_read_json(self.run_dir / "runner.json"))
+            if not self._alive:
+                self._events = None  # events read before this check may be missing the runner's last lines
+        return self._alive
+
+
+def _state(handle: ProcessHandle, job: dict[str, Any], run: _RunView) -> JobState:
+    started, ended = job.get("start"), job.get("exit")
+    succeeded = ended is not None and ended.get("rc") == 0
+    cancelled = not succeeded and (run.run_dir / "jobs" / f"{handle.index}.cancel").exists()
+    start_time = started["t"] if started else None
+    if ended is not None:
+        return _final_state(ended, cancelled, start_time)
+    if started is not None:
+        if _alive(started):
+            return JobState(Status.RUNNING, f"pid {started['pid']}", started_at=start_time)
+        if run.runner_alive():
+            return JobState(Status.RUNNING, "finishing", started_at=start_time)
+        return JobState(Status.CANCELLED if cancelled else Status.FAILED,
+                        "exit status lost: the xlocal runner was killed", started_at=start_time)
+    if run.runner_alive() or _runner_starting(handle):
+        return JobState(Status.CANCELLED if cancelled else Status.PENDING,
+                        "cancelled" if cancelled else "waiting for a free slot")
+    return JobState(Status.CANCELLED if cancelled else Status.FAILED,
+                    "the xlocal runner exited before starting the job")
 
 
 def _runner_starting(handle: ProcessHandle) -> bool:

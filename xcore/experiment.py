@@ -35,7 +35,6 @@ from xcore.errors import (
     ExperimentUnitError,
     ExperimentUnitFailedError,
     ExperimentUnitNotCompletedError,
-    NotFoundError,
 )
 from xcore.execution import LaunchRequest, PackagingContext
 from xcore.job_blocks import Executable, Job, JobConfig, JobGroup, Packageable, job_args_with_overrides

@@ -7,7 +7,7 @@ from typing import Any
 import attrs
 import cattrs
 
-from xcore.args import SequentialArgs, _Keyword, _Positional
+from xcore.args import SequentialArgs, _Positional
 from xcore.kinds import CATEGORIES, KindRegistry
 from xcore.resources import JobRequirements
 

@@ -6,7 +6,6 @@ import argparse
 import json
 import runpy
 import sys
-import time
 import traceback
 from collections import Counter
 from pathlib import Path

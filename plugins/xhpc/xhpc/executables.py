@@ -16,7 +16,7 @@ xcore's ``Binary``, ``PythonModule`` and ``Container`` specs work too.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import attrs

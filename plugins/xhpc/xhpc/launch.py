@@ -34,7 +34,7 @@ from xcore.execution import LaunchContext, LaunchRequest
 from xhpc import config, scripts
 from xhpc.config import Cluster
 from xhpc.executables import ClusterExecutable
-from xhpc.executors import ClusterExecutor, GridEngine, with_defaults
+from xhpc.executors import ClusterExecutor, with_defaults
 from xhpc.handles import ClusterHandle, GridEngineHandle, SlurmHandle
 from xhpc.schedulers import SCHEDULERS, Chunk, Scheduler
 from xhpc.transport import ClusterConnectionError, RemoteCommandError, Transport, connect, retrying

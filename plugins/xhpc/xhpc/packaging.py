@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from xcore.errors import PackagingError
-from xcore.executables import Binary, CommandList, Container, ModuleName, PythonModule
+from xcore.executables import Binary, Container, ModuleName, PythonModule
 from xcore.execution import PackagingContext
 from xcore.job_blocks import ExecutableSpec, Packageable
 

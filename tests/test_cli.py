@@ -100,7 +100,7 @@ with xm.create_experiment("w") as e:
 """)
     assert run_xcore("launch", str(script)).returncode == 0
     assert run_xcore("wait", "1", "--timeout", "0.5").returncode == 124
-    assert run_xcore("cancel", "1/1").stdout.strip() == "cancelled 1 job of 1/1"
+    assert run_xcore("cancel", "1/1").stdout.strip() == "cancelled 1 job of work unit 1/1"
     waited = run_xcore("wait", "1", "--json")
     assert waited.returncode == 1 and json.loads(waited.stdout)["jobs"][0]["status"] == "CANCELLED"
 

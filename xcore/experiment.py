@@ -45,7 +45,8 @@ from xcore.records import ExperimentRecord, JobRecord, NewJob
 from xcore.redaction import redact_env
 from xcore.status import ExperimentUnitStatus, Status, combine
 from xcore.store import MetadataStore
-from xcore.tracking import refresh_jobs, wait_for
+from xcore.tracking import load_handles, refresh_jobs, wait_for
+from xcore.validation import check_field_types
 
 # -- roles and annotations -------------------------------------------------------------------
 
@@ -260,6 +261,7 @@ class Experiment:
         self._next_id = next_unit_id
         self._id_lock = threading.Lock()
         self._dump_cache: dict[int, tuple[object, dict[str, Any]]] = {}
+        self._checked_executors: dict[int, object] = {}  # kept alive so ids stay unique
         self._generator_loop: asyncio.AbstractEventLoop | None = None
         self._generator_tasks: list[concurrent.futures.Future] = []
         self.context = MetadataContext(ContextAnnotations(store, record))
@@ -412,6 +414,9 @@ class Experiment:
         if isinstance(job, Job):
             argv, env = job_args_with_overrides(job, args)
             self._host.kinds.kind_of(job.executor)  # unknown executor: a clear error before recording
+            if id(job.executor) not in self._checked_executors:  # also executors that skip the base check
+                check_field_types(job.executor)
+                self._checked_executors[id(job.executor)] = job.executor
             name = prefix or job.name or job.executable.name
             base, n = name, 1
             while name in taken:
@@ -488,14 +493,15 @@ class Experiment:
 
 def cancel_jobs(store: MetadataStore, host: PluginHost, jobs: Sequence[JobRecord]) -> int:
     """Cancel the active jobs among ``jobs``, batched per backend; return how many."""
-    by_kind: dict[str, list[JobRecord]] = {}
-    for job in refresh_jobs(store, host, list(jobs)):
-        if job.status.is_active and job.handle_kind and job.handle is not None:
-            by_kind.setdefault(job.handle_kind, []).append(job)
-    for kind, group in by_kind.items():
-        host.cancel(kind, [host.serializer.load(j.handle) for j in group])
-    refresh_jobs(store, host, [j for group in by_kind.values() for j in group])
-    return sum(len(g) for g in by_kind.values())
+    by_kind: dict[str, list[tuple[JobRecord, Any]]] = {}
+    active = [j for j in refresh_jobs(store, host, list(jobs))
+              if j.status.is_active and j.handle_kind and j.handle is not None]
+    for job, handle in load_handles(host, active):
+        by_kind.setdefault(job.handle_kind or "", []).append((job, handle))
+    for kind, pairs in by_kind.items():
+        host.cancel(kind, [handle for _, handle in pairs])
+    refresh_jobs(store, host, [j for pairs in by_kind.values() for j, _ in pairs])
+    return sum(len(p) for p in by_kind.values())
 
 
 # -- module-level entry points ---------------------------------------------------------------

@@ -16,6 +16,7 @@ import attrs
 
 from xcore.args import SequentialArgs, UserArgs, merge_args
 from xcore.resources import JobRequirements
+from xcore.validation import check_field_types
 
 
 def _to_args(value: UserArgs) -> SequentialArgs:
@@ -68,10 +69,19 @@ class ExecutorSpec:
 
 @attrs.define(kw_only=True)
 class Executor:
-    """Where and how a job runs. Subclasses set ``Spec`` to their ExecutorSpec class."""
+    """Where and how a job runs. Subclasses set ``Spec`` to their ExecutorSpec class.
+
+    Every field's value is checked against its annotation when the executor is built (and
+    again at ``experiment.add``), so ``Local(kill_grace_secs="five")`` fails at once with the
+    field and the expected type. A subclass that defines ``__attrs_post_init__`` calls
+    ``super().__attrs_post_init__()`` to be checked at construction too.
+    """
 
     Spec: ClassVar[type[ExecutorSpec]] = ExecutorSpec
     requirements: JobRequirements = attrs.field(factory=JobRequirements, converter=_to_requirements)
+
+    def __attrs_post_init__(self) -> None:
+        check_field_types(self)
 
 
 @attrs.define

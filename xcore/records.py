@@ -91,6 +91,7 @@ class ExperimentRecord:
     launch_status: str = "LAUNCHING"  # LAUNCHING, LAUNCHED, LAUNCH_FAILED
     launch_error: str = ""
     status_counts: dict[str, int] = attrs.field(factory=dict)  # work units by status
+    unreadable: str = ""  # why the stored row could not be read, if it could not
 
     @property
     def work_unit_count(self) -> int:
@@ -98,9 +99,14 @@ class ExperimentRecord:
 
     @property
     def status(self) -> Status:
+        if self.unreadable:
+            return Status.UNKNOWN
         if not self.status_counts:
             return Status.FAILED if self.launch_status == "LAUNCH_FAILED" else Status.LAUNCHING
-        return combine(Status(s) for s in self.status_counts)
+        status = combine(Status(s) if s in Status.__members__ else Status.UNKNOWN for s in self.status_counts)
+        if status is Status.COMPLETED and self.launch_status == "LAUNCH_FAILED":
+            return Status.FAILED  # what ran succeeded, but the launch itself did not
+        return status
 
 
 @attrs.frozen
@@ -122,6 +128,11 @@ class NewJob:
     executable: dict[str, Any]
     args: list[str]
     env: dict[str, str]
+
+
+def unreadable(exc: BaseException) -> str:
+    """What a stored record that cannot be read shows instead of its state, with the reason."""
+    return f"unreadable record: {type(exc).__name__}: {exc}"
 
 
 def _now() -> float:

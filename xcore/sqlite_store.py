@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from xcore.errors import ConfigurationError, NotFoundError
-from xcore.records import ExperimentRecord, JobRecord, NewJob, StatusEvent, WorkUnitRecord
+from xcore.records import ExperimentRecord, JobRecord, NewJob, StatusEvent, WorkUnitRecord, unreadable
 from xcore.status import JobState, Status, combine
 from xcore.store import MetadataStore
 
@@ -230,6 +230,15 @@ class SqliteStore(MetadataStore):
 
     @staticmethod
     def _experiment(row: sqlite3.Row, counts: dict[str, int]) -> ExperimentRecord:
+        try:
+            return SqliteStore._experiment_fields(row, counts)
+        except Exception as exc:  # one bad row must not hide the others
+            title = row["title"] if isinstance(row["title"], str) else ""
+            return ExperimentRecord(id=row["id"], title=title, created_at=_number(row["created_at"]),
+                                    status_counts=counts, unreadable=unreadable(exc))
+
+    @staticmethod
+    def _experiment_fields(row: sqlite3.Row, counts: dict[str, int]) -> ExperimentRecord:
         return ExperimentRecord(
             id=row["id"], title=row["title"], tags=json.loads(row["tags"]), notes=row["notes"],
             script_path=row["script_path"], script_sha256=row["script_sha256"], git_commit=row["git_commit"],
@@ -362,7 +371,7 @@ class SqliteStore(MetadataStore):
                 params += list(work_unit_ids)
             units = {
                 row["id"]: WorkUnitRecord(
-                    experiment_id=experiment_id, id=row["id"], role=row["role"], args=json.loads(row["args"]),
+                    experiment_id=experiment_id, id=row["id"], role=row["role"], args=_json_or_reason(row["args"]),
                     identity=row["identity"], created_at=row["created_at"],
                 )
                 for row in self._db.execute(
@@ -401,6 +410,18 @@ class SqliteStore(MetadataStore):
 
     @staticmethod
     def _job(row: sqlite3.Row) -> JobRecord:
+        try:
+            return SqliteStore._job_fields(row)
+        except Exception as exc:  # one bad row must not hide the others
+            return JobRecord(
+                id=row["id"], experiment_id=row["experiment_id"], work_unit_id=row["work_unit_id"],
+                name=str(row["name"]), executor_kind=str(row["executor_kind"]), executor={}, executable={},
+                args=[], env={}, status=Status.UNKNOWN, message=unreadable(exc),
+                created_at=_number(row["created_at"]),
+            )
+
+    @staticmethod
+    def _job_fields(row: sqlite3.Row) -> JobRecord:
         return JobRecord(
             id=row["id"], experiment_id=row["experiment_id"], work_unit_id=row["work_unit_id"], name=row["name"],
             executor_kind=row["executor_kind"], executor=json.loads(row["executor"]),
@@ -410,3 +431,15 @@ class SqliteStore(MetadataStore):
             log_path=row["log_path"], created_at=row["created_at"], launched_at=row["launched_at"],
             started_at=row["started_at"], ended_at=row["ended_at"],
         )
+
+
+def _number(value: Any) -> float:
+    return float(value) if isinstance(value, (int, float)) else 0.0
+
+
+def _json_or_reason(text: Any) -> Any:
+    """A stored JSON value, or the reason it cannot be read (shown where the value would be)."""
+    try:
+        return json.loads(text)
+    except Exception as exc:
+        return f"<{unreadable(exc)}>"

@@ -10,10 +10,11 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from xcore.errors import XcoreError
 from xcore.plugins import PluginHost
-from xcore.records import JobRecord
+from xcore.records import JobRecord, unreadable
 from xcore.status import JobState, Status
 from xcore.store import MetadataStore
 
@@ -29,9 +30,12 @@ def refresh_jobs(store: MetadataStore, host: PluginHost, jobs: Sequence[JobRecor
         if not job.status.is_terminal and job.handle_kind and job.handle is not None:
             by_kind[job.handle_kind].append(job)
     changes: list[tuple[int, JobState]] = []
-    for kind, group in by_kind.items():
+    for kind, jobs_of_kind in by_kind.items():
+        loaded = load_handles(host, jobs_of_kind)
+        group, handles = [job for job, _ in loaded], [handle for _, handle in loaded]
+        if not group:
+            continue
         try:
-            handles = [host.serializer.load(job.handle) for job in group]
             states = host.job_states(kind, handles)
         except XcoreError as exc:
             for job in group:
@@ -50,6 +54,21 @@ def refresh_jobs(store: MetadataStore, host: PluginHost, jobs: Sequence[JobRecor
     if changes:
         store.record_states(changes)
     return list(jobs)
+
+
+def load_handles(host: PluginHost, jobs: Sequence[JobRecord]) -> list[tuple[JobRecord, Any]]:
+    """Each job with its rebuilt handle. A stored handle that no longer loads (a value of the
+    wrong type, a field a newer plugin renamed) marks only that job UNKNOWN, with the reason,
+    so one bad record never breaks reading the others."""
+    loaded = []
+    for job in jobs:
+        try:
+            loaded.append((job, host.serializer.load(job.handle)))
+        except XcoreError as exc:  # e.g. the plugin that owns the kind is not installed
+            job.status, job.message = Status.UNKNOWN, str(exc).split(". ")[0]
+        except Exception as exc:
+            job.status, job.message = Status.UNKNOWN, unreadable(exc)
+    return loaded
 
 
 def wait_for(
@@ -75,6 +94,7 @@ def wait_for(
         if all(j.status.is_terminal or j.status is Status.UNKNOWN for j in jobs):
             return jobs
         if deadline is not None and time.monotonic() >= deadline:
-            raise TimeoutError(f"{sum(not j.status.is_terminal for j in jobs)} jobs still active after {timeout} s.")
+            active = sum(not j.status.is_terminal for j in jobs)
+            raise TimeoutError(f"{active} job{'' if active == 1 else 's'} still active after {timeout} s.")
         time.sleep(interval)
         interval = min(interval * 1.5, max_interval)

@@ -13,11 +13,11 @@ from typing import Any
 
 import attrs
 
-from xcore.cli.tables import format_duration, format_time, render_table
+from xcore.cli.tables import format_duration, format_time, plural, printable, render_table
 from xcore.errors import NotFoundError, XcoreError
 from xcore.plugins import get_host
 from xcore.progress import Progress
-from xcore.records import ExperimentRecord, JobRecord, WorkUnitRecord
+from xcore.records import ExperimentRecord, JobRecord, WorkUnitRecord, unreadable
 from xcore.status import Status
 from xcore.store import MetadataStore
 from xcore.tracking import refresh_jobs, wait_for
@@ -67,6 +67,7 @@ def launch(args: argparse.Namespace) -> int:
     if not script.is_file():
         raise XcoreError(f"Launch script {script} does not exist.")
     script = script.resolve()
+    _refuse_stdlib_name(script)
     script_args = list(args.script_args)
     experiment_module.set_launch_script(script)
     before = len(experiment_module.created_experiment_ids)
@@ -87,16 +88,41 @@ def launch(args: argparse.Namespace) -> int:
     created = experiment_module.created_experiment_ids[before:]
     store = _store()
     if error is not None:
+        _mark_unfinished_failed(store, created, error)
         _report_launch_error(script, error, created, store, args.traceback)
         return EXIT_FAILED if not isinstance(error, KeyboardInterrupt) else 130
     for experiment_id in created:
         record = store.get_experiment(experiment_id)
-        print(f"experiment {record.id} {record.title!r}: {record.work_unit_count} work units launched "
-              f"(xcore show {record.id})", file=sys.stderr)
+        print(f"experiment {record.id} {printable(repr(record.title))}: {plural(record.work_unit_count, 'work unit')} "
+              f"launched (xcore show {record.id})", file=sys.stderr)
     if args.wait and created:
         codes = [_wait_experiment(store, experiment_id, None, as_json=False) for experiment_id in created]
         return max(codes)
     return EXIT_OK
+
+
+def _refuse_stdlib_name(script: Path) -> None:
+    """The script's directory goes first on sys.path, so ``secrets.py`` would be imported in
+    place of the standard library's ``secrets`` by xcore's own threads, and hang the launch."""
+    if script.suffix == ".py" and script.stem in sys.stdlib_module_names:
+        raise XcoreError(
+            f"Launch script {script.name} has the name of the standard library module {script.stem!r}, "
+            f"which Python would import instead of the real one. Rename it, e.g. to launch_{script.stem}.py."
+        )
+
+
+def _mark_unfinished_failed(store: MetadataStore, created: list[int], error: BaseException) -> None:
+    """An experiment the script never closed (no ``with`` block) would read LAUNCHING forever."""
+    for experiment_id in created:
+        if store.get_experiment(experiment_id).launch_status == "LAUNCHING":
+            store.update_experiment(experiment_id, launch_status="LAUNCH_FAILED",
+                                    launch_error=f"the launch script failed: {_one_line(error)}")
+
+
+def _one_line(error: BaseException) -> str:
+    if isinstance(error, SystemExit):
+        return f"it exited with status {error.code}"
+    return str(error) if isinstance(error, XcoreError) else f"{type(error).__name__}: {error}"
 
 
 def _report_launch_error(script: Path, error: BaseException, created: list[int], store: MetadataStore,
@@ -114,10 +140,10 @@ def _report_launch_error(script: Path, error: BaseException, created: list[int],
         parts = []
         for experiment_id in created:
             record = store.get_experiment(experiment_id)
-            parts.append(f"experiment {record.id} ({record.work_unit_count} work units)")
+            parts.append(f"experiment {record.id} ({plural(record.work_unit_count, 'work unit')})")
         kept = (f" What it launched before failing stays recorded: {', '.join(parts)}; "
                 f"see `xcore show {created[-1]}`, or stop it with `xcore cancel {created[-1]}`.")
-    print(f"error: launch script {script} failed: {detail}.{kept}", file=sys.stderr)
+    print(f"error: launch script {script} failed: {printable(detail).rstrip('.')}.{kept}", file=sys.stderr)
     if full:
         traceback.print_exception(error)
     elif not isinstance(error, (XcoreError, SystemExit)):
@@ -135,6 +161,10 @@ def _summary(record: ExperimentRecord) -> str:
 
 
 def list_(args: argparse.Namespace) -> int:
+    if args.limit < 0:
+        raise XcoreError(f"--limit must be 0 (all) or more, got {args.limit}.")
+    if args.status and args.status.upper() not in Status.__members__:
+        raise XcoreError(f"Unknown status {args.status!r}; use one of {', '.join(Status.__members__)}.")
     store = _store()
     limit = None if args.limit == 0 else args.limit
     records = store.list_experiments(title=args.title, tag=args.tag, limit=None if args.status else limit)
@@ -146,7 +176,8 @@ def list_(args: argparse.Namespace) -> int:
     if not records:
         print("No experiments yet. Launch one with: xcore launch LAUNCH_SCRIPT.py", file=sys.stderr)
         return EXIT_OK
-    rows = [(r.id, r.status.value, format_time(r.created_at), r.user, ",".join(r.tags), _summary(r), r.title)
+    rows = [(r.id, r.status.value, format_time(r.created_at), r.user, ",".join(r.tags), _summary(r),
+             f"{r.title} ({r.unreadable})" if r.unreadable else r.title)
             for r in records]
     print(render_table(["ID", "STATUS", "CREATED", "USER", "TAGS", "WORK UNITS", "TITLE"], rows))
     return EXIT_OK
@@ -186,6 +217,8 @@ def show(args: argparse.Namespace) -> int:
     store = _store()
     record = store.get_experiment(experiment_id)
     units = store.work_units(experiment_id, None if unit_id is None else [unit_id])
+    if unit_id is not None and not units:
+        raise NotFoundError(f"Experiment {experiment_id} has no work unit {unit_id} (see `xcore show {experiment_id}`).")
     refresh_jobs(store, get_host(), [j for u in units for j in u.jobs])
     record = store.get_experiment(experiment_id)
     if args.json:
@@ -193,19 +226,21 @@ def show(args: argparse.Namespace) -> int:
         data["work_units"] = [_unit_json(u) for u in units]
         _print_json(data)
         return EXIT_OK
-    print(f"Experiment {record.id}: {record.title}")
+    print(f"Experiment {record.id}: {printable(record.title)}")
     print(f"  status   {record.status.value} ({_summary(record)})")
-    print(f"  created  {format_time(record.created_at)} by {record.user}@{record.host}")
+    if record.unreadable:
+        print(f"  record   {printable(record.unreadable)}")
+    print(f"  created  {format_time(record.created_at)} by {printable(record.user)}@{printable(record.host)}")
     if record.script_path:
-        print(f"  script   {record.script_path} (sha256 {str(record.script_sha256)[:12]})")
+        print(f"  script   {printable(record.script_path)} (sha256 {str(record.script_sha256)[:12]})")
     if record.git_commit:
-        print(f"  git      {record.git_commit[:12]}{' (dirty)' if record.git_dirty else ''}")
+        print(f"  git      {printable(record.git_commit[:12])}{' (dirty)' if record.git_dirty else ''}")
     if record.tags:
-        print(f"  tags     {', '.join(record.tags)}")
+        print(f"  tags     {printable(', '.join(record.tags))}")
     if record.notes:
-        print(f"  notes    {record.notes}")
+        print(f"  notes    {printable(record.notes)}")
     if record.launch_status == "LAUNCH_FAILED":
-        print(f"  launch   FAILED: {record.launch_error}")
+        print(f"  launch   FAILED: {printable(record.launch_error)}")
     print()
     rows = []
     for unit in units:
@@ -254,8 +289,7 @@ def _wait_experiment(store: MetadataStore, experiment_id: int, unit_id: int | No
     def report(jobs: list[JobRecord]) -> None:
         counts = Counter(j.status.value for j in jobs)
         done = sum(counts[s.value] for s in Status if s.is_terminal)
-        progress.update(f"experiment {experiment_id}", done, len(jobs),
-                        ", ".join(f"{n} {s.lower()}" for s, n in sorted(counts.items())))
+        progress.update(f"experiment {experiment_id}", done, len(jobs), _counts(jobs))
 
     try:
         jobs = wait_for(fetch, store, get_host(), timeout=timeout, on_poll=report, refresh=False)
@@ -268,13 +302,22 @@ def _wait_experiment(store: MetadataStore, experiment_id: int, unit_id: int | No
     if as_json:
         _print_json({"experiment": experiment_id, "ok": not failed, "jobs": [_job_json(j) for j in jobs]})
     else:
-        counts = Counter(j.status.value for j in jobs)
-        print(f"experiment {experiment_id}: " + ", ".join(f"{n} {s.lower()}" for s, n in sorted(counts.items())))
+        print(f"experiment {experiment_id}: {_counts(jobs)}")
         for job in failed[:20]:
-            print(f"  {job.work_unit_id}/{job.name}: {job.status.value} {job.message}  (xcore logs {experiment_id}/{job.work_unit_id})")
+            message = f" {printable(job.message)}" if job.message else ""
+            print(f"  {job.work_unit_id}/{printable(job.name)}: {job.status.value}{message}  "
+                  f"(xcore logs {experiment_id}/{job.work_unit_id})")
         if len(failed) > 20:
             print(f"  ... and {len(failed) - 20} more")
     return EXIT_OK if not failed else EXIT_FAILED
+
+
+def _counts(jobs: list[JobRecord]) -> str:
+    """``3 jobs: 2 completed, 1 failed``; ``no jobs`` for none."""
+    counts = Counter(j.status.value for j in jobs)
+    if not counts:
+        return "no jobs"
+    return f"{plural(len(jobs), 'job')}: " + ", ".join(f"{n} {s.lower()}" for s, n in sorted(counts.items()))
 
 
 def cancel(args: argparse.Namespace) -> int:
@@ -287,7 +330,8 @@ def cancel(args: argparse.Namespace) -> int:
     if unit_id is not None and not units:
         raise NotFoundError(f"Experiment {experiment_id} has no work unit {unit_id}.")
     count = cancel_jobs(store, get_host(), [j for u in units for j in u.jobs])
-    print(f"cancelled {count} job{'s' if count != 1 else ''} of {args.target}")
+    what = f"experiment {experiment_id}" if unit_id is None else f"work unit {experiment_id}/{unit_id}"
+    print(f"cancelled {plural(count, 'job')} of {what}")
     return EXIT_OK
 
 
@@ -306,11 +350,18 @@ def logs(args: argparse.Namespace) -> int:
     host = get_host()
     for job in jobs:
         if len(jobs) > 1:
-            print(f"==> {job.name} <==", flush=True)
+            print(f"==> {printable(job.name)} <==", flush=True)
         if job.handle is None:
-            print(f"(job {job.name} was never launched: {job.message or job.status.value})", file=sys.stderr)
+            print(f"(job {printable(job.name)} was never launched: {printable(job.message or job.status.value)})",
+                  file=sys.stderr)
             continue
-        for chunk in host.job_logs(job.handle_kind or "", host.serializer.load(job.handle), args.follow):
+        try:
+            handle = host.serializer.load(job.handle)
+        except XcoreError:
+            raise
+        except Exception as exc:
+            raise XcoreError(f"Cannot read the logs of {experiment_id}/{unit_id} job {job.name}: {unreadable(exc)}") from None
+        for chunk in host.job_logs(job.handle_kind or "", handle, args.follow):
             sys.stdout.write(chunk)
             sys.stdout.flush()
     return EXIT_OK

@@ -2,19 +2,41 @@
 
 from __future__ import annotations
 
+import re
 import shutil
+import sys
 import time
 from collections.abc import Sequence
 
+# C0 and C1 controls, DEL, and the bidirectional overrides that reorder what a terminal shows.
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def printable(text: object) -> str:
+    """User-provided text made safe for a terminal: control characters (escape sequences,
+    newlines, bidi overrides) are shown as ``\\x1b``-style escapes instead of acting."""
+    value = str(text)
+    return _UNPRINTABLE.sub(lambda m: _NAMED.get(m.group(), f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
+                                                  else f"\\u{ord(m.group()):04x}"), value)
+
+
+def plural(count: int, word: str) -> str:
+    """``1 job``, ``2 jobs``."""
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
 
 def render_table(headers: Sequence[str], rows: Sequence[Sequence[object]], *, max_width: int | None = None) -> str:
-    """Left-aligned columns; the last column is cut to the terminal width."""
-    cells = [[str(h) for h in headers]] + [["" if c is None else str(c) for c in row] for row in rows]
-    cells = [[c.replace("\n", "\\n") for c in row] for row in cells]
+    """Left-aligned columns, every cell escaped with ``printable``. On a terminal the last
+    column is cut to its width; piped output is never cut."""
+    cells = [[printable(h) for h in headers]] + [["" if c is None else printable(c) for c in row] for row in rows]
     widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
-    width = max_width or shutil.get_terminal_size((120, 20)).columns
+    if max_width is None and sys.stdout.isatty():
+        max_width = shutil.get_terminal_size((120, 20)).columns
+    width = max_width or 0
     fixed = sum(widths[:-1]) + 2 * (len(widths) - 1)
-    widths[-1] = max(len(headers[-1]), min(widths[-1], width - fixed)) if width > fixed + 8 else widths[-1]
+    if width:
+        widths[-1] = max(len(headers[-1]), min(widths[-1], width - fixed)) if width > fixed + 8 else widths[-1]
     lines = []
     for row in cells:
         last = row[-1]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import ClassVar
 
 import attrs
@@ -50,6 +51,10 @@ def _positive_or_none(instance: object, attribute: attrs.Attribute, value: int |
         raise ValueError(f"Local({attribute.name}=...) must be a whole number >= 1, got {value!r}.")
 
 
+def _optional_path(value: object) -> object:
+    return os.fspath(value) if isinstance(value, os.PathLike) else value
+
+
 @attrs.define(kw_only=True)
 class Local(Executor):
     """Run jobs as detached processes (or containers) on this machine.
@@ -68,7 +73,7 @@ class Local(Executor):
 
     Spec: ClassVar[type[ExecutorSpec]] = LocalSpec
     max_parallel: int | None = attrs.field(default=None, validator=_positive_or_none)
-    cwd: str | None = None
+    cwd: str | None = attrs.field(default=None, converter=_optional_path)
     inherit_env: bool = True
     docker_options: DockerOptions | None = None
     kill_grace_secs: float = 5.0

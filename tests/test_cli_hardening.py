@@ -117,3 +117,43 @@ def test_one_unreadable_row_does_not_break_any_command(tmp_path, xcore_home):
     logs = run_xcore("logs", "1/1")
     assert logs.returncode == 1 and "unreadable record" in logs.stderr and "Traceback" not in logs.stderr
     assert run_xcore("logs", "1/3").stdout == "out\n"
+
+
+# -- item 14: args and env of unsupported types, and NUL bytes, refused at add ---------------
+
+
+@pytest.mark.parametrize(("job_args", "message"), [
+    ('args={"x": object()}', "Argument 'x' is of type object"),
+    ('args={"blob": b"abc"}', "Argument 'blob' is of type bytes"),
+    ('args={"ids": [1, {2, 3}]}', "Argument 'ids'[1] is of type set"),
+    ('args=["ok", "a\\0b"]', "Positional argument 4 contains a NUL byte"),
+    ('args={"name": "x\\0y"}', "Argument 'name' contains a NUL byte"),
+    ('env_vars={"N": None}', "Environment variable N is of type NoneType"),
+    ('env_vars={"RAW": b"x"}', "Environment variable RAW is of type bytes"),
+    ('env_vars={"V": "a\\0"}', "Environment variable V contains a NUL byte"),
+])
+def test_unsupported_arg_and_env_values_are_refused_at_add(tmp_path, job_args, message):
+    script = write_script(tmp_path / "launch.py", f"""
+with xm.create_experiment("typed") as e:
+    [exe] = e.package([xm.binary(xlocal.Local.Spec(), {PY!r}, args=["-c", "pass"])])
+    e.add(xm.Job(exe, xlocal.Local(), args={{"fine": 1}}))
+    e.add(xm.Job(exe, xlocal.Local(), {job_args}))
+""")
+    result = run_xcore("launch", str(script))
+    assert result.returncode == 1 and message in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr
+    shown = json.loads(run_xcore("show", "1", "--json").stdout)
+    assert len(shown["work_units"]) == 1  # the bad unit was never recorded; the good one stays
+
+
+def test_supported_values_reach_the_job_exactly(tmp_path):
+    script = write_script(tmp_path / "launch.py", f"""
+from pathlib import Path
+with xm.create_experiment("typed ok") as e:
+    [exe] = e.package([xm.binary(xlocal.Local.Spec(), {PY!r},
+                                 args=["-c", "import os, sys; print(sys.argv[1:], os.environ['N'])"])])
+    e.add(xm.Job(exe, xlocal.Local(), args={{"f": 0.5, "n": None, "p": Path("/d"), "l": [1, "a"], "b": False}},
+                 env_vars={{"N": 3}}))
+""")
+    assert run_xcore("launch", "--wait", str(script)).returncode == 0
+    assert run_xcore("logs", "1/1").stdout == "['--f=0.5', '--n=None', '--p=/d', \"--l=[1, 'a']\", '--nob'] 3\n"

@@ -7,6 +7,7 @@ first position, so merged argument lists are stable.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Union
 
@@ -27,6 +28,39 @@ class _Keyword:
 
 def _plain(value: Any) -> str:
     return value if isinstance(value, str) else str(value)
+
+
+_SCALARS = (str, int, float, bool, type(None), os.PathLike)
+
+
+def check_arg_value(value: Any, where: str) -> None:
+    """Refuse what would only reach the job as a Python ``str()``/``repr()`` (objects, bytes,
+    sets) and NUL bytes, which no process can receive. ``where`` names the argument."""
+    if isinstance(value, _SCALARS):
+        text = os.fspath(value) if isinstance(value, os.PathLike) else value
+        if isinstance(text, (str, bytes)) and ("\0" in text if isinstance(text, str) else b"\0" in text):
+            raise ValueError(f"{where} contains a NUL byte, which no process can receive: {value!r}.")
+        if isinstance(text, bytes):
+            raise TypeError(f"{where} is a bytes path; use a str path.")
+        return
+    if isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            check_arg_value(item, f"{where}[{index}]")
+        return
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise TypeError(f"{where} has the key {key!r} of type {type(key).__name__}; use str keys.")
+            check_arg_value(key, f"{where} key {key!r}")
+            check_arg_value(item, f"{where}[{key!r}]")
+        return
+    shown = repr(value)
+    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    hint = " Decode it first (value.decode())." if isinstance(value, (bytes, bytearray)) else ""
+    raise TypeError(
+        f"{where} is of type {type(value).__name__} ({shown}), which would reach the job as its Python text. "
+        f"Args take str, int, float, bool, None, paths, and lists, tuples or dicts of them.{hint}"
+    )
 
 
 @attrs.define
@@ -103,6 +137,15 @@ class SequentialArgs:
             self.regular_args[i.index] if isinstance(i, _Positional) else {i.name: self.keyword_args[i.name]}
             for i in self._items
         ]
+
+    def validate(self) -> None:
+        """Check every value with ``check_arg_value``, naming the argument at fault."""
+        for item in self._items:
+            if isinstance(item, _Positional):
+                check_arg_value(self.regular_args[item.index], f"Positional argument {item.index + 1}")
+            else:
+                check_arg_value(item.name, f"Argument name {item.name!r}")
+                check_arg_value(self.keyword_args[item.name], f"Argument {item.name!r}")
 
     def __bool__(self) -> bool:
         return bool(self._items)

@@ -31,8 +31,13 @@ def _to_env(value: Mapping[str, Any] | None) -> dict[str, str]:
                 f"Environment variable name {key!r} is invalid: use letters, digits and "
                 "underscores, not starting with a digit."
             )
-        if not isinstance(val, str):
+        if isinstance(val, (int, float)) and not isinstance(val, bool):
             env[key] = str(val)
+        elif not isinstance(val, str):
+            raise TypeError(
+                f"Environment variable {key} is of type {type(val).__name__} ({val!r:.60}); environment values "
+                "are text: give a str (numbers are converted)."
+            )
         if "\0" in env[key]:
             raise ValueError(f"Environment variable {key} contains a NUL byte, which no process can receive.")
     return env
@@ -149,5 +154,6 @@ def job_args_with_overrides(job: Job, overrides: Mapping[str, Any] | None) -> tu
             "To pass flags write args={'args': {'lr': 0.1}}, or put them in xm.Job(args=...)."
         )
     args = merge_args(job.executable.args, job.args, overrides.get("args"))
+    args.validate()
     env = {**job.executable.env_vars, **job.env_vars, **_to_env(overrides.get("env_vars"))}
     return args, env

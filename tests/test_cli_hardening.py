@@ -157,3 +157,121 @@ with xm.create_experiment("typed ok") as e:
 """)
     assert run_xcore("launch", "--wait", str(script)).returncode == 0
     assert run_xcore("logs", "1/1").stdout == "['--f=0.5', '--n=None', '--p=/d', \"--l=[1, 'a']\", '--nob'] 3\n"
+
+
+# -- item 13 (terminal part): user text never reaches the terminal as control sequences ------
+
+ESC_TITLE = "title\x1b[31mred\x1b]0;pwned\x07"
+
+
+def test_control_characters_are_escaped_in_tables_and_exact_in_json(tmp_path):
+    script = write_script(tmp_path / "launch.py", f"""
+with xm.create_experiment({ESC_TITLE!r}, tags=["t\\x1b[2J"], notes="n\\x9bote\\u202eevil") as e:
+    [exe] = e.package([xm.binary(xlocal.Local.Spec(), {PY!r}, args=["-c", "import sys; sys.exit(3)"])])
+    e.add(xm.Job(exe, xlocal.Local(), args={{"x": "a\\x1b[8mhidden"}}))
+""")
+    launched = run_xcore("launch", "--wait", str(script), env={"XCORE_QUIET": "0"})
+    assert launched.returncode == 1
+    outputs = [launched.stderr, run_xcore("list").stdout, run_xcore("show", "1").stdout,
+               run_xcore("wait", "1").stdout, run_xcore("cancel", "1").stdout]
+    for text in outputs:
+        assert "\x1b" not in text and "\x07" not in text and "\x9b" not in text and "\u202e" not in text, text
+    assert "title\\x1b[31mred\\x1b]0;pwned\\x07" in outputs[1] and "t\\x1b[2J" in outputs[1]
+    assert "n\\x9bote\\u202eevil" in outputs[2]
+    listed = json.loads(run_xcore("list", "--json").stdout)[0]
+    assert listed["title"] == ESC_TITLE and listed["tags"] == ["t\x1b[2J"] and listed["notes"] == "n\x9bote\u202eevil"
+    shown = json.loads(run_xcore("show", "1", "--json").stdout)
+    assert shown["work_units"][0]["args"] == {"x": "a\x1b[8mhidden"}
+
+
+# -- item 16: honest CLI output --------------------------------------------------------------
+
+
+def test_failed_launch_lists_as_failed_not_completed(tmp_path):
+    script = write_script(tmp_path / "launch.py", f"""
+with xm.create_experiment("half") as e:
+    [exe] = e.package([xm.binary(xlocal.Local.Spec(), {PY!r}, args=["-c", "pass"])])
+    e.add(xm.Job(exe, xlocal.Local())).result()
+    raise ValueError("config 2 is bad")
+""")
+    assert run_xcore("launch", "--wait", str(script)).returncode == 1
+    run_xcore("wait", "1", "--timeout", "30")
+    listed = run_xcore("list")
+    assert "FAILED" in listed.stdout and "COMPLETED" not in listed.stdout.split("\n")[1], listed.stdout
+    assert json.loads(run_xcore("list", "--json", "--status", "failed").stdout)[0]["id"] == 1
+
+
+def test_script_failing_before_adding_leaves_a_failed_experiment_not_a_launching_one(tmp_path):
+    script = write_script(tmp_path / "launch.py", """
+experiment = xm.create_experiment("never closed")
+raise RuntimeError("missing data file")
+""")
+    result = run_xcore("launch", str(script))
+    assert result.returncode == 1 and "missing data file" in result.stderr
+    [record] = json.loads(run_xcore("list", "--json").stdout)
+    assert record["status"] == "FAILED" and "missing data file" in record["launch_error"]
+
+
+def test_bad_list_show_arguments_are_errors(tmp_path):
+    _launch_ok(tmp_path, count=1)
+    bogus = run_xcore("list", "--status", "BOGUS")
+    assert bogus.returncode == 1 and "RUNNING, COMPLETED, FAILED, CANCELLED" in bogus.stderr
+    negative = run_xcore("list", "-n", "-1")
+    assert negative.returncode == 1 and "--limit" in negative.stderr
+    missing = run_xcore("show", "1/99")
+    assert missing.returncode == 1 and "Experiment 1 has no work unit 99" in missing.stderr
+    assert run_xcore("logs", "1/99").returncode == 1
+
+
+def test_counts_read_as_english(tmp_path):
+    script = write_script(tmp_path / "launch.py", f"""
+with xm.create_experiment("one") as e:
+    [exe] = e.package([xm.binary(xlocal.Local.Spec(), {PY!r}, args=["-c", "import time; time.sleep(30)"])])
+    e.add(xm.Job(exe, xlocal.Local()))
+""")
+    launched = run_xcore("launch", str(script), env={"XCORE_QUIET": "0"})
+    assert launched.returncode == 0, launched.stderr
+    assert "1 work unit launched" in launched.stderr and "launched 1 job on xlocal.Local\n" in launched.stderr
+    assert "1 jobs" not in launched.stderr and "1 work units" not in launched.stderr
+    timeout = run_xcore("wait", "1", "--timeout", "0.2")
+    assert timeout.returncode == 124 and "1 job still active" in timeout.stderr
+    cancelled = run_xcore("cancel", "1")
+    assert cancelled.stdout == "cancelled 1 job of experiment 1\n"
+    assert run_xcore("cancel", "1/1").stdout == "cancelled 0 jobs of work unit 1/1\n"
+    waited = run_xcore("wait", "1")
+    assert waited.stdout.startswith("experiment 1: 1 job: 1 cancelled\n")
+
+
+def test_error_messages_have_no_doubled_period(tmp_path):
+    script = write_script(tmp_path / "launch.py", """
+with xm.create_experiment("x") as e:
+    e.package([xm.binary(xlocal.Local.Spec(), "definitely-not-a-command-xyz")])
+""")
+    result = run_xcore("launch", str(script))
+    assert result.returncode == 1 and "not found on PATH" in result.stderr
+    assert ".." not in result.stderr.replace("...", ""), result.stderr
+
+
+def test_progress_without_terminal_prints_only_changes(tmp_path):
+    script = write_script(tmp_path / "launch.py", f"""
+with xm.create_experiment("slow") as e:
+    [exe] = e.package([xm.binary(xlocal.Local.Spec(), {PY!r}, args=["-c", "import time; time.sleep(3)"])])
+    e.add(xm.Job(exe, xlocal.Local()))
+""")
+    assert run_xcore("launch", str(script)).returncode == 0
+    waited = run_xcore("wait", "1", env={"XCORE_QUIET": "0"})
+    assert waited.returncode == 0
+    lines = [line for line in waited.stderr.splitlines() if line.startswith("experiment 1")]
+    assert lines and len(lines) == len(set(lines)), waited.stderr
+
+
+def test_show_does_not_cut_arguments_when_piped(tmp_path):
+    long_value = "v" * 400
+    script = write_script(tmp_path / "launch.py", f"""
+with xm.create_experiment("long") as e:
+    [exe] = e.package([xm.binary(xlocal.Local.Spec(), {PY!r}, args=["-c", "pass"])])
+    e.add(xm.Job(exe, xlocal.Local(), args={{"long": {long_value!r}}}))
+""")
+    assert run_xcore("launch", "--wait", str(script)).returncode == 0
+    shown = run_xcore("show", "1", env={"COLUMNS": "80"})
+    assert long_value in shown.stdout and "…" not in shown.stdout

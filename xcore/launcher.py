@@ -21,7 +21,7 @@ import attrs
 from xcore import paths
 from xcore.execution import LaunchContext, LaunchRequest
 from xcore.plugins import PluginHost
-from xcore.progress import Progress
+from xcore.progress import Progress, plural
 from xcore.status import JobState, Status
 from xcore.store import MetadataStore
 
@@ -138,7 +138,7 @@ class BatchLauncher:
         for pending in batch:
             by_kind[pending.executor_kind].append(pending)
         for kind, group in by_kind.items():
-            self._progress.update(f"launching {len(group)} jobs on {kind}")
+            self._progress.update(f"launching {plural(len(group), 'job')} on {kind}")
             try:
                 owner = self._host.kinds.owner(kind)
                 context = LaunchContext(paths.plugin_state_dir(owner), self._progress, self._title)
@@ -151,7 +151,7 @@ class BatchLauncher:
                 self.errors.append(error)
                 for pending in group:
                     pending.ticket.job_done(error)
-                self._progress.message(f"error: {len(group)} jobs on {kind}: {message}")
+                self._progress.message(f"error: {plural(len(group), 'job')} on {kind}: {message}")
                 continue
             serializer = self._host.serializer
             self._store.mark_launched(
@@ -163,4 +163,4 @@ class BatchLauncher:
             self.launched += len(group)
             for pending in group:
                 pending.ticket.job_done()
-            self._progress.update(f"launched {len(group)} jobs on {kind}", self.launched)
+            self._progress.update(f"launched {plural(len(group), 'job')} on {kind}")

@@ -9,25 +9,31 @@ import time
 from typing import TextIO
 
 
+def plural(count: int, word: str) -> str:
+    """``1 job``, ``2 jobs``."""
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
 class Progress:
     """Reports steps like ``packaging train (3/20)`` to stderr.
 
-    On a terminal one line is redrawn in place; elsewhere a line is printed at most once a
-    second per task so logs stay readable. ``XCORE_QUIET=1`` silences it.
+    On a terminal one line is redrawn in place; elsewhere a line is printed only when its text
+    changed, at most once a second per task (and always for the last step), so logs stay
+    readable. ``XCORE_QUIET=1`` silences it.
     """
 
     def __init__(self, stream: TextIO | None = None, enabled: bool | None = None) -> None:
         self.stream = stream or sys.stderr
         self.enabled = (os.environ.get("XCORE_QUIET", "") in ("", "0")) if enabled is None else enabled
         self.live = self.enabled and getattr(self.stream, "isatty", lambda: False)()
-        self._last_plain: dict[str, float] = {}
+        self._last_plain: dict[str, tuple[float, str]] = {}
         self._lock = threading.Lock()
         self._drawn = False
 
     def update(self, task: str, done: int | None = None, total: int | None = None, detail: str = "") -> None:
         if not self.enabled:
             return
-        count = f" {done}/{total}" if done is not None and total else (f" {done}" if done is not None else "")
+        count = f" {done}/{total}" if done is not None and total else ""
         text = f"{task}{count}{(': ' + detail) if detail else ''}"
         with self._lock:
             if self.live:
@@ -37,9 +43,12 @@ class Progress:
                 self._drawn = True
                 return
             now = time.monotonic()
+            last_time, last_text = self._last_plain.get(task, (float("-inf"), ""))
+            if text == last_text:
+                return  # nothing changed: a log gets no repeated line
             finished = done is not None and total is not None and done >= total
-            if finished or now - self._last_plain.get(task, 0.0) >= 1.0:
-                self._last_plain[task] = now
+            if finished or now - last_time >= 1.0:
+                self._last_plain[task] = (now, text)
                 self.stream.write(text + "\n")
                 self.stream.flush()
 

@@ -289,7 +289,7 @@ def _wait_experiment(store: MetadataStore, experiment_id: int, unit_id: int | No
     def report(jobs: list[JobRecord]) -> None:
         counts = Counter(j.status.value for j in jobs)
         done = sum(counts[s.value] for s in Status if s.is_terminal)
-        progress.update(f"experiment {experiment_id}", done, len(jobs), _counts(jobs))
+        progress.update(f"experiment {experiment_id}", done, len(jobs), _counts(jobs, total=False))
 
     try:
         jobs = wait_for(fetch, store, get_host(), timeout=timeout, on_poll=report, refresh=False)
@@ -312,12 +312,13 @@ def _wait_experiment(store: MetadataStore, experiment_id: int, unit_id: int | No
     return EXIT_OK if not failed else EXIT_FAILED
 
 
-def _counts(jobs: list[JobRecord]) -> str:
+def _counts(jobs: list[JobRecord], total: bool = True) -> str:
     """``3 jobs: 2 completed, 1 failed``; ``no jobs`` for none."""
     counts = Counter(j.status.value for j in jobs)
     if not counts:
         return "no jobs"
-    return f"{plural(len(jobs), 'job')}: " + ", ".join(f"{n} {s.lower()}" for s, n in sorted(counts.items()))
+    parts = ", ".join(f"{n} {s.lower()}" for s, n in sorted(counts.items()))
+    return f"{plural(len(jobs), 'job')}: {parts}" if total else parts
 
 
 def cancel(args: argparse.Namespace) -> int:

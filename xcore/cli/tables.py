@@ -8,6 +8,10 @@ import sys
 import time
 from collections.abc import Sequence
 
+from xcore.progress import plural
+
+__all__ = ["format_duration", "format_time", "plural", "printable", "render_table"]
+
 # C0 and C1 controls, DEL, and the bidirectional overrides that reorder what a terminal shows.
 _UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
@@ -19,11 +23,6 @@ def printable(text: object) -> str:
     value = str(text)
     return _UNPRINTABLE.sub(lambda m: _NAMED.get(m.group(), f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
                                                   else f"\\u{ord(m.group()):04x}"), value)
-
-
-def plural(count: int, word: str) -> str:
-    """``1 job``, ``2 jobs``."""
-    return f"{count} {word}{'' if count == 1 else 's'}"
 
 
 def render_table(headers: Sequence[str], rows: Sequence[Sequence[object]], *, max_width: int | None = None) -> str:

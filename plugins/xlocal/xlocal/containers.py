@@ -28,6 +28,7 @@ import attrs
 
 from xcore.errors import LaunchError
 from xcore.execution import LaunchContext, LaunchRequest
+from xcore.progress import plural
 from xcore.status import JobState, Status
 from xlocal.executables import LocalContainer
 from xlocal.executors import DockerOptions, Local
@@ -156,7 +157,7 @@ def launch(requests: Sequence[LaunchRequest], context: LaunchContext) -> list[Co
         grace = float(getattr(request.executor, "kill_grace_secs", 5.0))
         handle = ContainerHandle("", name, base_url, str(markers / f"{name}.cancel"), grace)
         planned.append(_Planned(request, name, create_options(client, request, name), handle))
-    context.progress.update(f"starting {len(planned)} containers")
+    context.progress.update(f"starting {plural(len(planned), 'container')}")
     handles = _parallel(lambda p: _start(client, p), planned)
     failed = [h for h in handles if h.error]
     if failed and len(failed) == len(handles):

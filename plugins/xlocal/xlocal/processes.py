@@ -16,6 +16,7 @@ from typing import Any
 
 from xcore.errors import LaunchError
 from xcore.execution import LaunchContext, LaunchRequest
+from xcore.progress import plural
 from xcore.status import JobState, Status
 
 from xlocal.executables import LocalProcess
@@ -79,7 +80,7 @@ def launch(requests: Sequence[LaunchRequest], context: LaunchContext) -> list[Pr
         raise LaunchError(f"Could not start the local runner ({sys.executable}): {exc}") from exc
     finally:
         runner_log.close()
-    context.progress.update(f"started runner for {len(requests)} jobs", detail=str(run_dir))
+    context.progress.update(f"started runner for {plural(len(requests), 'job')}", detail=str(run_dir))
     return handles
 
 

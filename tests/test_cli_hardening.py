@@ -275,3 +275,93 @@ with xm.create_experiment("long") as e:
     assert run_xcore("launch", "--wait", str(script)).returncode == 0
     shown = run_xcore("show", "1", env={"COLUMNS": "80"})
     assert long_value in shown.stdout and "…" not in shown.stdout
+
+
+# -- item 17: relative paths, examples that leave the checkout clean, stdlib-named scripts ----
+
+
+def _project(tmp_path: Path) -> Path:
+    project = tmp_path / "proj"
+    (project / "src").mkdir(parents=True)
+    (project / "src" / "train.py").write_text("import sys\nprint('trained', sys.argv[1:])\n")
+    tool = project / "bin" / "tool.sh"
+    tool.parent.mkdir()
+    tool.write_text("#!/bin/sh\necho tool \"$@\"\n")
+    tool.chmod(0o755)
+    (project / "launch.py").write_text("""
+import xcore as xm
+import xlocal
+with xm.create_experiment("relative") as e:
+    [train, tool] = e.package([xm.python_module(xlocal.Local.Spec(), "train", path="src"),
+                               xm.binary(xlocal.Local.Spec(), "bin/tool.sh")])
+    e.add(xm.Job(train, xlocal.Local(), args={"lr": 0.1}))
+    e.add(xm.Job(tool, xlocal.Local(), args=["x"]))
+""")
+    return project
+
+
+@pytest.mark.parametrize("how", ["xcore launch", "python"])
+def test_relative_paths_resolve_against_the_launch_script(tmp_path, how):
+    project = _project(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    if how == "python":
+        result = subprocess.run([PY, str(project / "launch.py")], cwd=elsewhere, capture_output=True, text=True,
+                                timeout=120)
+    else:
+        result = run_xcore("launch", str(project / "launch.py"), cwd=elsewhere)
+    assert result.returncode == 0, result.stderr
+    assert run_xcore("wait", "1", "--timeout", "60").returncode == 0
+    assert run_xcore("logs", "1/1").stdout == "trained ['--lr=0.1']\n"
+    assert run_xcore("logs", "1/2").stdout == "tool x\n"
+
+
+def test_every_packageable_path_resolves_through_the_core(tmp_path, monkeypatch):
+    import xhpc
+    from xcore import paths
+
+    monkeypatch.chdir(tmp_path)
+    script_dir = tmp_path / "scripts"
+    script_dir.mkdir()
+    (script_dir / "Dockerfile.gpu").write_text("FROM scratch\n")
+    paths.set_launch_script(script_dir / "launch.py")
+    try:
+        spec = xlocal.Local.Spec()
+        assert xm.python_module(spec, "m", path="src").executable_spec.path == str(script_dir / "src")
+        assert xm.python_module(spec, "m").executable_spec.path == str(script_dir)
+        assert xm.binary(spec, "./run.sh").executable_spec.path == str(script_dir / "run.sh")
+        assert xm.binary(spec, "python3").executable_spec.path == "python3"  # a command on PATH
+        container = xm.python_container(spec, xm.ModuleName("m"), path="proj").executable_spec
+        assert container.path == str(script_dir / "proj")
+        docker = xm.dockerfile_container(spec, "ctx", dockerfile="Dockerfile.gpu").executable_spec
+        assert (docker.path, docker.dockerfile) == (str(script_dir / "ctx"), str(script_dir / "Dockerfile.gpu"))
+        assert xhpc.PythonPackage(xm.ModuleName("m"), path="pkg").path == str(script_dir / "pkg")
+        assert xm.binary(spec, "/abs/tool").executable_spec.path == "/abs/tool"
+    finally:
+        paths.set_launch_script(None)
+    assert xm.python_module(xlocal.Local.Spec(), "m", path="src").executable_spec.path == "src"
+
+
+def test_launch_script_named_like_a_stdlib_module_is_refused(tmp_path):
+    script = write_script(tmp_path / "secrets.py", f"""
+with xm.create_experiment("shadow") as e:
+    [exe] = e.package([xm.binary(xlocal.Local.Spec(), {PY!r}, args=["-c", "pass"])])
+    e.add(xm.Job(exe, xlocal.Local()))
+""")
+    result = run_xcore("launch", str(script), timeout=60)
+    assert result.returncode == 1
+    assert "standard library module 'secrets'" in result.stderr and "Rename it" in result.stderr
+
+
+def _git_status() -> str:
+    return subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=REPO,
+                          capture_output=True, text=True, check=True).stdout
+
+
+def test_examples_leave_the_checkout_clean(xcore_home):
+    before = _git_status()
+    result = run_xcore("launch", "--wait", "examples/sweep/launch.py", "--", "--steps=20", cwd=REPO, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert run_xcore("launch", "examples/xmanager_port/launch.py", cwd=REPO).returncode == 0
+    assert _git_status() == before
+    assert len(list((xcore_home / "results" / "sweep").rglob("metrics.json"))) == 20

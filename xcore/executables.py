@@ -11,10 +11,24 @@ from collections.abc import Sequence
 import attrs
 
 from xcore.job_blocks import ExecutableSpec
+from xcore.paths import from_launch_dir
 
 
 def _str_path(value: str | os.PathLike[str]) -> str:
-    return os.fspath(value)
+    """A project or file path: relative ones are taken from the launch script's directory."""
+    return from_launch_dir(value)
+
+
+def _command_path(value: str | os.PathLike[str]) -> str:
+    """A file next to the launch script, a relative path from there, or a command on PATH."""
+    text = os.fspath(value)
+    return from_launch_dir(text, only_if_exists=os.sep not in text)
+
+
+def _optional_file(value: str | os.PathLike[str] | None) -> str | None:
+    """A Dockerfile: from the launch script's directory when it is there, else as given (the
+    build context's own directory is searched when packaging)."""
+    return None if value is None else from_launch_dir(value, only_if_exists=True)
 
 
 @attrs.frozen
@@ -45,7 +59,7 @@ class BinaryDependency:
 class Binary(ExecutableSpec):
     """An executable file, or a command name looked up on PATH when packaged."""
 
-    path: str = attrs.field(converter=_str_path)
+    path: str = attrs.field(converter=_command_path)
     dependencies: tuple[BinaryDependency, ...] = attrs.field(default=(), converter=tuple)
 
     @property
@@ -99,7 +113,7 @@ class Dockerfile(ExecutableSpec):
     """An image built from a build context and a Dockerfile (default: ``path/Dockerfile``)."""
 
     path: str = attrs.field(default=".", converter=_str_path)
-    dockerfile: str | None = None
+    dockerfile: str | None = attrs.field(default=None, converter=_optional_file)
 
     @property
     def name(self) -> str:

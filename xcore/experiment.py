@@ -514,6 +514,7 @@ def set_launch_script(path: Path | None) -> None:
     """Called by ``xcore launch`` so experiments record which script created them."""
     global _launch_script
     _launch_script = path
+    paths.set_launch_script(path)  # relative paths in the script are taken from its directory
 
 
 def _script_path() -> Path | None:

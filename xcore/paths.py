@@ -38,3 +38,40 @@ def plugin_state_dir(plugin: str) -> Path:
     path = home() / "plugins" / plugin
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+# -- paths in launch scripts -----------------------------------------------------------------
+
+_launch_script: Path | None = None
+
+
+def set_launch_script(path: Path | None) -> None:
+    """Called by ``xcore launch`` around running a launch script."""
+    global _launch_script
+    _launch_script = path
+
+
+def launch_dir() -> Path | None:
+    """The directory of the running launch script: the one ``xcore launch`` runs, else the
+    file ``python script.py`` runs. None in a REPL, a notebook or ``python -m``."""
+    if _launch_script is not None:
+        return _launch_script.parent
+    main = sys.modules.get("__main__")
+    file = getattr(main, "__file__", None)
+    if file and getattr(main, "__spec__", None) is None and file.endswith(".py"):
+        return Path(file).resolve().parent
+    return None
+
+
+def from_launch_dir(value: str | os.PathLike[str], *, only_if_exists: bool = False) -> str:
+    """A relative path in a launch script, taken from the script's directory as XManager does
+    (so ``python_module(path="src")`` works from any working directory). ``only_if_exists``
+    keeps a path that is not there as given (a bare command name is looked up on PATH)."""
+    text = os.fspath(value)
+    base = launch_dir()
+    if not text or base is None or os.path.isabs(os.path.expanduser(text)):
+        return text
+    candidate = os.path.normpath(base / text)
+    if only_if_exists and not os.path.exists(candidate):
+        return text
+    return candidate

@@ -6,8 +6,9 @@
     xcore launch examples/containers/launch.py --base-image=python:3.11   # with a registry
 
 The first launch builds the image (pip installs requirements.txt inside the build); later
-launches of the unchanged project reuse it without building. Results land in
-./container-results, mounted into every container at /results.
+launches of the unchanged project reuse it without building. Results land in --results
+(default: $XCORE_HOME/results/containers, outside the checkout), mounted into every container
+at /results.
 """
 
 from __future__ import annotations
@@ -18,12 +19,13 @@ from pathlib import Path
 import xlocal
 
 import xcore as xm
+from xcore import paths
 
 HERE = Path(__file__).resolve().parent
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--base-image", default="xcore-python:3.11")
-parser.add_argument("--results", default=str(Path.cwd() / "container-results"))
+parser.add_argument("--results", default=str(paths.home() / "results" / "containers"))
 flags = parser.parse_args()
 Path(flags.results).mkdir(parents=True, exist_ok=True)
 

@@ -1,7 +1,9 @@
 """A 20-trial hyperparameter sweep on this machine.
 
     xcore launch examples/sweep/launch.py --wait
-    xcore launch examples/sweep/launch.py -- --steps=500
+    xcore launch examples/sweep/launch.py -- --steps=500 --results=/tmp/my-results
+
+Each trial writes metrics.json under --results (default: $XCORE_HOME/results/sweep).
 """
 
 from __future__ import annotations
@@ -12,12 +14,14 @@ from pathlib import Path
 
 import xcore as xm
 import xlocal
+from xcore import paths
 
 HERE = Path(__file__).resolve().parent
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--steps", type=int, default=300)
-parser.add_argument("--results", default=str(xm_results := Path.cwd() / "sweep-results"))
+# Results go under xcore's state directory (XCORE_HOME), never into the checkout.
+parser.add_argument("--results", default=str(paths.home() / "results" / "sweep"))
 flags = parser.parse_args()
 
 with xm.create_experiment("lr x batch-size sweep", tags=["example", "sweep"]) as experiment:

@@ -23,10 +23,16 @@ import attrs
 
 from xcore.executables import CommandList, ModuleName
 from xcore.job_blocks import Executable, ExecutableSpec
+from xcore.paths import from_launch_dir
 
 
 def _path(value: str | os.PathLike[str]) -> str:
     return os.fspath(value)
+
+
+def _project_path(value: str | os.PathLike[str]) -> str:
+    """Relative project paths are taken from the launch script's directory (as in xcore)."""
+    return from_launch_dir(value)
 
 
 def _tuple(value: Any) -> tuple[Any, ...]:
@@ -53,7 +59,7 @@ class PythonPackage(ExecutableSpec):
     """A pip-installable project at ``path``; ``entrypoint`` is ``xm.ModuleName`` or ``xm.CommandList``."""
 
     entrypoint: ModuleName | CommandList
-    path: str = attrs.field(default=".", converter=_path)
+    path: str = attrs.field(default=".", converter=_project_path)
     resources: tuple[Fileset, ...] = attrs.field(default=(), converter=_tuple)
     extra_packages: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
     pip_args: tuple[str, ...] = attrs.field(default=("--no-deps", "--no-compile"), converter=_tuple)
@@ -74,7 +80,7 @@ class UniversalPackage(ExecutableSpec):
     entrypoint: tuple[str, ...] = attrs.field(converter=_tuple)
     build_script: str = attrs.field(converter=_path)
     build_args: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
-    path: str = attrs.field(default=".", converter=_path)
+    path: str = attrs.field(default=".", converter=_project_path)
 
     @property
     def name(self) -> str:

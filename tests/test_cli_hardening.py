@@ -101,6 +101,7 @@ def test_one_unreadable_row_does_not_break_any_command(tmp_path, xcore_home):
         db.execute("UPDATE jobs SET env = '{not json' WHERE id = 2")
         db.execute("UPDATE work_units SET args = '[broken' WHERE experiment_id = 1 AND id = 3")
         db.execute("UPDATE experiments SET tags = 'nope' WHERE id = 2")
+        db.execute("UPDATE work_units SET status = 'PAUSED' WHERE experiment_id = 2")  # a newer version's
     listed = run_xcore("list")
     assert listed.returncode == 0, listed.stderr
     assert "good one" in listed.stdout and "unreadable record" in listed.stdout
@@ -221,6 +222,8 @@ def test_bad_list_show_arguments_are_errors(tmp_path):
     missing = run_xcore("show", "1/99")
     assert missing.returncode == 1 and "Experiment 1 has no work unit 99" in missing.stderr
     assert run_xcore("logs", "1/99").returncode == 1
+    waited = run_xcore("wait", "1/99")
+    assert waited.returncode == 1 and "Experiment 1 has no work unit 99" in waited.stderr
 
 
 def test_counts_read_as_english(tmp_path):

@@ -156,7 +156,8 @@ def _report_launch_error(script: Path, error: BaseException, created: list[int],
 def _summary(record: ExperimentRecord) -> str:
     counts = record.status_counts
     total = sum(counts.values())
-    parts = [f"{counts[s]} {s.lower()}" for s in sorted(counts, key=lambda s: list(Status.__members__).index(s))]
+    order = list(Status.__members__)
+    parts = [f"{counts[s]} {s.lower()}" for s in sorted(counts, key=lambda s: order.index(s) if s in order else len(order))]
     return f"{total}: " + ", ".join(parts) if total else "0"
 
 
@@ -275,6 +276,8 @@ def _wait_experiment(store: MetadataStore, experiment_id: int, unit_id: int | No
     progress = Progress()
 
     units = store.work_units(experiment_id, None if unit_id is None else [unit_id])
+    if unit_id is not None and not units:
+        raise NotFoundError(f"Experiment {experiment_id} has no work unit {unit_id} (see `xcore show {experiment_id}`).")
     finished = {j.id: j for u in units if u.role == "work_unit" for j in u.jobs if j.status.is_terminal}
     wanted = {j.id for u in units if u.role == "work_unit" for j in u.jobs}
 

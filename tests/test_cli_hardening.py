@@ -11,10 +11,10 @@ from pathlib import Path
 
 import attrs
 import pytest
-
-import xcore as xm
 import xlocal
 from core_helpers import REPO, run_xcore, write_script
+
+import xcore as xm
 from xcore.validation import FieldTypeError, check_field_types
 
 PY = sys.executable
@@ -85,8 +85,12 @@ def test_every_plugin_executor_is_type_checked_from_its_annotations():
 
 
 def test_local_accepts_path_objects_and_numbers_where_floats_are_expected(tmp_path):
-    local = xlocal.Local(cwd=tmp_path, kill_grace_secs=2, max_parallel=3)
+    local = xlocal.Local(cwd=tmp_path, kill_grace_secs=2, max_parallel=3,
+                         docker_options=xlocal.DockerOptions(volumes={tmp_path: "/data"}))
     assert local.cwd == str(tmp_path) and local.kill_grace_secs == 2
+    assert local.docker_options.volumes == {str(tmp_path): "/data"}
+    with pytest.raises(FieldTypeError, match=r"Local\(docker_options=...\): DockerOptions\(ports=\{'80': 8080\}\)"):
+        xlocal.Local(docker_options=xlocal.DockerOptions(ports={"80": 8080}))
 
 
 def test_one_unreadable_row_does_not_break_any_command(tmp_path, xcore_home):
@@ -309,7 +313,7 @@ def test_relative_paths_resolve_against_the_launch_script(tmp_path, how):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     if how == "python":
-        result = subprocess.run([PY, str(project / "launch.py")], cwd=elsewhere, capture_output=True, text=True,
+        result = subprocess.run([PY, str(project / "launch.py")], cwd=elsewhere, capture_output=True, text=True, check=False,
                                 timeout=120)
     else:
         result = run_xcore("launch", str(project / "launch.py"), cwd=elsewhere)
@@ -321,6 +325,7 @@ def test_relative_paths_resolve_against_the_launch_script(tmp_path, how):
 
 def test_every_packageable_path_resolves_through_the_core(tmp_path, monkeypatch):
     import xhpc
+
     from xcore import paths
 
     monkeypatch.chdir(tmp_path)

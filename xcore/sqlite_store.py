@@ -16,8 +16,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from xcore import records
 from xcore.errors import ConfigurationError, NotFoundError
-from xcore.records import ExperimentRecord, JobRecord, NewJob, StatusEvent, WorkUnitRecord, unreadable
+from xcore.records import ExperimentRecord, JobRecord, NewJob, StatusEvent, WorkUnitRecord
 from xcore.status import JobState, Status, combine
 from xcore.store import MetadataStore
 
@@ -232,10 +233,10 @@ class SqliteStore(MetadataStore):
     def _experiment(row: sqlite3.Row, counts: dict[str, int]) -> ExperimentRecord:
         try:
             return SqliteStore._experiment_fields(row, counts)
-        except Exception as exc:  # one bad row must not hide the others
+        except Exception as exc:  # noqa: BLE001 - one bad row must not hide the others
             title = row["title"] if isinstance(row["title"], str) else ""
             return ExperimentRecord(id=row["id"], title=title, created_at=_number(row["created_at"]),
-                                    status_counts=counts, unreadable=unreadable(exc))
+                                    status_counts=counts, unreadable=records.unreadable(exc))
 
     @staticmethod
     def _experiment_fields(row: sqlite3.Row, counts: dict[str, int]) -> ExperimentRecord:
@@ -412,11 +413,11 @@ class SqliteStore(MetadataStore):
     def _job(row: sqlite3.Row) -> JobRecord:
         try:
             return SqliteStore._job_fields(row)
-        except Exception as exc:  # one bad row must not hide the others
+        except Exception as exc:  # noqa: BLE001 - one bad row must not hide the others
             return JobRecord(
                 id=row["id"], experiment_id=row["experiment_id"], work_unit_id=row["work_unit_id"],
                 name=str(row["name"]), executor_kind=str(row["executor_kind"]), executor={}, executable={},
-                args=[], env={}, status=Status.UNKNOWN, message=unreadable(exc),
+                args=[], env={}, status=Status.UNKNOWN, message=records.unreadable(exc),
                 created_at=_number(row["created_at"]),
             )
 
@@ -441,5 +442,5 @@ def _json_or_reason(text: Any) -> Any:
     """A stored JSON value, or the reason it cannot be read (shown where the value would be)."""
     try:
         return json.loads(text)
-    except Exception as exc:
-        return f"<{unreadable(exc)}>"
+    except Exception as exc:  # noqa: BLE001 - shown in place of the value
+        return f"<{records.unreadable(exc)}>"

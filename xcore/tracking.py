@@ -66,7 +66,7 @@ def load_handles(host: PluginHost, jobs: Sequence[JobRecord]) -> list[tuple[JobR
             loaded.append((job, host.serializer.load(job.handle)))
         except XcoreError as exc:  # e.g. the plugin that owns the kind is not installed
             job.status, job.message = Status.UNKNOWN, str(exc).split(". ")[0]
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - any failure to rebuild it is reported per job
             job.status, job.message = Status.UNKNOWN, unreadable(exc)
     return loaded
 

@@ -32,13 +32,18 @@ def check_field_types(instance: Any) -> None:
                 f"{cls.__name__}({field.alias or field.name}={_short(value)}): expected {describe(hint)}, "
                 f"got {type(value).__name__}."
             )
+        if attrs.has(type(value)):  # options classes inside an executor (DockerOptions) too
+            try:
+                check_field_types(value)
+            except FieldTypeError as exc:
+                raise FieldTypeError(f"{cls.__name__}({field.alias or field.name}=...): {exc}") from None
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _hints(cls: type) -> tuple[tuple[attrs.Attribute, Any], ...]:
     try:
         hints = typing.get_type_hints(cls)  # each base's annotations in its own module
-    except Exception:  # an annotation we cannot resolve is not checked
+    except Exception:  # noqa: BLE001 - an annotation we cannot resolve is not checked
         hints = {}
     return tuple((f, hints[f.name]) for f in attrs.fields(cls) if f.name in hints)
 

@@ -15,6 +15,14 @@ class LocalSpec(ExecutorSpec):
     """Package for this machine."""
 
 
+def _optional_path(value: object) -> object:
+    return os.fspath(value) if isinstance(value, os.PathLike) else value
+
+
+def _volume_paths(volumes: object) -> dict[object, object]:
+    return {_optional_path(host): _optional_path(target) for host, target in dict(volumes).items()}  # type: ignore[call-overload]
+
+
 @attrs.frozen
 class DockerOptions:
     """How containers run (used when the executable is a container).
@@ -35,7 +43,7 @@ class DockerOptions:
     """
 
     ports: dict[int, int] = attrs.field(factory=dict)
-    volumes: dict[str, str] = attrs.field(factory=dict)
+    volumes: dict[str, str] = attrs.field(factory=dict, converter=_volume_paths)
     network: str | None = None
     interactive: bool = False
     mount_docker_socket: bool = False
@@ -49,10 +57,6 @@ class DockerOptions:
 def _positive_or_none(instance: object, attribute: attrs.Attribute, value: int | None) -> None:
     if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
         raise ValueError(f"Local({attribute.name}=...) must be a whole number >= 1, got {value!r}.")
-
-
-def _optional_path(value: object) -> object:
-    return os.fspath(value) if isinstance(value, os.PathLike) else value
 
 
 @attrs.define(kw_only=True)

@@ -373,3 +373,14 @@ def test_examples_leave_the_checkout_clean(xcore_home):
     assert run_xcore("launch", "examples/xmanager_port/launch.py", cwd=REPO).returncode == 0
     assert _git_status() == before
     assert len(list((xcore_home / "results" / "sweep").rglob("metrics.json"))) == 20
+
+
+def test_stdlib_named_script_run_with_python_is_refused(tmp_path):
+    script = write_script(tmp_path / "secrets.py", f"""
+with xm.create_experiment("shadow") as e:
+    [exe] = e.package([xm.binary(xlocal.Local.Spec(), {PY!r}, args=["-c", "pass"])])
+    e.add(xm.Job(exe, xlocal.Local()))
+""")
+    result = subprocess.run([PY, str(script)], capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode != 0 and "standard library module 'secrets'" in result.stderr
+    assert json.loads(run_xcore("list", "--json").stdout) == []

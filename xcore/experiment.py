@@ -32,6 +32,7 @@ import attrs
 from xcore import paths, vcs
 from xcore.args import SequentialArgs
 from xcore.errors import (
+    ConfigurationError,
     ExperimentUnitError,
     ExperimentUnitFailedError,
     ExperimentUnitNotCompletedError,
@@ -532,6 +533,9 @@ def create_experiment(
     experiment_title: str | None = None, *, tags: Sequence[str] = (), notes: str = "", title: str | None = None
 ) -> Experiment:
     """Start a new experiment. Backend-neutral: each job's executor picks its backend."""
+    running = paths.launch_script()
+    if running is not None and paths.stdlib_shadowing(running):  # `python secrets.py`
+        raise ConfigurationError(paths.stdlib_shadowing(running))
     host = get_host()
     store = open_store(host)
     script = _script_path()

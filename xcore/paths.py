@@ -51,15 +51,33 @@ def set_launch_script(path: Path | None) -> None:
     _launch_script = path
 
 
-def launch_dir() -> Path | None:
-    """The directory of the running launch script: the one ``xcore launch`` runs, else the
-    file ``python script.py`` runs. None in a REPL, a notebook or ``python -m``."""
+def launch_script() -> Path | None:
+    """The running launch script: the one ``xcore launch`` runs, else the file
+    ``python script.py`` runs. None in a REPL, a notebook or ``python -m``."""
     if _launch_script is not None:
-        return _launch_script.parent
+        return _launch_script
     main = sys.modules.get("__main__")
     file = getattr(main, "__file__", None)
     if file and getattr(main, "__spec__", None) is None and file.endswith(".py"):
-        return Path(file).resolve().parent
+        return Path(file).resolve()
+    return None
+
+
+def launch_dir() -> Path | None:
+    """The directory of the running launch script (see ``launch_script``)."""
+    script = launch_script()
+    return script.parent if script is not None else None
+
+
+def stdlib_shadowing(script: Path) -> str | None:
+    """Why a launch script's name cannot work, or None. Its directory goes first on sys.path,
+    so ``secrets.py`` would be imported in place of the standard library's ``secrets`` by
+    xcore's own threads (and hang the launch)."""
+    if script.suffix == ".py" and script.stem in sys.stdlib_module_names:
+        return (
+            f"Launch script {script.name} has the name of the standard library module {script.stem!r}, "
+            f"which Python would import instead of the real one. Rename it, e.g. to launch_{script.stem}.py."
+        )
     return None
 
 

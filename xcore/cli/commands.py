@@ -102,13 +102,11 @@ def launch(args: argparse.Namespace) -> int:
 
 
 def _refuse_stdlib_name(script: Path) -> None:
-    """The script's directory goes first on sys.path, so ``secrets.py`` would be imported in
-    place of the standard library's ``secrets`` by xcore's own threads, and hang the launch."""
-    if script.suffix == ".py" and script.stem in sys.stdlib_module_names:
-        raise XcoreError(
-            f"Launch script {script.name} has the name of the standard library module {script.stem!r}, "
-            f"which Python would import instead of the real one. Rename it, e.g. to launch_{script.stem}.py."
-        )
+    from xcore.paths import stdlib_shadowing
+
+    problem = stdlib_shadowing(script)
+    if problem:
+        raise XcoreError(problem)
 
 
 def _mark_unfinished_failed(store: MetadataStore, created: list[int], error: BaseException) -> None:

@@ -242,6 +242,7 @@ with xm.create_experiment("one") as e:
     assert "1 jobs" not in launched.stderr and "1 work units" not in launched.stderr
     timeout = run_xcore("wait", "1", "--timeout", "0.2")
     assert timeout.returncode == 124 and "1 job still active" in timeout.stderr
+    assert "  1/python: RUNNING" in timeout.stderr or "  1/python: PENDING" in timeout.stderr  # with why
     cancelled = run_xcore("cancel", "1")
     assert cancelled.stdout == "cancelled 1 job of experiment 1\n"
     assert run_xcore("cancel", "1/1").stdout == "cancelled 0 jobs of work unit 1/1\n"
@@ -384,3 +385,33 @@ with xm.create_experiment("shadow") as e:
     result = subprocess.run([PY, str(script)], capture_output=True, text=True, timeout=60, check=False)
     assert result.returncode != 0 and "standard library module 'secrets'" in result.stderr
     assert json.loads(run_xcore("list", "--json").stdout) == []
+
+
+def test_sge_pending_reason_is_shown_by_show_and_wait(tmp_path, xcore_home, monkeypatch):
+    """A held SGE task (our own, cancelled at the end) reads with its reason, not a bare PENDING."""
+    from xcore.testing import require_service
+
+    sge_up = subprocess.run(["qstat", "-g", "c"], capture_output=True, check=False).returncode == 0
+    require_service("sge", sge_up, "run `bash scripts/infra/setup.sh sge` as root")
+    config = tmp_path / "xcore-config"
+    config.mkdir(exist_ok=True)
+    (config / "clusters.toml").write_text(
+        f'[clusters.held]\nscheduler = "sge"\nstaging = "{tmp_path / "staging"}"\nlocal = true\n')
+    monkeypatch.setenv("XCORE_CLUSTER", "held")
+    script = tmp_path / "launch.py"
+    script.write_text("""
+import xcore as xm
+import xhpc
+with xm.create_experiment("held") as e:
+    [exe] = e.package([xm.Packageable(xhpc.Command(["true"]), xhpc.GridEngine.Spec())])
+    e.add(xm.Job(exe, xhpc.GridEngine(queue="all.q", directives=["-h"])))
+""")
+    try:
+        launched = run_xcore("launch", str(script))
+        assert launched.returncode == 0, launched.stderr
+        shown = run_xcore("show", "1")
+        assert "PENDING" in shown.stdout and "pending: on hold" in shown.stdout, shown.stdout
+        waited = run_xcore("wait", "1", "--timeout", "1")
+        assert waited.returncode == 124 and "1/command: PENDING pending: on hold" in waited.stderr, waited.stderr
+    finally:
+        assert run_xcore("cancel", "1").returncode == 0

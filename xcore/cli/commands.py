@@ -287,7 +287,10 @@ def _wait_experiment(store: MetadataStore, experiment_id: int, unit_id: int | No
                 finished[job.id] = job
         return list(finished.values()) + [j for j in active if not j.status.is_terminal]
 
+    last: list[JobRecord] = []
+
     def report(jobs: list[JobRecord]) -> None:
+        last[:] = jobs
         counts = Counter(j.status.value for j in jobs)
         done = sum(counts[s.value] for s in Status if s.is_terminal)
         progress.update(f"experiment {experiment_id}", done, len(jobs), _counts(jobs, total=False))
@@ -297,6 +300,12 @@ def _wait_experiment(store: MetadataStore, experiment_id: int, unit_id: int | No
     except TimeoutError as exc:
         progress.clear()
         print(f"timeout: {exc}", file=sys.stderr)
+        active = [j for j in last if not j.status.is_terminal]
+        for job in active[:20]:  # why they still wait, e.g. a scheduler's pending reason
+            message = f" {printable(job.message)}" if job.message else ""
+            print(f"  {job.work_unit_id}/{printable(job.name)}: {job.status.value}{message}", file=sys.stderr)
+        if len(active) > 20:
+            print(f"  ... and {len(active) - 20} more", file=sys.stderr)
         return EXIT_TIMEOUT
     progress.clear()
     failed = [j for j in jobs if j.status is not Status.COMPLETED]

@@ -53,15 +53,22 @@ def ensure_home() -> Path:
         )
     if not root.exists():
         private_dir(root)
-    elif _is_ours(root):
+    elif stat.S_IMODE(root.stat().st_mode) & 0o077 and _is_ours(root):
         _tighten(root, PRIVATE_DIR)
     return root
 
 
+_OUR_ENTRIES = {"xcore.db", "xcore.db-wal", "xcore.db-shm", "xcore.db-journal", "plugins", "cache"}
+
+
 def _is_ours(root: Path) -> bool:
-    """A directory xcore created: it holds the store or the plugins' state (never tighten a
-    directory the user merely pointed XCORE_HOME at, such as their home directory)."""
-    return root.name == "xcore" or (root / "xcore.db").exists() or (root / "plugins").is_dir()
+    """A state root xcore created holds only xcore's entries; a directory the user pointed
+    XCORE_HOME at (their home, a project) holds others and keeps its mode."""
+    try:
+        names = [entry.name for entry in os.scandir(root)]
+    except OSError:
+        return False
+    return all(name in _OUR_ENTRIES or name.startswith(".xcore.db.") for name in names)
 
 
 def private_dir(path: Path) -> Path:

@@ -91,8 +91,11 @@ def private_dir(path: Path) -> Path:
             pass  # another process made it
         except NotADirectoryError as exc:
             raise ConfigurationError(f"{directory.parent} is not a directory: move it away.") from exc
-        except PermissionError as exc:
-            raise ConfigurationError(f"Cannot create {directory}: permission denied; check the permissions of {directory.parent}.") from exc
+        except OSError as exc:
+            raise ConfigurationError(
+                f"Cannot create {directory}: {exc.strerror or exc}; make {directory.parent} writable "
+                f"or set XCORE_HOME to a writable directory."
+            ) from exc
         _tighten(directory, PRIVATE_DIR)
     if not missing:
         _tighten(path, PRIVATE_DIR)

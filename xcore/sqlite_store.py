@@ -135,7 +135,8 @@ class SqliteStore(MetadataStore):
         if info.st_size == 0:
             raise StoreError(
                 f"The metadata store {self.path} is empty (0 bytes), not an xcore store: it was truncated or "
-                f"made by something else. Restore it from a backup, or move it away to start a new store."
+                f"made by something else. Restore it from a backup, or move it away (mv {self.path} "
+                f"{self.path}.bad) to start a new store."
             )
         for suffix in ("", "-wal", "-shm"):
             paths.private_file(Path(f"{self.path}{suffix}"))
@@ -178,12 +179,13 @@ class SqliteStore(MetadataStore):
         where = self.path
         if "not a database" in lowered or "malformed" in lowered or "corrupt" in lowered:
             return (f"The metadata store {where} is corrupt or not an xcore store ({text}). Restore it from a "
-                    f"backup, or move it away to start a new store.")
-        if "readonly" in lowered or "read-only" in lowered:
+                    f"backup, or move it away (mv {where} {where}.bad) to start a new store.")
+        if "readonly" in lowered or "read-only" in lowered or not self._writable():
             return (f"The metadata store {where} is read-only ({text}): make the file and its directory "
                     f"writable, or set XCORE_HOME to a writable directory.")
-        if "full" in lowered:
-            return f"The disk holding the metadata store {where} is full ({text}): free some space and retry."
+        if "full" in lowered or (("i/o" in lowered or "unable to open" in lowered) and self._disk_full()):
+            return (f"The disk holding the metadata store {where} is full ({text}): free some space "
+                    f"(df -h {where.parent}) and retry.")
         if "locked" in lowered or "busy" in lowered:
             return (f"The metadata store {where} stayed locked by another process ({text}): "
                     f"retry when the other xcore command has finished.")
@@ -191,6 +193,18 @@ class SqliteStore(MetadataStore):
             return (f"Cannot {action} the metadata store {where} ({text}): check that it and {where.parent} "
                     f"exist and are readable and writable, or set XCORE_HOME elsewhere.")
         return f"The metadata store {where} failed to {action}: {text}."
+
+    def _disk_full(self) -> bool:
+        try:
+            info = os.statvfs(self.path.parent)
+        except OSError:
+            return False
+        return info.f_bavail * info.f_frsize < 1 << 20  # under 1 MiB: SQLite cannot even map its -shm file
+
+    def _writable(self) -> bool:
+        """Can this process write the store and create its -wal/-shm files next to it?"""
+        targets = [self.path.parent] + ([self.path] if self.path.exists() else [])
+        return all(os.access(target, os.W_OK) for target in targets)
 
     @contextmanager
     def _errors(self, action: str) -> Iterator[None]:

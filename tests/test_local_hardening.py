@@ -128,3 +128,21 @@ def test_missing_cwd_fails_the_job_at_once_naming_the_directory(tmp_path):
     assert "FileNotFoundError" in status.message and str(missing) in status.message, status.message
     assert "runner exited" not in status.message
     assert time.monotonic() - started < 10
+
+
+def test_missing_cwd_through_the_cli(tmp_path):
+    from core_helpers import run_xcore, write_script
+
+    missing = tmp_path / "gone"
+    script = write_script(tmp_path / "launch.py", f"""
+with xm.create_experiment("cwd") as e:
+    [exe] = e.package([xm.binary(xlocal.Local.Spec(), sys.executable, args=["-c", "pass"])])
+    e.add(xm.Job(exe, xlocal.Local(cwd={str(missing)!r})))
+""")
+    assert run_xcore("launch", str(script)).returncode == 0
+    waited = run_xcore("wait", "1", "--timeout", "20")
+    assert waited.returncode not in (0, 124), waited.stdout + waited.stderr
+    show = json.loads(run_xcore("show", "1", "--json").stdout)
+    [job] = show["work_units"][0]["jobs"]
+    assert job["status"] == "FAILED"
+    assert "FileNotFoundError" in job["message"] and str(missing) in job["message"], job["message"]

@@ -89,3 +89,30 @@ def test_a_directory_the_user_pointed_xcore_home_at_is_not_chmodded(open_parent)
         assert run_xcore("list", env={"XCORE_HOME": str(home)}).returncode == 0
         assert oct(stat.S_IMODE(home.stat().st_mode)) == "0o755"
     assert oct(stat.S_IMODE((home / "xcore.db").stat().st_mode)) == "0o600"
+
+
+def test_image_build_log_and_digest_cache_are_private(open_parent):
+    from xlocal.images.build import _open_log
+    from xlocal.images.context import DigestCache
+
+    cache = DigestCache(open_parent / "cache" / "xlocal-images" / "digests.json")
+    cache._dirty = True
+    cache.save()
+    with _open_log(open_parent / "build.log") as log:
+        log.write("RUN echo $TOKEN\n")
+    assert oct(stat.S_IMODE((open_parent / "cache").stat().st_mode)) == "0o700"
+    assert oct(stat.S_IMODE((open_parent / "cache" / "xlocal-images" / "digests.json").stat().st_mode)) == "0o600"
+    assert oct(stat.S_IMODE((open_parent / "build.log").stat().st_mode)) == "0o600"
+
+
+def test_cluster_build_cache_is_private(open_parent):
+    from xhpc.packaging import Cache
+
+    source = open_parent / "f.txt"
+    source.write_text("data")
+    cache = Cache(open_parent / "cache" / "xhpc")
+    cache.remember("k", cache.store_bytes(b"archive"))
+    cache.file_artifact(source)
+    files = [p for p in (open_parent / "cache").rglob("*")]
+    assert files and {oct(stat.S_IMODE(p.stat().st_mode)) for p in files} <= {"0o700", "0o600"}
+    assert {oct(stat.S_IMODE(p.stat().st_mode)) for p in files if p.is_file()} == {"0o600"}

@@ -116,3 +116,17 @@ def test_cluster_build_cache_is_private(open_parent):
     files = [p for p in (open_parent / "cache").rglob("*")]
     assert files and {oct(stat.S_IMODE(p.stat().st_mode)) for p in files} <= {"0o700", "0o600"}
     assert {oct(stat.S_IMODE(p.stat().st_mode)) for p in files if p.is_file()} == {"0o600"}
+
+
+def test_store_wal_and_shm_files_are_private_while_open(open_parent, monkeypatch):
+    monkeypatch.setenv("XCORE_HOME", str(open_parent / "home"))
+    from xcore.sqlite_store import SqliteStore
+
+    store = SqliteStore(open_parent / "home" / "xcore.db")
+    store.create_experiment("t")
+    try:
+        found = {p.name: oct(stat.S_IMODE(p.stat().st_mode)) for p in (open_parent / "home").iterdir()}
+        assert {"xcore.db", "xcore.db-wal", "xcore.db-shm"} <= set(found)
+        assert set(found.values()) == {"0o600"}, found
+    finally:
+        store.close()

@@ -11,7 +11,6 @@ import tempfile
 from pathlib import Path
 
 import pytest
-
 from core_helpers import run_xcore, write_script
 
 
@@ -34,7 +33,7 @@ def _modes(root: Path) -> dict[str, str]:
 
 
 def _nobody_can_read(path: Path) -> bool:
-    result = subprocess.run(["runuser", "-u", "nobody", "--", "cat", str(path)], capture_output=True)
+    result = subprocess.run(["runuser", "-u", "nobody", "--", "cat", str(path)], capture_output=True, check=False)
     return result.returncode == 0
 
 

@@ -10,11 +10,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import pytest
+from core_helpers import run_xcore, write_script
 
 from xcore.testing import require_service
-
-from core_helpers import run_xcore, write_script
 
 COMMANDS = (("list",), ("show", "1"), ("launch", "LAUNCH"))
 

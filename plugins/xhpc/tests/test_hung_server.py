@@ -52,7 +52,7 @@ def _configure(xcore_env: Path, port: int) -> None:
 def _xcore(*argv: str) -> tuple[subprocess.CompletedProcess[str], float]:
     started = time.monotonic()
     result = subprocess.run([sys.executable, "-m", "xcore.cli.main", *argv], capture_output=True, text=True,
-                            timeout=120)
+                            timeout=120, check=False)
     return result, time.monotonic() - started
 
 

@@ -20,7 +20,6 @@ from xcore import paths
 from xcore.errors import LaunchError
 from xcore.execution import LaunchContext, LaunchRequest
 from xcore.status import JobState, Status
-
 from xlocal.executables import LocalProcess
 from xlocal.executors import Local
 from xlocal.handles import ProcessHandle

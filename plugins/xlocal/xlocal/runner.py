@@ -23,6 +23,7 @@ the lock if the runner dies, so a crash never leaks a slot.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import json
@@ -207,14 +208,12 @@ def start_job(job: dict[str, Any], index: int, base_env: dict[str, str], events:
                                         stderr=subprocess.STDOUT, start_new_session=True, close_fds=True)
             started = SpawnedJob(proc.pid)
             proc.returncode = 0  # reaped by SpawnedJob.wait, not by Popen
-    except Exception as exc:  # one bad job must never stop the runner and the rest of the batch
+    except Exception as exc:  # noqa: BLE001  one bad job must never stop the runner and the rest of the batch
         message = _start_error(job, exc)
-        try:
+        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):  # the event below is what counts
             log_fd = os.open(job["log_path"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
             with open(log_fd, "ab") as log:
                 log.write(f"xcore: {message}\n".encode())
-        except Exception:
-            pass
         events.write(i=index, e="exit", rc=127, t=time.time(), error=message)
         return None
     events.write(i=index, e="start", pid=started.pid, t=time.time())

@@ -50,3 +50,7 @@ class ExperimentUnitFailedError(ExperimentUnitError):
 
 class ExperimentUnitNotCompletedError(ExperimentUnitError):
     """A work unit ended without completing, e.g. it was cancelled (XManager name)."""
+
+
+class StoreError(XcoreError):
+    """The metadata store cannot be opened, read or written (corrupt, read-only, full, locked)."""

@@ -43,7 +43,7 @@ from xcore.launcher import BatchLauncher, PendingJob, UnitTicket
 from xcore.plugins import PluginHost, get_host
 from xcore.progress import Progress
 from xcore.records import ExperimentRecord, JobRecord, NewJob
-from xcore.redaction import redact_env
+from xcore.redaction import redact_env, redact_nested
 from xcore.status import ExperimentUnitStatus, Status, combine
 from xcore.store import MetadataStore
 from xcore.tracking import load_handles, refresh_jobs, wait_for
@@ -358,7 +358,7 @@ class Experiment:
         unit_cls = AuxiliaryUnit if isinstance(role, AuxiliaryUnitRole) else WorkUnit
         unit = unit_cls(self, unit_id, role, args)
         role_name = "auxiliary" if unit_cls is AuxiliaryUnit else "work_unit"
-        stored_args = _jsonable(args) if is_generator else _jsonable_unit_args(job, args)
+        stored_args = redact_nested(_jsonable(args) if is_generator else _jsonable_unit_args(job, args))
         self._units[unit_id] = unit
         if identity:
             self._identities[identity] = unit
@@ -440,7 +440,7 @@ class Experiment:
     def _dump(self, obj: object) -> dict[str, Any]:
         cached = self._dump_cache.get(id(obj))
         if cached is None or cached[0] is not obj:
-            cached = (obj, self._host.serializer.dump(obj))
+            cached = (obj, redact_nested(self._host.serializer.dump(obj)))  # as stored: secrets redacted
             self._dump_cache[id(obj)] = cached
         return cached[1]
 

@@ -1,10 +1,20 @@
-"""Where xcore keeps its state and configuration."""
+"""Where xcore keeps its state and configuration, and how it keeps them private.
+
+Everything xcore writes under the state root may hold secrets (the store, logs, a
+runner's batch file), so directories it creates are 0700 and files 0600 whatever the umask.
+"""
 
 from __future__ import annotations
 
 import os
+import stat
 import sys
 from pathlib import Path
+
+from xcore.errors import ConfigurationError
+
+PRIVATE_DIR = 0o700
+PRIVATE_FILE = 0o600
 
 
 def home() -> Path:
@@ -34,9 +44,61 @@ def store_url() -> str:
     return os.environ.get("XCORE_STORE") or f"sqlite:///{home() / 'xcore.db'}"
 
 
-def plugin_state_dir(plugin: str) -> Path:
-    path = home() / "plugins" / plugin
-    path.mkdir(parents=True, exist_ok=True)
+def ensure_home() -> Path:
+    """The state root, created 0700; a root xcore made earlier with looser modes is tightened."""
+    root = home()
+    if root.exists() and not root.is_dir():
+        raise ConfigurationError(
+            f"XCORE_HOME {root} is a file, not a directory: move it away or set XCORE_HOME to a directory."
+        )
+    if not root.exists():
+        private_dir(root)
+    elif stat.S_IMODE(root.stat().st_mode) & 0o077 and _is_ours(root):
+        _tighten(root, PRIVATE_DIR)
+    return root
+
+
+_OUR_ENTRIES = {"xcore.db", "xcore.db-wal", "xcore.db-shm", "xcore.db-journal", "plugins", "cache"}
+
+
+def _is_ours(root: Path) -> bool:
+    """A state root xcore created holds only xcore's entries; a directory the user pointed
+    XCORE_HOME at (their home, a project) holds others and keeps its mode."""
+    try:
+        names = [entry.name for entry in os.scandir(root)]
+    except OSError:
+        return False
+    return all(name in _OUR_ENTRIES or name.startswith(".xcore.db.") for name in names)
+
+
+def private_dir(path: Path) -> Path:
+    """Create ``path`` (and missing parents) with mode 0700 regardless of the umask; tighten
+    it if it already exists with group or other access."""
+    path = Path(path)
+    missing = []
+    probe = path
+    while not probe.exists():
+        missing.append(probe)
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    if probe.exists() and not probe.is_dir():
+        raise ConfigurationError(f"{probe} is a file, not a directory: move it away (xcore needs a directory there).")
+    for directory in reversed(missing):
+        try:
+            directory.mkdir(mode=PRIVATE_DIR)
+        except FileExistsError:
+            pass  # another process made it
+        except NotADirectoryError as exc:
+            raise ConfigurationError(f"{directory.parent} is not a directory: move it away.") from exc
+        except OSError as exc:
+            raise ConfigurationError(
+                f"Cannot create {directory}: {exc.strerror or exc}; make {directory.parent} writable "
+                f"or set XCORE_HOME to a writable directory."
+            ) from exc
+        _tighten(directory, PRIVATE_DIR)
+    if not missing:
+        _tighten(path, PRIVATE_DIR)
     return path
 
 
@@ -93,3 +155,21 @@ def from_launch_dir(value: str | os.PathLike[str], *, only_if_exists: bool = Fal
     if only_if_exists and not os.path.exists(candidate):
         return text
     return candidate
+
+def _tighten(path: Path, mode: int) -> None:
+    try:
+        current = stat.S_IMODE(path.stat().st_mode)
+        if current & 0o077:
+            os.chmod(path, current & ~0o077 | (mode & 0o700))
+    except OSError:
+        pass  # not ours to change (another owner); the files inside are still created private
+
+
+def private_file(path: Path) -> None:
+    """Remove group and other access from an existing file."""
+    _tighten(Path(path), PRIVATE_FILE)
+
+
+def plugin_state_dir(plugin: str) -> Path:
+    ensure_home()
+    return private_dir(home() / "plugins" / plugin)

@@ -1,32 +1,90 @@
-"""Keeps secrets out of the metadata store and off the screen."""
+"""Keeps secrets out of the metadata store and off the screen.
+
+The rule, applied to every environment stored or printed (a job's env, the ``env_vars`` of
+its executable and executor, ``experiment.add(args={"env_vars": ...})``): a variable's value
+is replaced by ``<redacted>`` when its name, split into words at ``_``, ``-`` and ``.``,
+has a word that
+
+- is PASS, PASSWD, PASSWORD, PASSPHRASE, SECRET, TOKEN, KEY, AUTH, PRIVATE, CREDENTIAL,
+  CREDENTIALS, CREDS, COOKIE or PAT (or a plural of them), or
+- contains PASSWORD, PASSWD, SECRET, CREDENTIAL or PRIVATE, ends with TOKEN (``ACCESSTOKEN``)
+  or AUTH (``OAUTH``), is a compound key such as APIKEY or ACCESSKEY, starts with AUTH but not
+  AUTHOR (``AUTHORIZATION`` counts), or is PWD in a longer name (``MYSQL_PWD``; not ``PWD``);
+
+or when the value looks like a known credential (GitHub, AWS, OpenAI, Slack, Hugging Face,
+Google keys, PEM private keys). In every other value the password of a URL
+(``scheme://user:password@host``) is replaced. Jobs always get the real values.
+"""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from typing import Any
 
 REDACTED = "<redacted>"
 
-_SECRET_NAME = re.compile(
-    r"(SECRET|TOKEN|PASSW(OR)?D|PASSPHRASE|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIAL|AUTH|COOKIE|SESSION_?KEY|_PAT$|^PAT_)",
-    re.IGNORECASE,
-)
+_WORDS = {
+    "PASS", "PASSWD", "PASSWORD", "PASSPHRASE", "SECRET", "TOKEN", "KEY", "AUTH", "PRIVATE",
+    "CREDENTIAL", "CREDENTIALS", "CREDS", "COOKIE", "PAT",
+}
+_CONTAINS = ("PASSWORD", "PASSWD", "SECRET", "CREDENTIAL", "PRIVATE")
+_ENDS = ("TOKEN", "TOKENS", "AUTH")
+_KEY_PREFIXES = {"API", "ACCESS", "SSH", "AUTH", "SESSION", "SIGNING", "ENCRYPTION", "MASTER", "LICENSE", "CLIENT",
+                 "APP", "SERVICE", "ACCOUNT", "SECRET", "PRIVATE", "DEPLOY"}
 _SECRET_VALUE = re.compile(
     r"^(gh[pousr]_[A-Za-z0-9]{20,}|github_pat_\w{20,}|AKIA[0-9A-Z]{16}|sk-[A-Za-z0-9_-]{20,}|"
     r"xox[baprs]-[A-Za-z0-9-]{10,}|hf_[A-Za-z0-9]{20,}|AIza[0-9A-Za-z_-]{35}|-----BEGIN [A-Z ]*PRIVATE KEY-----.*)$",
     re.DOTALL,
 )
-_URL_PASSWORD = re.compile(r"(?P<prefix>[a-z][a-z0-9+.-]*://[^/\s:@]+:)[^/\s@]+(?=@)", re.IGNORECASE)
+# scheme://user:password@host: the password runs to the last "@" of the URL, so one with "@" or "/" in it is
+# masked whole.
+_URL_PASSWORD = re.compile(r"(?P<prefix>\b[a-z][a-z0-9+.-]*://[^/\s:@]*:)[^\s]+?(?=@[^@\s]*(?:\s|$))", re.IGNORECASE)
+# Keys under which a stored object keeps an environment.
+ENV_KEYS = frozenset({"env", "env_vars", "environment", "environ"})
+
+
+def _secret_word(word: str) -> bool:
+    if word in _WORDS or word.removesuffix("S") in _WORDS:
+        return True
+    if any(part in word for part in _CONTAINS) or word.endswith(_ENDS):
+        return True
+    if word.removesuffix("S").endswith("KEY") and word.removesuffix("S")[:-3] in _KEY_PREFIXES:
+        return True
+    return word.startswith("AUTH") and (not word.startswith("AUTHOR") or word.startswith("AUTHORIZ"))
+
+
+def is_secret_name(name: str) -> bool:
+    """True if an environment variable's name says it carries a credential."""
+    words = [word for word in re.split(r"[^A-Z0-9]+", name.upper()) if word]
+    return any(_secret_word(word) for word in words) or ("PWD" in words and len(words) > 1)
 
 
 def is_secret(name: str, value: str) -> bool:
     """True if an environment variable looks like it carries a credential."""
-    return bool(_SECRET_NAME.search(name) or _SECRET_VALUE.match(value))
+    return is_secret_name(name) or bool(_SECRET_VALUE.match(str(value)))
 
 
-def redact_env(env: Mapping[str, str]) -> dict[str, str]:
+def mask_url_passwords(text: str) -> str:
+    return _URL_PASSWORD.sub(rf"\g<prefix>{REDACTED}", text)
+
+
+def redact_env(env: Mapping[str, Any]) -> dict[str, Any]:
     """A copy of ``env`` with secret-looking values replaced and URL passwords masked."""
     return {
-        key: REDACTED if is_secret(key, value) else _URL_PASSWORD.sub(rf"\g<prefix>{REDACTED}", value)
+        key: REDACTED if is_secret(str(key), str(value)) else mask_url_passwords(value) if isinstance(value, str) else value
         for key, value in env.items()
     }
+
+
+def redact_nested(data: Any) -> Any:
+    """A copy of stored data (an executable, executor or work unit's args as JSON) in which
+    every environment mapping (under a key in ``ENV_KEYS``) is redacted."""
+    if isinstance(data, Mapping):
+        return {
+            key: redact_env(value) if key in ENV_KEYS and isinstance(value, Mapping) else redact_nested(value)
+            for key, value in data.items()
+        }
+    if isinstance(data, (list, tuple)):
+        return [redact_nested(item) for item in data]
+    return data

@@ -8,6 +8,8 @@ The schema is versioned with ``PRAGMA user_version`` and migrated forward on ope
 from __future__ import annotations
 
 import json
+import os
+import secrets
 import sqlite3
 import threading
 import time
@@ -16,8 +18,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from xcore import records
-from xcore.errors import ConfigurationError, NotFoundError
+from xcore import paths, records
+from xcore.errors import ConfigurationError, NotFoundError, StoreError
 from xcore.records import ExperimentRecord, JobRecord, NewJob, StatusEvent, WorkUnitRecord
 from xcore.status import JobState, Status, combine
 from xcore.store import MetadataStore
@@ -97,26 +99,136 @@ _EXPERIMENT_FIELDS = {"title", "tags", "notes", "launch_status", "launch_error"}
 class SqliteStore(MetadataStore):
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
-        self._db = sqlite3.connect(self.path, timeout=120, isolation_level=None, check_same_thread=False)
-        self._db.row_factory = sqlite3.Row
-        self._db.execute("PRAGMA busy_timeout = 120000")
-        self._db.execute("PRAGMA journal_mode = WAL")
-        self._db.execute("PRAGMA synchronous = NORMAL")
-        self._db.execute("PRAGMA foreign_keys = ON")
-        self._migrate()
+        self._prepare_file()
+        with self._errors("open"):
+            self._db = sqlite3.connect(self.path, timeout=120, isolation_level=None, check_same_thread=False)
+            self._db.row_factory = sqlite3.Row
+            self._db.execute("PRAGMA busy_timeout = 120000")
+            self._db.execute("PRAGMA journal_mode = WAL")
+            self._db.execute("PRAGMA synchronous = NORMAL")
+            self._db.execute("PRAGMA foreign_keys = ON")
+            self._migrate()
 
     # -- plumbing ------------------------------------------------------------------------
 
+    def _prepare_file(self) -> None:
+        """Make sure the file is a store before SQLite opens it: create a new one whole and
+        private (so no process ever sees a half-made or zero-byte store), and refuse a
+        zero-byte file instead of silently treating it as an empty store."""
+        parent = self.path.parent
+        if parent == paths.home():
+            paths.ensure_home()
+        elif parent.exists() and not parent.is_dir():
+            raise StoreError(f"The metadata store's directory {parent} is a file: move it away or set XCORE_STORE.")
+        elif not parent.exists():
+            paths.private_dir(parent)
+        try:
+            info = self.path.stat()
+        except FileNotFoundError:
+            self._create()
+            return
+        except OSError as exc:
+            raise StoreError(f"Cannot read the metadata store {self.path}: {exc.strerror or exc}.") from exc
+        if not self.path.is_file():
+            raise StoreError(f"The metadata store {self.path} is not a file: move it away or set XCORE_STORE.")
+        if info.st_size == 0:
+            raise StoreError(
+                f"The metadata store {self.path} is empty (0 bytes), not an xcore store: it was truncated or "
+                f"made by something else. Restore it from a backup, or move it away (mv {self.path} "
+                f"{self.path}.bad) to start a new store."
+            )
+        for suffix in ("", "-wal", "-shm"):
+            paths.private_file(Path(f"{self.path}{suffix}"))
+
+    def _create(self) -> None:
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.{secrets.token_hex(4)}.new")
+        try:
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, paths.PRIVATE_FILE))
+            db = sqlite3.connect(tmp, isolation_level=None)
+            try:
+                db.execute("PRAGMA journal_mode = WAL")
+                db.execute("BEGIN IMMEDIATE")
+                for migration in MIGRATIONS:
+                    for statement in migration.split(";"):
+                        if statement.strip():
+                            db.execute(statement)
+                db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                db.execute("COMMIT")
+            finally:
+                db.close()
+            try:
+                os.link(tmp, self.path)  # never replaces a store another process created meanwhile
+            except FileExistsError:
+                pass
+        except sqlite3.Error as exc:
+            raise StoreError(self._explain(exc, "create")) from exc
+        except OSError as exc:
+            raise StoreError(
+                f"Cannot create the metadata store {self.path}: {exc.strerror or exc}. "
+                f"Check that {self.path.parent} is writable and has free space, or set XCORE_HOME elsewhere."
+            ) from exc
+        finally:
+            for suffix in ("", "-wal", "-shm", "-journal"):
+                Path(f"{tmp}{suffix}").unlink(missing_ok=True)
+
+    def _explain(self, exc: sqlite3.Error, action: str) -> str:
+        """One line that says what is wrong with the store and what to do."""
+        text = str(exc)
+        lowered = text.lower()
+        where = self.path
+        if "not a database" in lowered or "malformed" in lowered or "corrupt" in lowered:
+            return (f"The metadata store {where} is corrupt or not an xcore store ({text}). Restore it from a "
+                    f"backup, or move it away (mv {where} {where}.bad) to start a new store.")
+        if "readonly" in lowered or "read-only" in lowered or not self._writable():
+            return (f"The metadata store {where} is read-only ({text}): make the file and its directory "
+                    f"writable, or set XCORE_HOME to a writable directory.")
+        if "full" in lowered or (("i/o" in lowered or "unable to open" in lowered) and self._disk_full()):
+            return (f"The disk holding the metadata store {where} is full ({text}): free some space "
+                    f"(df -h {where.parent}) and retry.")
+        if "locked" in lowered or "busy" in lowered:
+            return (f"The metadata store {where} stayed locked by another process ({text}): "
+                    f"retry when the other xcore command has finished.")
+        if "unable to open" in lowered or "disk i/o" in lowered:
+            return (f"Cannot {action} the metadata store {where} ({text}): check that it and {where.parent} "
+                    f"exist and are readable and writable, or set XCORE_HOME elsewhere.")
+        return f"The metadata store {where} failed to {action}: {text}."
+
+    def _disk_full(self) -> bool:
+        try:
+            info = os.statvfs(self.path.parent)
+        except OSError:
+            return False
+        return info.f_bavail * info.f_frsize < 1 << 20  # under 1 MiB: SQLite cannot even map its -shm file
+
+    def _writable(self) -> bool:
+        """Can this process write the store and create its -wal/-shm files next to it?"""
+        targets = [self.path.parent] + ([self.path] if self.path.exists() else [])
+        return all(os.access(target, os.W_OK) for target in targets)
+
+    @contextmanager
+    def _errors(self, action: str) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise StoreError(self._explain(exc, action)) from exc
+
+    @contextmanager
+    def _reading(self) -> Iterator[None]:
+        with self._lock, self._errors("read"):
+            yield
+
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
+        with self._lock, self._errors("write"):
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 yield self._db
             except BaseException:
-                self._db.execute("ROLLBACK")
+                try:
+                    self._db.execute("ROLLBACK")
+                except sqlite3.Error:
+                    pass  # SQLite rolled back already (e.g. disk full)
                 raise
             self._db.execute("COMMIT")
 
@@ -182,7 +294,7 @@ class SqliteStore(MetadataStore):
                 raise NotFoundError(f"No experiment {experiment_id} in {self.path}.")
 
     def get_experiment(self, experiment_id: int) -> ExperimentRecord:
-        with self._lock:
+        with self._reading():
             row = self._db.execute("SELECT * FROM experiments WHERE id = ?", (experiment_id,)).fetchone()
             if row is None:
                 raise NotFoundError(f"No experiment {experiment_id} in the store {self.path}. `xcore list` shows what exists.")
@@ -202,7 +314,7 @@ class SqliteStore(MetadataStore):
         if where:
             query += " WHERE " + " AND ".join(where)
         query += " ORDER BY id DESC"
-        with self._lock:
+        with self._reading():
             rows = self._db.execute(query, params).fetchall()
             records: list[ExperimentRecord] = []
             # Status is derived, so filter after computing it, in pages to keep memory flat.
@@ -364,7 +476,7 @@ class SqliteStore(MetadataStore):
         )
 
     def work_units(self, experiment_id: int, work_unit_ids: Sequence[int] | None = None) -> list[WorkUnitRecord]:
-        with self._lock:
+        with self._reading():
             params: list[Any] = [experiment_id]
             filter_sql = ""
             if work_unit_ids is not None:
@@ -392,7 +504,7 @@ class SqliteStore(MetadataStore):
         active = [s.value for s in Status if s.is_active]
         light = "'{}' AS executor, '{}' AS executable, '[]' AS args, '{}' AS env"
         columns = ", ".join(c for c in _JOB_COLUMNS if c not in ("executor", "executable", "args", "env"))
-        with self._lock:
+        with self._reading():
             return [
                 self._job(row)
                 for row in self._db.execute(
@@ -403,7 +515,7 @@ class SqliteStore(MetadataStore):
             ]
 
     def job_history(self, job_id: int) -> list[StatusEvent]:
-        with self._lock:
+        with self._reading():
             return [
                 StatusEvent(job_id, Status(r["status"]), r["message"], r["exit_code"], r["at"])
                 for r in self._db.execute("SELECT * FROM job_events WHERE job_id = ? ORDER BY rowid", (job_id,))

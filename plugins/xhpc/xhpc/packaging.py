@@ -23,6 +23,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from xcore import paths
 from xcore.errors import PackagingError
 from xcore.executables import Binary, Container, ModuleName, PythonModule
 from xcore.execution import PackagingContext
@@ -100,20 +101,20 @@ class Cache:
         return Artifact(data["sha256"], str(path), data["size"], data.get("kind", "archive"))
 
     def remember(self, key: str, artifact: Artifact) -> Artifact:
-        self.builds.mkdir(parents=True, exist_ok=True)
+        paths.private_dir(self.builds)
         tmp = self.builds / f".{key}.{os.getpid()}.tmp"
-        tmp.write_text(json.dumps({"sha256": artifact.sha256, "local_path": artifact.local_path,
-                                   "size": artifact.size, "kind": artifact.kind}))
+        _write_private(tmp, json.dumps({"sha256": artifact.sha256, "local_path": artifact.local_path,
+                                        "size": artifact.size, "kind": artifact.kind}).encode())
         os.replace(tmp, self.builds / f"{key}.json")
         return artifact
 
     def store_bytes(self, data: bytes, suffix: str = ".tar.gz", kind: str = "archive") -> Artifact:
         sha = hashlib.sha256(data).hexdigest()
-        self.artifacts.mkdir(parents=True, exist_ok=True)
+        paths.private_dir(self.artifacts)
         path = self.artifacts / f"{sha}{suffix}"
         if not path.exists():
             tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-            tmp.write_bytes(data)
+            _write_private(tmp, data)
             os.replace(tmp, path)
         return Artifact(sha, str(path), len(data), kind)
 
@@ -130,16 +131,23 @@ class Cache:
 
     def file_artifact(self, path: Path) -> Artifact:
         sha = _file_digest(path)
-        self.artifacts.mkdir(parents=True, exist_ok=True)
+        paths.private_dir(self.artifacts)
         target = self.artifacts / f"{sha}{path.suffix}"
         if not target.exists():
             tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
             shutil.copyfile(path, tmp)
+            os.chmod(tmp, 0o600)
             os.replace(tmp, target)
         return Artifact(sha, str(target), target.stat().st_size, "file")
 
 
 _digest_memo: dict[tuple[str, int, int, int], str] = {}
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    """Cached builds may hold anything from the project: readable by the user only."""
+    with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as handle:
+        handle.write(data)
 
 
 def _file_digest(path: Path) -> str:

@@ -152,6 +152,8 @@ class SSHTransport(Transport):
         import fabric
         import paramiko
 
+        _quiet_paramiko()
+
         connect_kwargs: dict[str, Any] = {"banner_timeout": self.cluster.connect_timeout,
                                           "auth_timeout": self.cluster.connect_timeout}
         if self.cluster.key:
@@ -182,15 +184,17 @@ class SSHTransport(Transport):
             gateway = self._connection(jhost, juser or cluster.user, int(jport or 22))
         conn = self._connection(cluster.host or "", cluster.user, cluster.port, gateway)
         delay = 0.5
+        deadline = time.monotonic() + 2 * cluster.connect_timeout  # a hung server must not hang xcore
         for attempt in range(4):
             try:
                 conn.open()
                 transport = conn.client.get_transport()
                 transport.set_keepalive(30)
                 return conn
-            except Exception as exc:  # translated below; transient ones are retried
+            except Exception as exc:  # translated below; transient ones are retried while time remains
                 error = self._explain(exc)
-                if not isinstance(exc, _TRANSIENT + (_no_valid_connections(),)) or attempt == 3:
+                transient = isinstance(exc, _TRANSIENT + (_no_valid_connections(),)) and not _unanswered(exc)
+                if not transient or attempt == 3 or time.monotonic() + delay + cluster.connect_timeout > deadline:
                     raise error from exc
                 time.sleep(delay)
                 delay *= 2
@@ -216,6 +220,12 @@ class SSHTransport(Transport):
         if isinstance(exc, paramiko.BadHostKeyException):
             return ClusterConnectionError(f"The host key of {where} does not match known_hosts: {text}. "
                                           "Someone may be intercepting the connection; ask your admins.")
+        if _unanswered(exc):
+            return ClusterConnectionError(
+                f"The SSH server of {where} accepted the connection but did not answer within "
+                f"{c.connect_timeout:g} s ({type(exc).__name__}: {text or 'timed out'}). Check that sshd there is "
+                f"healthy, or raise connect_timeout in [clusters.{c.name}]."
+            )
         if isinstance(exc, socket.gaierror):
             return ClusterConnectionError(f"Cannot resolve the host name of {where}: {text}.")
         return ClusterConnectionError(f"Cannot connect to {where}: {type(exc).__name__}: {text or 'connection failed'}.")
@@ -298,6 +308,28 @@ class SSHTransport(Transport):
 
     def close(self) -> None:
         self._drop()
+
+
+def _quiet_paramiko() -> None:
+    """paramiko's transport thread logs failures with tracebacks; without a handler Python
+    prints them on stderr. xhpc reports every failure itself, in one line."""
+    import logging
+
+    logger = logging.getLogger("paramiko")
+    if not any(isinstance(h, logging.NullHandler) for h in logger.handlers):
+        logger.addHandler(logging.NullHandler())
+
+
+def _unanswered(exc: BaseException) -> bool:
+    """The TCP connection was made but the server never finished the SSH handshake in time
+    (paramiko reports that in several ways, depending on the step it was waiting in)."""
+    import paramiko
+
+    text = str(exc).lower()
+    if isinstance(exc, paramiko.SSHException):
+        return any(s in text for s in ("banner", "no existing session", "negotiation timed out",
+                                       "authentication timeout", "timed out"))
+    return False
 
 
 def _no_valid_connections() -> type:

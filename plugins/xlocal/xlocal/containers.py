@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 
 import attrs
 
+from xcore import paths
 from xcore.errors import LaunchError
 from xcore.execution import LaunchContext, LaunchRequest
 from xcore.progress import plural
@@ -149,8 +150,7 @@ def launch(requests: Sequence[LaunchRequest], context: LaunchContext) -> list[Co
     except Exception as exc:
         raise LaunchError(str(exc)) from exc
     base_url = engine_url()
-    markers = context.state_dir / "containers"
-    markers.mkdir(parents=True, exist_ok=True)
+    markers = paths.private_dir(context.state_dir / "containers")
     planned = []
     for request in requests:
         name = container_name(request)
@@ -281,8 +281,8 @@ def cancel(handles: Sequence[ContainerHandle]) -> None:
     """Record the cancel intent, then stop each container (SIGTERM, SIGKILL after its grace)."""
     docker = import_docker()
     for handle in handles:
-        Path(handle.cancel_marker).parent.mkdir(parents=True, exist_ok=True)
-        Path(handle.cancel_marker).touch()
+        paths.private_dir(Path(handle.cancel_marker).parent)
+        Path(handle.cancel_marker).touch(mode=0o600)
     by_engine: dict[str, list[ContainerHandle]] = {}
     for handle in handles:
         if handle.container_id:

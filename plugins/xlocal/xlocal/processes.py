@@ -3,6 +3,8 @@ status, cancel by signalling the job's process tree, and read or follow its log.
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import json
 import os
 import secrets
@@ -14,11 +16,11 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from xcore import paths
 from xcore.errors import LaunchError
 from xcore.execution import LaunchContext, LaunchRequest
 from xcore.progress import plural
 from xcore.status import JobState, Status
-
 from xlocal.executables import LocalProcess
 from xlocal.executors import Local
 from xlocal.handles import ProcessHandle
@@ -36,13 +38,12 @@ def machine_slots() -> int:
 
 
 def launch(requests: Sequence[LaunchRequest], context: LaunchContext) -> list[ProcessHandle]:
-    runs = context.state_dir / "runs"
+    runs = paths.private_dir(context.state_dir / "runs")
     first = requests[0]
     run_dir = runs / f"{first.experiment_id}-{first.job_id}-{secrets.token_hex(3)}"
-    (run_dir / "jobs").mkdir(parents=True)
+    paths.private_dir(run_dir / "jobs")
     max_parallel = min((r.executor.max_parallel or 10**9) for r in requests if isinstance(r.executor, Local))
-    log_dir = context.state_dir / "logs" / str(first.experiment_id)
-    log_dir.mkdir(parents=True, exist_ok=True)
+    log_dir = paths.private_dir(context.state_dir / "logs" / str(first.experiment_id))
     jobs, handles = [], []
     for index, request in enumerate(requests):
         executable = request.executable
@@ -64,22 +65,27 @@ def launch(requests: Sequence[LaunchRequest], context: LaunchContext) -> list[Pr
         "base_env": dict(os.environ),
         "jobs": jobs,
         "slots": machine_slots(),
-        "slots_dir": str(context.state_dir / "slots"),
+        "slots_dir": str(paths.private_dir(context.state_dir / "slots")),
         "max_parallel": None if max_parallel >= 10**9 else max_parallel,
     }
     write_json_atomic(run_dir / "batch.json", batch, mode=0o600)  # holds env values, secrets included
-    runner_log = open(run_dir / "runner.log", "ab")
+    # The runner's liveness is this lock, taken before it exists and handed to it: no status
+    # query can ever see a live runner as dead, however slowly it starts.
+    lock_fd = os.open(run_dir / "runner.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    runner_log = os.open(run_dir / "runner.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     try:
+        fcntl.flock(lock_fd, fcntl.LOCK_EX)
         subprocess.Popen(
-            [sys.executable, "-m", "xlocal.runner", str(run_dir)],
+            [sys.executable, "-m", "xlocal.runner", str(run_dir), str(lock_fd)],
             stdin=subprocess.DEVNULL, stdout=runner_log, stderr=subprocess.STDOUT,
-            start_new_session=True, close_fds=True, cwd="/",
+            start_new_session=True, close_fds=True, pass_fds=(lock_fd,), cwd="/",
             env={**os.environ, "PYTHONPATH": _import_root() + os.pathsep + os.environ.get("PYTHONPATH", "")},
         )
     except OSError as exc:
         raise LaunchError(f"Could not start the local runner ({sys.executable}): {exc}") from exc
     finally:
-        runner_log.close()
+        os.close(runner_log)
+        os.close(lock_fd)  # the runner's copy keeps the lock
     context.progress.update(f"started runner for {plural(len(requests), 'job')}", detail=str(run_dir))
     return handles
 
@@ -132,10 +138,37 @@ class _RunView:
 
     def runner_alive(self) -> bool:
         if self._alive is None:
-            self._alive = _alive(_read_json(self.run_dir / "runner.json"))
+            self._alive = _runner_alive(self.run_dir)
             if not self._alive:
                 self._events = None  # events read before this check may be missing the runner's last lines
         return self._alive
+
+
+def _runner_alive(run_dir: Path) -> bool:
+    """Whether the batch's runner still runs: someone holds ``runner.lock`` (see xlocal.runner)."""
+    try:
+        fd = os.open(run_dir / "runner.lock", os.O_RDONLY)
+    except FileNotFoundError:
+        return _legacy_runner_alive(run_dir)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError as exc:
+        if exc.errno in (errno.EAGAIN, errno.EACCES):
+            return True
+        raise
+    finally:
+        os.close(fd)  # also drops the shared lock if we got it
+    return False
+
+
+def _legacy_runner_alive(run_dir: Path) -> bool:
+    """Runs launched before runner.lock existed: runner.json, or a few seconds' grace to write it."""
+    if _alive(_read_json(run_dir / "runner.json")):
+        return True
+    try:
+        return not (run_dir / "runner.json").exists() and time.time() - (run_dir / "batch.json").stat().st_mtime < 30
+    except FileNotFoundError:
+        return False
 
 
 def _state(handle: ProcessHandle, job: dict[str, Any], run: _RunView) -> JobState:
@@ -152,17 +185,11 @@ def _state(handle: ProcessHandle, job: dict[str, Any], run: _RunView) -> JobStat
             return JobState(Status.RUNNING, "finishing", started_at=start_time)
         return JobState(Status.CANCELLED if cancelled else Status.FAILED,
                         "exit status lost: the xlocal runner was killed", started_at=start_time)
-    if run.runner_alive() or _runner_starting(handle):
+    if run.runner_alive():
         return JobState(Status.CANCELLED if cancelled else Status.PENDING,
                         "cancelled" if cancelled else "waiting for a free slot")
     return JobState(Status.CANCELLED if cancelled else Status.FAILED,
                     "the xlocal runner exited before starting the job")
-
-
-def _runner_starting(handle: ProcessHandle) -> bool:
-    """A runner that has not written runner.json yet gets a few seconds to start."""
-    run_dir = Path(handle.run_dir)
-    return not (run_dir / "runner.json").exists() and time.time() - (run_dir / "batch.json").stat().st_mtime < 30
 
 
 def _final_state(ended: dict[str, Any], cancelled: bool, started_at: float | None) -> JobState:
@@ -226,7 +253,7 @@ def _running_pids(handles: Sequence[ProcessHandle]) -> list[int]:
 def cancel(handles: Sequence[ProcessHandle]) -> None:
     """Mark jobs cancelled, then TERM each running job's whole tree and KILL what outlives its grace."""
     for handle in handles:
-        (Path(handle.run_dir) / "jobs" / f"{handle.index}.cancel").touch()
+        (Path(handle.run_dir) / "jobs" / f"{handle.index}.cancel").touch(mode=0o600)
     targets = _running_pids(handles)
     time.sleep(0.05)  # a job the runner was starting as we marked it shows up now
     targets = sorted(set(targets) | set(_running_pids(handles)))

@@ -1,12 +1,16 @@
 """The detached runner: starts one launch's jobs, at most N at a time, and records how each ended.
 
-Run as ``python -m xlocal.runner RUN_DIR``, in its own session, so jobs keep running and
-exit codes are still recorded after the launcher exits. Standard library only: it starts
+Run as ``python -m xlocal.runner RUN_DIR LOCK_FD``, in its own session, so jobs keep running
+and exit codes are still recorded after the launcher exits. Standard library only: it starts
 fast and does not depend on xcore being importable.
 
-Files in RUN_DIR (read by any process):
-- ``batch.json`` (mode 600): the jobs, their argv, env, cwd and log paths;
-- ``runner.json``: the runner's pid and start time;
+Files in RUN_DIR (private to the user: the directory is 0700, files 0600):
+- ``batch.json``: the jobs, their argv, env, cwd and log paths;
+- ``runner.lock``: locked (``flock``) by the launcher before it spawns the runner, and held
+  through the inherited descriptor LOCK_FD for the runner's whole life; the kernel releases
+  it when the runner exits, however it dies. A reader that can lock it knows the runner is
+  gone; there is no moment at which a live runner looks dead;
+- ``runner.json``: the runner's pid and start time (informative);
 - ``events.jsonl``: one line per job start (pid, time) and end (return code,
   time, error); the runner is its only writer and appends whole lines, so a reader needs
   one read per run, and ignores a torn last line;
@@ -19,6 +23,7 @@ the lock if the runner dies, so a crash never leaks a slot.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import json
@@ -31,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 
-def write_json_atomic(path: Path, data: Any, mode: int = 0o644) -> None:
+def write_json_atomic(path: Path, data: Any, mode: int = 0o600) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     with os.fdopen(fd, "w") as handle:
@@ -43,7 +48,7 @@ class EventLog:
     """Appends one JSON line per event to ``events.jsonl``."""
 
     def __init__(self, path: Path) -> None:
-        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
 
     def write(self, **event: Any) -> None:
         os.write(self._fd, (json.dumps(event) + "\n").encode())
@@ -91,7 +96,7 @@ def _boot_time() -> float:
 
 class SlotPool:
     def __init__(self, slots_dir: Path, count: int) -> None:
-        slots_dir.mkdir(parents=True, exist_ok=True)
+        slots_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.paths = [slots_dir / f"slot-{k}.lock" for k in range(count)]
         self.held: dict[int, int] = {}  # slot -> fd
 
@@ -99,7 +104,7 @@ class SlotPool:
         for slot, path in enumerate(self.paths):
             if slot in self.held:
                 continue
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError as exc:
@@ -119,9 +124,12 @@ class SlotPool:
 
 def run(run_dir: Path) -> None:
     batch = json.loads((run_dir / "batch.json").read_text())
-    os.chdir(batch.get("cwd") or "/")
+    try:
+        os.chdir(batch.get("cwd") or "/")
+    except OSError:
+        os.chdir("/")  # each job then reports its missing directory itself
     jobs_dir = run_dir / "jobs"
-    jobs_dir.mkdir(exist_ok=True)
+    jobs_dir.mkdir(mode=0o700, exist_ok=True)
     events = EventLog(run_dir / "events.jsonl")
     base_env = batch.get("base_env") or {}
     write_json_atomic(run_dir / "runner.json", {"pid": os.getpid(), "t": process_start_time(os.getpid())})
@@ -173,36 +181,63 @@ class SpawnedJob:
 
 def start_job(job: dict[str, Any], index: int, base_env: dict[str, str], events: EventLog) -> SpawnedJob | None:
     """Start a job in its own session with output to its log. ``posix_spawn`` (vfork) is far
-    cheaper than fork+exec from Python; a job that must change directory uses Popen."""
-    env = {**base_env, **job["env"]} if job.get("inherit_env", True) else job["env"]
-    argv, cwd = job["argv"], job.get("cwd") or None
+    cheaper than fork+exec from Python; a job that must change directory uses Popen.
+
+    A job that cannot start (missing program or directory, a NUL byte or ``=`` where the OS
+    refuses one) is recorded as failed with the reason; the rest of the batch runs on."""
     try:
+        env = {**base_env, **job["env"]} if job.get("inherit_env", True) else job["env"]
+        argv, cwd = job["argv"], job.get("cwd") or None
         if cwd is None or os.path.realpath(cwd) == os.getcwd():
             pid = os.posix_spawnp(
                 argv[0], argv, env,
                 file_actions=[
                     (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
-                    (os.POSIX_SPAWN_OPEN, 1, job["log_path"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644),
+                    (os.POSIX_SPAWN_OPEN, 1, job["log_path"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600),
                     (os.POSIX_SPAWN_DUP2, 1, 2),
                 ],
                 setsid=True,
             )
             started = SpawnedJob(pid)
         else:
-            with open(job["log_path"], "ab", buffering=0) as log:
+            if not os.path.isdir(cwd):
+                raise FileNotFoundError(errno.ENOENT, "working directory does not exist", cwd)
+            log_fd = os.open(job["log_path"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            with open(log_fd, "ab", buffering=0) as log:
                 proc = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=log,
                                         stderr=subprocess.STDOUT, start_new_session=True, close_fds=True)
             started = SpawnedJob(proc.pid)
             proc.returncode = 0  # reaped by SpawnedJob.wait, not by Popen
-    except OSError as exc:
-        message = f"cannot start {argv[0]!r}: {exc.strerror or exc}"
-        with open(job["log_path"], "ab") as log:
-            log.write(f"xcore: {message}\n".encode())
+    except Exception as exc:  # noqa: BLE001  one bad job must never stop the runner and the rest of the batch
+        message = _start_error(job, exc)
+        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):  # the event below is what counts
+            log_fd = os.open(job["log_path"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            with open(log_fd, "ab") as log:
+                log.write(f"xcore: {message}\n".encode())
         events.write(i=index, e="exit", rc=127, t=time.time(), error=message)
         return None
     events.write(i=index, e="start", pid=started.pid, t=time.time())
     return started
 
 
+def _start_error(job: dict[str, Any], exc: Exception) -> str:
+    program = (job.get("argv") or ["?"])[0]
+    if isinstance(exc, FileNotFoundError) and exc.filename and exc.filename == job.get("cwd"):
+        return f"cannot start {program!r}: FileNotFoundError: working directory {exc.filename} does not exist"
+    if isinstance(exc, OSError):
+        return f"cannot start {program!r}: {type(exc).__name__}: {exc.strerror or exc}"
+    if isinstance(exc, ValueError) and "null" in str(exc):
+        return f"cannot start {program!r}: an argument or environment value contains a NUL byte"
+    return f"cannot start {program!r}: {type(exc).__name__}: {exc}"
+
+
+def _hold_lock(argv: list[str]) -> None:
+    """Keep the launcher's lock on runner.lock (inherited descriptor) for the runner's life,
+    without letting jobs inherit it (a job outliving the runner must not look like it)."""
+    if len(argv) > 2:
+        os.set_inheritable(int(argv[2]), False)
+
+
 if __name__ == "__main__":
+    _hold_lock(sys.argv)
     run(Path(sys.argv[1]))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import tempfile
 import time
@@ -11,6 +12,7 @@ from typing import Any
 
 import attrs
 
+from xcore import paths
 from xcore.errors import PackagingError
 from xcore.progress import Progress
 from xlocal.images.context import (
@@ -105,7 +107,7 @@ def ensure_image(
     log_path = None
     if cache_dir is not None:
         log_path = cache_dir / "logs" / f"{tag.replace('/', '_').replace(':', '_')}.log"
-        log_path.parent.mkdir(parents=True, exist_ok=True)
+        paths.private_dir(log_path.parent)
     task = f"building {tag}"
     if progress:
         progress.message(f"{task} from {context.source} ({summarize(context.files)})")
@@ -124,7 +126,7 @@ def _open_log(path: Path | None) -> Any:
         import contextlib
 
         return contextlib.nullcontext(None)
-    return open(path, "w", encoding="utf-8")
+    return open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w", encoding="utf-8")
 
 
 def _run_build(client: Any, tar: Any, tag: str, digest: str, context: BuildContext, progress: Progress | None,

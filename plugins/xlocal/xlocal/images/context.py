@@ -20,6 +20,7 @@ from typing import IO, Any
 
 import attrs
 
+from xcore import paths
 from xcore.errors import PackagingError
 from xcore.executables import Dockerfile, ModuleName, PythonContainer, entrypoint_argv
 from xlocal.images.ignore import IgnoreRules
@@ -232,9 +233,10 @@ class DigestCache:
     def save(self) -> None:
         if self.path is None or not self._dirty:
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        paths.private_dir(self.path.parent)
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(self._data))
+        with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as handle:
+            handle.write(json.dumps(self._data))
         os.replace(tmp, self.path)
         self._dirty = False
 

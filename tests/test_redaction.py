@@ -1,0 +1,75 @@
+"""One redaction rule for every stored or printed environment; jobs still get real values."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from core_helpers import run_xcore, write_script
+
+from xcore.redaction import REDACTED, is_secret_name, mask_url_passwords, redact_nested
+
+SECRET_NAMES = [
+    "DB_PASS", "OPENAI_KEY", "MY_SECRET_X", "GH_TOKEN_RO", "AWS_SECRET_ACCESS_KEY", "WANDB_API_KEY", "HF_TOKEN",
+    "PGPASSWORD", "db-password", "GITHUB_PAT", "OAUTH_CLIENT", "AUTHORIZATION", "PRIVATE_KEY_PATH",
+    "GOOGLE_APPLICATION_CREDENTIALS", "SSH_KEYS", "APIKEY", "ACCESSTOKEN", "CLIENTSECRET", "SESSION_KEY", "MYSQL_PWD",
+]
+PLAIN_NAMES = ["PATH", "PWD", "TOKENIZERS_PARALLELISM", "GIT_AUTHOR_NAME", "KEYBOARD", "PASSTHROUGH", "MONKEY_ID", "SEED"]
+
+
+@pytest.mark.parametrize("name", SECRET_NAMES)
+def test_secret_names(name):
+    assert is_secret_name(name)
+
+
+@pytest.mark.parametrize("name", PLAIN_NAMES)
+def test_plain_names(name):
+    assert not is_secret_name(name)
+
+
+def test_url_passwords_are_masked_even_with_at_and_slash():
+    assert mask_url_passwords("postgres://u:pw@h/db") == f"postgres://u:{REDACTED}@h/db"
+    assert mask_url_passwords("redis://:p@s/s@host:1/0") == f"redis://:{REDACTED}@host:1/0"
+    assert mask_url_passwords("http://host:8080/path") == "http://host:8080/path"
+
+
+def test_nested_env_mappings_are_redacted_and_the_input_is_untouched():
+    data = {"kind": "x", "env_vars": {"DB_PASS": "p1", "N": "1"}, "inner": [{"env": {"HF_TOKEN": "t"}}]}
+    assert redact_nested(data) == {"kind": "x", "env_vars": {"DB_PASS": REDACTED, "N": "1"},
+                                   "inner": [{"env": {"HF_TOKEN": REDACTED}}]}
+    assert data["env_vars"]["DB_PASS"] == "p1"
+
+
+def test_secrets_reach_the_job_but_not_the_store_or_show(tmp_path):
+    """Secrets given to the executable (Packageable env_vars), the job and add(args=...) overrides."""
+    out = tmp_path / "env.json"
+    secrets = {
+        "DB_PASS": "v-dbpass-1", "OPENAI_KEY": "v-openai-2", "MY_SECRET_X": "v-secret-3",
+        "GH_TOKEN_RO": "v-token-4", "DATABASE_URL": "postgres://me:v-urlpw-5@db/x",
+    }
+    names = sorted([*secrets, "JOB_SECRET", "OVERRIDE_TOKEN", "PLAIN"])
+    script = write_script(tmp_path / "launch.py", f"""
+import json, os
+code = "import json, os; json.dump({{k: os.environ[k] for k in {names!r}}}, open({str(out)!r}, 'w'))"
+with xm.create_experiment("secrets") as e:
+    [exe] = e.package([xm.binary(xlocal.Local.Spec(), sys.executable, args=["-c", code], env_vars={secrets!r})])
+    job = xm.Job(exe, xlocal.Local(), env_vars={{"JOB_SECRET": "v-job-6", "PLAIN": "visible"}})
+    e.add(job, args={{"env_vars": {{"OVERRIDE_TOKEN": "v-override-7"}}}})
+""")
+    assert run_xcore("launch", str(script)).returncode == 0
+    assert run_xcore("wait", "1", "--timeout", "30").returncode == 0
+    seen = json.loads(out.read_text())
+    assert seen == {**secrets, "JOB_SECRET": "v-job-6", "OVERRIDE_TOKEN": "v-override-7", "PLAIN": "visible"}
+    show = run_xcore("show", "1", "--json")
+    assert show.returncode == 0
+    home = Path(os.environ["XCORE_HOME"])
+    db = b"".join(p.read_bytes() for p in home.glob("xcore.db*"))
+    plain = run_xcore("show", "1")
+    assert plain.returncode == 0
+    for value in ("v-dbpass-1", "v-openai-2", "v-secret-3", "v-token-4", "v-urlpw-5", "v-job-6", "v-override-7"):
+        assert value not in show.stdout, value
+        assert value not in plain.stdout, value
+        assert value.encode() not in db, value
+    assert "visible" in show.stdout and "postgres://me:<redacted>@db/x" in show.stdout

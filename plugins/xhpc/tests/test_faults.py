@@ -206,3 +206,19 @@ def test_link_cut_mid_submission_neither_duplicates_nor_loses(
     finally:
         proxy.close()
         _cancel_ids(scheduler, {job for job, _ in _present(scheduler, name)})
+
+
+def test_refused_submission_with_lost_reply_reads_failed_at_once(slurm_ssh: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The scheduler refused the chunk and the reply was lost: status reads the refusal from
+    chunk-K.err instead of "confirming submission" for minutes."""
+    import xhpc
+
+    control = _drop_after_submit(monkeypatch, times=100)
+    with xm.create_experiment(title="refused") as experiment:
+        [exe] = experiment.package([xm.Packageable(xhpc.Command(["true"]), xhpc.Slurm.Spec())])
+        experiment.add(xm.Job(exe, xhpc.Slurm(partition=f"nosuch{uuid.uuid4().hex[:6]}")))
+    control[1] = 0
+    [job] = experiment.wait_until_complete(timeout=30)
+    assert job.handle["job_id"] == ""
+    assert job.status is xm.Status.FAILED
+    assert "submission failed" in job.message and "partition" in job.message.lower(), job.message

@@ -58,19 +58,27 @@ def _query(group: list[ClusterHandle], scheduler_name: str) -> list[JobState]:
     q = shlex.quote
     unresolved = sorted({(h.run_dir, h.chunk) for h in group if not h.job_id})
     lost_ids: dict[tuple[str, int], str] = {}
+    lost_errors: dict[tuple[str, int], str] = {}
     if unresolved:
-        # Rare: a submission whose reply was lost; its job id is in chunk-K.id on the cluster.
+        # Rare: a submission whose reply was lost; its outcome is in chunk-K.id (or .err) on the cluster.
         read = "; ".join(
-            f"echo \"{_MARK_CHUNK} {chunk} $(head -n 1 {q(run_dir)}/chunk-{chunk}.id 2>/dev/null) {run_dir}\""
-            for run_dir, chunk in unresolved
+            f"d={q(run_dir)}/chunk-{chunk}; if [ -s \"$d.id\" ]; then echo \"{_MARK_CHUNK} {i} ok $(head -n 1 \"$d.id\")\"; "
+            f"elif [ -e \"$d.err\" ]; then echo \"{_MARK_CHUNK} {i} error $(head -c 2000 \"$d.err\")\"; fi"
+            for i, (run_dir, chunk) in enumerate(unresolved)
         )
         for line in transport.check(read, "Reading job ids").out.splitlines():
             fields = line.split(" ", 3)
-            if line.startswith(_MARK_CHUNK) and len(fields) == 4 and fields[2]:
-                try:
-                    lost_ids[(fields[3], int(fields[1]))] = scheduler.parse_job_id(fields[2])
-                except ValueError:
-                    pass
+            if not line.startswith(_MARK_CHUNK) or len(fields) < 3 or not fields[1].isdigit() \
+                    or int(fields[1]) >= len(unresolved):
+                continue
+            key = unresolved[int(fields[1])]
+            if fields[2] == "error":
+                lost_errors[key] = fields[3].strip() if len(fields) > 3 else "the scheduler refused the job"
+                continue
+            try:
+                lost_ids[key] = scheduler.parse_job_id(fields[3] if len(fields) > 3 else "")
+            except ValueError:
+                pass
     job_ids = sorted({h.job_id for h in group if h.job_id} | set(lost_ids.values()))
     table: dict[tuple[str, int], JobState] = {}
     cancelled: set[tuple[str, int]] = set()
@@ -92,7 +100,10 @@ def _query(group: list[ClusterHandle], scheduler_name: str) -> list[JobState]:
     for handle in group:
         job_id = handle.job_id or lost_ids.get((handle.run_dir, handle.chunk), "")
         if not job_id:
-            if now - handle.submitted_at < LOST_REPLY_GRACE:
+            error = lost_errors.get((handle.run_dir, handle.chunk))
+            if error is not None:
+                states.append(JobState(Status.FAILED, f"submission failed: {error}"))
+            elif now - handle.submitted_at < LOST_REPLY_GRACE:
                 states.append(JobState(Status.PENDING, "pending: confirming submission (the reply was lost)"))
             else:
                 states.append(JobState(Status.FAILED, "submission not confirmed: the connection dropped before "

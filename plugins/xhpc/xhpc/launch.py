@@ -338,8 +338,8 @@ def _submit_script(scheduler: Scheduler, run_dir: str, root: str, uploads: list[
         f"mkdir -p {q(run_dir)}/logs {q(run_dir)}/cancelled && cd {q(run_dir)} || exit 1",
         # Unpacked aside, then renamed into place: a retry never truncates a tasks.bin that
         # tasks of an earlier attempt are already reading.
-        "xhpc_in=$(mktemp -d .incoming.XXXXXX) && tar -xf - -C \"$xhpc_in\" && mv -f \"$xhpc_in\"/* . "
-        "&& rmdir \"$xhpc_in\" || { echo 'xhpc: cannot unpack the run files' >&2; exit 1; }",
+        ("xhpc_in=$(mktemp -d .incoming.XXXXXX) && tar -xf - -C \"$xhpc_in\" && mv -f \"$xhpc_in\"/* . "
+         "&& rmdir \"$xhpc_in\" || { echo 'xhpc: cannot unpack the run files' >&2; exit 1; }"),
     ]
     for artifact in executable.artifacts:
         if artifact.kind == "archive":

@@ -220,3 +220,14 @@ def test_cancel_commands_use_task_ranges() -> None:
     assert GridEngineScheduler().cancel_command({"7": [1, 2, 3, 9]}) == "qdel 7 -t 1-3 7 -t 9-9"
     sparse = SlurmScheduler().cancel_command({"8": list(range(0, 100000, 2))})  # 50,000 gaps
     assert max(len(word) for word in sparse.split()) < 8192 and max(len(line) for line in sparse.splitlines()) < 2**20
+
+
+def test_long_command_runs_through_stdin(tmp_path: Path) -> None:
+    """A command far over the 128 KiB argument cap runs (as a script fed on stdin), with
+    its own stdin closed and its exit status kept."""
+    from xhpc.transport import LocalTransport
+
+    cluster = config.Cluster(name="t", scheduler="slurm", staging=str(tmp_path), local=True)
+    words = " ".join(f"w{i}" for i in range(60000))  # ~400 KB
+    result = LocalTransport(cluster).run(f"set -- {words}; echo \"$# $(cat | wc -c)\"; exit 3")
+    assert (result.returncode, result.out.strip()) == (3, "60000 0"), result.err

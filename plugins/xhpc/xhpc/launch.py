@@ -68,18 +68,20 @@ xhpc_extract() {
 _CHUNK = r"""
 XHPC_WAIT_UNTIL=$((SECONDS + {wait}))
 xhpc_claim() {{ mkdir "chunk-$1.claim" 2>/dev/null; }}
-xhpc_record() {{
+xhpc_record() {{  # the claimer: record the outcome for other attempts, report it from memory
     if [ "$2" = 0 ]; then
         printf '%s\n' "$3" > "chunk-$1.id.tmp" && mv -f "chunk-$1.id.tmp" "chunk-$1.id"
+        echo "{mark} $1 ok $(printf '%s\n' "$3" | tail -n 1)"  # the id; warnings come first
     else
         printf '%s' "$3" | tr '\n' ' ' > "chunk-$1.err.tmp"; mv -f "chunk-$1.err.tmp" "chunk-$1.err"
+        echo "{mark} $1 error $(printf '%s' "$3" | tr '\n' ' ')"
     fi
 }}
-xhpc_report() {{
+xhpc_report() {{  # another attempt claimed the chunk: wait for its outcome
     while [ ! -s "chunk-$1.id" ] && [ ! -e "chunk-$1.err" ] && [ "$SECONDS" -lt "$XHPC_WAIT_UNTIL" ]; do
-        sleep 0.1
+        sleep 0.1 2>/dev/null || sleep 1
     done
-    if [ -s "chunk-$1.id" ]; then echo "{mark} $1 ok $(head -n 1 "chunk-$1.id")"
+    if [ -s "chunk-$1.id" ]; then echo "{mark} $1 ok $(tail -n 1 "chunk-$1.id")"
     elif [ -e "chunk-$1.err" ]; then echo "{mark} $1 error $(cat "chunk-$1.err")"
     else echo "{mark} $1 unconfirmed"; fi
 }}
@@ -350,5 +352,6 @@ def _submit_script(scheduler: Scheduler, run_dir: str, root: str, uploads: list[
     for chunk in chunks:
         k = chunk.index
         submit = scheduler.submit_command(f"{run_dir}/job.sh", chunk, max_parallel)
-        lines.append(f"if xhpc_claim {k}; then out=$({submit} 2>&1); xhpc_record {k} $? \"$out\"; fi; xhpc_report {k}")
+        lines.append(f"if xhpc_claim {k}; then out=$({submit} 2>&1); xhpc_record {k} $? \"$out\"; "
+                     f"else xhpc_report {k}; fi")
     return "\n".join(lines) + "\n"

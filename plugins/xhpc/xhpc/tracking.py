@@ -62,7 +62,7 @@ def _query(group: list[ClusterHandle], scheduler_name: str) -> list[JobState]:
     if unresolved:
         # Rare: a submission whose reply was lost; its outcome is in chunk-K.id (or .err) on the cluster.
         read = "; ".join(
-            f"d={q(run_dir)}/chunk-{chunk}; if [ -s \"$d.id\" ]; then echo \"{_MARK_CHUNK} {i} ok $(head -n 1 \"$d.id\")\"; "
+            f"d={q(run_dir)}/chunk-{chunk}; if [ -s \"$d.id\" ]; then echo \"{_MARK_CHUNK} {i} ok $(tail -n 1 \"$d.id\")\"; "
             f"elif [ -e \"$d.err\" ]; then echo \"{_MARK_CHUNK} {i} error $(head -c 2000 \"$d.err\")\"; fi"
             for i, (run_dir, chunk) in enumerate(unresolved)
         )

@@ -110,9 +110,10 @@ def _present(scheduler: str, name: str) -> set[tuple[str, int]]:
     """(array job, task) of every task in the scheduler under the test's own job name."""
     if scheduler == "slurm":
         out = subprocess.run(["squeue", "-h", "-r", "-t", "all", "--name", name, "-o", "%F|%K"],
-                             capture_output=True, text=True, timeout=30).stdout
+                             capture_output=True, text=True, timeout=30, check=False).stdout
         return {(job, int(task)) for job, task in (line.split("|") for line in out.split())}
-    out = subprocess.run(["qstat", "-xml", "-g", "d", "-u", "*"], capture_output=True, text=True, timeout=30).stdout
+    out = subprocess.run(["qstat", "-xml", "-g", "d", "-u", "*"], capture_output=True, text=True, timeout=30,
+                         check=False).stdout
     found = set()
     for job in ET.fromstring(out).iter("job_list"):
         if (job.findtext("JB_name") or "") == name:
@@ -137,7 +138,8 @@ def _cancel_ids(scheduler: str, job_ids: set[str]) -> None:
     for i in range(0, len(job_ids), 200):
         batch = sorted(job_ids)[i:i + 200]
         if batch:
-            subprocess.run(["scancel" if scheduler == "slurm" else "qdel", *batch], capture_output=True, timeout=60)
+            subprocess.run(["scancel" if scheduler == "slurm" else "qdel", *batch], capture_output=True, timeout=60,
+                           check=False)
 
 
 @pytest.mark.parametrize("scheduler,tasks", [("slurm", 500), ("sge", 60)])

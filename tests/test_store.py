@@ -38,6 +38,20 @@ def test_status_history_and_unit_status(tmp_path):
     assert store.get_experiment(exp.id).status_counts == {"FAILED": 1}
 
 
+def test_no_start_for_a_job_cancelled_before_it_ran_and_no_negative_duration(tmp_path):
+    """Seen after it ended (end in the past, no start from the backend): a cancelled job keeps
+    no start; any other job gets a start no later than its end."""
+    store = SqliteStore(tmp_path / "db.sqlite")
+    exp = store.create_experiment("t")
+    [a, b] = store.add_work_unit(exp.id, 1, "work_unit", {}, "", [_job("a"), _job("b")])
+    store.record_states([(a, JobState(Status.PENDING)), (b, JobState(Status.PENDING))])
+    store.record_states([(a, JobState(Status.CANCELLED, "cancelled", ended_at=1000.0)),
+                         (b, JobState(Status.COMPLETED, "exit code 0", 0, ended_at=1000.0))])
+    jobs = {j.id: j for j in store.work_units(exp.id)[0].jobs}
+    assert (jobs[a].started_at, jobs[a].ended_at, jobs[a].duration) == (None, 1000.0, None)
+    assert jobs[b].started_at == 1000.0 and jobs[b].duration == 0
+
+
 def test_list_filters(tmp_path):
     store = SqliteStore(tmp_path / "db.sqlite")
     for title, tags in [("alpha sweep", ["x"]), ("beta", ["y"]), ("ALPHA two", ["x", "y"])]:

@@ -430,11 +430,15 @@ class SqliteStore(MetadataStore):
                 if Status(row["status"]).is_terminal and not state.status.is_terminal:
                     continue  # a finished job never becomes active again
                 started = row["started_at"] if row["started_at"] is not None else state.started_at
-                if started is None and (state.status is Status.RUNNING or state.status.is_terminal):
+                # A job cancelled before it ever ran has no start (and so no duration).
+                if started is None and (state.status is Status.RUNNING
+                                        or (state.status.is_terminal and state.status is not Status.CANCELLED)):
                     started = now
                 ended = row["ended_at"]
                 if state.status.is_terminal and ended is None:
                     ended = state.ended_at or now
+                if started is not None and ended is not None and started > ended:
+                    started = ended  # first seen after it ended: never a negative duration
                 updates.append((state.status.value, state.message, state.exit_code, started, ended, job_id))
                 if row["status"] != state.status.value:
                     events.append((job_id, state.status.value, state.message, state.exit_code, now))

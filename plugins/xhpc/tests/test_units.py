@@ -16,7 +16,7 @@ from xcore.status import Status
 
 from xhpc import config, scripts
 from xhpc.executors import GridEngine, Slurm, parse_time_limit
-from xhpc.schedulers import GridEngineScheduler, SlurmScheduler
+from xhpc.schedulers import ANY_TASK, GridEngineScheduler, SlurmScheduler
 
 
 def test_time_limits() -> None:
@@ -197,3 +197,37 @@ def test_sge_job_killed_early_is_not_a_time_limit() -> None:
         "start_time": "Sat Nov 21 16:42:53 2026", "end_time": "Sat Nov 21 16:42:57 2026",
     })
     assert "time limit" not in state.message and "signal 9" in state.message
+
+
+def test_slurm_records_without_task_id() -> None:
+    """Lines as the real Slurm 22.05 prints them: a one-task array just ended (sacct: ``ID``
+    only), an array cancelled as a whole while held (squeue: task N/A; sacct: ``ID``,
+    Start = End, no node), and a planned start after the end."""
+    out = ("208|0|COMPLETED|None|1795378759|208\n2414|N/A|CANCELLED|JobHeldUser|1795379113|2414\n"
+           "@@XHPC-SACCT\n208|COMPLETED|0:0|1795378759|1795378760|208|localhost\n"
+           "2414|CANCELLED by 0|0:0|1795379113|1795379113|2414|None assigned\n"
+           "239_[2]|CANCELLED by 0|0:0|1795382379|1795378783|239|None assigned\n")
+    s = SlurmScheduler().parse_states(out)
+    assert s[("208", 0)].status is Status.COMPLETED and s[("208", 0)].ended_at == 1795378760
+    whole = s[("2414", ANY_TASK)]
+    assert whole.status is Status.CANCELLED and whole.started_at is None and whole.ended_at == 1795379113
+    assert s[("239", 2)].status is Status.CANCELLED and s[("239", 2)].started_at is None
+
+
+def test_cancel_commands_use_task_ranges() -> None:
+    tasks = {"5": [4, 0, 1, 2], "6": list(range(1000))}
+    assert SlurmScheduler().cancel_command(tasks) == "scancel 5_[0-2,4] 6_[0-999]"
+    assert GridEngineScheduler().cancel_command({"7": [1, 2, 3, 9]}) == "qdel 7 -t 1-3 7 -t 9-9"
+    sparse = SlurmScheduler().cancel_command({"8": list(range(0, 100000, 2))})  # 50,000 gaps
+    assert max(len(word) for word in sparse.split()) < 8192 and max(len(line) for line in sparse.splitlines()) < 2**20
+
+
+def test_long_command_runs_through_stdin(tmp_path: Path) -> None:
+    """A command far over the 128 KiB argument cap runs (as a script fed on stdin), with
+    its own stdin closed and its exit status kept."""
+    from xhpc.transport import LocalTransport
+
+    cluster = config.Cluster(name="t", scheduler="slurm", staging=str(tmp_path), local=True)
+    words = " ".join(f"w{i}" for i in range(60000))  # ~400 KB
+    result = LocalTransport(cluster).run(f"set -- {words}; echo \"$# $(cat | wc -c)\"; exit 3")
+    assert (result.returncode, result.out.strip()) == (3, "60000 0"), result.err

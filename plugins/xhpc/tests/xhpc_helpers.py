@@ -106,3 +106,77 @@ def executor_class(cluster: dict[str, str]) -> type:
 def read_remote(cluster: dict[str, str], path: str) -> bytes:
     """A file on the cluster (the same file system here, readable as root)."""
     return Path(path).read_bytes()
+
+
+class LinkProxy:
+    """A TCP relay on 127.0.0.1 in front of the real sshd; ``cut()`` closes every connection
+    relayed so far for real (both sockets), as a dropped network link does. Connections made
+    afterwards are relayed normally, so a client's reconnect works."""
+
+    def __init__(self, target: tuple[str, int] = ("127.0.0.1", 2222)) -> None:
+        import socket
+        import threading
+
+        self.target = target
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.port = self.server.getsockname()[1]
+        self.connections = 0
+        self.cuts = 0
+        self._live: list[object] = []
+        self._lock = threading.Lock()
+        self._closed = False
+        threading.Thread(target=self._accept, daemon=True, name="link-proxy").start()
+
+    def _accept(self) -> None:
+        import socket
+        import threading
+
+        while not self._closed:
+            try:
+                client, _ = self.server.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(self.target)
+            with self._lock:
+                self.connections += 1
+                self._live += [client, upstream]
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pump(src: object, dst: object) -> None:
+        try:
+            while data := src.recv(65536):  # type: ignore[attr-defined]
+                dst.sendall(data)  # type: ignore[attr-defined]
+        except OSError:
+            pass
+        for sock in (src, dst):
+            try:
+                sock.close()  # type: ignore[attr-defined]
+            except OSError:
+                pass
+
+    def cut(self) -> None:
+        import socket
+
+        with self._lock:
+            live, self._live = self._live, []
+            self.cuts += 1
+        for sock in live:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)  # type: ignore[attr-defined]
+                sock.close()  # type: ignore[attr-defined]
+            except OSError:
+                pass
+
+    def known_hosts(self, path: Path) -> Path:
+        """A known_hosts with the real server's key under the relay's address."""
+        lines = Path(KNOWN_HOSTS).read_text().splitlines()
+        path.write_text("".join(line.replace("[127.0.0.1]:2222", f"[127.0.0.1]:{self.port}") + "\n"
+                                for line in lines if line.startswith("[127.0.0.1]:2222")))
+        return path
+
+    def close(self) -> None:
+        self._closed = True
+        self.server.close()
+        self.cut()

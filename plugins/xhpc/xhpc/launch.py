@@ -6,10 +6,12 @@ Per group of requests sharing (cluster, executable, executor):
    which content-addressed artifacts the cluster lacks;
 2. upload only those (SFTP on the same connection);
 3. one command that unpacks the run files (job script + ``tasks.bin``) from stdin, unpacks
-   new artifacts safely, and submits each chunk with "submit once" semantics: the job id is
-   written to ``chunk-K.id`` on the cluster, so a retry after a dropped connection finds
-   the job instead of submitting it twice, and a reply lost for good is recovered later by
-   the status hook from that file.
+   new artifacts safely, and submits each chunk with "submit once" semantics (see
+   ``_CHUNK``): an attempt claims a chunk atomically before submitting it and writes the
+   outcome to ``chunk-K.id`` (or ``chunk-K.err``). A retry after a dropped connection never
+   submits a chunk another attempt claimed, even while that attempt is still running on the
+   cluster: it waits for that attempt's outcome and reports it, so every submitted job is
+   recorded. A reply lost for good is recovered later by the status hook from the same files.
 """
 
 from __future__ import annotations
@@ -56,6 +58,35 @@ xhpc_extract() {
     fi
 }
 """
+
+
+# Submit-once per chunk. ``mkdir`` is atomic on every file system (NFS included), so exactly
+# one attempt claims chunk K; the others wait for the claimer's outcome instead of submitting.
+# The claimer ignores SIGHUP/SIGPIPE, so it finishes and records what it submitted even after
+# the connection that started it is gone. The wait is bounded: a claimer that died between
+# claim and outcome leaves the chunk "unconfirmed" (the status hook keeps looking for its id).
+_CHUNK = r"""
+XHPC_WAIT_UNTIL=$((SECONDS + {wait}))
+xhpc_claim() {{ mkdir "chunk-$1.claim" 2>/dev/null; }}
+xhpc_record() {{  # the claimer: record the outcome for other attempts, report it from memory
+    if [ "$2" = 0 ]; then
+        printf '%s\n' "$3" > "chunk-$1.id.tmp" && mv -f "chunk-$1.id.tmp" "chunk-$1.id"
+        echo "{mark} $1 ok $(printf '%s\n' "$3" | tail -n 1)"  # the id; warnings come first
+    else
+        printf '%s' "$3" | tr '\n' ' ' > "chunk-$1.err.tmp"; mv -f "chunk-$1.err.tmp" "chunk-$1.err"
+        echo "{mark} $1 error $(printf '%s' "$3" | tr '\n' ' ')"
+    fi
+}}
+xhpc_report() {{  # another attempt claimed the chunk: wait for its outcome
+    while [ ! -s "chunk-$1.id" ] && [ ! -e "chunk-$1.err" ] && [ "$SECONDS" -lt "$XHPC_WAIT_UNTIL" ]; do
+        sleep 0.1 2>/dev/null || sleep 1
+    done
+    if [ -s "chunk-$1.id" ]; then echo "{mark} $1 ok $(tail -n 1 "chunk-$1.id")"
+    elif [ -e "chunk-$1.err" ]; then echo "{mark} $1 error $(cat "chunk-$1.err")"
+    else echo "{mark} $1 unconfirmed"; fi
+}}
+"""
+CLAIM_WAIT_SECONDS = 240  # below the submit command's timeout (300 s)
 
 
 @attrs.define
@@ -205,6 +236,7 @@ def _launch_group(cluster: Cluster, executor: ClusterExecutor, group: list[Launc
     submitted_at = time.time()
     chunk_ids: dict[int, str] = {}
     chunk_errors: dict[int, str] = {}
+    unconfirmed: set[int] = set()
     lost: str | None = None
     try:
         result = retrying(lambda: transport.run(submit, stdin=payload, timeout=300))
@@ -213,9 +245,11 @@ def _launch_group(cluster: Cluster, executor: ClusterExecutor, group: list[Launc
                 _, k, status, *rest = line.split(" ", 3)
                 if status == "ok":
                     chunk_ids[int(k)] = scheduler.parse_job_id(rest[0] if rest else "")
+                elif status == "unconfirmed":
+                    unconfirmed.add(int(k))  # claimed by an attempt that has not finished: id comes later
                 else:
                     chunk_errors[int(k)] = " ".join(rest).strip() or result.err
-        if not chunk_ids and not chunk_errors:
+        if not chunk_ids and not chunk_errors and not unconfirmed:
             raise RemoteCommandError(
                 f"Submitting to cluster {cluster.name!r} failed (exit {result.returncode}): {result.err or result.out.strip()}"
             )
@@ -229,7 +263,7 @@ def _launch_group(cluster: Cluster, executor: ClusterExecutor, group: list[Launc
     for chunk in chunks:
         job_id = chunk_ids.get(chunk.index, "")
         error = chunk_errors.get(chunk.index)
-        if lost is None and not job_id and error is None:
+        if lost is None and not job_id and error is None and chunk.index not in unconfirmed:
             error = "the scheduler printed no job id"
         for t in range(chunk.count):
             index = chunk.offset + t
@@ -239,7 +273,7 @@ def _launch_group(cluster: Cluster, executor: ClusterExecutor, group: list[Launc
                 submitted_at=submitted_at, chunk=chunk.index,
                 error=f"submission failed: {error}" if error else None,
             ))
-    if not chunk_ids and lost is None:
+    if not chunk_ids and lost is None and not unconfirmed:
         raise LaunchError(f"Submitting to cluster {cluster.name!r} failed: "
                           + "; ".join(dict.fromkeys(chunk_errors.values())))
     if chunk_ids:
@@ -302,8 +336,12 @@ def _submit_script(scheduler: Scheduler, run_dir: str, root: str, uploads: list[
     lines = [
         "trap '' HUP PIPE",  # keep going if the connection drops: the job id still lands in chunk-K.id
         _EXTRACT,
+        _CHUNK.format(wait=CLAIM_WAIT_SECONDS, mark=CHUNK_MARK),
         f"mkdir -p {q(run_dir)}/logs {q(run_dir)}/cancelled && cd {q(run_dir)} || exit 1",
-        "tar -xf - || { echo 'xhpc: cannot unpack the run files' >&2; exit 1; }",
+        # Unpacked aside, then renamed into place: a retry never truncates a tasks.bin that
+        # tasks of an earlier attempt are already reading.
+        ("xhpc_in=$(mktemp -d .incoming.XXXXXX) && tar -xf - -C \"$xhpc_in\" && mv -f \"$xhpc_in\"/* . "
+         "&& rmdir \"$xhpc_in\" || { echo 'xhpc: cannot unpack the run files' >&2; exit 1; }"),
     ]
     for artifact in executable.artifacts:
         if artifact.kind == "archive":
@@ -312,12 +350,8 @@ def _submit_script(scheduler: Scheduler, run_dir: str, root: str, uploads: list[
         else:
             lines.append(f"mkdir -p {q(root + '/artifacts/' + artifact.sha256)}")
     for chunk in chunks:
-        idfile = f"chunk-{chunk.index}.id"
+        k = chunk.index
         submit = scheduler.submit_command(f"{run_dir}/job.sh", chunk, max_parallel)
-        lines.append(
-            f"if [ -s {idfile} ]; then echo \"{CHUNK_MARK} {chunk.index} ok $(cat {idfile})\"; else "
-            f"if out=$({submit} 2>&1); then printf '%s\\n' \"$out\" > {idfile}.tmp && mv {idfile}.tmp {idfile}; "
-            f"echo \"{CHUNK_MARK} {chunk.index} ok $out\"; "
-            f"else echo \"{CHUNK_MARK} {chunk.index} error $(printf '%s' \"$out\" | tr '\\n' ' ')\"; fi; fi"
-        )
+        lines.append(f"if xhpc_claim {k}; then out=$({submit} 2>&1); xhpc_record {k} $? \"$out\"; "
+                     f"else xhpc_report {k}; fi")
     return "\n".join(lines) + "\n"

@@ -12,6 +12,7 @@ import re
 import shlex
 import time
 import xml.etree.ElementTree as ET
+from collections import defaultdict
 from collections.abc import Sequence
 from datetime import datetime
 
@@ -27,6 +28,20 @@ class Chunk:
     index: int
     offset: int
     count: int
+
+
+ANY_TASK = -1  # key (job, ANY_TASK): the state of every task of ``job`` not listed on its own
+
+
+def task_ranges(ids: Sequence[int]) -> list[tuple[int, int]]:
+    """Sorted task ids as inclusive ranges: [0, 1, 2, 5] -> [(0, 2), (5, 5)]."""
+    ranges: list[tuple[int, int]] = []
+    for task in sorted(set(ids)):
+        if ranges and task == ranges[-1][1] + 1:
+            ranges[-1] = (ranges[-1][0], task)
+        else:
+            ranges.append((task, task))
+    return ranges
 
 
 class Scheduler:
@@ -49,7 +64,9 @@ class Scheduler:
     def parse_states(self, out: str) -> dict[tuple[str, int], JobState]:
         raise NotImplementedError
 
-    def cancel_command(self, tasks: dict[str, list[int]], all_tasks: set[str]) -> str:
+    def cancel_command(self, tasks: dict[str, list[int]]) -> str:
+        """Shell text cancelling these tasks of these array jobs, as task ranges: its length
+        grows with the number of gaps, not of tasks."""
         raise NotImplementedError
 
     def check_command(self) -> str:
@@ -126,23 +143,27 @@ class SlurmScheduler(Scheduler):
         ids = ",".join(job_ids)
         return (
             "export SLURM_TIME_FORMAT=%s; "
-            f"squeue -h -r -t all -j {ids} -o '%F|%K|%T|%r|%S' 2>/dev/null; "
+            f"squeue -h -r -t all -j {ids} -o '%F|%K|%T|%r|%S|%A' 2>/dev/null; "
             f"echo {_SQUEUE_MARK}; "
-            f"sacct -n -X -P -j {ids} -o JobID,State,ExitCode,Start,End 2>&1"
+            f"sacct -n -X -P -j {ids} -o JobID,State,ExitCode,Start,End,JobIDRaw,NodeList 2>&1"
         )
 
     def parse_states(self, out: str) -> dict[tuple[str, int], JobState]:
         squeue_text, _, sacct_text = out.partition(_SQUEUE_MARK)
         states: dict[tuple[str, int], JobState] = {}
         finished_in_squeue: dict[tuple[str, int], str] = {}
+        by_raw_id: dict[str, list[tuple[str, int]]] = defaultdict(list)  # squeue's own job id -> tasks
         for line in squeue_text.splitlines():
             parts = line.strip().split("|")
             if len(parts) < 5 or not parts[0].isdigit():
                 continue
             job, task_text, state, reason, start = parts[:5]
-            tasks = _expand_tasks(task_text) if task_text not in ("N/A", "") else [0]
+            # No task id: an array whose tasks all ended together (e.g. all cancelled while pending).
+            tasks = _expand_tasks(task_text) if task_text not in ("N/A", "") else [ANY_TASK]
             status = _SLURM_ACTIVE.get(state.split()[0])
             for task in tasks:
+                if len(parts) > 5:
+                    by_raw_id[parts[5]].append((job, task))
                 if status is Status.PENDING:
                     why = reason if reason and reason != "None" else "queued"
                     states[(job, task)] = JobState(Status.PENDING, f"pending: {why}")
@@ -152,18 +173,27 @@ class SlurmScheduler(Scheduler):
                     finished_in_squeue[(job, task)] = state
         for line in sacct_text.splitlines():
             parts = line.strip().split("|")
-            if len(parts) < 5 or "_" not in parts[0]:
+            if len(parts) < 5:
                 continue
-            job, _, task_text = parts[0].partition("_")
+            job_text, state_text, exit_text, start, end = parts[:5]
+            raw = parts[5] if len(parts) > 5 else ""
+            ran = len(parts) <= 6 or parts[6] not in ("None assigned", "")
+            job, _, task_text = job_text.partition("_")
             if not job.isdigit():
                 continue
-            state_text, exit_text, start, end = parts[1], parts[2], parts[3], parts[4]
+            if task_text:
+                keys = [(job, task) for task in _expand_tasks(task_text)]
+            else:
+                # No "_task": accounting has not linked a task's record to its array yet (about
+                # a second after it ends), or the array ended as a whole. squeue's own job id
+                # says which task(s) the record is; without it, it stands for the whole array.
+                keys = by_raw_id.get(raw) or [(job, ANY_TASK)]
             state = state_text.split()[0]
-            for task in _expand_tasks(task_text):
-                key = (job, task)
-                final = self._final(state, state_text, exit_text, _epoch(start), _epoch(end))
+            final = self._final(state, state_text, exit_text, _epoch(start) if ran else None, _epoch(end))
+            for key in keys:
                 if final is not None:
-                    states[key] = final
+                    if task_text or key not in states or not states[key].status.is_terminal:
+                        states[key] = final
                 elif key not in states:
                     status = _SLURM_ACTIVE.get(state, Status.PENDING)
                     states[key] = JobState(status, "pending: queued" if status is Status.PENDING else state.lower())
@@ -175,6 +205,8 @@ class SlurmScheduler(Scheduler):
 
     @staticmethod
     def _final(state: str, state_text: str, exit_text: str, start: float | None, end: float | None) -> JobState | None:
+        if start is not None and end is not None and start > end:
+            start = None  # a planned start that never happened (cancelled while pending)
         code_text, _, signal_text = exit_text.partition(":")
         code = int(code_text) if code_text.isdigit() else None
         sig = int(signal_text) if signal_text.isdigit() else 0
@@ -190,14 +222,13 @@ class SlurmScheduler(Scheduler):
             return JobState(Status.FAILED, reason, exit_code, start, end)
         return None
 
-    def cancel_command(self, tasks: dict[str, list[int]], all_tasks: set[str]) -> str:
+    def cancel_command(self, tasks: dict[str, list[int]]) -> str:
         targets = []
-        for job, ids in tasks.items():
-            if job in all_tasks:
-                targets.append(job)
-            else:
-                targets.extend(f"{job}_{t}" for t in ids)
-        return "scancel " + " ".join(targets)
+        for job, ids in sorted(tasks.items()):
+            spans = [str(a) if a == b else f"{a}-{b}" for a, b in task_ranges(ids)]
+            for i in range(0, len(spans), 500):  # one argument stays far below the 128 KiB cap
+                targets.append(f"{job}_[{','.join(spans[i:i + 500])}]")
+        return "\n".join("scancel " + " ".join(targets[i:i + 100]) for i in range(0, len(targets), 100))
 
     def check_command(self) -> str:
         return "sinfo -h -o '%P %a %D %T' && sbatch --version"
@@ -326,15 +357,9 @@ class GridEngineScheduler(Scheduler):
         return JobState(Status.FAILED, f"failed {failed_code}: {reason}" + (f", exit code {code}" if code else ""),
                         code, start, end)
 
-    def cancel_command(self, tasks: dict[str, list[int]], all_tasks: set[str]) -> str:
-        parts = []
-        for job, ids in tasks.items():
-            if job in all_tasks:
-                parts.append(f"qdel {job}")
-            else:
-                parts.append(f"qdel {job} -t {','.join(map(str, sorted(ids)))}" if len(ids) == 1
-                             else "; ".join(f"qdel {job} -t {t}" for t in sorted(ids)))
-        return "; ".join(parts)
+    def cancel_command(self, tasks: dict[str, list[int]]) -> str:
+        targets = [f"{job} -t {a}-{b}" for job, ids in sorted(tasks.items()) for a, b in task_ranges(ids)]
+        return "\n".join("qdel " + " ".join(targets[i:i + 100]) for i in range(0, len(targets), 100))
 
     def check_command(self) -> str:
         return "qstat -g c && qconf -sql"

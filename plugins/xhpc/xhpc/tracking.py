@@ -16,7 +16,7 @@ from xcore.status import JobState, Status
 
 from xhpc import config
 from xhpc.handles import ClusterHandle, GridEngineHandle
-from xhpc.schedulers import SCHEDULERS
+from xhpc.schedulers import ANY_TASK, SCHEDULERS
 from xhpc.transport import ClusterConnectionError, Transport, connect
 
 LOST_REPLY_GRACE = 120.0  # seconds to wait for a chunk-K.id after a lost submission reply
@@ -58,19 +58,27 @@ def _query(group: list[ClusterHandle], scheduler_name: str) -> list[JobState]:
     q = shlex.quote
     unresolved = sorted({(h.run_dir, h.chunk) for h in group if not h.job_id})
     lost_ids: dict[tuple[str, int], str] = {}
+    lost_errors: dict[tuple[str, int], str] = {}
     if unresolved:
-        # Rare: a submission whose reply was lost; its job id is in chunk-K.id on the cluster.
+        # Rare: a submission whose reply was lost; its outcome is in chunk-K.id (or .err) on the cluster.
         read = "; ".join(
-            f"echo \"{_MARK_CHUNK} {chunk} $(head -n 1 {q(run_dir)}/chunk-{chunk}.id 2>/dev/null) {run_dir}\""
-            for run_dir, chunk in unresolved
+            f"d={q(run_dir)}/chunk-{chunk}; if [ -s \"$d.id\" ]; then echo \"{_MARK_CHUNK} {i} ok $(tail -n 1 \"$d.id\")\"; "
+            f"elif [ -e \"$d.err\" ]; then echo \"{_MARK_CHUNK} {i} error $(head -c 2000 \"$d.err\")\"; fi"
+            for i, (run_dir, chunk) in enumerate(unresolved)
         )
         for line in transport.check(read, "Reading job ids").out.splitlines():
             fields = line.split(" ", 3)
-            if line.startswith(_MARK_CHUNK) and len(fields) == 4 and fields[2]:
-                try:
-                    lost_ids[(fields[3], int(fields[1]))] = scheduler.parse_job_id(fields[2])
-                except ValueError:
-                    pass
+            if not line.startswith(_MARK_CHUNK) or len(fields) < 3 or not fields[1].isdigit() \
+                    or int(fields[1]) >= len(unresolved):
+                continue
+            key = unresolved[int(fields[1])]
+            if fields[2] == "error":
+                lost_errors[key] = fields[3].strip() if len(fields) > 3 else "the scheduler refused the job"
+                continue
+            try:
+                lost_ids[key] = scheduler.parse_job_id(fields[3] if len(fields) > 3 else "")
+            except ValueError:
+                pass
     job_ids = sorted({h.job_id for h in group if h.job_id} | set(lost_ids.values()))
     table: dict[tuple[str, int], JobState] = {}
     cancelled: set[tuple[str, int]] = set()
@@ -92,26 +100,40 @@ def _query(group: list[ClusterHandle], scheduler_name: str) -> list[JobState]:
     for handle in group:
         job_id = handle.job_id or lost_ids.get((handle.run_dir, handle.chunk), "")
         if not job_id:
-            if now - handle.submitted_at < LOST_REPLY_GRACE:
+            error = lost_errors.get((handle.run_dir, handle.chunk))
+            if error is not None:
+                states.append(JobState(Status.FAILED, f"submission failed: {error}"))
+            elif now - handle.submitted_at < LOST_REPLY_GRACE:
                 states.append(JobState(Status.PENDING, "pending: confirming submission (the reply was lost)"))
             else:
                 states.append(JobState(Status.FAILED, "submission not confirmed: the connection dropped before "
                                                       "the scheduler accepted the job"))
             continue
-        state = table.get((job_id, handle.task))
-        if state is None:
+        state = table.get((job_id, handle.task)) or table.get((job_id, ANY_TASK))
+        marked = (handle.run_dir, handle.index) in cancelled
+        if state is None and marked:
+            # Slurm drops a pending array task cancelled on its own from squeue and sacct alike;
+            # SGE keeps no accounting for a task deleted before it started.
+            state = JobState(Status.CANCELLED, "cancelled before it started")
+        elif state is None:
             if now - handle.submitted_at < 60:
                 state = JobState(Status.PENDING, "pending: submitted")
             else:
                 state = JobState(Status.UNKNOWN, f"{scheduler_name} job {job_id} task {handle.task} is no longer known "
                                                  "to the scheduler or its accounting")
-        if (handle.run_dir, handle.index) in cancelled and state.status is Status.FAILED:
+        if marked and state.status is Status.FAILED:
             state = JobState(Status.CANCELLED, "cancelled", state.exit_code, state.started_at, state.ended_at)
         states.append(state)
     return states
 
 
+_BENIGN_CANCEL_ERRORS = ("already complet", "Invalid job id", "does not exist", "not found")
+
+
 def cancel(handles: Sequence[ClusterHandle]) -> None:
+    """One script per cluster, whatever the number of tasks: markers are fed to ``touch``
+    through ``xargs`` and tasks are cancelled as ranges, so no command line grows with the
+    sweep (thousands of task ids once overflowed the argument limit and SSH packets)."""
     groups: dict[tuple[str, bool, str], list[ClusterHandle]] = defaultdict(list)
     for handle in handles:
         if handle.job_id:
@@ -119,15 +141,24 @@ def cancel(handles: Sequence[ClusterHandle]) -> None:
     for (_, _, scheduler_name), group in groups.items():
         scheduler = SCHEDULERS[scheduler_name]
         tasks: dict[str, list[int]] = defaultdict(list)
+        indices: dict[str, list[int]] = defaultdict(list)
         for handle in group:
             tasks[handle.job_id].append(handle.task)
+            if handle.run_dir:
+                indices[handle.run_dir].append(handle.index)
         # Markers first (they tell a cancelled task from a failed one where the scheduler cannot).
-        markers = " ".join(shlex.quote(f"{h.run_dir}/cancelled/{h.index}") for h in group)
-        command = f"touch {markers} 2>/dev/null; {scheduler.cancel_command(tasks, set())}"
-        result = _transport(group[0]).run(command)
-        if result.returncode != 0 and "already completed" not in result.err and "Invalid job id" not in result.err \
-                and "does not exist" not in result.err:
-            raise ClusterConnectionError(f"Cancelling on cluster {group[0].cluster!r} failed: {result.err}")
+        lines = ["xhpc_rc=0"]
+        for run_dir, ids in indices.items():
+            numbers = "\n".join(map(str, sorted(set(ids))))
+            lines.append(f"(cd {shlex.quote(run_dir)}/cancelled 2>/dev/null && xargs touch --) <<'XHPC_END'\n"
+                         f"{numbers}\nXHPC_END")
+        lines += [f"{line} || xhpc_rc=1" for line in scheduler.cancel_command(tasks).splitlines()]
+        lines.append("exit $xhpc_rc")
+        result = _transport(group[0]).run("\n".join(lines) + "\n")
+        problems = [line for line in result.err.splitlines()
+                    if line.strip() and not any(b in line for b in _BENIGN_CANCEL_ERRORS)]
+        if result.returncode != 0 and problems:
+            raise ClusterConnectionError(f"Cancelling on cluster {group[0].cluster!r} failed: {' '.join(problems)}")
 
 
 def logs(handle: ClusterHandle, follow: bool) -> Iterator[str]:

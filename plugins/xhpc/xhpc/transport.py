@@ -71,6 +71,13 @@ def shell_path(path: str) -> str:
     return shlex.quote(path)
 
 
+INLINE_COMMAND_MAX = 32 * 1024
+_RUN_FROM_STDIN = (
+    'xhpc_f=$(mktemp "${TMPDIR:-/tmp}/xhpc-cmd.XXXXXX") || exit 1; cat > "$xhpc_f"; '
+    '/bin/bash "$xhpc_f" </dev/null; xhpc_rc=$?; rm -f "$xhpc_f"; exit $xhpc_rc'
+)
+
+
 class Transport:
     """Runs shell commands (bash) on the cluster's login node and copies files to it."""
 
@@ -79,6 +86,16 @@ class Transport:
     calls: int = 0
 
     def run(self, command: str, stdin: bytes | None = None, timeout: float | None = None) -> Result:
+        """Run ``command`` with bash. A long command (a cancel of a big sweep, a status query
+        over many runs) travels as stdin into a private temporary file that bash then runs
+        with stdin closed: a command line is capped (128 KiB per argument locally, one SSH
+        packet remotely), stdin is not."""
+        if stdin is None and len(command) > INLINE_COMMAND_MAX:
+            stdin = command.encode("utf-8", "surrogateescape")
+            command = _RUN_FROM_STDIN
+        return self._run(command, stdin, timeout)
+
+    def _run(self, command: str, stdin: bytes | None, timeout: float | None) -> Result:
         raise NotImplementedError
 
     def put(self, local: str, remote: str) -> None:
@@ -107,7 +124,7 @@ class LocalTransport(Transport):
     def __init__(self, cluster: Cluster) -> None:
         self.cluster = cluster
 
-    def run(self, command: str, stdin: bytes | None = None, timeout: float | None = None) -> Result:
+    def _run(self, command: str, stdin: bytes | None, timeout: float | None) -> Result:
         self.calls += 1
         proc = subprocess.run(["/bin/bash", "-c", command], input=stdin or b"", capture_output=True,
                               timeout=timeout, cwd=os.path.expanduser("~"))
@@ -238,7 +255,7 @@ class SSHTransport(Transport):
 
     # -- commands --------------------------------------------------------------------------
 
-    def run(self, command: str, stdin: bytes | None = None, timeout: float | None = None) -> Result:
+    def _run(self, command: str, stdin: bytes | None, timeout: float | None) -> Result:
         """Run once. A dropped connection raises ClusterConnectionError; callers decide on retries."""
         client = self._client()
         self.calls += 1

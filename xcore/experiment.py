@@ -292,6 +292,8 @@ class Experiment:
         await asyncio.get_running_loop().run_in_executor(None, self._finish, exc)
 
     def _finish(self, exc: BaseException | None) -> None:
+        if self._launcher.submitted and self.experiment_id not in created_experiment_ids:
+            created_experiment_ids.append(self.experiment_id)  # reopened and added to: `launch --wait` waits for it
         if isinstance(exc, KeyboardInterrupt):  # Ctrl-C or SIGTERM: stop submitting, keep what was submitted
             for task in self._generator_tasks:
                 task.cancel()

@@ -157,6 +157,7 @@ class BatchLauncher:
         self._heartbeat_stop = threading.Event()
         self._max_age_override = os.environ.get("XCORE_BATCH_MAX_AGE")
         self.launched = 0
+        self.submitted = 0  # jobs queued through this launcher
         self.errors: list[BaseException] = []
 
     # -- lease -----------------------------------------------------------------------------
@@ -197,6 +198,7 @@ class BatchLauncher:
         with self._cond:
             if self._closed:
                 raise RuntimeError("The experiment is closed; create a new one to add work units.")
+            self.submitted += len(jobs)
             for job in jobs:
                 self._seq += 1
                 self._queue.append(_Queued(self._seq, now, self._max_age(job), job))

@@ -167,18 +167,19 @@ class Scenario:
         finally:
             db.close()
 
-    def backend_job_ids(self) -> set[int]:
-        """Jobs the xlocal backend got: every job id in a runner batch a runner started."""
-        found: set[int] = set()
+    def backend_jobs(self) -> set[tuple[str, int]]:
+        """Jobs the xlocal backend got, as (run directory, index): every job of a batch a runner took."""
+        found: set[tuple[str, int]] = set()
         for batch in (self.home / "plugins" / "xlocal" / "runs").glob("*/batch.json"):
             if (batch.parent / "runner.json").exists():
-                found |= {job["job_id"] for job in json.loads(batch.read_text())["jobs"]}
+                found |= {(str(batch.parent), i) for i in range(len(json.loads(batch.read_text())["jobs"]))}
         return found
 
     def report(self, injected: str, **extra: object) -> dict[str, object]:
         jobs = self.jobs()
-        recorded = {j["id"] for j in jobs if j["handle"] is not None}
-        backend = self.backend_job_ids()
+        handles = [json.loads(j["handle"]) for j in jobs if j["handle"] is not None]
+        recorded = {(h["run_dir"], h["index"]) for h in handles}
+        backend = self.backend_jobs()
         report: dict[str, object] = {
             "injected": injected,
             "units recorded": len({j["work_unit_id"] for j in jobs}),

@@ -82,6 +82,9 @@ SCRIPT = textwrap.dedent(
         if mode.startswith("store") or mode == "disk":
             (ctl / "ready").write_text("1")
             wait_b()
+            (ctl / "b-done").write_text("1")
+            while mode == "store-late" and not (ctl / "released").exists():
+                time.sleep(0.02)  # leave the `with` block once the store works again
         else:
             group_c = [add(i) for i in range(2 * N + 1, 3 * N + 1)]  # C: queued behind B
             (ctl / "ready").write_text("1")
@@ -313,6 +316,26 @@ def test_store_locked_past_every_retry_fails_loudly_and_nothing_is_lost(tmp_path
     assert "submitted to xlocal.Local but not recorded" in err and "metadata store failed" in err, err
     assert report["still LAUNCHING"] == 0 and report["lost (submitted, not recorded)"] == 0
     assert report["jobs recorded with a handle"] == 2 * N and f"{N} jobs adopted" in listing.stderr
+
+
+def test_store_back_before_exit_lets_the_launcher_record_everything_itself(tmp_path: Path,
+                                                                           xcore_home: Path) -> None:
+    scenario = Scenario(tmp_path, xcore_home, "store-late", **STORE_ENV)
+    scenario.start()
+    scenario.wait_for("ready")
+    locker, release = _lock_store(scenario, hold=120)
+    scenario.go()
+    scenario.wait_for("b-done")  # B's record failed for good: the launcher stopped submitting
+    release.touch()
+    locker.wait(timeout=30)
+    (scenario.ctl / "released").touch()
+    rc, err, secs = scenario.finish(timeout=60)
+    report = scenario.report("the store locked past every retry while B was recorded, usable again before "
+                             "the launcher exited", **{"exit code of launch": rc})
+    assert rc != 0, err
+    assert f"recorded {N} submitted jobs" in err, err
+    assert report["still LAUNCHING"] == 0 and report["lost (submitted, not recorded)"] == 0  # before any command
+    assert report["jobs recorded with a handle"] == 2 * N
 
 
 def test_store_locked_briefly_is_retried_and_the_launch_succeeds(tmp_path: Path, xcore_home: Path) -> None:

@@ -156,6 +156,7 @@ class BatchLauncher:
         self._lease_lock = threading.Lock()
         self._heartbeat_stop = threading.Event()
         self._max_age_override = os.environ.get("XCORE_BATCH_MAX_AGE")
+        self._unrecorded: list[tuple[int, str, dict[str, Any], str | None]] = []  # submitted, store failed
         self.launched = 0
         self.submitted = 0  # jobs queued through this launcher
         self.errors: list[BaseException] = []
@@ -184,12 +185,33 @@ class BatchLauncher:
 
     def _close_lease(self) -> None:
         self._heartbeat_stop.set()
-        if self._lease_id is None or self._broken is not None:
-            return  # a broken store keeps the lease: a later command resolves what is left
+        if self._lease_id is None:
+            return
+        if self._broken is not None:
+            self._resolve_own_lease(self._lease_id)
+            return
         try:
             self._retry_store(lambda: self._store.close_lease(self._lease_id), "closing the launch lease")
         except StoreUnusableError as exc:
             self.errors.append(exc)
+
+    def _resolve_own_lease(self, lease_id: int) -> None:
+        """After a store failure: if the store works again, record the handles kept in memory
+        and mark what was never submitted; if not, keep the lease for a later command."""
+        reason = "not launched: the metadata store failed during the launch"
+        try:
+            in_flight, queued = self._store.lease_orphans(lease_id)
+            done = {job_id for job_id, *_ in self._unrecorded}
+            left = [job for _, group in in_flight for job in group] + queued
+            failed = [(job.id, JobState(Status.FAILED, reason)) for job in left if job.id not in done]
+            self._store.resolve_lease(lease_id, self._unrecorded, failed, str(self._broken))
+        except Exception as exc:
+            print(f"error: the metadata store is still failing ({type(exc).__name__}: {exc}); the next xcore "
+                  "command records this launch's jobs.", file=sys.stderr, flush=True)
+            return
+        print(f"xcore: the metadata store works again: recorded {len(self._unrecorded)} submitted jobs and "
+              f"{len(failed)} not submitted.", file=sys.stderr, flush=True)
+        self._unrecorded = []
 
     # -- queueing --------------------------------------------------------------------------
 
@@ -375,6 +397,7 @@ class BatchLauncher:
             self._retry_store(lambda: self._store.mark_launched(launched, intent_id=intent),
                               "recording a submission")
         except StoreUnusableError as exc:
+            self._unrecorded += launched
             self._break(exc, self._unrecorded_report(kind, launched))
             self._fail_tickets(group, self._broken)
             return

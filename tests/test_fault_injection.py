@@ -21,7 +21,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from core_helpers import run_xcore
 
 N = 30  # units per group: A (launched and recorded), B (in flight at the fault), C (queued)
@@ -267,7 +266,7 @@ def test_interrupt_stops_submission_and_tracks_what_was_submitted(tmp_path: Path
     launcher.send_signal(sig)
     time.sleep(0.3)
     scenario.go()  # let the submission under way (B) finish: it must end up recorded
-    rc, err, secs = scenario.finish()
+    rc, err, _ = scenario.finish()
     _wait_all_ran(scenario.ran, 2 * N)
     time.sleep(0.5)  # a C job started after the interrupt would show up by now
     report = scenario.report(f"{signal.Signals(sig).name} while B was being submitted and C queued",
@@ -329,7 +328,7 @@ def test_store_back_before_exit_lets_the_launcher_record_everything_itself(tmp_p
     release.touch()
     locker.wait(timeout=30)
     (scenario.ctl / "released").touch()
-    rc, err, secs = scenario.finish(timeout=60)
+    rc, err, _ = scenario.finish(timeout=60)
     report = scenario.report("the store locked past every retry while B was recorded, usable again before "
                              "the launcher exited", **{"exit code of launch": rc})
     assert rc != 0, err
@@ -345,7 +344,7 @@ def test_store_locked_briefly_is_retried_and_the_launch_succeeds(tmp_path: Path,
     scenario.wait_for("ready")
     locker, _ = _lock_store(scenario, hold=3)
     scenario.go()
-    rc, err, secs = scenario.finish(timeout=60)
+    rc, err, _ = scenario.finish(timeout=60)
     locker.wait(timeout=30)
     report = scenario.report("the store locked for 3 s (3x the busy timeout) while B's submission was recorded",
                              **{"exit code of launch": rc})
@@ -359,11 +358,11 @@ def small_disk(tmp_path: Path):
     mount = tmp_path / "small-disk"
     mount.mkdir()
     done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=24m,mode=700", "tmpfs", str(mount)],
-                          capture_output=True, text=True)
+                          capture_output=True, text=True, check=False)
     if done.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here (needs root): {done.stderr.strip()}")
     yield mount
-    subprocess.run(["umount", "-l", str(mount)], capture_output=True)
+    subprocess.run(["umount", "-l", str(mount)], capture_output=True, check=False)
 
 
 def _fill(disk: Path) -> Path:

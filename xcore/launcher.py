@@ -28,6 +28,7 @@ stops submitting and fails the launch.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import json
 import os
 import socket
@@ -178,10 +179,8 @@ class BatchLauncher:
     def _heartbeat(self, lease_id: int) -> None:
         interval = max(0.5, lease_secs() / 4)
         while not self._heartbeat_stop.wait(interval):
-            try:
+            with contextlib.suppress(Exception):  # the store is busy or failing; the next beat tries again
                 self._store.heartbeat(lease_id)
-            except Exception:  # the store is busy or failing; the next beat tries again
-                pass
 
     def _close_lease(self) -> None:
         self._heartbeat_stop.set()

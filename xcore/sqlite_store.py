@@ -18,7 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from xcore.errors import ConfigurationError, NotFoundError
-from xcore.records import ExperimentRecord, JobRecord, LeaseRecord, NewJob, StatusEvent, WorkUnitRecord
+from xcore.records import (
+    ExperimentRecord,
+    JobRecord,
+    LeaseRecord,
+    NewJob,
+    StatusEvent,
+    WorkUnitRecord,
+)
 from xcore.status import JobState, Status, combine
 from xcore.store import MetadataStore
 

@@ -7,7 +7,14 @@ import abc
 from collections.abc import Sequence
 from typing import Any
 
-from xcore.records import ExperimentRecord, JobRecord, LeaseRecord, NewJob, StatusEvent, WorkUnitRecord
+from xcore.records import (
+    ExperimentRecord,
+    JobRecord,
+    LeaseRecord,
+    NewJob,
+    StatusEvent,
+    WorkUnitRecord,
+)
 from xcore.status import JobState
 
 

@@ -9,9 +9,9 @@ import time
 from pathlib import Path
 
 import pytest
+from xhpc_helpers import HOW, cluster_toml, service_up
 
 import xcore as xm
-from xhpc_helpers import HOW, cluster_toml, service_up
 from xcore.testing import require_service
 
 pytestmark = pytest.mark.infra("slurm")
@@ -56,4 +56,4 @@ def test_slurm_sweep_under_cpu_load_is_one_array_job(xcore_env: Path, cpu_load: 
     finally:
         ids = sorted(a for a in array_jobs if a)
         if ids:
-            subprocess.run(["scancel", *ids], capture_output=True)  # only the jobs this test submitted
+            subprocess.run(["scancel", *ids], capture_output=True, check=False)  # only the jobs this test submitted

@@ -145,7 +145,7 @@ class BatchLauncher:
         self._title = experiment_title
         self._make_error = make_error
         self._experiment_id = experiment_id
-        self._queue: list[_Queued] = []
+        self._queue: dict[str, list[_Queued]] = {}  # per executor kind, oldest first
         self._cond = threading.Condition()
         self._busy = False
         self._seq = 0
@@ -220,13 +220,19 @@ class BatchLauncher:
             if self._closed:
                 raise RuntimeError("The experiment is closed; create a new one to add work units.")
             self.submitted += len(jobs)
+            wake = False
             for job in jobs:
                 self._seq += 1
-                self._queue.append(_Queued(self._seq, now, self._max_age(job), job))
+                group = self._queue.setdefault(job.executor_kind, [])
+                group.append(_Queued(self._seq, now, self._max_age(job), job))
+                # The thread only needs to look again when a kind gets its first job (a new max-age
+                # deadline) or reaches MAX_BATCH; waking it on every add would cost O(n^2) in a loop.
+                wake = wake or len(group) == 1 or len(group) >= MAX_BATCH
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="xcore-launcher", daemon=True)
                 self._thread.start()
-            self._cond.notify_all()
+            if wake:
+                self._cond.notify_all()
 
     def _max_age(self, job: PendingJob) -> float | None:
         age = getattr(type(job.request.executor), "batch_max_age", None)
@@ -245,7 +251,7 @@ class BatchLauncher:
         with self._cond:
             target = self._flush_upto = max(self._flush_upto, self._seq)
             self._cond.notify_all()
-            while self._busy or any(q.seq <= target for q in self._queue):
+            while self._busy or any(group[0].seq <= target for group in self._queue.values()):
                 self._cond.wait()
 
     def close(self) -> None:
@@ -261,7 +267,8 @@ class BatchLauncher:
         """Stop submitting: jobs not yet handed to a backend end CANCELLED with ``reason``; a
         submission already under way finishes and is recorded. Returns how many were dropped."""
         with self._cond:
-            dropped, self._queue = self._queue, []
+            dropped = [q for group in self._queue.values() for q in group]
+            self._queue = {}
             self._closed = True
             self._cond.notify_all()
         if dropped:
@@ -282,29 +289,21 @@ class BatchLauncher:
 
     def _take_ready(self) -> tuple[list[PendingJob], float | None]:
         """Jobs to submit now, and the time (monotonic) at which more will be due."""
-        if not self._queue:
-            return [], None
         now = time.monotonic()
-        kinds: dict[str, list[_Queued]] = defaultdict(list)
-        for queued in self._queue:
-            kinds[queued.job.executor_kind].append(queued)
-        ready: set[str] = set()
+        ready: list[str] = []
         due: float | None = None
-        for kind, group in kinds.items():
-            if self._closed or len(group) >= MAX_BATCH or any(q.seq <= self._flush_upto for q in group):
-                ready.add(kind)
-                continue
-            ages = [q.at + q.max_age for q in group if q.max_age is not None]
-            if ages:
-                if min(ages) <= now:
-                    ready.add(kind)
+        for kind, group in self._queue.items():
+            first = group[0]  # the oldest: lowest sequence number, earliest deadline
+            if self._closed or len(group) >= MAX_BATCH or first.seq <= self._flush_upto:
+                ready.append(kind)
+            elif first.max_age is not None:
+                deadline = first.at + first.max_age
+                if deadline <= now:
+                    ready.append(kind)
                 else:
-                    due = min(ages) if due is None else min(due, min(ages))
-        if not ready:
-            return [], due
-        taken = [q for q in self._queue if q.job.executor_kind in ready]
-        self._queue = [q for q in self._queue if q.job.executor_kind not in ready]
-        return [q.job for q in taken], due
+                    due = deadline if due is None else min(due, deadline)
+        taken = [q.job for kind in ready for q in self._queue.pop(kind)]
+        return taken, due
 
     def _run(self) -> None:
         while True:

@@ -30,7 +30,8 @@ JOB = (
     "import os, sys, time; time.sleep(float(os.environ.get('FI_JOB_SLEEP', '0'))); "
     "u = sys.argv[1].split('=')[1]; "
     "os.close(os.open(os.path.join(os.environ['FI_RAN'], u), os.O_CREAT | os.O_EXCL | os.O_WRONLY)); "
-    "print('ran', u); sys.exit(3 if u in os.environ.get('FI_FAIL', '').split(',') else 0)"
+    "print('ran', u, flush=True); time.sleep(float(os.environ.get('FI_JOB_HOLD', '0'))); "
+    "sys.exit(3 if u in os.environ.get('FI_FAIL', '').split(',') else 0)"
 )
 
 SCRIPT = textwrap.dedent(
@@ -207,7 +208,7 @@ def _wait_all_ran(ran: Path, count: int, timeout: float = 60) -> None:
 
 
 def test_killed_launcher_work_is_adopted_or_failed_and_relaunchable(tmp_path: Path, xcore_home: Path) -> None:
-    scenario = Scenario(tmp_path, xcore_home, "kill")
+    scenario = Scenario(tmp_path, xcore_home, "kill", FI_JOB_HOLD="60", XLOCAL_SLOTS="64")
     launcher = scenario.start()
     scenario.wait_for("ready")  # A recorded, B with the runner and unrecorded, C queued
     launcher.send_signal(signal.SIGKILL)
@@ -216,14 +217,16 @@ def test_killed_launcher_work_is_adopted_or_failed_and_relaunchable(tmp_path: Pa
     listing = scenario.xcore("list")  # any later command resolves the dead launcher's lease, once
     assert listing.returncode == 0, listing.stderr
     again = scenario.xcore("list")
+    _wait_all_ran(scenario.ran, 2 * N)  # A and B run (and hold for 60 s); C never started
+    b_unit = N + 1
+    logs = scenario.xcore("logs", f"{scenario.experiment}/{b_unit}")
+    cancelled = scenario.xcore("cancel", str(scenario.experiment))
     started = time.monotonic()
     waited = scenario.xcore("wait", str(scenario.experiment), "--timeout", "60")
     wait_secs = time.monotonic() - started
-    b_unit = N + 1
-    logs = scenario.xcore("logs", f"{scenario.experiment}/{b_unit}", "--follow")
     report = scenario.report("SIGKILL of `xcore launch` with group B submitted but unrecorded, C queued",
                              **{"exit code of wait": waited.returncode, "seconds wait took": round(wait_secs, 1),
-                                "resolution": listing.stderr.strip()})
+                                "cancel": cancelled.stdout.strip(), "resolution": listing.stderr.strip()})
     assert "adopted" in listing.stderr and "adopted" not in again.stderr  # resolved exactly once
     assert report["still LAUNCHING"] == 0
     assert report["lost (submitted, not recorded)"] == 0
@@ -232,7 +235,8 @@ def test_killed_launcher_work_is_adopted_or_failed_and_relaunchable(tmp_path: Pa
     assert report["marked failed to launch"] == N  # C: never reached the backend
     assert f"{N} jobs adopted, {N} marked failed to launch" in listing.stderr
     assert waited.returncode == 1 and wait_secs < 60
-    assert logs.returncode == 0 and f"ran {b_unit}" in logs.stdout, logs.stderr
+    assert logs.returncode == 0 and f"ran {b_unit}" in logs.stdout, logs.stderr  # adopted: not "never launched"
+    assert cancelled.returncode == 0 and f"cancelled {2 * N} jobs" in cancelled.stdout, cancelled.stdout
 
     # An identity relaunch runs exactly the units that never ran.
     relaunch = tmp_path / "relaunch.py"
@@ -248,8 +252,13 @@ def test_killed_launcher_work_is_adopted_or_failed_and_relaunchable(tmp_path: Pa
     """))
     rerun = run_xcore("launch", "--wait", str(relaunch),
                       env={"XCORE_HOME": str(xcore_home), "FI_RAN": str(scenario.ran), "FI_JOB": JOB})
-    final = scenario.report("identity relaunch after the kill", **{"exit code of relaunch --wait": rerun.returncode})
-    assert rerun.returncode == 0, rerun.stderr
+    jobs = scenario.jobs()
+    final = scenario.report("identity relaunch after the kill", **{
+        "exit code of relaunch --wait": rerun.returncode,
+        "C completed": sum(j["status"] == "COMPLETED" for j in jobs if j["work_unit_id"] > 2 * N),
+        "A and B cancelled": sum(j["status"] == "CANCELLED" for j in jobs if j["work_unit_id"] <= 2 * N)})
+    assert rerun.returncode == 1, rerun.stderr  # the A and B jobs cancelled above count as not succeeded
+    assert final["C completed"] == N and final["A and B cancelled"] == 2 * N
     assert sorted(int(p.name) for p in scenario.ran.iterdir()) == list(range(1, 3 * N + 1))  # each ran once
     assert final["jobs recorded with a handle"] == 3 * N and final["lost (submitted, not recorded)"] == 0
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import subprocess
 import sys
@@ -41,9 +42,9 @@ SCRIPT = textwrap.dedent(
         (ctl / "experiment").write_text(str(experiment.experiment_id))
         [exe] = experiment.package([xm.Packageable(xhpc.Command(['echo "task $1"']), xhpc.Slurm.Spec())])
         executor = xhpc.Slurm(cluster="test", time_limit="0:05:00")
-        for i in range(%d):
+        for i in range(int(os.environ["FI_N"])):
             experiment.add(xm.Job(exe, executor, args=[str(i)]))
-    """ % N
+    """
 )
 
 
@@ -60,10 +61,8 @@ def test_killed_slurm_launcher_is_adopted_by_the_next_command(xcore_env: Path) -
     ctl.mkdir()
     script = xcore_env / "launch.py"
     script.write_text(SCRIPT)
-    import os
-
     launcher = subprocess.Popen([sys.executable, "-m", "xcore.cli.main", "launch", str(script)],
-                                env={**os.environ, "FI_CTL": str(ctl), "XCORE_QUIET": "1"},
+                                env={**os.environ, "FI_CTL": str(ctl), "FI_N": str(N), "XCORE_QUIET": "1"},
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
     while not (ctl / "in-flight").exists():

@@ -39,7 +39,7 @@ from xcore.errors import (
 )
 from xcore.execution import LaunchRequest, PackagingContext
 from xcore.job_blocks import Executable, Job, JobConfig, JobGroup, Packageable, job_args_with_overrides
-from xcore.launcher import BatchLauncher, PendingJob, UnitTicket
+from xcore.launcher import INTERRUPTED, BatchLauncher, PendingJob, UnitTicket
 from xcore.plugins import PluginHost, get_host
 from xcore.progress import Progress
 from xcore.records import ExperimentRecord, JobRecord, NewJob
@@ -256,7 +256,7 @@ class Experiment:
         self._store = store
         self._host = host
         self._progress = Progress()
-        self._launcher = BatchLauncher(store, host, self._progress, record.title, ExperimentUnitError)
+        self._launcher = BatchLauncher(store, host, self._progress, record.title, ExperimentUnitError, record.id)
         self._units: dict[int, ExperimentUnit] = {}
         self._identities: dict[str, ExperimentUnit] = {}
         self._next_id = next_unit_id
@@ -265,6 +265,7 @@ class Experiment:
         self._checked_executors: dict[int, object] = {}  # kept alive so ids stay unique
         self._generator_loop: asyncio.AbstractEventLoop | None = None
         self._generator_tasks: list[concurrent.futures.Future] = []
+        self._flush_scheduled: set[int] = set()  # event loops with a flush queued (see _schedule_flush)
         self.context = MetadataContext(ContextAnnotations(store, record))
 
     # identity
@@ -294,22 +295,40 @@ class Experiment:
         await asyncio.get_running_loop().run_in_executor(None, self._finish, exc)
 
     def _finish(self, exc: BaseException | None) -> None:
-        for task in self._generator_tasks:
-            try:
-                task.result()
-            except BaseException as error:  # recorded below, first error re-raised
-                self._launcher.errors.append(error)
-        self._launcher.close()
+        if self._launcher.submitted and self.experiment_id not in created_experiment_ids:
+            created_experiment_ids.append(self.experiment_id)  # reopened and added to: `launch --wait` waits for it
+        if isinstance(exc, KeyboardInterrupt):  # Ctrl-C or SIGTERM: stop submitting, keep what was submitted
+            for task in self._generator_tasks:
+                task.cancel()
+            dropped = self._launcher.abort(INTERRUPTED)
+            self._progress.clear()
+            if dropped:
+                self._progress.message(f"interrupted: {dropped} queued jobs of experiment {self.experiment_id} "
+                                       "were not launched (recorded as cancelled).")
+        else:
+            for task in self._generator_tasks:
+                try:
+                    task.result()
+                except BaseException as error:  # recorded below, first error re-raised
+                    self._launcher.errors.append(error)
+            self._launcher.close()
         self._progress.clear()
         if self._generator_loop is not None:
             self._generator_loop.call_soon_threadsafe(self._generator_loop.stop)
         error = exc or (self._launcher.errors[0] if self._launcher.errors else None)
-        if error is not None:
-            self._store.update_experiment(
-                self.experiment_id, launch_status="LAUNCH_FAILED", launch_error=f"{type(error).__name__}: {error}"
-            )
-        else:
-            self._store.update_experiment(self.experiment_id, launch_status="LAUNCHED")
+        try:
+            if error is not None:
+                self._store.update_experiment(
+                    self.experiment_id, launch_status="LAUNCH_FAILED",
+                    launch_error=f"{type(error).__name__}: {error}" if str(error) else type(error).__name__,
+                )
+            else:
+                self._store.update_experiment(self.experiment_id, launch_status="LAUNCHED")
+        except Exception as store_error:  # the store is failing: say so, never hide the launch's own error
+            self._progress.message(f"error: could not record the launch status of experiment "
+                                   f"{self.experiment_id}: {type(store_error).__name__}: {store_error}")
+            if error is None:
+                raise ExperimentUnitError(f"Recording experiment {self.experiment_id} failed: {store_error}") from store_error
         if not self._units and exc is None:
             self._progress.message(f"warning: experiment {self.experiment_id} has no work units.")
         if exc is None and self._launcher.errors:
@@ -339,9 +358,13 @@ class Experiment:
             role, job = job.role, job.job
         if identity and identity in self._identities:
             existing = self._identities[identity]
-            done: concurrent.futures.Future = concurrent.futures.Future()
-            done.set_result(existing)
-            return LaunchFuture(done, self._launcher, existing)
+            if not self._never_launched(existing):
+                done: concurrent.futures.Future = concurrent.futures.Future()
+                done.set_result(existing)
+                return LaunchFuture(done, self._launcher, existing)
+            if isinstance(job, (Job, JobGroup)):  # it never reached a backend: run it now
+                prepared = self._prepare(job, args, prefix="")
+                return self._record_and_queue(existing, prepared, None, None, "", replace_unlaunched=True)
         is_generator = inspect.iscoroutinefunction(job) or inspect.isasyncgenfunction(job)
         if not is_generator and callable(job) and not isinstance(job, (Job, JobGroup)):
             raise ValueError(f"Job generators must be `async def` functions; {job!r} is not.")
@@ -368,13 +391,19 @@ class Experiment:
             return LaunchFuture(future, self._launcher, unit)
         return self._record_and_queue(unit, prepared, role_name, stored_args, identity)
 
+    def _never_launched(self, unit: ExperimentUnit) -> bool:
+        """A unit from an earlier launch whose jobs all ended without reaching a backend (the
+        launcher was killed or interrupted first)."""
+        jobs = unit._jobs()
+        return bool(jobs) and all(j.handle is None and j.status.is_terminal for j in jobs)
+
     def _add_jobs(self, unit: ExperimentUnit, job: Job | JobGroup, args: Mapping[str, Any] | None) -> LaunchFuture:
         prepared = self._prepare(job, args, prefix="", taken=unit._job_names)
         return self._record_and_queue(unit, prepared, None, None, "")
 
     def _record_and_queue(
         self, unit: ExperimentUnit, prepared: list[tuple[str, Job, SequentialArgs, dict[str, str]]],
-        role_name: str | None, stored_args: Any, identity: str,
+        role_name: str | None, stored_args: Any, identity: str, replace_unlaunched: bool = False,
     ) -> LaunchFuture:
         new_jobs = [
             NewJob(
@@ -387,10 +416,13 @@ class Experiment:
             )
             for name, job, argv, env in prepared
         ]
+        lease = self._launcher.lease_id()
         if role_name is None:
-            job_ids = self._store.add_jobs(self.experiment_id, unit.work_unit_id, new_jobs)
+            job_ids = self._store.add_jobs(self.experiment_id, unit.work_unit_id, new_jobs, lease_id=lease,
+                                           replace_unlaunched=replace_unlaunched)
         else:
-            job_ids = self._store.add_work_unit(self.experiment_id, unit.work_unit_id, role_name, stored_args, identity, new_jobs)
+            job_ids = self._store.add_work_unit(self.experiment_id, unit.work_unit_id, role_name, stored_args,
+                                                identity, new_jobs, lease_id=lease)
         unit._job_names.update(name for name, *_ in prepared)
         future: concurrent.futures.Future = concurrent.futures.Future()
         ticket = UnitTicket(future, unit, len(prepared))
@@ -405,7 +437,25 @@ class Experiment:
                 for job_id, new_job, (name, job, _argv, env) in zip(job_ids, new_jobs, prepared)
             ]
         )
+        self._schedule_flush()
         return LaunchFuture(future, self._launcher, unit)
+
+    def _schedule_flush(self) -> None:
+        """Added from a running event loop (an async script, a job generator): submit once
+        that loop gets control back, i.e. at the next ``await`` that suspends."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        if id(loop) in self._flush_scheduled:
+            return
+        self._flush_scheduled.add(id(loop))
+
+        def flush() -> None:
+            self._flush_scheduled.discard(id(loop))
+            self._launcher.request_flush()
+
+        loop.call_soon(flush)
 
     def _prepare(
         self, job: Job | JobGroup, args: Mapping[str, Any] | None, prefix: str, taken: set[str] | None = None
@@ -557,9 +607,12 @@ def create_experiment(
 
 def get_experiment(experiment_id: int) -> Experiment:
     """Reopen a recorded experiment to inspect it or add more work units."""
+    from xcore.orphans import resolve_orphans
+
     host = get_host()
     store = open_store(host)
     record = store.get_experiment(int(experiment_id))
+    resolve_orphans(store, host)  # a killed launcher's units become relaunchable by identity
     units = store.work_units(record.id)
     experiment = Experiment(record, store, host, next_unit_id=max((u.id for u in units), default=0) + 1)
     for stored in units:

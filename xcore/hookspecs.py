@@ -103,6 +103,26 @@ def xcore_launch(
     """
 
 
+@hookspec(firstresult=True)
+def xcore_adopt(
+    executor_kind: str, requests: Sequence[LaunchRequest], context: LaunchContext
+) -> Sequence[JobHandle | None] | None:
+    """Find what a launcher that died during ``xcore_launch`` got to the backend.
+
+    Called once, by whichever later process (``xcore list``/``show``/``wait``/...) notices the
+    launcher's lease expired, for the jobs it was submitting when it stopped. Write enough
+    before or while submitting (e.g. the job ids next to the backend's own ids) to answer.
+    Stops at first non-None result.
+
+    :param executor_kind: the registered kind of every request's executor.
+    :param requests: the jobs as recorded; ``env`` is the stored (redacted) environment.
+    :param context: the same state directory ``xcore_launch`` got.
+    :return: per request, in order, its handle if the job reached the backend, else None
+        (it is then marked failed to launch, and an identity relaunch runs it); None if the
+        kind is not yours or you cannot tell.
+    """
+
+
 # -------------------------------------------------------------------------------------------
 # Status, cancellation and logs
 # -------------------------------------------------------------------------------------------

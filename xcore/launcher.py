@@ -1,20 +1,43 @@
-"""Collects the jobs a launch script adds and submits them in batches.
+"""Collects the jobs a launch script adds and submits them in batches, one per executor kind.
 
-``experiment.add`` only records a work unit and queues its jobs; a background thread
-submits whatever has queued once adds pause for a moment (``XCORE_BATCH_WINDOW`` seconds,
-default 0.05) or someone waits for a result. A loop of 1,000 adds therefore reaches each
-backend as one ``xcore_launch`` call per executor kind, which a backend can turn into
-one submission (an array job).
+``experiment.add`` records a work unit at once and queues its jobs. A background thread
+submits a kind's queued jobs as one ``xcore_launch`` call when, and only when:
+
+1. the script waits for anything of xcore (an add's future ``.result()`` or ``await``,
+   ``get_status``, ``wait_until_complete``, ``stop``);
+2. an async script gives control back to its event loop (any ``await`` that suspends), or a
+   job generator does;
+3. the ``with`` / ``async with`` block ends;
+4. the kind has ``MAX_BATCH`` jobs queued;
+5. for executors whose class sets ``batch_max_age`` (``xlocal.Local``: 1 s, where starting
+   early is cheap), the kind's oldest queued job is that old (``XCORE_BATCH_MAX_AGE``
+   overrides it).
+
+Timing plays no other part: a plain loop of adds, however slow the machine, is one
+submission per executor kind (one Slurm array job), and a long-running script gets its jobs
+submitted as soon as it waits or awaits.
+
+The launcher also leaves a trace for the case it dies (SIGKILL, power loss): a *lease* in the
+store (host, pid, process start time, heartbeat) that tags every job it records, and an
+*intent* per submission recorded before calling the backend. A later command that finds the
+lease expired resolves its orphans (``xcore.orphans``). A store that fails while recording a
+submission is retried; if it stays unusable, the launcher prints what was submitted where,
+stops submitting and fails the launch.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
+import json
 import os
+import socket
+import sys
 import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import attrs
 
@@ -26,6 +49,15 @@ from xcore.status import JobState, Status
 from xcore.store import MetadataStore
 
 MAX_BATCH = 100_000
+INTERRUPTED = "not launched: interrupted"
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, handled like Ctrl-C: stop submitting, record what was submitted."""
+
+
+class StoreUnusableError(RuntimeError):
+    """The metadata store kept failing while the launcher recorded a submission."""
 
 
 class UnitTicket:
@@ -59,6 +91,44 @@ class PendingJob:
     ticket: UnitTicket
 
 
+@attrs.define
+class _Queued:
+    seq: int
+    at: float
+    max_age: float | None
+    job: PendingJob
+
+
+def process_start_time(pid: int) -> float | None:
+    """When ``pid`` started (seconds since boot, from /proc), or None if it does not exist.
+    With the pid it names one process: a pid reused later has another start time."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            fields = stat.read().rsplit(b")", 1)[1].split()
+        if fields[0] in (b"Z", b"X"):
+            return None
+        return int(fields[19]) / os.sysconf("SC_CLK_TCK")
+    except FileNotFoundError:
+        return None
+    except (OSError, IndexError, ValueError):  # no /proc: fall back to "does the pid exist"
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return None
+        except PermissionError:
+            pass
+        return -1.0
+
+
+def store_retry_secs() -> float:
+    return float(os.environ.get("XCORE_STORE_RETRY_SECS", "30"))
+
+
+def lease_secs() -> float:
+    """How long a launcher on another host may go without a heartbeat before its lease expires."""
+    return float(os.environ.get("XCORE_LEASE_SECS", "60"))
+
+
 class BatchLauncher:
     def __init__(
         self,
@@ -67,42 +137,122 @@ class BatchLauncher:
         progress: Progress,
         experiment_title: str,
         make_error: Callable[[str], BaseException],
+        experiment_id: int = 0,
     ) -> None:
         self._store = store
         self._host = host
         self._progress = progress
         self._title = experiment_title
         self._make_error = make_error
-        self._window = float(os.environ.get("XCORE_BATCH_WINDOW", "0.05"))
-        self._queue: list[PendingJob] = []
+        self._experiment_id = experiment_id
+        self._queue: dict[str, list[_Queued]] = {}  # per executor kind, oldest first
         self._cond = threading.Condition()
         self._busy = False
-        self._flush = False
+        self._seq = 0
+        self._flush_upto = 0
         self._closed = False
-        self._last_add = 0.0
+        self._broken: BaseException | None = None
         self._thread: threading.Thread | None = None
+        self._lease_id: int | None = None
+        self._lease_lock = threading.Lock()
+        self._heartbeat_stop = threading.Event()
+        self._max_age_override = os.environ.get("XCORE_BATCH_MAX_AGE")
+        self._unrecorded: list[tuple[int, str, dict[str, Any], str | None]] = []  # submitted, store failed
         self.launched = 0
+        self.submitted = 0  # jobs queued through this launcher
         self.errors: list[BaseException] = []
 
+    # -- lease -----------------------------------------------------------------------------
+
+    def lease_id(self) -> int | None:
+        """This launcher's lease, opened on first use; jobs are recorded under it."""
+        with self._lease_lock:
+            if self._lease_id is None and self._experiment_id:
+                pid = os.getpid()
+                self._lease_id = self._store.open_lease(self._experiment_id, socket.gethostname(), pid,
+                                                        process_start_time(pid))
+                if self._lease_id is not None:
+                    threading.Thread(target=self._heartbeat, args=(self._lease_id,), name="xcore-lease",
+                                     daemon=True).start()
+            return self._lease_id
+
+    def _heartbeat(self, lease_id: int) -> None:
+        interval = max(0.5, lease_secs() / 4)
+        while not self._heartbeat_stop.wait(interval):
+            with contextlib.suppress(Exception):  # the store is busy or failing; the next beat tries again
+                self._store.heartbeat(lease_id)
+
+    def _close_lease(self) -> None:
+        self._heartbeat_stop.set()
+        if self._lease_id is None:
+            return
+        if self._broken is not None:
+            self._resolve_own_lease(self._lease_id)
+            return
+        try:
+            self._retry_store(lambda: self._store.close_lease(self._lease_id), "closing the launch lease")
+        except StoreUnusableError as exc:
+            self.errors.append(exc)
+
+    def _resolve_own_lease(self, lease_id: int) -> None:
+        """After a store failure: if the store works again, record the handles kept in memory
+        and mark what was never submitted; if not, keep the lease for a later command."""
+        reason = "not launched: the metadata store failed during the launch"
+        try:
+            in_flight, queued = self._store.lease_orphans(lease_id)
+            done = {job_id for job_id, *_ in self._unrecorded}
+            left = [job for _, group in in_flight for job in group] + queued
+            failed = [(job.id, JobState(Status.FAILED, reason)) for job in left if job.id not in done]
+            self._store.resolve_lease(lease_id, self._unrecorded, failed, str(self._broken))
+        except Exception as exc:
+            print(f"error: the metadata store is still failing ({type(exc).__name__}: {exc}); the next xcore "
+                  "command records this launch's jobs.", file=sys.stderr, flush=True)
+            return
+        print(f"xcore: the metadata store works again: recorded {len(self._unrecorded)} submitted jobs and "
+              f"{len(failed)} not submitted.", file=sys.stderr, flush=True)
+        self._unrecorded = []
+
+    # -- queueing --------------------------------------------------------------------------
+
     def submit(self, jobs: Sequence[PendingJob]) -> None:
+        now = time.monotonic()
         with self._cond:
             if self._closed:
                 raise RuntimeError("The experiment is closed; create a new one to add work units.")
-            self._queue.extend(jobs)
-            self._last_add = time.monotonic()
+            self.submitted += len(jobs)
+            wake = False
+            for job in jobs:
+                self._seq += 1
+                group = self._queue.setdefault(job.executor_kind, [])
+                group.append(_Queued(self._seq, now, self._max_age(job), job))
+                # The thread only needs to look again when a kind gets its first job (a new max-age
+                # deadline) or reaches MAX_BATCH; waking it on every add would cost O(n^2) in a loop.
+                wake = wake or len(group) == 1 or len(group) >= MAX_BATCH
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="xcore-launcher", daemon=True)
                 self._thread.start()
+            if wake:
+                self._cond.notify_all()
+
+    def _max_age(self, job: PendingJob) -> float | None:
+        age = getattr(type(job.request.executor), "batch_max_age", None)
+        if age is not None and self._max_age_override:
+            return float(self._max_age_override)
+        return age
+
+    def request_flush(self) -> None:
+        """Submit everything queued now, without waiting for it."""
+        with self._cond:
+            self._flush_upto = self._seq
             self._cond.notify_all()
 
     def flush(self) -> None:
         """Submit everything queued now and return when it has been submitted."""
         with self._cond:
-            self._flush = True
+            target = self._flush_upto = max(self._flush_upto, self._seq)
             self._cond.notify_all()
-            while self._queue or self._busy:
+            while self._busy or any(group[0].seq <= target for group in self._queue.values()):
                 self._cond.wait()
-            self._flush = False
 
     def close(self) -> None:
         self.flush()
@@ -111,56 +261,177 @@ class BatchLauncher:
             self._cond.notify_all()
         if self._thread is not None:
             self._thread.join()
+        self._close_lease()
+
+    def abort(self, reason: str = INTERRUPTED) -> int:
+        """Stop submitting: jobs not yet handed to a backend end CANCELLED with ``reason``; a
+        submission already under way finishes and is recorded. Returns how many were dropped."""
+        with self._cond:
+            dropped = [q for group in self._queue.values() for q in group]
+            self._queue = {}
+            self._closed = True
+            self._cond.notify_all()
+        if dropped:
+            states = [(q.job.request.job_id, JobState(Status.CANCELLED, reason)) for q in dropped]
+            try:
+                self._retry_store(lambda: self._store.record_states(states), "recording the interrupted jobs")
+            except StoreUnusableError as exc:
+                self.errors.append(exc)
+            error = self._make_error(reason)
+            for queued in dropped:
+                queued.job.ticket.job_done(error)
+        if self._thread is not None:
+            self._thread.join()
+        self._close_lease()
+        return len(dropped)
+
+    # -- the submitting thread -------------------------------------------------------------
+
+    def _take_ready(self) -> tuple[list[PendingJob], float | None]:
+        """Jobs to submit now, and the time (monotonic) at which more will be due."""
+        now = time.monotonic()
+        ready: list[str] = []
+        due: float | None = None
+        for kind, group in self._queue.items():
+            first = group[0]  # the oldest: lowest sequence number, earliest deadline
+            if self._closed or len(group) >= MAX_BATCH or first.seq <= self._flush_upto:
+                ready.append(kind)
+            elif first.max_age is not None:
+                deadline = first.at + first.max_age
+                if deadline <= now:
+                    ready.append(kind)
+                else:
+                    due = deadline if due is None else min(due, deadline)
+        taken = [q.job for kind in ready for q in self._queue.pop(kind)]
+        return taken, due
 
     def _run(self) -> None:
         while True:
             with self._cond:
-                while not self._queue and not self._closed:
-                    self._cond.wait()
-                if not self._queue and self._closed:
-                    return
-                while not self._flush and len(self._queue) < MAX_BATCH:
-                    idle = time.monotonic() - self._last_add
-                    if idle >= self._window:
+                while True:
+                    batch, due = self._take_ready()
+                    if batch or (self._closed and not self._queue):
                         break
-                    self._cond.wait(self._window - idle)
-                batch, self._queue = self._queue, []
+                    self._cond.wait(None if due is None else max(0.0, due - time.monotonic()))
+                if not batch:
+                    return
                 self._busy = True
             try:
                 self._launch(batch)
+            except BaseException as exc:  # never die silently: fail what this batch held
+                error = self._make_error(f"launch failed: {type(exc).__name__}: {exc}")
+                error.__cause__ = exc
+                self.errors.append(error)
+                for pending in batch:
+                    if not pending.ticket.future.done():
+                        pending.ticket.job_done(error)
             finally:
                 with self._cond:
                     self._busy = False
                     self._cond.notify_all()
 
+    def _retry_store(self, call: Callable[[], Any], what: str) -> Any:
+        """Run a store call, retrying for ``XCORE_STORE_RETRY_SECS`` (each try already waits
+        for the store's lock); give up with StoreUnusableError."""
+        deadline = time.monotonic() + store_retry_secs()
+        delay = 0.1
+        while True:
+            try:
+                return call()
+            except Exception as exc:  # sqlite3.Error, OSError (disk full), a plugin store's errors
+                if time.monotonic() >= deadline:
+                    raise StoreUnusableError(f"the metadata store failed while {what}: {type(exc).__name__}: {exc}"
+                                             ) from exc
+                self._progress.message(f"warning: the metadata store failed while {what} ({exc}); retrying")
+                time.sleep(delay)
+                delay = min(delay * 2, 2.0)
+
     def _launch(self, batch: list[PendingJob]) -> None:
         by_kind: dict[str, list[PendingJob]] = defaultdict(list)
         for pending in batch:
             by_kind[pending.executor_kind].append(pending)
-        for kind, group in by_kind.items():
-            self._progress.update(f"launching {plural(len(group), 'job')} on {kind}")
+        for kind, whole in by_kind.items():
+            for start in range(0, len(whole), MAX_BATCH):
+                self._launch_group(kind, whole[start : start + MAX_BATCH])
+
+    def _launch_group(self, kind: str, group: list[PendingJob]) -> None:
+        if self._broken is not None:
+            self._fail_tickets(group, self._broken)
+            return
+        job_ids = [p.request.job_id for p in group]
+        lease = self._lease_id
+        try:
+            intent = None if lease is None else self._retry_store(
+                lambda: self._store.begin_intent(lease, kind, job_ids), "recording a submission")
+        except StoreUnusableError as exc:  # nothing reached the backend; the lease resolves these later
+            self._break(exc, f"{plural(len(group), 'job')} on {kind} were not submitted.")
+            self._fail_tickets(group, self._broken)
+            return
+        self._progress.update(f"launching {plural(len(group), 'job')} on {kind}")
+        try:
+            owner = self._host.kinds.owner(kind)
+            context = LaunchContext(paths.plugin_state_dir(owner), self._progress, self._title)
+            handles = self._host.launch(kind, [p.request for p in group], context)
+        except BaseException as exc:  # record the failure; nothing of this group was submitted
+            message = f"launch failed: {type(exc).__name__}: {exc}"
+            error = self._make_error(message)
+            error.__cause__ = exc
+            self.errors.append(error)
+            self._fail_tickets(group, error)
+            self._progress.message(f"error: {plural(len(group), 'job')} on {kind}: {message}")
+            states = [(job_id, JobState(Status.FAILED, message)) for job_id in job_ids]
             try:
-                owner = self._host.kinds.owner(kind)
-                context = LaunchContext(paths.plugin_state_dir(owner), self._progress, self._title)
-                handles = self._host.launch(kind, [p.request for p in group], context)
-            except BaseException as exc:  # record the failure; nothing of this group was submitted
-                message = f"launch failed: {type(exc).__name__}: {exc}"
-                self._store.record_states([(p.request.job_id, JobState(Status.FAILED, message)) for p in group])
-                error = self._make_error(message)
-                error.__cause__ = exc
-                self.errors.append(error)
-                for pending in group:
-                    pending.ticket.job_done(error)
-                self._progress.message(f"error: {plural(len(group), 'job')} on {kind}: {message}")
-                continue
-            serializer = self._host.serializer
-            self._store.mark_launched(
-                [
-                    (p.request.job_id, serializer.registry.kind_of(h), serializer.dump(h), getattr(h, "log_path", None))
-                    for p, h in zip(group, handles)
-                ]
-            )
-            self.launched += len(group)
-            for pending in group:
-                pending.ticket.job_done()
-            self._progress.update(f"launched {plural(len(group), 'job')} on {kind}")
+                self._retry_store(lambda: self._store.record_states(states, intent_id=intent),
+                                  "recording a failed submission")
+            except StoreUnusableError as store_exc:
+                self._break(store_exc, f"{plural(len(group), 'job')} on {kind} failed to launch ({message}).")
+            return
+        serializer = self._host.serializer
+        launched = [
+            (p.request.job_id, serializer.registry.kind_of(h), serializer.dump(h), getattr(h, "log_path", None))
+            for p, h in zip(group, handles)
+        ]
+        try:
+            self._retry_store(lambda: self._store.mark_launched(launched, intent_id=intent),
+                              "recording a submission")
+        except StoreUnusableError as exc:
+            self._unrecorded += launched
+            self._break(exc, self._unrecorded_report(kind, launched))
+            self._fail_tickets(group, self._broken)
+            return
+        self.launched += len(group)
+        for pending in group:
+            pending.ticket.job_done()
+        self._progress.update(f"launched {plural(len(group), 'job')} on {kind}", self.launched)
+
+    def _fail_tickets(self, group: list[PendingJob], error: BaseException | None) -> None:
+        for pending in group:
+            pending.ticket.job_done(error)
+
+    def _break(self, exc: StoreUnusableError, detail: str) -> None:
+        """The store is unusable: stop submitting, say loudly what happened to what."""
+        first = self._broken is None
+        if first:
+            error = self._make_error(f"{exc}. Stopped submitting. {detail}")
+            error.__cause__ = exc
+            self._broken = error
+            self.errors.append(error)
+        else:
+            self.errors.append(self._make_error(detail))
+        print(f"error: {exc}. {detail}", file=sys.stderr, flush=True)
+
+    def _unrecorded_report(self, kind: str, launched: list[tuple[int, str, dict[str, Any], str | None]]) -> str:
+        """Where the submitted-but-unrecorded jobs are: in a file if one can be written, else inline."""
+        lines = [json.dumps({"job_id": job_id, "handle_kind": hk, "handle": h, "log_path": log})
+                 for job_id, hk, h, log in launched]
+        text = "\n".join(lines) + "\n"
+        try:
+            target = paths.home() / f"unrecorded-{os.getpid()}-{int(time.time())}.jsonl"
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w") as out:
+                out.write(text)
+            where = f"their handles are in {target}"
+        except OSError:
+            where = "their handles follow, one per line:\n" + text
+        return (f"{len(launched)} jobs were submitted to {kind} but not recorded; a later xcore command adopts "
+                f"them once the store works again (the launcher's lease is kept); {where}")

@@ -206,6 +206,19 @@ class PluginHost:
             raise LaunchError(f"Plugin {owner!r} returned {len(handles)} handles for {len(requests)} jobs.")
         return handles
 
+    def adopt(self, executor_kind: str, requests: Sequence[LaunchRequest], context: LaunchContext
+              ) -> list[JobHandle | None] | None:
+        """Handles for the requests a dead launcher got to the backend (None: it did not);
+        None when the owning plugin cannot tell."""
+        caller, owner = self._owner_caller("xcore_adopt", executor_kind)
+        found = caller(executor_kind=executor_kind, requests=list(requests), context=context)
+        if found is None:
+            return None
+        found = list(found)
+        if len(found) != len(requests):
+            raise LaunchError(f"Plugin {owner!r} adopted {len(found)} handles for {len(requests)} jobs.")
+        return found
+
     def job_states(self, handle_kind: str, handles: Sequence[JobHandle]) -> list[JobState]:
         caller, owner = self._owner_caller("xcore_job_states", handle_kind)
         states = caller(handle_kind=handle_kind, handles=list(handles))

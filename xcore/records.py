@@ -38,6 +38,20 @@ class JobRecord:
         return (self.ended_at if self.ended_at is not None else _now()) - self.started_at
 
 
+@attrs.frozen
+class LeaseRecord:
+    """A launcher's claim on the jobs it recorded but may not have submitted yet: who holds it
+    (host, pid and that process's start time) and when it last said it was alive."""
+
+    id: int
+    experiment_id: int
+    host: str
+    pid: int
+    proc_start: float | None
+    heartbeat: float
+    state: str  # "open", or "resolving" while a later command adopts its orphans
+
+
 @attrs.define
 class WorkUnitRecord:
     experiment_id: int

@@ -20,7 +20,14 @@ from typing import Any
 
 from xcore import paths, records
 from xcore.errors import ConfigurationError, NotFoundError, StoreError
-from xcore.records import ExperimentRecord, JobRecord, NewJob, StatusEvent, WorkUnitRecord
+from xcore.records import (
+    ExperimentRecord,
+    JobRecord,
+    LeaseRecord,
+    NewJob,
+    StatusEvent,
+    WorkUnitRecord,
+)
 from xcore.status import JobState, Status, combine
 from xcore.store import MetadataStore
 
@@ -85,13 +92,34 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX job_events_by_job ON job_events(job_id);
     """,
+    # 2: launcher leases and submission intents, so a killed launcher's work is resolved later
+    """
+    ALTER TABLE jobs ADD COLUMN lease_id INTEGER;
+    CREATE INDEX jobs_by_lease ON jobs(lease_id, status);
+    CREATE TABLE launch_leases (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        experiment_id INTEGER NOT NULL,
+        host TEXT NOT NULL,
+        pid INTEGER NOT NULL,
+        proc_start REAL,
+        heartbeat REAL NOT NULL,
+        state TEXT NOT NULL DEFAULT 'open'
+    );
+    CREATE TABLE launch_intents (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        lease_id INTEGER NOT NULL,
+        executor_kind TEXT NOT NULL,
+        job_ids TEXT NOT NULL,
+        created_at REAL NOT NULL
+    );
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 _JOB_COLUMNS = (
     "id", "experiment_id", "work_unit_id", "name", "executor_kind", "executor", "executable", "args", "env",
     "status", "message", "exit_code", "handle_kind", "handle", "log_path", "created_at", "launched_at",
-    "started_at", "ended_at",
+    "started_at", "ended_at", "lease_id",
 )
 _EXPERIMENT_FIELDS = {"title", "tags", "notes", "launch_status", "launch_error"}
 
@@ -101,10 +129,11 @@ class SqliteStore(MetadataStore):
         self.path = Path(path)
         self._lock = threading.RLock()
         self._prepare_file()
+        busy = float(os.environ.get("XCORE_STORE_BUSY_TIMEOUT", "120"))  # seconds a writer waits for the lock
         with self._errors("open"):
-            self._db = sqlite3.connect(self.path, timeout=120, isolation_level=None, check_same_thread=False)
+            self._db = sqlite3.connect(self.path, timeout=busy, isolation_level=None, check_same_thread=False)
             self._db.row_factory = sqlite3.Row
-            self._db.execute("PRAGMA busy_timeout = 120000")
+            self._db.execute(f"PRAGMA busy_timeout = {int(busy * 1000)}")
             self._db.execute("PRAGMA journal_mode = WAL")
             self._db.execute("PRAGMA synchronous = NORMAL")
             self._db.execute("PRAGMA foreign_keys = ON")
@@ -363,7 +392,8 @@ class SqliteStore(MetadataStore):
     # -- work units and jobs -------------------------------------------------------------
 
     def add_work_unit(
-        self, experiment_id: int, work_unit_id: int, role: str, args: Any, identity: str, jobs: Sequence[NewJob]
+        self, experiment_id: int, work_unit_id: int, role: str, args: Any, identity: str, jobs: Sequence[NewJob],
+        *, lease_id: int | None = None,
     ) -> list[int]:
         now = time.time()
         with self._write() as db:
@@ -371,11 +401,21 @@ class SqliteStore(MetadataStore):
                 "INSERT INTO work_units (experiment_id, id, role, args, identity, created_at) VALUES (?,?,?,?,?,?)",
                 (experiment_id, work_unit_id, role, json.dumps(args), identity, now),
             )
-            return self._insert_jobs(db, experiment_id, work_unit_id, jobs, now)
+            return self._insert_jobs(db, experiment_id, work_unit_id, jobs, now, lease_id)
 
-    def add_jobs(self, experiment_id: int, work_unit_id: int, jobs: Sequence[NewJob]) -> list[int]:
+    def add_jobs(self, experiment_id: int, work_unit_id: int, jobs: Sequence[NewJob], *,
+                 lease_id: int | None = None, replace_unlaunched: bool = False) -> list[int]:
         with self._write() as db:
-            ids = self._insert_jobs(db, experiment_id, work_unit_id, jobs, time.time())
+            if replace_unlaunched:
+                old = [r[0] for r in db.execute(
+                    "SELECT id FROM jobs WHERE experiment_id = ? AND work_unit_id = ? AND handle IS NULL"
+                    " AND status IN ('FAILED', 'CANCELLED')", (experiment_id, work_unit_id))]
+                for start in range(0, len(old), 500):
+                    chunk = old[start : start + 500]
+                    marks = ",".join("?" * len(chunk))
+                    db.execute(f"DELETE FROM job_events WHERE job_id IN ({marks})", chunk)
+                    db.execute(f"DELETE FROM jobs WHERE id IN ({marks})", chunk)
+            ids = self._insert_jobs(db, experiment_id, work_unit_id, jobs, time.time(), lease_id)
             db.execute(
                 "UPDATE work_units SET status = 'LAUNCHING' WHERE experiment_id = ? AND id = ?",
                 (experiment_id, work_unit_id),
@@ -384,25 +424,35 @@ class SqliteStore(MetadataStore):
 
     @staticmethod
     def _insert_jobs(
-        db: sqlite3.Connection, experiment_id: int, work_unit_id: int, jobs: Sequence[NewJob], now: float
+        db: sqlite3.Connection, experiment_id: int, work_unit_id: int, jobs: Sequence[NewJob], now: float,
+        lease_id: int | None = None,
     ) -> list[int]:
         ids = []
         for job in jobs:
             cursor = db.execute(
                 "INSERT INTO jobs (experiment_id, work_unit_id, name, executor_kind, executor, executable,"
-                " args, env, created_at) VALUES (?,?,?,?,?,?,?,?,?)",
+                " args, env, created_at, lease_id) VALUES (?,?,?,?,?,?,?,?,?,?)",
                 (experiment_id, work_unit_id, job.name, job.executor_kind, json.dumps(job.executor),
-                 json.dumps(job.executable), json.dumps(job.args), json.dumps(job.env), now),
+                 json.dumps(job.executable), json.dumps(job.args), json.dumps(job.env), now, lease_id),
             )
             job_id = int(cursor.lastrowid or 0)
             db.execute("INSERT INTO job_events (job_id, status, at) VALUES (?, 'LAUNCHING', ?)", (job_id, now))
             ids.append(job_id)
         return ids
 
-    def mark_launched(self, launched: Sequence[tuple[int, str, dict[str, Any], str | None]]) -> None:
-        """Store handles and move the jobs from LAUNCHING to PENDING, in one transaction."""
-        now = time.time()
+    def mark_launched(self, launched: Sequence[tuple[int, str, dict[str, Any], str | None]], *,
+                      intent_id: int | None = None) -> None:
+        """Store handles and move the jobs from LAUNCHING to PENDING, in one transaction
+        (which also closes the submission intent, if given)."""
         with self._write() as db:
+            self._mark_launched(db, launched)
+            if intent_id is not None:
+                db.execute("DELETE FROM launch_intents WHERE id = ?", (intent_id,))
+
+    def _mark_launched(self, db: sqlite3.Connection, launched: Sequence[tuple[int, str, dict[str, Any], str | None]]
+                       ) -> None:
+        now = time.time()
+        if launched:
             db.executemany(
                 "UPDATE jobs SET handle_kind = ?, handle = ?, log_path = ?, launched_at = ?,"
                 " status = CASE status WHEN 'LAUNCHING' THEN 'PENDING' ELSE status END,"
@@ -415,41 +465,46 @@ class SqliteStore(MetadataStore):
             )
             self._refresh_units(db, [job_id for job_id, *_ in launched])
 
-    def record_states(self, states: Sequence[tuple[int, JobState]]) -> None:
+    def record_states(self, states: Sequence[tuple[int, JobState]], *, intent_id: int | None = None) -> None:
+        with self._write() as db:
+            self._record_states(db, states)
+            if intent_id is not None:
+                db.execute("DELETE FROM launch_intents WHERE id = ?", (intent_id,))
+
+    def _record_states(self, db: sqlite3.Connection, states: Sequence[tuple[int, JobState]]) -> None:
         if not states:
             return
         now = time.time()
-        with self._write() as db:
-            rows = self._rows_by_id(db, [job_id for job_id, _ in states],
-                                    "id, status, message, exit_code, started_at, ended_at")
-            updates, events = [], []
-            for job_id, state in states:
-                row = rows.get(job_id)
-                if row is None:
-                    raise NotFoundError(f"No job {job_id} in {self.path}.")
-                if Status(row["status"]).is_terminal and not state.status.is_terminal:
-                    continue  # a finished job never becomes active again
-                started = row["started_at"] if row["started_at"] is not None else state.started_at
-                # A job cancelled before it ever ran has no start (and so no duration).
-                if started is None and (state.status is Status.RUNNING
-                                        or (state.status.is_terminal and state.status is not Status.CANCELLED)):
-                    started = now
-                ended = row["ended_at"]
-                if state.status.is_terminal and ended is None:
-                    ended = state.ended_at or now
-                if started is not None and ended is not None and started > ended:
-                    started = ended  # first seen after it ended: never a negative duration
-                updates.append((state.status.value, state.message, state.exit_code, started, ended, job_id))
-                if row["status"] != state.status.value:
-                    events.append((job_id, state.status.value, state.message, state.exit_code, now))
-            db.executemany(
-                "UPDATE jobs SET status = ?, message = ?, exit_code = ?, started_at = ?, ended_at = ? WHERE id = ?",
-                updates,
-            )
-            db.executemany(
-                "INSERT INTO job_events (job_id, status, message, exit_code, at) VALUES (?,?,?,?,?)", events
-            )
-            self._refresh_units(db, [job_id for job_id, _ in states])
+        rows = self._rows_by_id(db, [job_id for job_id, _ in states],
+                                "id, status, message, exit_code, started_at, ended_at")
+        updates, events = [], []
+        for job_id, state in states:
+            row = rows.get(job_id)
+            if row is None:
+                raise NotFoundError(f"No job {job_id} in {self.path}.")
+            if Status(row["status"]).is_terminal and not state.status.is_terminal:
+                continue  # a finished job never becomes active again
+            started = row["started_at"] if row["started_at"] is not None else state.started_at
+            # A job cancelled before it ever ran has no start (and so no duration).
+            if started is None and (state.status is Status.RUNNING
+                                    or (state.status.is_terminal and state.status is not Status.CANCELLED)):
+                started = now
+            ended = row["ended_at"]
+            if state.status.is_terminal and ended is None:
+                ended = state.ended_at or now
+            if started is not None and ended is not None and started > ended:
+                started = ended  # first seen after it ended: never a negative duration
+            updates.append((state.status.value, state.message, state.exit_code, started, ended, job_id))
+            if row["status"] != state.status.value:
+                events.append((job_id, state.status.value, state.message, state.exit_code, now))
+        db.executemany(
+            "UPDATE jobs SET status = ?, message = ?, exit_code = ?, started_at = ?, ended_at = ? WHERE id = ?",
+            updates,
+        )
+        db.executemany(
+            "INSERT INTO job_events (job_id, status, message, exit_code, at) VALUES (?,?,?,?,?)", events
+        )
+        self._refresh_units(db, [job_id for job_id, _ in states])
 
     @staticmethod
     def _rows_by_id(db: sqlite3.Connection, job_ids: Sequence[int], columns: str) -> dict[int, sqlite3.Row]:
@@ -549,6 +604,76 @@ class SqliteStore(MetadataStore):
             started_at=row["started_at"], ended_at=row["ended_at"],
         )
 
+    # -- launcher leases -----------------------------------------------------------------
+
+    def open_lease(self, experiment_id: int, host: str, pid: int, proc_start: float | None) -> int:
+        with self._write() as db:
+            cursor = db.execute(
+                "INSERT INTO launch_leases (experiment_id, host, pid, proc_start, heartbeat) VALUES (?,?,?,?,?)",
+                (experiment_id, host, pid, proc_start, time.time()),
+            )
+            return int(cursor.lastrowid or 0)
+
+    def heartbeat(self, lease_id: int) -> None:
+        with self._write() as db:
+            db.execute("UPDATE launch_leases SET heartbeat = ? WHERE id = ?", (time.time(), lease_id))
+
+    def close_lease(self, lease_id: int) -> None:
+        with self._write() as db:
+            db.execute("DELETE FROM launch_intents WHERE lease_id = ?", (lease_id,))
+            db.execute("DELETE FROM launch_leases WHERE id = ?", (lease_id,))
+
+    def begin_intent(self, lease_id: int, executor_kind: str, job_ids: Sequence[int]) -> int:
+        with self._write() as db:
+            cursor = db.execute(
+                "INSERT INTO launch_intents (lease_id, executor_kind, job_ids, created_at) VALUES (?,?,?,?)",
+                (lease_id, executor_kind, json.dumps(list(job_ids)), time.time()),
+            )
+            return int(cursor.lastrowid or 0)
+
+    def leases(self) -> list[LeaseRecord]:
+        with self._lock:
+            rows = self._db.execute("SELECT * FROM launch_leases ORDER BY id").fetchall()
+            return [LeaseRecord(r["id"], r["experiment_id"], r["host"], r["pid"], r["proc_start"], r["heartbeat"],
+                                r["state"]) for r in rows]
+
+    def claim_lease(self, lease: LeaseRecord, host: str, pid: int, proc_start: float | None) -> bool:
+        with self._write() as db:
+            cursor = db.execute(
+                "UPDATE launch_leases SET state = 'resolving', host = ?, pid = ?, proc_start = ?, heartbeat = ?"
+                " WHERE id = ? AND pid = ? AND host = ? AND heartbeat = ?",
+                (host, pid, proc_start, time.time(), lease.id, lease.pid, lease.host, lease.heartbeat),
+            )
+            return cursor.rowcount == 1
+
+    def lease_orphans(self, lease_id: int) -> tuple[list[tuple[str, list[JobRecord]]], list[JobRecord]]:
+        with self._lock:
+            jobs = {
+                row["id"]: self._job(row)
+                for row in self._db.execute(
+                    "SELECT * FROM jobs WHERE lease_id = ? AND status = 'LAUNCHING' AND handle IS NULL", (lease_id,)
+                )
+            }
+            in_flight = []
+            for row in self._db.execute("SELECT * FROM launch_intents WHERE lease_id = ? ORDER BY id", (lease_id,)):
+                group = [jobs.pop(i) for i in json.loads(row["job_ids"]) if i in jobs]
+                if group:
+                    in_flight.append((row["executor_kind"], group))
+            return in_flight, list(jobs.values())
+
+    def resolve_lease(self, lease_id: int, launched: Sequence[tuple[int, str, dict[str, Any], str | None]],
+                      failed: Sequence[tuple[int, JobState]], launch_error: str) -> None:
+        with self._write() as db:
+            self._mark_launched(db, launched)
+            self._record_states(db, failed)
+            row = db.execute("SELECT experiment_id FROM launch_leases WHERE id = ?", (lease_id,)).fetchone()
+            if row is not None and launch_error:
+                db.execute(
+                    "UPDATE experiments SET launch_status = 'LAUNCH_FAILED', launch_error = ?"
+                    " WHERE id = ? AND launch_status = 'LAUNCHING'", (launch_error, row[0]),
+                )
+            db.execute("DELETE FROM launch_intents WHERE lease_id = ?", (lease_id,))
+            db.execute("DELETE FROM launch_leases WHERE id = ?", (lease_id,))
 
 def _number(value: Any) -> float:
     return float(value) if isinstance(value, (int, float)) else 0.0

@@ -7,7 +7,14 @@ import abc
 from collections.abc import Sequence
 from typing import Any
 
-from xcore.records import ExperimentRecord, JobRecord, NewJob, StatusEvent, WorkUnitRecord
+from xcore.records import (
+    ExperimentRecord,
+    JobRecord,
+    LeaseRecord,
+    NewJob,
+    StatusEvent,
+    WorkUnitRecord,
+)
 from xcore.status import JobState
 
 
@@ -37,21 +44,28 @@ class MetadataStore(abc.ABC):
 
     @abc.abstractmethod
     def add_work_unit(
-        self, experiment_id: int, work_unit_id: int, role: str, args: Any, identity: str, jobs: Sequence[NewJob]
+        self, experiment_id: int, work_unit_id: int, role: str, args: Any, identity: str, jobs: Sequence[NewJob],
+        *, lease_id: int | None = None,
     ) -> list[int]:
-        """Record a work unit and its jobs (status LAUNCHING); return the jobs' ids in order."""
+        """Record a work unit and its jobs (status LAUNCHING), held by launcher lease ``lease_id``;
+        return the jobs' ids in order."""
 
     @abc.abstractmethod
-    def add_jobs(self, experiment_id: int, work_unit_id: int, jobs: Sequence[NewJob]) -> list[int]:
-        """Record more jobs of an existing work unit (job generators add jobs one by one)."""
+    def add_jobs(self, experiment_id: int, work_unit_id: int, jobs: Sequence[NewJob], *,
+                 lease_id: int | None = None, replace_unlaunched: bool = False) -> list[int]:
+        """Record more jobs of an existing work unit (job generators add jobs one by one).
+        ``replace_unlaunched`` first deletes the unit's jobs that ended without ever reaching a
+        backend (an identity relaunch runs them again)."""
 
     @abc.abstractmethod
-    def mark_launched(self, launched: Sequence[tuple[int, str, dict[str, Any], str | None]]) -> None:
+    def mark_launched(self, launched: Sequence[tuple[int, str, dict[str, Any], str | None]], *,
+                      intent_id: int | None = None) -> None:
         """Record ``(job_id, handle_kind, handle, log_path)`` for jobs the backend accepted;
-        jobs still LAUNCHING become PENDING."""
+        jobs still LAUNCHING become PENDING. Closes submission intent ``intent_id`` in the same
+        transaction."""
 
     @abc.abstractmethod
-    def record_states(self, states: Sequence[tuple[int, JobState]]) -> None:
+    def record_states(self, states: Sequence[tuple[int, JobState]], *, intent_id: int | None = None) -> None:
         """Store the newest state of jobs; a change of status is appended to their history."""
 
     @abc.abstractmethod
@@ -76,6 +90,39 @@ class MetadataStore(abc.ABC):
     @abc.abstractmethod
     def job_history(self, job_id: int) -> list[StatusEvent]:
         """Every status change of a job, oldest first."""
+
+    # Launcher leases (see ``xcore.orphans``). A store without them returns None from
+    # ``open_lease``: launches still work, but a killed launcher's jobs are not resolved.
+
+    def open_lease(self, experiment_id: int, host: str, pid: int, proc_start: float | None) -> int | None:
+        """Record that this launcher process is submitting jobs of ``experiment_id``."""
+        return None
+
+    def heartbeat(self, lease_id: int) -> None:
+        """The lease's holder is still alive."""
+
+    def close_lease(self, lease_id: int) -> None:
+        """Everything the lease held is recorded: forget it."""
+
+    def begin_intent(self, lease_id: int, executor_kind: str, job_ids: Sequence[int]) -> int | None:
+        """Before a backend call: these jobs are about to be submitted."""
+        return None
+
+    def leases(self) -> list[LeaseRecord]:
+        """Every open lease (a small table: one row per running launcher)."""
+        return []
+
+    def claim_lease(self, lease: LeaseRecord, host: str, pid: int, proc_start: float | None) -> bool:
+        """Take over an expired lease to resolve it; False if another process changed it first."""
+        return False
+
+    def lease_orphans(self, lease_id: int) -> tuple[list[tuple[str, list[JobRecord]]], list[JobRecord]]:
+        """The lease's jobs still LAUNCHING: ``(in flight per executor kind, never handed to a backend)``."""
+        return [], []
+
+    def resolve_lease(self, lease_id: int, launched: Sequence[tuple[int, str, dict[str, Any], str | None]],
+                      failed: Sequence[tuple[int, JobState]], launch_error: str) -> None:
+        """Record adopted handles and failed launches and drop the lease, in one transaction."""
 
     def close(self) -> None:
         """Release connections."""

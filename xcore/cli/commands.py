@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 import runpy
+import signal
 import sys
+import threading
 import traceback
 from collections import Counter
 from pathlib import Path
@@ -15,6 +17,7 @@ import attrs
 
 from xcore.cli.tables import format_duration, format_time, plural, printable, render_table
 from xcore.errors import NotFoundError, XcoreError
+from xcore.launcher import Terminated
 from xcore.plugins import get_host
 from xcore.progress import Progress
 from xcore.records import ExperimentRecord, JobRecord, WorkUnitRecord, unreadable
@@ -23,12 +26,16 @@ from xcore.store import MetadataStore
 from xcore.tracking import refresh_jobs, wait_for
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_TIMEOUT = 0, 1, 2, 124
+EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
 
 
 def _store() -> MetadataStore:
     from xcore.experiment import open_store
+    from xcore.orphans import resolve_orphans
 
-    return open_store(get_host())
+    store = open_store(get_host())
+    resolve_orphans(store, get_host())  # work of launchers that were killed: adopt it or mark it failed
+    return store
 
 
 def _parse_target(text: str) -> tuple[int, int | None]:
@@ -75,6 +82,7 @@ def launch(args: argparse.Namespace) -> int:
     sys.argv = [str(script), *script_args]
     sys.path.insert(0, str(script.parent))
     error: BaseException | None = None
+    previous_term = _terminate_as_interrupt()
     try:
         runpy.run_path(str(script), run_name="__main__")
     except SystemExit as exc:
@@ -85,12 +93,16 @@ def launch(args: argparse.Namespace) -> int:
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
         experiment_module.set_launch_script(None)
+        if previous_term is not None:
+            signal.signal(signal.SIGTERM, previous_term)
     created = experiment_module.created_experiment_ids[before:]
     store = _store()
     if error is not None:
         _mark_unfinished_failed(store, created, error)
         _report_launch_error(script, error, created, store, args.traceback)
-        return EXIT_FAILED if not isinstance(error, KeyboardInterrupt) else 130
+        if isinstance(error, KeyboardInterrupt):
+            return EXIT_TERMINATED if isinstance(error, Terminated) else EXIT_INTERRUPTED
+        return EXIT_FAILED
     for experiment_id in created:
         record = store.get_experiment(experiment_id)
         print(f"experiment {record.id} {printable(repr(record.title))}: {plural(record.work_unit_count, 'work unit')} "
@@ -123,10 +135,23 @@ def _one_line(error: BaseException) -> str:
     return str(error) if isinstance(error, XcoreError) else f"{type(error).__name__}: {error}"
 
 
+def _terminate_as_interrupt() -> Any:
+    """SIGTERM stops a launch like Ctrl-C: queued jobs are not submitted, submitted ones are recorded."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def handler(signum: int, frame: Any) -> None:
+        raise Terminated("terminated")
+
+    return signal.signal(signal.SIGTERM, handler)
+
+
 def _report_launch_error(script: Path, error: BaseException, created: list[int], store: MetadataStore,
                          full: bool) -> None:
     if isinstance(error, SystemExit):
         detail = f"it exited with status {error.code}"
+    elif isinstance(error, KeyboardInterrupt):
+        detail = "terminated (SIGTERM)" if isinstance(error, Terminated) else "interrupted"
     elif isinstance(error, XcoreError):
         detail = str(error)
     else:
@@ -144,7 +169,7 @@ def _report_launch_error(script: Path, error: BaseException, created: list[int],
     print(f"error: launch script {script} failed: {printable(detail).rstrip('.')}.{kept}", file=sys.stderr)
     if full:
         traceback.print_exception(error)
-    elif not isinstance(error, (XcoreError, SystemExit)):
+    elif not isinstance(error, (XcoreError, SystemExit, KeyboardInterrupt)):
         print("(run with --traceback for the full traceback)", file=sys.stderr)
 
 
@@ -280,11 +305,20 @@ def _wait_experiment(store: MetadataStore, experiment_id: int, unit_id: int | No
     wanted = {j.id for u in units if u.role == "work_unit" for j in u.jobs}
 
     def fetch() -> list[JobRecord]:
-        """Finished jobs are read once; each poll fetches only the still active ones."""
+        """Finished jobs are read once; each poll fetches only the still active ones. A job that
+        another process saw end in between is read back from the store, so the answer depends
+        only on final states, not on who recorded them."""
         active = [j for j in store.active_jobs([experiment_id]) if j.id in wanted]
         for job in refresh_jobs(store, get_host(), active):
             if job.status.is_terminal:
                 finished[job.id] = job
+        missing = wanted - finished.keys() - {j.id for j in active}
+        if missing:
+            unit_ids = sorted({u.id for u in units for j in u.jobs if j.id in missing})
+            for unit in store.work_units(experiment_id, unit_ids):
+                for job in unit.jobs:
+                    if job.id in missing and job.status.is_terminal:
+                        finished[job.id] = job
         return list(finished.values()) + [j for j in active if not j.status.is_terminal]
 
     last: list[JobRecord] = []
@@ -309,6 +343,8 @@ def _wait_experiment(store: MetadataStore, experiment_id: int, unit_id: int | No
         return EXIT_TIMEOUT
     progress.clear()
     failed = [j for j in jobs if j.status is not Status.COMPLETED]
+    if len(jobs) < len(wanted):  # cannot happen by construction; never answer "all succeeded" on less
+        raise XcoreError(f"experiment {experiment_id}: only {len(jobs)} of {len(wanted)} jobs could be read.")
     if as_json:
         _print_json({"experiment": experiment_id, "ok": not failed, "jobs": [_job_json(j) for j in jobs]})
     else:

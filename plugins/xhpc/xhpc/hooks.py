@@ -57,6 +57,15 @@ def xcore_launch(executor_kind: str, requests: Sequence[Any], context: Any) -> A
 
 
 @hookimpl
+def xcore_adopt(executor_kind: str, requests: Sequence[Any], context: Any) -> Any:
+    if executor_kind not in EXECUTORS:
+        return None
+    from xhpc import adoption
+
+    return adoption.adopt(requests)
+
+
+@hookimpl
 def xcore_job_states(handle_kind: str, handles: Sequence[Any]) -> Any:
     if handle_kind not in HANDLES:
         return None

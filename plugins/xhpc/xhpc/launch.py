@@ -227,13 +227,17 @@ def _launch_group(cluster: Cluster, executor: ClusterExecutor, group: list[Launc
     data, offsets = scripts.encode_tasks(cwd, command, common, tasks)
     name = executor.job_name or _default_name(context, first)
     script_text = scripts.job_script(executor, name, run_dir, offsets)
-    payload = _tar({"job.sh": script_text.encode(), "tasks.bin": data})
-
     limit = cluster.array_limit
     chunks = [Chunk(k, off, min(limit, len(group) - off)) for k, off in enumerate(range(0, len(group), limit))]
+    submitted_at = time.time()
+    # Which xcore job is which task: lets a later process adopt them if this launcher dies (adoption.py).
+    adoption = {"job_ids": [r.job_id for r in group], "chunks": [[c.index, c.offset, c.count] for c in chunks],
+                "submitted_at": submitted_at}
+    payload = _tar({"job.sh": script_text.encode(), "tasks.bin": data,
+                    "xcore-jobs.json": json.dumps(adoption).encode()})
+
     submit = _submit_script(scheduler, run_dir, root, uploads, executable, chunks, executor.max_parallel_tasks,
                             scripts.job_name(f"{name}-{run_name}"))
-    submitted_at = time.time()
     chunk_ids: dict[int, str] = {}
     chunk_errors: dict[int, str] = {}
     unconfirmed: set[int] = set()

@@ -76,6 +76,7 @@ class Local(Executor):
     """
 
     Spec: ClassVar[type[ExecutorSpec]] = LocalSpec
+    batch_max_age: ClassVar[float] = 1.0  # starting early is cheap here: queued jobs wait at most 1 s
     max_parallel: int | None = attrs.field(default=None, validator=_positive_or_none)
     cwd: str | None = attrs.field(default=None, converter=_optional_path)
     inherit_env: bool = True

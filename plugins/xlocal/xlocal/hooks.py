@@ -85,6 +85,18 @@ def _launch_mixed(requests: Sequence[Any], container_indexes: list[int], context
 
 
 @hookimpl
+def xcore_adopt(executor_kind: str, requests: Sequence[Any], context: Any) -> Any:
+    if executor_kind != "xlocal.Local":
+        return None
+    from xlocal import processes
+    from xlocal.executables import LocalContainer
+
+    if any(isinstance(r.executable, LocalContainer) for r in requests):
+        return None  # containers: not adoptable yet (the engine's labels would tell; see README)
+    return processes.adopt(requests, context)
+
+
+@hookimpl
 def xcore_job_states(handle_kind: str, handles: Sequence[Any]) -> Any:
     if handle_kind == PROCESS_HANDLE:
         from xlocal import processes

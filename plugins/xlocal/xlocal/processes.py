@@ -57,6 +57,7 @@ def launch(requests: Sequence[LaunchRequest], context: LaunchContext) -> list[Pr
             "inherit_env": executor.inherit_env,
             "cwd": executor.cwd or executable.cwd or os.getcwd(),
             "log_path": str(log_path),
+            "job_id": request.job_id,  # lets a later process adopt the job if the launcher dies (adopt)
         })
         handles.append(ProcessHandle(str(run_dir), index, str(log_path), executor.kill_grace_secs))
     cwds = {job["cwd"] for job in jobs}
@@ -88,6 +89,43 @@ def launch(requests: Sequence[LaunchRequest], context: LaunchContext) -> list[Pr
         os.close(lock_fd)  # the runner's copy keeps the lock
     context.progress.update(f"started runner for {plural(len(requests), 'job')}", detail=str(run_dir))
     return handles
+
+
+def adopt(requests: Sequence[LaunchRequest], context: LaunchContext) -> list[ProcessHandle | None]:
+    """Handles for the requests a dead launcher handed to a runner, found by job id in the run
+    directories of their experiments. A batch whose runner never started (the launcher died
+    between writing it and starting the runner) is withdrawn, so its jobs count as not launched."""
+    wanted = {r.job_id: r for r in requests}
+    found: dict[int, ProcessHandle] = {}
+    runs = context.state_dir / "runs"
+    for experiment_id in sorted({r.experiment_id for r in requests}):
+        for run_dir in sorted(runs.glob(f"{experiment_id}-*")):
+            batch = _read_json(run_dir / "batch.json")
+            ids = [job.get("job_id") for job in (batch or {}).get("jobs", [])]
+            if not wanted.keys() & set(ids) or not _runner_started(run_dir):
+                continue
+            for index, (job_id, job) in enumerate(zip(ids, batch["jobs"])):  # type: ignore[index]
+                request = wanted.get(job_id)  # type: ignore[arg-type]
+                if request is not None:
+                    grace = getattr(request.executor, "kill_grace_secs", 5.0)
+                    found[request.job_id] = ProcessHandle(str(run_dir), index, job["log_path"], grace)
+    return [found.get(r.job_id) for r in requests]
+
+
+def _runner_started(run_dir: Path, wait_secs: float = 5.0) -> bool:
+    """Did a runner take this batch? Give one just started a few seconds to say so; then
+    withdraw the batch so no runner can start it any more."""
+    deadline = (run_dir / "batch.json").stat().st_mtime + wait_secs
+    while not (run_dir / "runner.json").exists() and time.time() < deadline:
+        time.sleep(0.05)
+    if (run_dir / "runner.json").exists():
+        return True
+    os.replace(run_dir / "batch.json", run_dir / "batch.json.withdrawn")
+    time.sleep(0.5)  # a runner that read the batch just before the rename says so now
+    if (run_dir / "runner.json").exists():
+        os.replace(run_dir / "batch.json.withdrawn", run_dir / "batch.json")
+        return True
+    return False
 
 
 def _import_root() -> str:

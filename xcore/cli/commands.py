@@ -317,7 +317,8 @@ def _wait_experiment(store: MetadataStore, experiment_id: int, unit_id: int | No
             unit_ids = sorted({u.id for u in units for j in u.jobs if j.id in missing})
             for unit in store.work_units(experiment_id, unit_ids):
                 for job in unit.jobs:
-                    if job.id in missing and job.status.is_terminal:
+                    # UNKNOWN (e.g. an unreadable record): polling cannot change it, so it counts as read
+                    if job.id in missing and (job.status.is_terminal or job.status is Status.UNKNOWN):
                         finished[job.id] = job
         return list(finished.values()) + [j for j in active if not j.status.is_terminal]
 

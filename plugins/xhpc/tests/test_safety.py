@@ -230,3 +230,63 @@ def test_links_inside_the_project_still_work(tmp_path: Path, xcore_env: Path, ki
     (project / "pkg" / "alias.py").symlink_to("main.py")
     names = _archive_names(_package(project, kind))
     assert "pkg/table.csv" in names and "pkg/alias.py" in names, names
+
+
+# -- 18: the HPC benchmark cancels only the jobs it submitted --------------------------------------
+
+
+def _ssh(command: str) -> subprocess.CompletedProcess:
+    from xhpc_helpers import KNOWN_HOSTS, SSH_KEY
+
+    return subprocess.run(["ssh", "-p", "2222", "-i", SSH_KEY, "-o", f"UserKnownHostsFile={KNOWN_HOSTS}",
+                           "-o", "BatchMode=yes", "xcore@127.0.0.1", command], capture_output=True, text=True,
+                          timeout=60)
+
+
+def _load_bench() -> object:
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[3] / "bench" / "bench_hpc.py"
+    spec = importlib.util.spec_from_file_location("bench_hpc_under_test", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("scheduler", ["slurm", "sge"])
+def test_bench_cancels_only_its_own_jobs(scheduler: str) -> None:
+    """A job of the same user that the benchmark did not submit survives the benchmark's cleanup."""
+    import time
+    import uuid
+
+    from xcore.testing import require_service
+    from xhpc_helpers import HOW, service_up
+
+    require_service(scheduler, lambda: service_up(scheduler), HOW)
+    require_service("sshd", lambda: service_up("sshd"), HOW)
+    bench = _load_bench()
+    bystander_name = f"bystander-{uuid.uuid4().hex[:8]}"
+    if scheduler == "slurm":
+        submit = "sbatch --parsable -J {} -o /dev/null --wrap 'sleep 120'"
+        alive = "squeue -h -j {} -o %T"
+    else:
+        submit = "cd /tmp && qsub -terse -N {} -o /dev/null -j y -b y sleep 120"
+        alive = "qstat -j {} >/dev/null 2>&1 && echo ALIVE"
+    ids = {}
+    for name in (bystander_name, bench.BENCH_NAME):
+        out = _ssh(submit.format(name))
+        assert out.returncode == 0, out.stderr
+        ids[name] = out.stdout.strip().split(";")[0]
+    try:
+        bench.cancel_own(scheduler)
+        deadline = time.monotonic() + 30
+        while True:
+            own = _ssh(alive.format(ids[bench.BENCH_NAME])).stdout.strip()
+            if own in ("", "CANCELLED") or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        assert own in ("", "CANCELLED"), f"the benchmark's own job is still {own!r}"
+        other = _ssh(alive.format(ids[bystander_name])).stdout.strip()
+        assert other in ("PENDING", "RUNNING", "ALIVE"), f"the bystander job was cancelled: {other!r}"
+    finally:
+        _ssh(f"{'scancel' if scheduler == 'slurm' else 'qdel'} {' '.join(ids.values())} >/dev/null 2>&1")

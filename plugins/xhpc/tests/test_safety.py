@@ -228,8 +228,12 @@ def test_links_inside_the_project_still_work(tmp_path: Path, xcore_env: Path, ki
     (project / "data" / "table.csv").write_text("a,b\n")
     (project / "pkg" / "table.csv").symlink_to("../data/table.csv")
     (project / "pkg" / "alias.py").symlink_to("main.py")
+    (project / "pkg" / "tables").symlink_to("../data", target_is_directory=True)
+    (project / "pkg" / "loop").symlink_to("..", target_is_directory=True)  # a cycle is not followed
     names = _archive_names(_package(project, kind))
     assert "pkg/table.csv" in names and "pkg/alias.py" in names, names
+    if kind == "module":  # python_module ships the tree; pip ships only what setuptools selects
+        assert "pkg/tables/table.csv" in names and not any("loop" in n for n in names), names
 
 
 # -- 18: the HPC benchmark cancels only the jobs it submitted --------------------------------------

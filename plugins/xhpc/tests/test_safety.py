@@ -62,6 +62,13 @@ def test_hostile_job_names_are_refused(cls: type, name: object) -> None:
         cls(job_name=name)
 
 
+@pytest.mark.parametrize("cls", [Slurm, GridEngine])
+@pytest.mark.parametrize("module", ["cuda 12", "-f", "x;id", "$(id)", "a\nb", ""])
+def test_hostile_module_names_are_refused(cls: type, module: str) -> None:
+    with pytest.raises(ValueError, match=r"modules=.*not a module name"):
+        cls(modules=["gcc/11", module])
+
+
 def test_cluster_defaults_are_validated_too() -> None:
     from xhpc.executors import with_defaults
 
@@ -72,7 +79,8 @@ def test_cluster_defaults_are_validated_too() -> None:
 def test_legitimate_values_render() -> None:
     slurm = Slurm(requirements=xm.JobRequirements(a100=2), partition="gpu,gpu-long", account="lab.ai", qos="high",
                   constraint="[ib&v100|a100]*2", gpu_type="a100", job_name="my sweep/1",
-                  directives=["--mail-type=END", "#SBATCH --mail-user=a@b.example"])
+                  directives=["--mail-type=END", "#SBATCH --mail-user=a@b.example"],
+                  modules=["cuda/12.1", "gcc@11.2", "python/3.11-foss+mkl", "a:b,c"])
     lines = scripts.slurm_directives(slurm, slurm.job_name, "/s/r")
     for expected in ("--gres=gpu:a100:2", "--partition=gpu,gpu-long", "--account=lab.ai", "--qos=high",
                      "--constraint=[ib&v100|a100]*2", "--mail-type=END", "--mail-user=a@b.example",

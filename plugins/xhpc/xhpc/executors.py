@@ -80,13 +80,6 @@ def _str_list(value: Any) -> list[str]:
     return [str(v) for v in value]
 
 
-def _no_newline(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
-    values = value if isinstance(value, (list, tuple)) else value.values() if isinstance(value, dict) else [value]
-    for item in values:
-        if isinstance(item, str) and ("\n" in item or "\r" in item or "\0" in item):
-            raise ValueError(f"{type(instance).__name__}({attribute.name}=...): {item!r} must be one line.")
-
-
 # What each scheduler field may contain. These values are pasted into ``#SBATCH``/``#$`` lines,
 # which sbatch and qsub split into options: a space, quote or newline would add options (or, for a
 # newline, a shell line to the job script). Names are letters, digits and ``_.-``; lists use ``,``.
@@ -143,6 +136,16 @@ def _directive_lines(instance: Any, attribute: attrs.Attribute, value: list[str]
                              f"scheduler options that start with '-' (e.g. '--mail-type=END' or '-m e'); got {line!r}.")
 
 
+_MODULE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+/@:,-]*")
+
+
+def _module_names(instance: Any, attribute: attrs.Attribute, value: list[str]) -> None:
+    for name in value:
+        if not _MODULE.fullmatch(name):
+            raise ValueError(f"{_describe(instance, attribute.name, value)}: {name!r} is not a module name; use "
+                             "letters, digits and '_.+/@:,-' without spaces, e.g. 'cuda/12.1' (shell goes in setup=).")
+
+
 def _resources(value: Any) -> dict[str, str]:
     if not isinstance(value, dict):
         raise ValueError(f"GridEngine(resources={value!r}): give a dict such as {{'tmpfree': '10G'}}.")
@@ -175,7 +178,7 @@ class ClusterExecutor(Executor):
     job_name: str | None = attrs.field(default=None, validator=_job_name)
     time_limit: int | None = attrs.field(default=None, converter=_time_limit)
     account: str | None = attrs.field(default=None, validator=_field_text)
-    modules: list[str] = attrs.field(factory=list, converter=_str_list, validator=_no_newline)
+    modules: list[str] = attrs.field(factory=list, converter=_str_list, validator=_module_names)
     setup: list[str] = attrs.field(factory=list, converter=_str_list)
     directives: list[str] = attrs.field(factory=list, converter=_str_list, validator=_directive_lines)
     max_parallel_tasks: int | None = attrs.field(default=None, validator=_positive_or_none)

@@ -47,6 +47,7 @@ def write_config(config_dir: Path, local_staging: Path) -> None:
 
 
 SWEEP = """
+import os
 import sys
 import xcore as xm
 import xhpc

@@ -72,8 +72,10 @@ def test_hostile_module_names_are_refused(cls: type, module: str) -> None:
 def test_cluster_defaults_are_validated_too() -> None:
     from xhpc.executors import with_defaults
 
-    with pytest.raises(ValueError, match=r"partition="):
-        with_defaults(Slurm(), {"partition": "debug --uid=0"})
+    from xcore.errors import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match=r"\[defaults\].*partition="):
+        with_defaults(Slurm(local=True), {"partition": "debug --uid=0"})
 
 
 def test_legitimate_values_render() -> None:

@@ -253,4 +253,11 @@ def with_defaults(executor: ClusterExecutor, defaults: dict[str, Any]) -> Cluste
         default = field.default.factory() if isinstance(field.default, attrs.Factory) else field.default  # type: ignore[attr-defined]
         if current == default:
             changes[name] = value
-    return attrs.evolve(executor, **changes) if changes else executor
+    if not changes:
+        return executor
+    try:
+        return attrs.evolve(executor, **changes)
+    except (ValueError, TypeError) as exc:
+        from xcore.errors import ConfigurationError
+
+        raise ConfigurationError(f"A value in the cluster's [defaults] table (clusters.toml) is invalid: {exc}") from None

@@ -104,7 +104,7 @@ def _run_one(executor: object, Ex: type, title: str) -> object:
     with xm.create_experiment(title=title) as experiment:
         [exe] = experiment.package([xm.Packageable(xhpc.Command(['echo "ran $1"']), Ex.Spec())])
         experiment.add(xm.Job(exe, executor, args=["ok"]))
-    [job] = experiment.wait_until_complete(timeout=120)
+    [job] = experiment.wait_until_complete(timeout=300)
     return job
 
 
@@ -147,7 +147,7 @@ def test_cluster_files_are_private(cluster: dict[str, str], tmp_path: Path) -> N
         [exe] = experiment.package([xm.python_module(Ex.Spec(), "leaky.main", path=str(project),
                                                      env_vars={"WANDB_API_KEY": secret})])
         experiment.add(xm.Job(exe, Ex(), args=["a"], env_vars={"AWS_SECRET_ACCESS_KEY": "aws-secret"}))
-    [job] = experiment.wait_until_complete(timeout=120)
+    [job] = experiment.wait_until_complete(timeout=300)
     assert job.status is xm.Status.COMPLETED, job.message
 
     staging = Path(cluster["staging"])
@@ -293,7 +293,7 @@ def test_bench_cancels_only_its_own_jobs(scheduler: str) -> None:
         ids[name] = out.stdout.strip().split(";")[0]
     try:
         bench.cancel_own(scheduler)
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 90
         while True:
             own = _ssh(alive.format(ids[bench.BENCH_NAME])).stdout.strip()
             if own in ("", "CANCELLED") or time.monotonic() > deadline:

@@ -225,7 +225,7 @@ def _run_live_tier(tmp_path: Path, env: dict[str, str], fake_runtime: bool) -> s
     child_env.update(env, PATH=str(bindir))
     return subprocess.run([sys.executable, "-m", "pytest", "-q", "-rsf", "-p", "no:cacheprovider",
                            f"{__file__}::test_singularity_live"], capture_output=True, text=True, env=child_env,
-                          cwd=Path(__file__).resolve().parents[3], timeout=120)
+                          cwd=Path(__file__).resolve().parents[3], timeout=300)
 
 
 def test_apptainer_tier_skips_in_ci_only_with_its_reason_and_fails_when_required(tmp_path: Path) -> None:

@@ -31,6 +31,9 @@ KEY = "/var/lib/xcore-infra/ssh/id_ed25519"
 KNOWN = "/var/lib/xcore-infra/ssh/known_hosts"
 SSH = ["ssh", "-p", "2222", "-i", KEY, "-o", f"UserKnownHostsFile={KNOWN}", "-o", "BatchMode=yes", "xcore@127.0.0.1"]
 STAGING = "/home/xcore/xcore-staging/bench"
+# Every job this benchmark submits carries this name, unique per run: cancelling by it (or by the
+# job ids it submitted) never touches jobs of other users or of other runs sharing the account.
+BENCH_NAME = f"xcore-bench-{uuid.uuid4().hex[:12]}"
 
 
 def write_config(config_dir: Path, local_staging: Path) -> None:
@@ -44,6 +47,7 @@ def write_config(config_dir: Path, local_staging: Path) -> None:
 
 
 SWEEP = """
+import os
 import sys
 import xcore as xm
 import xhpc
@@ -56,7 +60,7 @@ with xm.create_experiment(title="bench-sweep") as experiment:
     else:
         spec = xhpc.Command([sys.argv[4]])
     [exe] = experiment.package([xm.Packageable(spec, Ex.Spec())])
-    executor = Ex(cluster=cluster, job_name="bench")
+    executor = Ex(cluster=cluster, job_name=os.environ["XHPC_BENCH_NAME"])
     for i in range(n):
         experiment.add(xm.Job(exe, executor, args={"seed": i, "lr": 0.1 / (i + 1)}))
 """
@@ -82,13 +86,17 @@ def latest_experiment() -> int:
     return int(rows[0]["id"])
 
 
-def cancel_all(cluster: str) -> None:
+def cancel_own(cluster: str, name: str | None = None) -> None:
+    """Cancel the jobs this run submitted (named ``BENCH_NAME``), never other jobs of the user."""
+    name = name or BENCH_NAME
+    if not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
+        raise ValueError(f"unsafe job name {name!r}")
     if cluster == "sge":
-        subprocess.run(SSH + ["qdel -u xcore >/dev/null 2>&1; true"], capture_output=True)
+        subprocess.run(SSH + [f"qdel {name} >/dev/null 2>&1; true"], capture_output=True)
     elif cluster == "slurm-login":
-        subprocess.run(["scancel", "-u", "root", "--name", "bench"], capture_output=True)
+        subprocess.run(["scancel", f"--name={name}"], capture_output=True)
     else:
-        subprocess.run(SSH + ["scancel -u xcore"], capture_output=True)
+        subprocess.run(SSH + [f"scancel --name={name}"], capture_output=True)
 
 
 def median(xs: list[float]) -> float:
@@ -101,23 +109,23 @@ def bench_launch(script: Path, runs: int, tasks: int) -> dict:
     raw_ssh, raw_local = [], []
     for _ in range(runs):
         t = time.perf_counter()
-        subprocess.run(SSH + [f"sbatch --parsable -J rawbench --array=0-{tasks - 1} -o /dev/null --wrap true"],
-                       check=True, capture_output=True)
+        out = subprocess.run(SSH + [f"sbatch --parsable -J {BENCH_NAME} --array=0-{tasks - 1} -o /dev/null --wrap true"],
+                             check=True, capture_output=True, text=True).stdout
         raw_ssh.append(time.perf_counter() - t)
-        subprocess.run(SSH + ["scancel -u xcore"], capture_output=True)
+        subprocess.run(SSH + [f"scancel {int(out.strip().split(';')[0])}"], capture_output=True)
         t = time.perf_counter()
-        subprocess.run(["sbatch", "--parsable", "-J", "rawbench", f"--array=0-{tasks - 1}", "-o", "/dev/null",
-                        "--wrap", "true"], check=True, capture_output=True)
+        out = subprocess.run(["sbatch", "--parsable", "-J", BENCH_NAME, f"--array=0-{tasks - 1}", "-o", "/dev/null",
+                              "--wrap", "true"], check=True, capture_output=True, text=True).stdout
         raw_local.append(time.perf_counter() - t)
-        subprocess.run(["scancel", "--name", "rawbench"], capture_output=True)
+        subprocess.run(["scancel", str(int(out.strip().split(";")[0]))], capture_output=True)
     for mode, cluster in (("ssh", "slurm"), ("login", "slurm-login")):
         walls, hooks = [], []
         xcore_launch(script, cluster, "1", "command", "true")  # warm caches (pyc, staging dirs)
-        cancel_all(cluster)
+        cancel_own(cluster)
         for _ in range(runs):
             walls.append(xcore_launch(script, cluster, str(tasks), "command", "true"))
             hooks.append(last_launch()["seconds"])
-            cancel_all(cluster)
+            cancel_own(cluster)
         results[mode] = {"xcore_launch_wall_s": median(walls), "submit_hook_s": median(hooks)}
     results["raw_ssh_sbatch_s"] = median(raw_ssh)
     results["raw_local_sbatch_s"] = median(raw_local)
@@ -153,7 +161,7 @@ def bench_status(script: Path, tasks: int) -> dict:
         if res.returncode != 0:
             raise SystemExit(res.stderr)
         out[cluster] = json.loads(res.stdout)
-        cancel_all(cluster)
+        cancel_own(cluster)
     return out
 
 
@@ -171,7 +179,7 @@ def bench_relaunch(script: Path, tmp: Path, runs: int) -> dict:
     for _ in range(runs):
         walls.append(xcore_launch(script, "slurm", "10", "package", str(project)))
         bytes_.append(last_launch()["artifact_bytes_uploaded"])
-    cancel_all("slurm")
+    cancel_own("slurm")
     return {"first_launch_s": first, "first_bytes": first_bytes, "relaunch_s": median(walls),
             "relaunch_package_bytes": max(bytes_)}
 
@@ -197,15 +205,20 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--tasks", type=int, default=1000)
     args = parser.parse_args()
+    os.environ["XHPC_BENCH_NAME"] = BENCH_NAME
     with temp_home("xcore-bench-hpc-") as tmp:
         write_config(Path(os.environ["XCORE_CONFIG_DIR"]), tmp / "staging")
         script = tmp / "sweep.py"
         script.write_text(SWEEP)
         os.environ["XCORE_BATCH_WINDOW"] = os.environ.get("XCORE_BATCH_WINDOW", "0.05")
-        launch = bench_launch(script, args.runs, args.tasks)
-        status = bench_status(script, args.tasks)
-        relaunch = bench_relaunch(script, tmp, args.runs)
-        dead = bench_dead_task(script)
+        try:
+            launch = bench_launch(script, args.runs, args.tasks)
+            status = bench_status(script, args.tasks)
+            relaunch = bench_relaunch(script, tmp, args.runs)
+            dead = bench_dead_task(script)
+        finally:
+            for cluster in ("slurm", "slurm-login", "sge"):
+                cancel_own(cluster)
     n = args.tasks
     print(f"\nxcore-xhpc benchmarks (median of {args.runs}; {n}-task sweeps on the real Slurm/SGE)")
     print(f"  launch over SSH, `xcore launch` end to end : {launch['ssh']['xcore_launch_wall_s']:.3f} s "

@@ -80,11 +80,86 @@ def _str_list(value: Any) -> list[str]:
     return [str(v) for v in value]
 
 
-def _no_newline(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
-    values = value if isinstance(value, (list, tuple)) else value.values() if isinstance(value, dict) else [value]
-    for item in values:
-        if isinstance(item, str) and ("\n" in item or "\r" in item or "\0" in item):
-            raise ValueError(f"{type(instance).__name__}({attribute.name}=...): {item!r} must be one line.")
+# What each scheduler field may contain. These values are pasted into ``#SBATCH``/``#$`` lines,
+# which sbatch and qsub split into options: a space, quote or newline would add options (or, for a
+# newline, a shell line to the job script). Names are letters, digits and ``_.-``; lists use ``,``.
+_NAME = r"[A-Za-z0-9_][A-Za-z0-9_.-]*"
+_RULES: dict[str, tuple[str, str]] = {
+    "partition": (rf"{_NAME}(,{_NAME})*", "partition names (letters, digits, '_', '.', '-'), comma-separated"),
+    "account": (r"[A-Za-z0-9_][A-Za-z0-9_.@-]*", "an account name (letters, digits, '_', '.', '-', '@')"),
+    "qos": (rf"{_NAME}(,{_NAME})*", "QOS names (letters, digits, '_', '.', '-'), comma-separated"),
+    "constraint": (r"[A-Za-z0-9_.,&|*:!()\[\]][A-Za-z0-9_.,&|*:!()\[\]-]*",
+                   "a feature expression without spaces (letters, digits, '_.-' and the operators '&|,*:!()[]')"),
+    "gpu_type": (_NAME, "a GRES type name such as 'a100' (letters, digits, '_', '.', '-')"),
+    "queue": (r"[A-Za-z0-9_*][A-Za-z0-9_.*@-]*(,[A-Za-z0-9_*][A-Za-z0-9_.*@-]*)*",
+              "queue names such as 'all.q' or 'gpu.q@node1' (letters, digits, '_.-*@'), comma-separated"),
+    "project": (_NAME, "a project name (letters, digits, '_', '.', '-')"),
+    "parallel_environment": (r"[A-Za-z0-9_*][A-Za-z0-9_.*-]*",
+                             "a parallel environment name such as 'smp' (letters, digits, '_', '.', '-', '*')"),
+    "memory_resource": (r"[A-Za-z_][A-Za-z0-9_.-]*", "a complex name such as 'h_vmem' (letters, digits, '_', '.', '-')"),
+    "gpu_resource": (r"[A-Za-z_][A-Za-z0-9_.-]*", "a complex name such as 'gpu' (letters, digits, '_', '.', '-')"),
+}
+_RESOURCE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
+_RESOURCE_VALUE = re.compile(r"[A-Za-z0-9_.:*|!@,/+%-]+")
+
+
+def _describe(instance: Any, name: str, value: Any) -> str:
+    return f"{type(instance).__name__}({name}={value!r})"
+
+
+def _field_text(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+    """A scheduler field that reaches a directive: refuse anything that could add options or lines."""
+    if value is None:
+        return
+    pattern, allowed = _RULES[attribute.name]
+    if not isinstance(value, str):
+        raise ValueError(f"{_describe(instance, attribute.name, value)}: must be a string: {allowed}.")
+    if not re.fullmatch(pattern, value):
+        raise ValueError(f"{_describe(instance, attribute.name, value)}: not allowed; use {allowed}.")
+
+
+def _job_name(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+    if value is None:
+        return
+    if not isinstance(value, str) or not value.strip() or any(ord(c) < 32 or ord(c) == 127 for c in value):
+        raise ValueError(f"{_describe(instance, attribute.name, value)}: give a non-empty one-line name "
+                         "(other characters than letters, digits and '_.-' become '_').")
+
+
+def _directive_lines(instance: Any, attribute: attrs.Attribute, value: list[str]) -> None:
+    for line in value:
+        text = line.strip()
+        for prefix in ("#SBATCH", "#$"):
+            text = text.removeprefix(prefix).strip()
+        if any(ord(c) < 32 and c != "\t" or ord(c) == 127 for c in line) or not text.startswith("-"):
+            raise ValueError(f"{_describe(instance, attribute.name, value)}: each directive is one line holding "
+                             f"scheduler options that start with '-' (e.g. '--mail-type=END' or '-m e'); got {line!r}.")
+
+
+_MODULE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+/@:,-]*")
+
+
+def _module_names(instance: Any, attribute: attrs.Attribute, value: list[str]) -> None:
+    for name in value:
+        if not _MODULE.fullmatch(name):
+            raise ValueError(f"{_describe(instance, attribute.name, value)}: {name!r} is not a module name; use "
+                             "letters, digits and '_.+/@:,-' without spaces, e.g. 'cuda/12.1' (shell goes in setup=).")
+
+
+def _resources(value: Any) -> dict[str, str]:
+    if not isinstance(value, dict):
+        raise ValueError(f"GridEngine(resources={value!r}): give a dict such as {{'tmpfree': '10G'}}.")
+    return {k: str(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else v for k, v in value.items()}
+
+
+def _resource_items(instance: Any, attribute: attrs.Attribute, value: dict[str, str]) -> None:
+    for key, item in value.items():
+        if not isinstance(key, str) or not _RESOURCE_KEY.fullmatch(key):
+            raise ValueError(f"{_describe(instance, attribute.name, value)}: key {key!r} is not a complex name; "
+                             "use letters, digits, '_', '.', '-' (e.g. 'h_vmem', 'tmpfree').")
+        if not isinstance(item, str) or not _RESOURCE_VALUE.fullmatch(item):
+            raise ValueError(f"{_describe(instance, attribute.name, value)}: value {item!r} of {key!r} is not "
+                             "allowed; use letters, digits and '_.:*|!@,/+%-' without spaces (e.g. '10G', 'node1|node2').")
 
 
 def _positive_or_none(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
@@ -100,12 +175,12 @@ class ClusterExecutor(Executor):
 
     cluster: str | None = None
     local: bool = False
-    job_name: str | None = attrs.field(default=None, validator=_no_newline)
+    job_name: str | None = attrs.field(default=None, validator=_job_name)
     time_limit: int | None = attrs.field(default=None, converter=_time_limit)
-    account: str | None = attrs.field(default=None, validator=_no_newline)
-    modules: list[str] = attrs.field(factory=list, converter=_str_list, validator=_no_newline)
+    account: str | None = attrs.field(default=None, validator=_field_text)
+    modules: list[str] = attrs.field(factory=list, converter=_str_list, validator=_module_names)
     setup: list[str] = attrs.field(factory=list, converter=_str_list)
-    directives: list[str] = attrs.field(factory=list, converter=_str_list, validator=_no_newline)
+    directives: list[str] = attrs.field(factory=list, converter=_str_list, validator=_directive_lines)
     max_parallel_tasks: int | None = attrs.field(default=None, validator=_positive_or_none)
     workdir: str | None = None
     exclusive: bool = False
@@ -132,10 +207,10 @@ class Slurm(ClusterExecutor):
     Spec: ClassVar[type[ExecutorSpec]] = SlurmSpec
     SCHEDULER: ClassVar[str] = "slurm"
 
-    partition: str | None = attrs.field(default=None, validator=_no_newline)
-    qos: str | None = attrs.field(default=None, validator=_no_newline)
-    constraint: str | None = attrs.field(default=None, validator=_no_newline)
-    gpu_type: str | None = attrs.field(default=None, validator=_no_newline)
+    partition: str | None = attrs.field(default=None, validator=_field_text)
+    qos: str | None = attrs.field(default=None, validator=_field_text)
+    constraint: str | None = attrs.field(default=None, validator=_field_text)
+    gpu_type: str | None = attrs.field(default=None, validator=_field_text)
 
 
 @attrs.define(kw_only=True)
@@ -149,12 +224,12 @@ class GridEngine(ClusterExecutor):
     Spec: ClassVar[type[ExecutorSpec]] = GridEngineSpec
     SCHEDULER: ClassVar[str] = "sge"
 
-    queue: str | None = attrs.field(default=None, validator=_no_newline)
-    project: str | None = attrs.field(default=None, validator=_no_newline)
-    parallel_environment: str | None = attrs.field(default=None, validator=_no_newline)
-    memory_resource: str = "h_vmem"
-    gpu_resource: str = "gpu"
-    resources: dict[str, str] = attrs.field(factory=dict, validator=_no_newline)
+    queue: str | None = attrs.field(default=None, validator=_field_text)
+    project: str | None = attrs.field(default=None, validator=_field_text)
+    parallel_environment: str | None = attrs.field(default=None, validator=_field_text)
+    memory_resource: str = attrs.field(default="h_vmem", validator=_field_text)
+    gpu_resource: str = attrs.field(default="gpu", validator=_field_text)
+    resources: dict[str, str] = attrs.field(factory=dict, converter=_resources, validator=_resource_items)
     reserve: bool = False
 
 
@@ -178,4 +253,11 @@ def with_defaults(executor: ClusterExecutor, defaults: dict[str, Any]) -> Cluste
         default = field.default.factory() if isinstance(field.default, attrs.Factory) else field.default  # type: ignore[attr-defined]
         if current == default:
             changes[name] = value
-    return attrs.evolve(executor, **changes) if changes else executor
+    if not changes:
+        return executor
+    try:
+        return attrs.evolve(executor, **changes)
+    except (ValueError, TypeError) as exc:
+        from xcore.errors import ConfigurationError
+
+        raise ConfigurationError(f"A value in the cluster's [defaults] table (clusters.toml) is invalid: {exc}") from None

@@ -52,7 +52,7 @@ xhpc_extract() {
     if tar -tzf "$archive" | grep -qE '(^/|(^|/)\.\.(/|$))'; then echo "xhpc: $archive has unsafe paths" >&2; return 1; fi
     tmp=$(mktemp -d "$dest.tmp.XXXXXX") || return 1
     if tar -xzf "$archive" -C "$tmp" --no-same-owner --no-same-permissions; then
-        chmod 755 "$tmp"; mv -T "$tmp" "$dest" 2>/dev/null || rm -rf "$tmp"
+        chmod 700 "$tmp"; mv -T "$tmp" "$dest" 2>/dev/null || rm -rf "$tmp"
     else
         rm -rf "$tmp"; return 1
     fi
@@ -191,8 +191,10 @@ def _launch_group(cluster: Cluster, executor: ClusterExecutor, group: list[Launc
     shas = sorted({a.sha256 for a in executable.artifacts})
 
     # 1. staging dirs, absolute path, missing artifacts (idempotent: retried on drops).
+    # umask 077: what xcore creates on the cluster (tasks.bin holds env secrets) is private to the user.
     check = (
-        f"mkdir -p {_sp(staging)}/artifacts {_sp(staging)}/runs && cd {_sp(staging)} && pwd && "
+        f"umask 077 && mkdir -p {_sp(staging)}/artifacts {_sp(staging)}/runs && cd {_sp(staging)} && "
+        "chmod 700 artifacts runs && pwd && "
         + "".join(f"[ -e artifacts/{s} ] || echo missing {s}; " for s in shas)
         + "true"
     )
@@ -328,7 +330,7 @@ def _tar(files: dict[str, bytes]) -> bytes:
         for name, content in files.items():
             info = tarfile.TarInfo(name)
             info.size = len(content)
-            info.mode = 0o755 if name.endswith(".sh") else 0o644
+            info.mode = 0o700 if name.endswith(".sh") else 0o600  # private: tasks.bin holds env secrets
             info.mtime = int(time.time())
             tar.addfile(info, io.BytesIO(content))
     return raw.getvalue()
@@ -339,6 +341,7 @@ def _submit_script(scheduler: Scheduler, run_dir: str, root: str, uploads: list[
     q = shlex.quote
     lines = [
         "trap '' HUP PIPE",  # keep going if the connection drops: the job id still lands in chunk-K.id
+        "umask 077",  # run files, job-id files and (Slurm, via the submit umask) logs are private
         _EXTRACT,
         _CHUNK.format(wait=CLAIM_WAIT_SECONDS, mark=CHUNK_MARK),
         f"mkdir -p {q(run_dir)}/logs {q(run_dir)}/cancelled && cd {q(run_dir)} || exit 1",
@@ -348,6 +351,8 @@ def _submit_script(scheduler: Scheduler, run_dir: str, root: str, uploads: list[
          "&& rmdir \"$xhpc_in\" || { echo 'xhpc: cannot unpack the run files' >&2; exit 1; }"),
     ]
     for artifact in executable.artifacts:
+        suffix = ".tar.gz" if artifact.kind == "archive" else Path(artifact.local_path).suffix
+        lines.append(f"chmod 600 {q(root + '/artifacts/' + artifact.sha256 + suffix)} 2>/dev/null")
         if artifact.kind == "archive":
             archive = f"{root}/artifacts/{artifact.sha256}.tar.gz"
             lines.append(f"xhpc_extract {q(archive)} {q(root + '/artifacts/' + artifact.sha256)} || exit 1")

@@ -194,22 +194,62 @@ def safe_member_name(name: str) -> str:
     return "/".join(parts)
 
 
-def walk_files(root: Path) -> Iterator[tuple[str, Path]]:
-    """Regular files under ``root`` (following symlinks that stay inside it), skipping VCS and build dirs."""
+def walk_files(root: Path, escapes: list[str] | None = None) -> Iterator[tuple[str, Path]]:
+    """Regular files under ``root``, skipping VCS and build dirs.
+
+    Symlinks (to files or directories) are followed while they stay inside ``root``; a link that
+    leaves it (``-> /etc/shadow``) would ship a file from elsewhere on this machine, so it is
+    skipped and its path appended to ``escapes`` (warned about when ``escapes`` is None).
+    """
     root_resolved = root.resolve()
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.endswith(".egg-info"))
-        for filename in sorted(filenames):
-            if filename.endswith((".pyc", ".pyo")):
-                continue
-            path = Path(dirpath) / filename
-            if path.is_symlink():
+    found: list[str] = [] if escapes is None else escapes
+
+    def visit(directory: Path, prefix: str, ancestors: frozenset[Path]) -> Iterator[tuple[str, Path]]:
+        with os.scandir(directory) as it:
+            entries = sorted(it, key=lambda e: e.name)
+        for entry in entries:
+            path = Path(entry.path)
+            rel = f"{prefix}{entry.name}"
+            if entry.is_symlink():
                 target = path.resolve()
-                if not target.is_relative_to(root_resolved) or not target.is_file():
+                if not target.is_relative_to(root_resolved):
+                    found.append(rel)
                     continue
-            elif not path.is_file():
-                continue
-            yield path.relative_to(root).as_posix(), path
+            if entry.is_dir():
+                if entry.name in SKIP_DIRS or entry.name.endswith(".egg-info"):
+                    continue
+                real = path.resolve()
+                if real in ancestors:  # a link back up the tree
+                    continue
+                yield from visit(path, f"{rel}/", ancestors | {real})
+            elif entry.is_file() and not entry.name.endswith((".pyc", ".pyo")):
+                yield rel, path
+
+    yield from visit(root, "", frozenset({root_resolved}))
+    if escapes is None and found:
+        _warn_escapes(root, found)
+
+
+def _warn_escapes(root: Path, links: list[str]) -> None:
+    import warnings
+
+    shown = ", ".join(links[:5]) + (f" and {len(links) - 5} more" if len(links) > 5 else "")
+    warnings.warn(f"{root}: skipped symlinks that point outside the directory (not shipped): {shown}.",
+                  UserWarning, stacklevel=3)
+
+
+def refuse_escaping_links(root: Path, what: str) -> None:
+    """A clear error when a link under ``root`` points outside it (pip would copy its target)."""
+    escapes: list[str] = []
+    for _ in walk_files(root, escapes):
+        pass
+    if escapes:
+        shown = ", ".join(f"{e} -> {os.readlink(root / e)}" for e in escapes[:5])
+        raise PackagingError(
+            f"{what}: symlinks point outside {root} and would ship files from elsewhere on this machine: {shown}"
+            f"{f' and {len(escapes) - 5} more' if len(escapes) > 5 else ''}. Remove them, or copy what the job "
+            "needs into the project."
+        )
 
 
 def tree_key(label: str, root: Path, extra: Any = None) -> str:
@@ -252,6 +292,7 @@ def _python_package(spec: PythonPackage, cache: Cache, context: PackagingContext
             f"PythonPackage(path={spec.path!r}): {project} has no pyproject.toml, setup.py or setup.cfg, so pip "
             "cannot install it. Add a pyproject.toml, or use xm.python_module(...) to ship the directory as is."
         )
+    refuse_escaping_links(project, f"PythonPackage(path={spec.path!r})")
     resources = _fileset_entries(spec.resources)
     extra = {"pip_args": spec.pip_args, "extra": spec.extra_packages,
              "resources": [(a, _file_digest(p)) for a, p in resources]}

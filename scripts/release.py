@@ -120,7 +120,8 @@ def check(dists: list[Distribution], outdir: Path, *, sdist: bool = True) -> lis
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("outdir", type=Path, help="the wheelhouse directory (created if missing)")
-    parser.add_argument("names", nargs="*", metavar="DIST", help=f"distributions (default: all of {list(DISTRIBUTIONS)})")
+    parser.add_argument("names", nargs="*", metavar="DIST",
+                        help=f"distributions (default: all of {', '.join(DISTRIBUTIONS)})")
     parser.add_argument("--wheel-only", action="store_true", help="skip the sdists")
     parser.add_argument("--no-isolation", action="store_true",
                         help="build with this interpreter's setuptools instead of a fresh build env (faster, offline)")

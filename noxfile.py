@@ -38,10 +38,11 @@ TESTS = {
 @nox.session(python=PYTHONS)
 @nox.parametrize("dist", list(TESTS), ids=list(TESTS))
 def tests(session: nox.Session, dist: str) -> None:
-    """One distribution's test suite; arguments go to pytest (`-- -x -k store`)."""
+    """One distribution's test suite; arguments go to pytest (`-- -x -k store`, `-- tests/test_cli.py`)."""
     packages, path = TESTS[dist]
     session.install(*packages, "pytest-timeout")
-    session.run("pytest", "--timeout=600", path, *session.posargs)
+    names_tests = any(Path(arg.split("::")[0]).exists() for arg in session.posargs)
+    session.run("pytest", "--timeout=600", *([] if names_tests else [path]), *session.posargs)
 
 
 @nox.session(python="3.11")

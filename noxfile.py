@@ -1,34 +1,83 @@
-"""Developer sessions: `nox -s tests`, `nox -s lint`, `nox -s bench`.
+"""Developer sessions, one per habit: tests per distribution, lint, typecheck, build, bench.
 
-CI and the README use scripts/test.sh, which also starts the real services; these sessions
-are for working on one part quickly.
+    nox -l                           # list them
+    nox -s "tests-3.11(xhpc)"        # one distribution's tests on one Python
+    nox -s lint typecheck build
+
+CI and the README use scripts/test.sh, which also starts the real services; these sessions are
+for working on one part quickly. Set XCORE_REQUIRE_INFRA=1 to make tests that need a missing
+service fail instead of skip. Tool versions are pinned so every machine reports the same findings.
 """
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import nox
 
-nox.options.sessions = ["tests"]
-PLUGINS = ["plugins/xlocal[docker]", "plugins/xhpc"]
+nox.options.sessions = ["tests", "lint", "typecheck", "build"]
+nox.options.reuse_existing_virtualenvs = True
+
+PYTHONS = ["3.11", "3.12", "3.13"]
+RUFF = "ruff==0.17.5"
+MYPY = "mypy==2.4.1"
+BUILD_TOOLS = ["build==1.6.1", "twine==7.0.0", "check-wheel-contents==0.6.3"]
+WHEELHOUSE = "dist"
+
+# What each distribution's test session installs (editable) and runs. The core's tests list
+# the installed plugins and install the example plugin, so they need every distribution.
+EVERYTHING = ["-e", ".[test]", "-e", "plugins/xlocal[docker]", "-e", "plugins/xhpc"]
+TESTS = {
+    "core": (EVERYTHING, "tests"),
+    "xlocal": (["-e", ".[test]", "-e", "plugins/xlocal[docker]"], "plugins/xlocal/tests"),
+    "xhpc": (["-e", ".[test]", "-e", "plugins/xhpc"], "plugins/xhpc/tests"),
+}
 
 
-@nox.session(python=["3.11", "3.12", "3.13"])
-def tests(session: nox.Session) -> None:
-    """The test suite; set XCORE_REQUIRE_INFRA=1 to fail instead of skip when a service is missing."""
-    session.install("-e", ".[test]", *[arg for p in PLUGINS for arg in ("-e", p)], "pytest-timeout")
-    session.run("pytest", *session.posargs)
+@nox.session(python=PYTHONS)
+@nox.parametrize("dist", list(TESTS), ids=list(TESTS))
+def tests(session: nox.Session, dist: str) -> None:
+    """One distribution's test suite; arguments go to pytest (`-- -x -k store`, `-- tests/test_cli.py`)."""
+    packages, path = TESTS[dist]
+    session.install(*packages, "pytest-timeout")
+    names_tests = any(Path(arg.split("::")[0]).exists() for arg in session.posargs)
+    session.run("pytest", "--timeout=600", *([] if names_tests else [path]), *session.posargs)
 
 
-@nox.session
+@nox.session(python="3.11")
 def lint(session: nox.Session) -> None:
-    session.install("ruff", "mypy", "-e", ".", "-e", "plugins/xlocal")
-    session.run("ruff", "check", "xcore", "plugins")
-    session.run("mypy", "xcore")
+    """ruff over the whole repository, then the type check."""
+    session.install(RUFF)
+    session.run("ruff", "check", ".", *session.posargs)
+    _mypy(session)
 
 
-@nox.session
+@nox.session(python="3.11")
+def typecheck(session: nox.Session) -> None:
+    """mypy over the core and every plugin (config: [tool.mypy] in pyproject.toml)."""
+    _mypy(session)
+
+
+def _mypy(session: nox.Session) -> None:
+    session.install(MYPY, *EVERYTHING)
+    session.run("mypy")
+
+
+@nox.session(python="3.11")
+def build(session: nox.Session) -> None:
+    """Wheel and sdist of every distribution into dist/, checked the way PyPI and pip read them."""
+    session.install(*BUILD_TOOLS)
+    shutil.rmtree(WHEELHOUSE, ignore_errors=True)
+    session.run("python", "scripts/release.py", WHEELHOUSE)
+    built = sorted(str(p) for p in Path(WHEELHOUSE).iterdir())
+    session.run("twine", "check", "--strict", *built)
+    session.run("check-wheel-contents", *[p for p in built if p.endswith(".whl")])
+
+
+@nox.session(python="3.11")
 def bench(session: nox.Session) -> None:
     """Every benchmark under bench/, each printing its figures."""
-    session.install("-e", ".", *[arg for p in PLUGINS for arg in ("-e", p)])
-    for script in sorted(__import__("pathlib").Path("bench").glob("bench_*.py")):
+    session.install(*EVERYTHING)
+    for script in sorted(Path("bench").glob("bench_*.py")):
         session.run("python", str(script))

@@ -19,3 +19,13 @@ ensure_venv() {
     "$py" -m venv .venv
   fi
 }
+
+# The core was distributed as `xcore` before 0.1.0 was released as `xcore-core` (the name
+# `xcore` belongs to an unrelated project on PyPI). Drop the old editable install so one
+# distribution owns the `xcore` package in .venv.
+drop_renamed_core() {
+  if .venv/bin/python -c 'import importlib.metadata as m; m.distribution("xcore")' 2>/dev/null; then
+    echo "==> removing the old 'xcore' distribution from .venv (the core is now 'xcore-core')"
+    .venv/bin/python -m pip uninstall --quiet --yes xcore
+  fi
+}

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Install xcore and xcore-xlocal into ./.venv, then launch the 20-trial sweep on this machine
+# Install xcore-core and xcore-xlocal into ./.venv, then launch the 20-trial sweep on this machine
 # and wait for it. Needs only Python 3.11+.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/python.sh
 ensure_venv
-echo "==> installing xcore and xcore-xlocal into .venv"
+drop_renamed_core
+echo "==> installing xcore-core and xcore-xlocal into .venv"
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -e . -e plugins/xlocal
 echo "==> launching examples/sweep/launch.py (20 trials)"
 .venv/bin/xcore launch --wait examples/sweep/launch.py

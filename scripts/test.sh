@@ -6,6 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/python.sh
 ensure_venv
+drop_renamed_core
 echo "==> installing xcore, plugins and test tools into .venv"
 packages=(-e '.[test]' -e 'plugins/xlocal[docker]' -e plugins/xhpc)
 .venv/bin/python -m pip install --quiet --disable-pip-version-check "${packages[@]}" pytest-timeout

@@ -268,7 +268,7 @@ class SqliteStore(MetadataStore):
         if version > SCHEMA_VERSION:
             raise ConfigurationError(
                 f"The metadata store {self.path} has schema version {version}, newer than this xcore "
-                f"understands ({SCHEMA_VERSION}). Upgrade xcore (pip install -U xcore) to read it."
+                f"understands ({SCHEMA_VERSION}). Upgrade xcore (pip install -U xcore-core) to read it."
             )
         with self._write() as db:
             version = db.execute("PRAGMA user_version").fetchone()[0]  # another process may have won

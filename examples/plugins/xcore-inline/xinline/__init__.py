@@ -2,4 +2,6 @@
 
 from xinline.model import Inline, InlineHandle, InlineProcess, InlineSpec
 
+__version__ = "0.1.0"
+
 __all__ = ["Inline", "InlineSpec", "InlineProcess", "InlineHandle"]

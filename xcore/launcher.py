@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 import attrs
 
 from xcore import paths
-from xcore.execution import LaunchContext, LaunchRequest
+from xcore.execution import LaunchContext, LaunchFailure, LaunchRequest, launch_failure_message
 from xcore.plugins import PluginHost
 from xcore.progress import Progress
 from xcore.status import JobState, Status
@@ -154,13 +154,32 @@ class BatchLauncher:
                 self._progress.message(f"error: {len(group)} jobs on {kind}: {message}")
                 continue
             serializer = self._host.serializer
+            started = [(p, h) for p, h in zip(group, handles) if not isinstance(h, LaunchFailure)]
             self._store.mark_launched(
                 [
                     (p.request.job_id, serializer.registry.kind_of(h), serializer.dump(h), getattr(h, "log_path", None))
-                    for p, h in zip(group, handles)
+                    for p, h in started
                 ]
             )
-            self.launched += len(group)
-            for pending in group:
-                pending.ticket.job_done()
+            self._record_start_failures(kind, group, handles)
+            self.launched += len(started)
             self._progress.update(f"launched {len(group)} jobs on {kind}", self.launched)
+
+    def _record_start_failures(self, kind: str, group: list[PendingJob], handles: Sequence[object]) -> None:
+        """Per-request failures (``LaunchFailure`` or a handle's ``error``) become FAILED jobs;
+        a ``LaunchFailure`` also fails its unit's future, like a batch that failed as a whole."""
+        failed: list[tuple[int, JobState]] = []
+        for pending, handle in zip(group, handles):
+            if isinstance(handle, LaunchFailure):
+                message = launch_failure_message(handle.reason)
+                failed.append((pending.request.job_id, JobState(Status.FAILED, message)))
+                error = self._make_error(f"{pending.request.full_name}: {message}")
+                self.errors.append(error)
+                pending.ticket.job_done(error)
+                continue
+            if getattr(handle, "error", None):
+                failed.append((pending.request.job_id, JobState(Status.FAILED, launch_failure_message(str(handle.error)))))  # type: ignore[attr-defined]
+            pending.ticket.job_done()
+        if failed:
+            self._store.record_states(failed)
+            self._progress.message(f"error: {len(failed)} of {len(group)} jobs on {kind} failed to launch")

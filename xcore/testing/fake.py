@@ -157,6 +157,20 @@ def xcore_job_logs(handle_kind: str, handle: FakeHandle, follow: bool) -> Iterat
     return follow_file(handle.log_path or "", follow=follow, finished=finished, poll_secs=0.05)
 
 
+@hookimpl
+def xcore_add_commands(subparsers: Any) -> None:
+    parser = subparsers.add_parser("fake-jobs", help="list the fake backend's job records (tests only)")
+    parser.set_defaults(func=_list_jobs)
+
+
+def _list_jobs(args: Any) -> int:
+    from xcore.plugin import plugin_state_dir
+
+    for record in sorted((plugin_state_dir("fake") / "jobs").glob("*.json")):
+        print(record.name)
+    return 0
+
+
 # -- control, for tests ------------------------------------------------------------------
 
 

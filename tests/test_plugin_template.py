@@ -25,7 +25,7 @@ def test_generated_plugin_installs_and_passes_its_contract_tests(tmp_path):
     listed = run_xcore("plugins", "--json", env={"PYTHONPATH": str(site)})
     assert '"xcore-tplcheck"' in listed.stdout
     tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=dist, env=env,
-                           capture_output=True, text=True, timeout=600)
+                           capture_output=True, text=True, timeout=600, check=False)
     assert tests.returncode == 0, tests.stdout[-3000:] + tests.stderr[-2000:]
     assert "10 passed" in tests.stdout and "skipped" not in tests.stdout, tests.stdout[-500:]
 

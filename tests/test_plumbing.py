@@ -23,8 +23,10 @@ def test_a_character_split_across_reads_is_never_garbled():
     data = TEXT.encode()
     # every split point, including inside the 2-, 3- and 4-byte characters
     for cut in range(1, len(data)):
-        chunks = list(follow_bytes(lambda offset: data[offset:cut] if offset < cut else data[offset:],
-                                   follow=False))
+        def read_from(offset: int, cut: int = cut) -> bytes:  # two reads, split at byte `cut`
+            return data[offset:cut] if offset < cut else data[offset:]
+
+        chunks = list(follow_bytes(read_from, follow=False))
         assert len(chunks) >= 1
         assert "".join(chunks) == TEXT, cut
         assert "\ufffd" not in "".join(chunks)

@@ -137,7 +137,7 @@ class ContractRun:
             "sys.exit(main(sys.argv[1:]))\n"
         )
         return subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True,
-                              env=self.env(), timeout=timeout or self.target.timeout_secs + 30)
+                              env=self.env(), timeout=timeout or self.target.timeout_secs + 30, check=False)
 
     def jobs(self) -> list[Any]:
         from xcore.experiment import open_store

@@ -57,7 +57,7 @@ def xcore_launch(executor_kind: str, requests: Sequence[LaunchRequest],
             with open(folder / "output.log", "wb") as out:
                 code = subprocess.run([*executable.command, *request.args], env={**os.environ, **request.env},
                                       cwd=executable.cwd, stdout=out, stderr=subprocess.STDOUT,
-                                      timeout=executor.timeout_secs).returncode
+                                      timeout=executor.timeout_secs, check=False).returncode
         except (OSError, subprocess.TimeoutExpired) as exc:
             results.append(LaunchFailure(f"{type(exc).__name__}: {exc}"))
             continue

@@ -186,3 +186,15 @@ def test_builders_make_what_hooks_receive(tmp_path):
     [handle] = fake.xcore_launch("fake.FakeExecutor", [request], context)
     assert fake.received(handle) == (["a", "1"], {"K": "v"})
     assert fake.xcore_job_states("fake.FakeHandle", [handle])[0].status is xp.Status.COMPLETED
+
+
+def test_a_variable_the_plugin_derived_from_the_users_is_kept(tmp_path):
+    @xp.hookimpl
+    def package(packageable, context):  # like xlocal: the project goes in front of the user's PYTHONPATH
+        return fake.FakeExecutable(name="m", command=["true"],
+                                   env_vars={"PYTHONPATH": "/project:" + packageable.env_vars["PYTHONPATH"]})
+
+    host = plugin_host({"fake": _fake_with(xcore_package=package)})
+    packageable = xm.binary(fake.FakeSpec(), "true", env_vars={"PYTHONPATH": "/mine", "OTHER": "1"})
+    executable = host.package(packageable, make_packaging_context(tmp_path))
+    assert executable.env_vars == {"PYTHONPATH": "/project:/mine", "OTHER": "1"}

@@ -124,7 +124,8 @@ def xcore_package(packageable: Packageable, context: PackagingContext) -> Execut
         ``args`` and ``env_vars`` (defaults for every job of this executable).
     :param context: ``cache_dir`` (shared cache root; use a subdirectory) and ``progress``.
     :return: your packaged executable. The core attaches ``packageable.args`` (when the
-        executable has none) and ``packageable.env_vars`` (over the executable's) itself.
+        executable has none) and ``packageable.env_vars`` (those the executable does not set
+        itself: a value you derived from the user's, like ``PYTHONPATH``, is kept) itself.
         Return None only if you cannot package this spec: the user then gets an error
         naming the spec and the executor.
     :raises xcore.plugin.PackagingError: with a message that says what to fix.

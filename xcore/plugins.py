@@ -58,10 +58,11 @@ def api_version_problem(plugin: object) -> str | None:
 
 
 def _with_packageable_args(executable: Executable, packageable: Packageable) -> Executable:
-    """The packaged executable carrying the packageable's default args and env (plugin values
-    first for env, the packageable's winning; args only when the plugin set none)."""
+    """The packaged executable carrying the packageable's default args (when the plugin set
+    none) and env vars (where the plugin set no value of its own: a plugin that derived a
+    variable from the user's, like ``PYTHONPATH``, keeps its result)."""
     args = executable.args if executable.args else packageable.args
-    env = {**executable.env_vars, **packageable.env_vars}
+    env = {**packageable.env_vars, **executable.env_vars}
     if args is executable.args and env == executable.env_vars:
         return executable
     return attrs.evolve(executable, args=args, env_vars=env)

@@ -60,6 +60,7 @@ def generate(name: str, parent: Path) -> Path:
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     plugin = sub.add_parser("plugin", help="tools for plugin authors")
     commands = plugin.add_subparsers(dest="plugin_command", metavar="COMMAND")
+    plugin.set_defaults(func=lambda args: plugin.print_help() or 2)
     new = commands.add_parser("new", help="generate a new plugin distribution (xcore-NAME/)",
                               description="Generate xcore-NAME/: a working executor, its entry point and "
                               "tests that run the plugin contract suite.")

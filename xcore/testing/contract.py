@@ -94,6 +94,10 @@ class ContractTarget:
       None: the forgotten-job check is skipped with ``forget_skip_reason``.
     - ``plugins``: ``{name: module path}`` of plugins to register that have no installed entry
       point (the fake backend); they are registered in this process and in fresh processes.
+    - ``package``: builds the probe's packageable from the probe project's directory and the
+      probe's module name, for backends that cannot run ``xm.python_module`` as is (a
+      container backend: ``xm.python_container(spec, xm.ModuleName(module), path=..., base_image=...)``).
+      Default: ``xm.python_module(executor_spec, module, path=...)``.
     - ``timeout_secs``: how long a job may take to finish or to be cancelled.
     - ``expect_signal_exit``: False skips the signal-exit check (a backend that cannot report
       how a job died), with ``signal_skip_reason``.
@@ -107,6 +111,7 @@ class ContractTarget:
     forget: Callable[[JobHandle], None] | None = None
     forget_skip_reason: str = "the target gives no way to make the backend forget a job (ContractTarget.forget)"
     plugins: Mapping[str, str] = attrs.field(factory=dict)
+    package: Callable[[Path, str], Packageable] | None = None
     timeout_secs: float = 60.0
     expect_signal_exit: bool = True
     signal_skip_reason: str = "the target says it cannot report signals (expect_signal_exit=False)"
@@ -210,22 +215,27 @@ class ContractSuite:
         return run
 
     @staticmethod
-    def packageable(target: ContractTarget, probe: Path) -> Packageable:
+    def packageable(target: ContractTarget, probe: Path, **defaults: Any) -> Packageable:
+        import attrs as _attrs
+
         import xcore as xm
 
-        return xm.python_module(target.executor_spec, PROBE_MODULE, path=str(probe))
+        if target.package is None:
+            return xm.python_module(target.executor_spec, PROBE_MODULE, path=str(probe), **defaults)
+        return _attrs.evolve(target.package(probe, PROBE_MODULE), **defaults)
 
     # -- the checks ----------------------------------------------------------------------
 
     def test_package_python_module(self, contract_home: Path, probe: Path,
                                    xcore_contract_target: ContractTarget) -> None:
-        """``xm.python_module`` packages for the executor spec; the core attaches default args and env."""
+        """The probe (``xm.python_module``, or ``ContractTarget.package``) packages for the executor
+        spec; the core attaches the packageable's default args and env."""
         import xcore as xm
         from xcore.experiment import package
         from xcore.plugins import get_host
 
-        packageable = xm.python_module(xcore_contract_target.executor_spec, PROBE_MODULE, path=str(probe),
-                                       args=["echo", "default"], env_vars={"XCORE_PROBE_ENV": "from packaging"})
+        packageable = self.packageable(xcore_contract_target, probe, args=["echo", "default"],
+                                       env_vars={"XCORE_PROBE_ENV": "from packaging"})
         [executable] = package([packageable])
         assert isinstance(executable, xm.Executable)
         kind = get_host().kinds.kind_of(executable)

@@ -1,14 +1,59 @@
-"""Every hook a plugin can implement, grouped by what it is for.
+"""Every hook a plugin can implement, grouped by what it is for, and the rules of the contract.
 
-Implement a hook with ``@xcore.hookimpl`` in a module or class that your distribution
-names under the ``xcore`` entry-point group::
+Implement a hook with ``@hookimpl`` (``from xcore.plugin import hookimpl``) in a module or
+class that your distribution names under the ``xcore`` entry-point group::
 
     [project.entry-points.xcore]
     myplugin = "myplugin.hooks"
 
+and declare the plugin API you target in that module: ``XCORE_PLUGIN_API = "1.0"``. A plugin
+whose major version differs from the core's ``PLUGIN_API_VERSION``, or whose minor version is
+newer, is not loaded; ``xcore plugins`` shows it as failed with a one-line reason.
+
 Implementations may accept a subset of a hook's arguments, so hooks can gain arguments
-without breaking plugins. Hooks marked *firstresult* stop at the first non-None result:
-return None for kinds you do not own.
+without breaking plugins. A hook that is going away is marked with pluggy's
+``warn_on_impl=XcorePluginDeprecationWarning(...)``: implementing it warns when the plugin
+is registered, naming the replacement, for at least one minor version before removal.
+
+Routing: every hook that takes a kind, packaging included, is called only on the plugin
+that registered that kind (for ``xcore_package``, the executor spec's kind). A plugin never
+needs to check kind strings; returning None from a routed hook is an error the core reports.
+
+The rules, the same for every backend
+-------------------------------------
+
+- **Exceptions.** Raise an ``xcore.plugin.XcoreError`` subclass (``PackagingError``,
+  ``LaunchError``, ``ConfigurationError``) with a message that says what to fix: the user
+  sees ``error: <message>`` without a traceback. From ``xcore_launch`` any exception means
+  *nothing of the batch was submitted*: every job is recorded FAILED (``launch failed:
+  <Type>: <message>``). From ``xcore_job_states``, ``XcoreError`` and ``OSError`` mean the
+  backend cannot be asked now: the jobs read UNKNOWN with the reason and keep their stored
+  state. Any other exception is a bug in the plugin and is shown with its traceback.
+- **A job that failed to start** while others of its batch were submitted: return
+  ``LaunchFailure(reason)`` in its place (or a handle with ``error`` set). It is recorded as
+  FAILED, ``failed to launch: <reason>``.
+- **A forgotten job** (the backend answers but no longer knows it: purged accounting,
+  removed container, deleted state) reads ``FAILED`` with the message ``lost: <why>`` and no
+  exit code (``xcore.plugin.lost_state``). ``UNKNOWN`` is only for a backend that cannot be
+  asked right now; it is not terminal, so the core keeps asking.
+- **Exit codes.** ``JobState.exit_code`` is the program's own code; a job killed by signal N
+  reads ``128 + N`` with the message ``killed by signal N (SIGNAME)``; never negative
+  (``xcore.plugin.exit_state``). A cancelled job reads CANCELLED (unless it had already
+  exited 0).
+- **Logs** are ``str`` chunks decoded from UTF-8 incrementally, so no character is split
+  across chunks; invalid bytes become U+FFFD. ``follow=False`` ends after the output written
+  so far; ``follow=True`` ends when the job is terminal and all its output was yielded
+  (``xcore.plugin.follow_file`` / ``follow_bytes`` implement this).
+- **Cancel** requests the stop and may block at most for the executor's documented grace
+  period (seconds, not the job's run time). It is idempotent; jobs already ended are left as
+  they are; a job stopped by cancel reads CANCELLED from any process (write a cancel marker
+  before signalling, ``xcore.plugin.mark_cancelled``).
+- **Env.** ``LaunchRequest.env`` holds the job's own variables only, never the launcher's
+  environment; inheriting the launcher's environment is a documented choice of the backend.
+  Args and env values reach the program byte for byte, never through a shell line.
+- **From any process.** Status, cancel and logs are called with handles loaded from the
+  store, often in a process other than the launcher: keep in the handle (and the plugin's
+  ``LaunchContext.state_dir``) everything they need.
 """
 
 from __future__ import annotations
@@ -16,18 +61,20 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-
-
 if TYPE_CHECKING:
     import argparse
 
-    from xcore.execution import JobHandle, LaunchContext, LaunchRequest, PackagingContext
+    from xcore.execution import JobHandle, LaunchContext, LaunchFailure, LaunchRequest, PackagingContext
     from xcore.job_blocks import Executable, Packageable
     from xcore.kinds import KindRegistrar
     from xcore.status import JobState
     from xcore.store import MetadataStore
 
 from xcore.markers import hookspec
+
+
+class XcorePluginDeprecationWarning(DeprecationWarning):
+    """Warned when a plugin implements a deprecated hook (pluggy's ``warn_on_impl``)."""
 
 
 # -------------------------------------------------------------------------------------------
@@ -67,16 +114,21 @@ def xcore_add_commands(subparsers: argparse._SubParsersAction) -> None:  # type:
 
 @hookspec(firstresult=True)
 def xcore_package(packageable: Packageable, context: PackagingContext) -> Executable | None:
-    """Turn an executable spec into a packaged executable for an executor spec.
+    """Turn an executable spec into a packaged executable for an executor spec you own.
 
-    Called once per distinct packageable in ``experiment.package`` and for every
-    ``Job`` whose executable still needs packaging. Stops at first non-None result.
+    Called once per distinct packageable in ``experiment.package``, only on the plugin that
+    registered ``packageable.executor_spec``'s kind. Stops at first non-None result.
 
-    :param packageable: the spec, the executor spec, and default args and env vars.
-    :param context: a cache directory and a progress reporter for long builds.
-    :return: the packaged executable (carrying ``packageable.args``/``env_vars``), or
-        None when this plugin cannot package this pair.
-    :raises xcore.PackagingError: with a message that says what to fix.
+    :param packageable: ``executable_spec`` (what to run: ``xcore.plugin.PythonModule``,
+        ``Binary``, ``Container``... or your own spec), ``executor_spec`` (your spec),
+        ``args`` and ``env_vars`` (defaults for every job of this executable).
+    :param context: ``cache_dir`` (shared cache root; use a subdirectory) and ``progress``.
+    :return: your packaged executable. The core attaches ``packageable.args`` (when the
+        executable has none) and ``packageable.env_vars`` (those the executable does not set
+        itself: a value you derived from the user's, like ``PYTHONPATH``, is kept) itself.
+        Return None only if you cannot package this spec: the user then gets an error
+        naming the spec and the executor.
+    :raises xcore.plugin.PackagingError: with a message that says what to fix.
     """
 
 
@@ -88,18 +140,22 @@ def xcore_package(packageable: Packageable, context: PackagingContext) -> Execut
 @hookspec(firstresult=True)
 def xcore_launch(
     executor_kind: str, requests: Sequence[LaunchRequest], context: LaunchContext
-) -> Sequence[JobHandle] | None:
+) -> Sequence[JobHandle | LaunchFailure] | None:
     """Submit a batch of jobs that all use executors of one kind.
 
     The core collects every job added in a burst, so a sweep arrives here as one call and
-    can become one submission (an array job, one API batch). Stops at first non-None result.
+    can become one submission (an array job, one API batch). Called only on the plugin that
+    registered ``executor_kind``.
 
     :param executor_kind: the registered kind of every request's executor.
-    :param requests: the jobs, with final argv strings and complete environments.
-    :param context: a state directory and a progress reporter.
-    :return: one handle per request, in the same order; None if the kind is not yours.
-    :raises xcore.LaunchError: if nothing was submitted. Raise only when no job of the batch
-        reached the backend, so that nothing submitted goes unrecorded.
+    :param requests: the jobs (``LaunchRequest``: ids, ``job_name``, ``executable``,
+        ``executor``, final argv strings in ``args``, the job's own ``env``; see its docstring).
+    :param context: ``state_dir`` (your plugin's private, persistent directory),
+        ``progress`` and ``experiment_title``.
+    :return: per request, in the same order, a ``JobHandle`` (set ``log_path``) or a
+        ``LaunchFailure(reason)`` for a job that was not submitted while others were.
+    :raises xcore.plugin.LaunchError: if nothing was submitted. Raise only when no job of the
+        batch reached the backend, so that nothing submitted goes unrecorded.
     """
 
 
@@ -136,8 +192,13 @@ def xcore_job_states(handle_kind: str, handles: Sequence[JobHandle]) -> Sequence
     commands, possibly from a process other than the launcher. Stops at first non-None result.
 
     :param handle_kind: the registered kind of every handle.
-    :param handles: handles returned by ``xcore_launch``, possibly from an earlier process.
-    :return: one JobState per handle, same order; None if the kind is not yours.
+    :param handles: handles returned by ``xcore_launch``, loaded from the store (JSON), possibly
+        in a later process.
+    :return: one ``JobState(status, message, exit_code, started_at, ended_at)`` per handle,
+        same order. A job the backend no longer knows: ``lost_state(why)`` (FAILED). Exit
+        codes and signals: ``exit_state(code, cancelled=...)``.
+    :raises OSError or xcore.plugin.XcoreError: the backend cannot be asked now; the jobs read
+        UNKNOWN with the reason and keep their stored state.
     """
 
 
@@ -149,8 +210,9 @@ def xcore_cancel(handle_kind: str, handles: Sequence[JobHandle]) -> bool | None:
     launcher. Stops at first non-None result.
 
     :param handle_kind: the registered kind of every handle.
-    :param handles: handles of jobs to stop.
-    :return: True once cancellation was requested; None if the kind is not yours.
+    :param handles: handles of jobs to stop (some may have ended already: leave those).
+    :return: True once cancellation was requested. It may block at most for the executor's
+        grace period; the job must then read CANCELLED from any process.
     """
 
 
@@ -161,9 +223,10 @@ def xcore_job_logs(handle_kind: str, handle: JobHandle, follow: bool) -> Iterato
     Called by ``xcore logs``. Stops at first non-None result.
 
     :param handle_kind: the registered kind of the handle.
-    :param handle: the job's handle.
-    :param follow: keep yielding new output until the job ends.
-    :return: an iterator of text; None if the kind is not yours.
+    :param handle: the job's handle, loaded from the store.
+    :param follow: keep yielding new output until the job is terminal and all of it was read.
+    :return: an iterator of ``str`` chunks decoded incrementally from UTF-8 (never a split
+        character; invalid bytes as U+FFFD): ``xcore.plugin.follow_file`` does it for a file.
     """
 
 

@@ -108,7 +108,12 @@ class KindRegistry:
 
 @attrs.frozen
 class KindRegistrar:
-    """What a plugin's ``xcore_register_kinds`` hook receives: ``registry.add(kind, cls)``."""
+    """What a plugin's ``xcore_register_kinds`` hook receives.
+
+    - ``add(kind, cls)``: register an attrs subclass of ``Executor``, ``ExecutorSpec``,
+      ``ExecutableSpec``, ``Executable`` or ``JobHandle`` under ``kind`` (``"<plugin>.<Name>"``).
+    - ``plugin``: the name your plugin was loaded under (its entry-point name).
+    """
 
     _registry: KindRegistry
     plugin: str

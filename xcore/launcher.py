@@ -42,7 +42,7 @@ from typing import Any
 import attrs
 
 from xcore import paths
-from xcore.execution import LaunchContext, LaunchRequest
+from xcore.execution import LaunchContext, LaunchFailure, LaunchRequest, launch_failure_message
 from xcore.plugins import PluginHost
 from xcore.progress import Progress, plural
 from xcore.status import JobState, Status
@@ -387,9 +387,10 @@ class BatchLauncher:
                 self._break(store_exc, f"{plural(len(group), 'job')} on {kind} failed to launch ({message}).")
             return
         serializer = self._host.serializer
+        started = [(p, h) for p, h in zip(group, handles) if not isinstance(h, LaunchFailure)]
         launched = [
             (p.request.job_id, serializer.registry.kind_of(h), serializer.dump(h), getattr(h, "log_path", None))
-            for p, h in zip(group, handles)
+            for p, h in started
         ]
         try:
             self._retry_store(lambda: self._store.mark_launched(launched, intent_id=intent),
@@ -399,10 +400,9 @@ class BatchLauncher:
             self._break(exc, self._unrecorded_report(kind, launched))
             self._fail_tickets(group, self._broken)
             return
-        self.launched += len(group)
-        for pending in group:
-            pending.ticket.job_done()
-        self._progress.update(f"launched {plural(len(group), 'job')} on {kind}", self.launched)
+        self._record_start_failures(kind, group, handles)
+        self.launched += len(started)
+        self._progress.update(f"launched {plural(len(started), 'job')} on {kind}", self.launched)
 
     def _fail_tickets(self, group: list[PendingJob], error: BaseException | None) -> None:
         for pending in group:
@@ -435,3 +435,25 @@ class BatchLauncher:
             where = "their handles follow, one per line:\n" + text
         return (f"{len(launched)} jobs were submitted to {kind} but not recorded; a later xcore command adopts "
                 f"them once the store works again (the launcher's lease is kept); {where}")
+
+    def _record_start_failures(self, kind: str, group: list[PendingJob], handles: Sequence[object]) -> None:
+        """Per-request failures (``LaunchFailure`` or a handle's ``error``) become FAILED jobs;
+        a ``LaunchFailure`` also fails its unit's future, like a batch that failed as a whole."""
+        failed: list[tuple[int, JobState]] = []
+        for pending, handle in zip(group, handles):
+            if isinstance(handle, LaunchFailure):
+                message = launch_failure_message(handle.reason)
+                failed.append((pending.request.job_id, JobState(Status.FAILED, message)))
+                error = self._make_error(f"{pending.request.full_name}: {message}")
+                self.errors.append(error)
+                pending.ticket.job_done(error)
+                continue
+            if getattr(handle, "error", None):
+                failed.append((pending.request.job_id, JobState(Status.FAILED, launch_failure_message(str(handle.error)))))  # type: ignore[attr-defined]
+            pending.ticket.job_done()
+        if failed:
+            self._progress.message(f"error: {len(failed)} of {plural(len(group), 'job')} on {kind} failed to launch")
+            try:
+                self._retry_store(lambda: self._store.record_states(failed), "recording jobs that failed to start")
+            except StoreUnusableError as exc:  # still LAUNCHING under the lease: a later command resolves them
+                self._break(exc, f"{plural(len(failed), 'job')} on {kind} failed to launch.")

@@ -25,13 +25,47 @@ from xcore.kinds import KindRegistry
 if TYPE_CHECKING:
     import argparse
 
-    from xcore.execution import JobHandle, LaunchContext, LaunchRequest, PackagingContext
+    from xcore.execution import JobHandle, LaunchContext, LaunchFailure, LaunchRequest, PackagingContext
     from xcore.job_blocks import Executable, Packageable
     from xcore.serialization import Serializer
     from xcore.status import JobState
     from xcore.store import MetadataStore
 
 ENTRY_POINT_GROUP = "xcore"
+
+PLUGIN_API_VERSION = "1.0"
+"""The hook contract this core implements: ``MAJOR.MINOR``. A plugin declares the version it
+was written for as ``XCORE_PLUGIN_API = "1.0"`` in its hook module; the core loads it when the
+majors match and the plugin's minor is not newer than the core's."""
+
+
+def api_version_problem(plugin: object) -> str | None:
+    """Why ``plugin`` cannot run on this core (None when it can, or declares nothing)."""
+    declared = getattr(plugin, "XCORE_PLUGIN_API", None)
+    if declared is None:
+        return None
+    try:
+        major, minor = (int(part) for part in str(declared).split("."))
+    except ValueError:
+        return (f"declares XCORE_PLUGIN_API = {declared!r}, which is not a version like "
+                f"{PLUGIN_API_VERSION!r}; fix the plugin.")
+    core_major, core_minor = (int(part) for part in PLUGIN_API_VERSION.split("."))
+    if major != core_major or minor > core_minor:
+        return (f"was written for xcore plugin API {declared}, but this xcore implements "
+                f"{PLUGIN_API_VERSION}; install a version of the plugin built for plugin API "
+                f"{core_major}.x, or an xcore that implements {declared}.")
+    return None
+
+
+def _with_packageable_args(executable: Executable, packageable: Packageable) -> Executable:
+    """The packaged executable carrying the packageable's default args (when the plugin set
+    none) and env vars (where the plugin set no value of its own: a plugin that derived a
+    variable from the user's, like ``PYTHONPATH``, keeps its result)."""
+    args = executable.args if executable.args else packageable.args
+    env = {**packageable.env_vars, **executable.env_vars}
+    if args is executable.args and env == executable.env_vars:
+        return executable
+    return attrs.evolve(executable, args=args, env_vars=env)
 
 
 @attrs.define
@@ -83,6 +117,10 @@ class PluginHost:
         """Register a plugin object (module or instance); used for built-ins and by tests."""
         info = PluginInfo(name, distribution, version, builtin)
         self.infos[name] = info
+        problem = api_version_problem(plugin)
+        if problem:
+            info.status, info.error = "failed", f"{info.label} {problem}"
+            return
         try:
             self.pm.register(plugin, name=name)
             self.pm.check_pending()
@@ -178,7 +216,13 @@ class PluginHost:
     # -- facade --------------------------------------------------------------------------
 
     def package(self, packageable: Packageable, context: PackagingContext) -> Executable:
-        executable = self.pm.hook.xcore_package(packageable=packageable, context=context)
+        """Ask the plugin that owns the executor spec's kind (every plugin, if no plugin owns
+        it), then attach the packageable's args and env to the result, so plugins need not."""
+        try:
+            caller, _owner = self._owner_caller("xcore_package", self.kinds.kind_of(packageable.executor_spec))
+        except UnknownKindError:
+            caller = self.pm.hook.xcore_package
+        executable = caller(packageable=packageable, context=context)
         if executable is None:
             spec_kind = self._kind_or_name(packageable.executable_spec)
             executor_kind = self._kind_or_name(packageable.executor_spec)
@@ -188,7 +232,7 @@ class PluginHost:
                 "Install the plugin that runs this executor, or pick an executable spec it supports "
                 "(`xcore plugins` lists what each plugin provides)."
             )
-        return executable
+        return _with_packageable_args(executable, packageable)
 
     def _kind_or_name(self, obj: object) -> str:
         try:
@@ -196,7 +240,11 @@ class PluginHost:
         except UnknownKindError:
             return type(obj).__qualname__
 
-    def launch(self, executor_kind: str, requests: Sequence[LaunchRequest], context: LaunchContext) -> list[JobHandle]:
+    def launch(self, executor_kind: str, requests: Sequence[LaunchRequest],
+               context: LaunchContext) -> list[JobHandle | LaunchFailure]:
+        """One handle, or one ``LaunchFailure``, per request, in order."""
+        from xcore.execution import JobHandle, LaunchFailure
+
         caller, owner = self._owner_caller("xcore_launch", executor_kind)
         handles = caller(executor_kind=executor_kind, requests=list(requests), context=context)
         if handles is None:
@@ -204,6 +252,10 @@ class PluginHost:
         handles = list(handles)
         if len(handles) != len(requests):
             raise LaunchError(f"Plugin {owner!r} returned {len(handles)} handles for {len(requests)} jobs.")
+        wrong = next((h for h in handles if not isinstance(h, (JobHandle, LaunchFailure))), None)
+        if wrong is not None:
+            raise LaunchError(f"Plugin {owner!r} returned {type(wrong).__name__} from xcore_launch; "
+                              "return a JobHandle or a LaunchFailure per request.")
         return handles
 
     def adopt(self, executor_kind: str, requests: Sequence[LaunchRequest], context: LaunchContext

@@ -64,6 +64,10 @@ def build_parser(with_plugins: bool = True) -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func="xcore.cli.commands:plugins")
 
+    from xcore.cli.plugin_template import add_parser as add_plugin_parser
+
+    add_plugin_parser(sub)
+
     if with_plugins:
         from xcore.plugins import get_host
 

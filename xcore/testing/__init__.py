@@ -1,13 +1,38 @@
-"""Helpers for testing xcore and its plugins with real services.
+"""The plugin author's test kit.
 
-``require_service`` makes a test that needs a real service (Slurm, dockerd, sshd, ...)
-fail in CI (``XCORE_REQUIRE_INFRA=1``) and skip, with the reason, elsewhere.
+- ``require_service`` makes a test that needs a real service (Slurm, dockerd, sshd, ...)
+  fail in CI (``XCORE_REQUIRE_INFRA=1``) and skip, with the reason, elsewhere.
+- ``xcore.testing.fake``: a fake backend plugin (deterministic, controllable states).
+- ``InMemoryStore`` (and ``MemoryStorePlugin`` for ``XCORE_STORE=memory:``).
+- Builders: ``make_request``, ``make_launch_context``, ``make_packaging_context``,
+  ``silent_progress``, ``plugin_host``.
+- ``xcore.testing.contract``: the contract suite (``ContractSuite``, ``ContractTarget``), a
+  pytest plugin every executor should pass.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from xcore.lazy import lazy_exports
+
+_EXPORTS = {
+    "InMemoryStore": "xcore.testing.memory_store",
+    "MemoryStorePlugin": "xcore.testing.memory_store",
+    "make_request": "xcore.testing.builders",
+    "make_launch_context": "xcore.testing.builders",
+    "make_packaging_context": "xcore.testing.builders",
+    "silent_progress": "xcore.testing.builders",
+    "plugin_host": "xcore.testing.builders",
+    "ContractSuite": "xcore.testing.contract",
+    "ContractTarget": "xcore.testing.contract",
+}
+
+__all__ = sorted([*_EXPORTS, "require_service", "infra_required"])
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 
 def infra_required() -> bool:
@@ -41,3 +66,10 @@ def require_live_tier(name: str, available: Callable[[], bool] | bool, env_var: 
     if os.environ.get(env_var, "") not in ("", "0"):
         pytest.fail(f"{env_var}=1 but {message}.", pytrace=False)
     pytest.skip(f"{message}; set {env_var}=1 where it is installed to make this a failure.")
+
+
+if TYPE_CHECKING:
+    from xcore.testing.builders import (make_launch_context, make_packaging_context, make_request, plugin_host,
+                                        silent_progress)
+    from xcore.testing.contract import ContractSuite, ContractTarget
+    from xcore.testing.memory_store import InMemoryStore, MemoryStorePlugin

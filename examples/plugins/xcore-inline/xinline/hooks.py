@@ -1,4 +1,4 @@
-"""Hook implementations of the example plugin."""
+"""Hook implementations of the example plugin. It imports only the public plugin API."""
 
 from __future__ import annotations
 
@@ -6,72 +6,84 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
 
-import xcore
-from xcore.errors import PackagingError
-from xcore.executables import Binary
-from xcore.status import JobState, Status
+from xcore.plugin import (
+    Binary, JobState, KindRegistrar, LaunchContext, LaunchFailure, LaunchRequest, Packageable, PackagingContext,
+    PackagingError, PythonModule, atomic_write, exit_state, follow_file, hookimpl, lost_state,
+)
 
 from xinline.model import Inline, InlineHandle, InlineProcess, InlineSpec
 
-
-@xcore.hookimpl
-def xcore_register_kinds(registry: Any) -> None:
-    registry.add("inline.Inline", Inline)
-    registry.add("inline.InlineSpec", InlineSpec)
-    registry.add("inline.InlineProcess", InlineProcess)
-    registry.add("inline.InlineHandle", InlineHandle)
+XCORE_PLUGIN_API = "1.0"
 
 
-@xcore.hookimpl
-def xcore_package(packageable: Any, context: Any) -> InlineProcess | None:
+@hookimpl
+def xcore_register_kinds(registry: KindRegistrar) -> None:
+    for cls in (Inline, InlineSpec, InlineProcess, InlineHandle):
+        registry.add(f"inline.{cls.__name__}", cls)
+
+
+@hookimpl
+def xcore_package(packageable: Packageable, context: PackagingContext) -> InlineProcess:
     spec = packageable.executable_spec
-    if not isinstance(packageable.executor_spec, InlineSpec) or not isinstance(spec, Binary):
-        return None
-    path = shutil.which(spec.path)
-    if path is None:
-        raise PackagingError(f"inline: binary {spec.path!r} not found.")
-    return InlineProcess(name=spec.name, command=[path], args=packageable.args, env_vars=packageable.env_vars)
+    if isinstance(spec, PythonModule):
+        project = Path(spec.path).expanduser().resolve()
+        if not project.is_dir():
+            raise PackagingError(f"inline: python_module path {spec.path!r} is not a directory.")
+        return InlineProcess(name=spec.name, command=[sys.executable, "-m", spec.module], cwd=str(project),
+                             env_vars={"PYTHONPATH": str(project)})
+    if isinstance(spec, Binary):
+        path = shutil.which(spec.path)
+        if path is None:
+            raise PackagingError(f"inline: binary {spec.path!r} not found on PATH.")
+        return InlineProcess(name=spec.name, command=[path])
+    raise PackagingError(f"inline: cannot run {type(spec).__name__}; use xm.binary or xm.python_module.")
 
 
-@xcore.hookimpl
-def xcore_launch(executor_kind: str, requests: Sequence[Any], context: Any) -> list[InlineHandle] | None:
-    if executor_kind != "inline.Inline":
-        return None
-    handles = []
+@hookimpl
+def xcore_launch(executor_kind: str, requests: Sequence[LaunchRequest],
+                 context: LaunchContext) -> list[InlineHandle | LaunchFailure]:
+    results: list[InlineHandle | LaunchFailure] = []
     for request in requests:
         folder = context.state_dir / request.full_name
         folder.mkdir(parents=True, exist_ok=True)
-        log = folder / "output.log"
-        with open(log, "wb") as out:
-            proc = subprocess.run([*request.executable.command, *request.args], env={**os.environ, **request.env},
-                                  stdout=out, stderr=subprocess.STDOUT, timeout=request.executor.timeout_secs)
-        (folder / "result.json").write_text(json.dumps({"returncode": proc.returncode}))
-        handles.append(InlineHandle(str(folder / "result.json"), str(log)))
-    return handles
+        handle = InlineHandle(str(folder / "result.json"), log_path=str(folder / "output.log"))
+        executable: InlineProcess = request.executable  # type: ignore[assignment]
+        executor: Inline = request.executor  # type: ignore[assignment]
+        try:
+            with open(folder / "output.log", "wb") as out:
+                code = subprocess.run([*executable.command, *request.args], env={**os.environ, **request.env},
+                                      cwd=executable.cwd, stdout=out, stderr=subprocess.STDOUT,
+                                      timeout=executor.timeout_secs, check=False).returncode
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            results.append(LaunchFailure(f"{type(exc).__name__}: {exc}"))
+            continue
+        atomic_write(handle.result_path, json.dumps({"returncode": code}))
+        results.append(handle)
+    return results
 
 
-@xcore.hookimpl
-def xcore_job_states(handle_kind: str, handles: Sequence[InlineHandle]) -> list[JobState] | None:
-    if handle_kind != "inline.InlineHandle":
-        return None
+@hookimpl
+def xcore_job_states(handle_kind: str, handles: Sequence[InlineHandle]) -> list[JobState]:
     states = []
     for handle in handles:
-        code = json.loads(Path(handle.result_path).read_text())["returncode"]
-        states.append(JobState(Status.COMPLETED if code == 0 else Status.FAILED, f"exit code {code}", code))
+        try:
+            code = json.loads(Path(handle.result_path).read_text())["returncode"]
+        except FileNotFoundError:
+            states.append(lost_state(f"inline: {handle.result_path} was deleted"))
+            continue
+        states.append(exit_state(code))
     return states
 
 
-@xcore.hookimpl
-def xcore_cancel(handle_kind: str, handles: Sequence[InlineHandle]) -> bool | None:
-    return True if handle_kind == "inline.InlineHandle" else None  # jobs are finished at launch
+@hookimpl
+def xcore_cancel(handle_kind: str, handles: Sequence[InlineHandle]) -> bool:
+    return True  # every job finished while it was launched: nothing is left to stop
 
 
-@xcore.hookimpl
-def xcore_job_logs(handle_kind: str, handle: InlineHandle, follow: bool) -> Iterator[str] | None:
-    if handle_kind != "inline.InlineHandle":
-        return None
-    return iter([Path(handle.log_path).read_text(errors="replace")])
+@hookimpl
+def xcore_job_logs(handle_kind: str, handle: InlineHandle, follow: bool) -> Iterator[str]:
+    return follow_file(handle.log_path or "", follow=False)

@@ -1,0 +1,36 @@
+"""The contract suite against xlocal processes (xlocal itself is migrated onto the plugin API
+in wave 2; checks it does not pass yet are marked below with the reason)."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from xcore.testing.contract import ContractSuite, ContractTarget
+
+
+@pytest.fixture
+def xcore_contract_target():
+    import xlocal
+
+    def forget(handle):  # what a cleaned-up state directory looks like to xlocal
+        shutil.rmtree(handle.run_dir)
+
+    return ContractTarget(executor_spec=xlocal.Local.Spec(), executor=lambda: xlocal.Local(kill_grace_secs=1),
+                          forget=forget, timeout_secs=30)
+
+
+class TestXlocalProcesses(ContractSuite):
+    pass
+
+    @pytest.mark.xfail(strict=True, reason="migrated in wave 2: xlocal words a signal exit "
+                       "'killed by signal SIGKILL'; the contract wording is 'killed by signal 9 (SIGKILL)' "
+                       "(xcore.plugin.exit_state)")
+    def test_signal_exit_code_convention(self, launch, xcore_contract_target):
+        super().test_signal_exit_code_convention(launch, xcore_contract_target)
+
+    @pytest.mark.xfail(strict=True, reason="migrated in wave 2: xlocal reads a job whose run directory "
+                       "is gone as UNKNOWN (OSError); the contract says FAILED 'lost: ...' (xcore.plugin.lost_state)")
+    def test_forgotten_job(self, launch, xcore_contract_target):
+        super().test_forgotten_job(launch, xcore_contract_target)

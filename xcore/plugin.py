@@ -1,0 +1,201 @@
+"""The plugin API: everything a backend plugin imports, from one module.
+
+Quick start, a complete executor in one file (``myplugin/hooks.py``)::
+
+    import subprocess, sys
+    import attrs
+    from xcore import plugin as xp
+
+    XCORE_PLUGIN_API = "1.0"              # the plugin API this module is written for
+
+    @attrs.frozen
+    class MySpec(xp.ExecutorSpec): ...
+
+    @attrs.define(kw_only=True)
+    class My(xp.Executor):
+        Spec = MySpec
+
+    @attrs.define(kw_only=True)
+    class MyExecutable(xp.Executable):
+        command: list[str]
+
+    @attrs.define
+    class MyHandle(xp.JobHandle):          # inherits log_path and error (keyword-only)
+        pid: int
+        rc_path: str
+
+    @xp.hookimpl
+    def xcore_register_kinds(registry: xp.KindRegistrar) -> None:
+        for cls in (My, MySpec, MyExecutable, MyHandle):
+            registry.add(f"my.{cls.__name__}", cls)
+
+    @xp.hookimpl
+    def xcore_package(packageable, context):   # only called for executor specs you own
+        spec = packageable.executable_spec
+        if isinstance(spec, xp.PythonModule):
+            return MyExecutable(name=spec.name, command=[sys.executable, "-m", spec.module])
+        raise xp.PackagingError(f"my: cannot run {type(spec).__name__}; use xm.python_module.")
+
+    @xp.hookimpl
+    def xcore_launch(executor_kind, requests, context):
+        ...  # start each request; return one MyHandle (log_path=...) or LaunchFailure(reason) each
+
+    @xp.hookimpl
+    def xcore_job_states(handle_kind, handles): ...     # -> [xp.exit_state(rc) or RUNNING ...]
+    @xp.hookimpl
+    def xcore_cancel(handle_kind, handles): ...         # mark_cancelled(...), signal; -> True
+    @xp.hookimpl
+    def xcore_job_logs(handle_kind, handle, follow):    # -> iterator of str
+        return xp.follow_file(handle.log_path, follow=follow, finished=lambda: ...)
+
+Name the module in your ``pyproject.toml``::
+
+    [project.entry-points.xcore]
+    my = "myplugin.hooks"
+
+and test it with the contract suite (``pytest_plugins = ["xcore.testing.contract"]`` and a
+``xcore_contract_target`` fixture; see ``xcore.testing.contract``). ``xcore plugin new NAME``
+generates all of this; ``docs/plugins.md`` is the tutorial and the rules of the contract
+(what a forgotten job reads as, which exceptions hooks may raise, log decoding, cancel, env,
+exit codes); ``xcore/hookspecs.py`` documents every hook.
+
+What this module exports:
+
+- hooks and registration: ``hookimpl``, ``KindRegistrar``, ``PLUGIN_API_VERSION``,
+  ``XcorePluginDeprecationWarning``;
+- the model a plugin subclasses or receives: ``Executor``, ``ExecutorSpec``, ``Executable``,
+  ``ExecutableSpec``, ``Packageable``, ``JobRequirements``, ``ResourceType``,
+  ``SequentialArgs``, the built-in specs ``Binary``, ``PythonModule``, ``Container``,
+  ``PythonContainer``, ``Dockerfile``, ``ModuleName``, ``CommandList``;
+- requests, contexts and results: ``LaunchRequest``, ``LaunchContext``, ``PackagingContext``,
+  ``JobHandle``, ``LaunchFailure``, ``JobState``, ``Status``, ``Progress``, ``MetadataStore``;
+- errors: ``XcoreError``, ``ConfigurationError``, ``PackagingError``, ``LaunchError``,
+  ``UnknownKindError``, ``PluginLoadError``, ``ResourceSpecError``;
+- places: ``xcore_home``, ``config_dir``, ``plugin_state_dir``; ``lazy_exports`` for cheap
+  package imports;
+- plumbing (``xcore.plumbing``): ``follow_file``, ``follow_bytes``, ``read_file_from``,
+  ``decode_chunks``, ``TextDecoder``; ``atomic_write``, ``private_dir``; ``mark_cancelled``,
+  ``cancel_requested``, ``cancelled_at``; ``exit_state``, ``lost_state``, ``describe_exit``,
+  ``signal_name``, ``signal_exit_code``, ``normalize_exit_code``, ``launch_failure_message``;
+  ``DEFAULT_IGNORE_PATTERNS``, ``IGNORED_ANYWHERE``, ``IGNORED_AT_TOP``, ``is_ignored``,
+  ``iter_project_files``; ``DigestCache``, ``file_digest``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from xcore.lazy import lazy_exports
+
+_EXPORTS = {
+    "hookimpl": "xcore.markers",
+    "KindRegistrar": "xcore.kinds",
+    "PLUGIN_API_VERSION": "xcore.plugins",
+    "XcorePluginDeprecationWarning": "xcore.hookspecs",
+    # the model
+    "Executor": "xcore.job_blocks",
+    "ExecutorSpec": "xcore.job_blocks",
+    "Executable": "xcore.job_blocks",
+    "ExecutableSpec": "xcore.job_blocks",
+    "Packageable": "xcore.job_blocks",
+    "JobRequirements": "xcore.resources",
+    "ResourceType": "xcore.resources",
+    "SequentialArgs": "xcore.args",
+    "Binary": "xcore.executables",
+    "PythonModule": "xcore.executables",
+    "Container": "xcore.executables",
+    "PythonContainer": "xcore.executables",
+    "Dockerfile": "xcore.executables",
+    "ModuleName": "xcore.executables",
+    "CommandList": "xcore.executables",
+    # requests, contexts and results
+    "LaunchRequest": "xcore.execution",
+    "LaunchContext": "xcore.execution",
+    "PackagingContext": "xcore.execution",
+    "JobHandle": "xcore.execution",
+    "LaunchFailure": "xcore.execution",
+    "launch_failure_message": "xcore.execution",
+    "JobState": "xcore.status",
+    "Status": "xcore.status",
+    "Progress": "xcore.progress",
+    "MetadataStore": "xcore.store",
+    # errors
+    "XcoreError": "xcore.errors",
+    "ConfigurationError": "xcore.errors",
+    "PackagingError": "xcore.errors",
+    "LaunchError": "xcore.errors",
+    "UnknownKindError": "xcore.errors",
+    "PluginLoadError": "xcore.errors",
+    "ResourceSpecError": "xcore.errors",
+    # places
+    "xcore_home": "xcore.paths",
+    "config_dir": "xcore.paths",
+    "plugin_state_dir": "xcore.paths",
+    "lazy_exports": "xcore.lazy",
+    # plumbing
+    "follow_file": "xcore.plumbing.logs",
+    "follow_bytes": "xcore.plumbing.logs",
+    "read_file_from": "xcore.plumbing.logs",
+    "decode_chunks": "xcore.plumbing.logs",
+    "TextDecoder": "xcore.plumbing.logs",
+    "atomic_write": "xcore.plumbing.files",
+    "private_dir": "xcore.plumbing.files",
+    "mark_cancelled": "xcore.plumbing.cancel",
+    "cancel_requested": "xcore.plumbing.cancel",
+    "cancelled_at": "xcore.plumbing.cancel",
+    "exit_state": "xcore.plumbing.exits",
+    "lost_state": "xcore.plumbing.exits",
+    "describe_exit": "xcore.plumbing.exits",
+    "signal_name": "xcore.plumbing.exits",
+    "signal_exit_code": "xcore.plumbing.exits",
+    "normalize_exit_code": "xcore.plumbing.exits",
+    "DEFAULT_IGNORE_PATTERNS": "xcore.plumbing.ignore",
+    "IGNORED_ANYWHERE": "xcore.plumbing.ignore",
+    "IGNORED_AT_TOP": "xcore.plumbing.ignore",
+    "is_ignored": "xcore.plumbing.ignore",
+    "iter_project_files": "xcore.plumbing.ignore",
+    "DigestCache": "xcore.plumbing.digests",
+    "file_digest": "xcore.plumbing.digests",
+}
+
+__all__ = sorted(_EXPORTS)
+
+_getattr, __dir__ = lazy_exports(__name__, _EXPORTS)
+
+
+def __getattr__(name: str) -> object:
+    if name == "xcore_home":  # paths.home under a name that says whose home it is
+        from xcore.paths import home
+
+        globals()[name] = home
+        return home
+    return _getattr(name)
+
+
+if TYPE_CHECKING:
+    from xcore.args import SequentialArgs
+    from xcore.errors import (ConfigurationError, LaunchError, PackagingError, PluginLoadError, ResourceSpecError,
+                              UnknownKindError, XcoreError)
+    from xcore.executables import Binary, CommandList, Container, Dockerfile, ModuleName, PythonContainer, PythonModule
+    from xcore.execution import (JobHandle, LaunchContext, LaunchFailure, LaunchRequest, PackagingContext,
+                                 launch_failure_message)
+    from xcore.hookspecs import XcorePluginDeprecationWarning
+    from xcore.job_blocks import Executable, ExecutableSpec, Executor, ExecutorSpec, Packageable
+    from xcore.kinds import KindRegistrar
+    from xcore.lazy import lazy_exports
+    from xcore.markers import hookimpl
+    from xcore.paths import config_dir, plugin_state_dir
+    from xcore.paths import home as xcore_home
+    from xcore.plugins import PLUGIN_API_VERSION
+    from xcore.plumbing.cancel import cancel_requested, cancelled_at, mark_cancelled
+    from xcore.plumbing.digests import DigestCache, file_digest
+    from xcore.plumbing.exits import (describe_exit, exit_state, lost_state, normalize_exit_code, signal_exit_code,
+                                      signal_name)
+    from xcore.plumbing.files import atomic_write, private_dir
+    from xcore.plumbing.ignore import (DEFAULT_IGNORE_PATTERNS, IGNORED_ANYWHERE, IGNORED_AT_TOP, is_ignored,
+                                       iter_project_files)
+    from xcore.plumbing.logs import TextDecoder, decode_chunks, follow_bytes, follow_file, read_file_from
+    from xcore.progress import Progress
+    from xcore.resources import JobRequirements, ResourceType
+    from xcore.status import JobState, Status
+    from xcore.store import MetadataStore

@@ -1,0 +1,205 @@
+"""A fake backend plugin: deterministic, controllable, no service needed.
+
+Register it with ``xcore.testing.plugin_host({"fake": "xcore.testing.fake"})`` (it has no
+entry point, so it never appears in a user's ``xcore plugins``). It implements every
+execution hook through the public plugin API, so it doubles as a reference executor:
+
+- ``FakeExecutor()`` runs each job to completion *while it is launched* (synchronously, argv
+  as a list, the launcher's environment plus the request's), writing its output to a log;
+  the job then reads COMPLETED or FAILED by the one exit-code convention.
+- ``FakeExecutor(hold=True)`` does not run anything: the job reads RUNNING until a test
+  moves it with ``set_state``/``write_output`` or cancels it.
+- ``FakeExecutor(fail_launch="reason")`` returns ``LaunchFailure(reason)`` for its jobs.
+- ``forget(handle)`` makes the backend forget a job (it then reads ``lost: ...``).
+
+State lives in one JSON file per job in the plugin's state directory, so status, cancel and
+logs work from any process, exactly as for a real backend.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+import attrs
+
+from xcore.plugin import (
+    Binary, Executable, Executor, ExecutorSpec, JobHandle, JobState, KindRegistrar, LaunchContext, LaunchFailure,
+    LaunchRequest, Packageable, PackagingContext, PackagingError, PythonModule, Status, atomic_write,
+    cancel_requested, exit_state, follow_file, hookimpl, lost_state, mark_cancelled,
+)
+
+XCORE_PLUGIN_API = "1.0"
+
+#: Sizes of the batches ``xcore_launch`` received in this process, in order.
+LAUNCH_BATCHES: list[int] = []
+
+
+@attrs.frozen
+class FakeSpec(ExecutorSpec):
+    """The fake executor's spec, for ``experiment.package``."""
+
+
+@attrs.define(kw_only=True)
+class FakeExecutor(Executor):
+    """``hold``: never run, stay RUNNING; ``fail_launch``: refuse each job with this reason."""
+
+    Spec: ClassVar[type[ExecutorSpec]] = FakeSpec
+    hold: bool = False
+    fail_launch: str = ""
+
+
+@attrs.define(kw_only=True)
+class FakeExecutable(Executable):
+    command: list[str]
+    cwd: str | None = None
+
+
+@attrs.define
+class FakeHandle(JobHandle):
+    """The job's record file; ``log_path`` is its output."""
+
+    record: str
+
+
+@hookimpl
+def xcore_register_kinds(registry: KindRegistrar) -> None:
+    for cls in (FakeExecutor, FakeSpec, FakeExecutable, FakeHandle):
+        registry.add(f"fake.{cls.__name__}", cls)
+
+
+@hookimpl
+def xcore_package(packageable: Packageable, context: PackagingContext) -> FakeExecutable:
+    spec = packageable.executable_spec
+    if isinstance(spec, PythonModule):
+        project = str(Path(spec.path).expanduser().resolve())
+        return FakeExecutable(name=spec.name, command=[sys.executable, "-m", spec.module], cwd=project,
+                              env_vars={"PYTHONPATH": project})
+    if isinstance(spec, Binary):
+        return FakeExecutable(name=spec.name, command=[spec.path])
+    raise PackagingError(f"fake: cannot run {type(spec).__name__}; use xm.python_module or xm.binary.")
+
+
+@hookimpl
+def xcore_launch(executor_kind: str, requests: Sequence[LaunchRequest],
+                 context: LaunchContext) -> list[FakeHandle | LaunchFailure]:
+    LAUNCH_BATCHES.append(len(requests))
+    jobs = context.state_dir / "jobs"
+    results: list[FakeHandle | LaunchFailure] = []
+    for request in requests:
+        executor: FakeExecutor = request.executor  # type: ignore[assignment]
+        if executor.fail_launch:
+            results.append(LaunchFailure(executor.fail_launch))
+            continue
+        stem = jobs / f"{request.full_name}-{uuid.uuid4().hex[:8]}"
+        handle = FakeHandle(str(stem) + ".json", log_path=str(stem) + ".log")
+        record: dict[str, Any] = {"argv": request.args, "env": request.env, "status": "RUNNING",
+                                  "message": "held", "exit_code": None}
+        atomic_write(handle.log_path or "", b"")
+        if not executor.hold:
+            record.update(_run(request, handle))
+        atomic_write(handle.record, json.dumps(record))
+        results.append(handle)
+    return results
+
+
+def _run(request: LaunchRequest, handle: FakeHandle) -> dict[str, Any]:
+    executable: FakeExecutable = request.executable  # type: ignore[assignment]
+    with open(handle.log_path or "", "wb") as log:
+        code = subprocess.run([*executable.command, *request.args], env={**os.environ, **request.env},
+                              cwd=executable.cwd, stdout=log, stderr=subprocess.STDOUT, check=False).returncode
+    state = exit_state(code)
+    return {"status": state.status.value, "message": state.message, "exit_code": state.exit_code}
+
+
+def _read(handle: FakeHandle) -> dict[str, Any] | None:
+    try:
+        return dict(json.loads(Path(handle.record).read_text()))
+    except FileNotFoundError:
+        return None
+
+
+@hookimpl
+def xcore_job_states(handle_kind: str, handles: Sequence[FakeHandle]) -> list[JobState]:
+    states = []
+    for handle in handles:
+        record = _read(handle)
+        if record is None:
+            states.append(lost_state("the fake backend has no record of this job"))
+        else:
+            states.append(JobState(Status(record["status"]), record["message"], record["exit_code"]))
+    return states
+
+
+@hookimpl
+def xcore_cancel(handle_kind: str, handles: Sequence[FakeHandle]) -> bool:
+    for handle in handles:
+        mark_cancelled(handle.record + ".cancel")
+        record = _read(handle)
+        if record is not None and Status(record["status"]).is_active:
+            record.update(status="CANCELLED", message="cancelled", exit_code=None)
+            atomic_write(handle.record, json.dumps(record))
+    return True
+
+
+@hookimpl
+def xcore_job_logs(handle_kind: str, handle: FakeHandle, follow: bool) -> Iterator[str]:
+    def finished() -> bool:
+        record = _read(handle)
+        return record is None or Status(record["status"]).is_terminal
+
+    return follow_file(handle.log_path or "", follow=follow, finished=finished, poll_secs=0.05)
+
+
+@hookimpl
+def xcore_add_commands(subparsers: Any) -> None:
+    parser = subparsers.add_parser("fake-jobs", help="list the fake backend's job records (tests only)")
+    parser.set_defaults(func=_list_jobs)
+
+
+def _list_jobs(args: Any) -> int:
+    from xcore.plugin import plugin_state_dir
+
+    for record in sorted((plugin_state_dir("fake") / "jobs").glob("*.json")):
+        print(record.name)
+    return 0
+
+
+# -- control, for tests ------------------------------------------------------------------
+
+
+def set_state(handle: FakeHandle, status: Status, message: str = "", exit_code: int | None = None) -> None:
+    """Move a job to ``status`` (a finished job stays finished, as on a real backend)."""
+    record = _read(handle)
+    if record is None:
+        raise FileNotFoundError(f"fake: job {handle.record} was forgotten")
+    record.update(status=status.value, message=message or status.value.lower(), exit_code=exit_code)
+    atomic_write(handle.record, json.dumps(record))
+
+
+def write_output(handle: FakeHandle, data: bytes | str) -> None:
+    """Append raw output to a job's log (bytes may end inside a UTF-8 character)."""
+    with open(handle.log_path or "", "ab") as log:
+        log.write(data.encode() if isinstance(data, str) else data)
+
+
+def forget(handle: JobHandle) -> None:
+    """Make the backend forget the job, like a scheduler purging old accounting records."""
+    assert isinstance(handle, FakeHandle)
+    Path(handle.record).unlink(missing_ok=True)
+
+
+def was_cancelled(handle: FakeHandle) -> bool:
+    return cancel_requested(handle.record + ".cancel")
+
+
+def received(handle: FakeHandle) -> tuple[list[str], dict[str, str]]:
+    """The argv and env the job received."""
+    record = _read(handle) or {}
+    return list(record.get("argv", [])), dict(record.get("env", {}))

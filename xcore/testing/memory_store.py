@@ -1,0 +1,168 @@
+"""``InMemoryStore``: the whole ``MetadataStore`` contract in a few dicts, for unit tests."""
+
+from __future__ import annotations
+
+import copy
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from xcore.errors import NotFoundError
+from xcore.records import ExperimentRecord, JobRecord, NewJob, StatusEvent, WorkUnitRecord
+from xcore.status import JobState, Status, combine
+from xcore.store import MetadataStore
+
+_EXPERIMENT_FIELDS = {"title", "tags", "notes", "launch_status", "launch_error"}
+
+
+class InMemoryStore(MetadataStore):
+    """Keeps everything in this process; same rules as the SQLite store (ids from 1, a
+    finished job never becomes active again, status changes appended to the history).
+    Returned records are copies, so tests cannot change the store by accident."""
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._experiments: dict[int, ExperimentRecord] = {}
+        self._units: dict[tuple[int, int], WorkUnitRecord] = {}
+        self._jobs: dict[int, JobRecord] = {}
+        self._events: list[StatusEvent] = []
+
+    def create_experiment(self, title: str, *, tags: Sequence[str] = (), notes: str = "",
+                          script_path: str | None = None, script_sha256: str | None = None,
+                          git_commit: str | None = None, git_dirty: bool | None = None, user: str = "",
+                          host: str = "") -> ExperimentRecord:
+        with self._lock:
+            experiment_id = len(self._experiments) + 1
+            self._experiments[experiment_id] = ExperimentRecord(
+                experiment_id, title, list(tags), notes, script_path, script_sha256, git_commit, git_dirty, user,
+                host, time.time())
+            return self.get_experiment(experiment_id)
+
+    def update_experiment(self, experiment_id: int, **changes: Any) -> None:
+        unknown = set(changes) - _EXPERIMENT_FIELDS
+        if unknown:
+            raise ValueError(f"Cannot update experiment fields {sorted(unknown)}.")
+        with self._lock:
+            record = self._experiment(experiment_id)
+            for name, value in changes.items():
+                setattr(record, name, list(value) if name == "tags" else value)
+
+    def _experiment(self, experiment_id: int) -> ExperimentRecord:
+        try:
+            return self._experiments[experiment_id]
+        except KeyError:
+            raise NotFoundError(f"No experiment {experiment_id} in the in-memory store.") from None
+
+    def add_work_unit(self, experiment_id: int, work_unit_id: int, role: str, args: Any, identity: str,
+                      jobs: Sequence[NewJob]) -> list[int]:
+        with self._lock:
+            self._experiment(experiment_id)
+            if (experiment_id, work_unit_id) in self._units:
+                raise ValueError(f"Work unit {experiment_id}/{work_unit_id} exists already.")
+            self._units[(experiment_id, work_unit_id)] = WorkUnitRecord(
+                experiment_id, work_unit_id, role, copy.deepcopy(args), identity, time.time())
+            return self.add_jobs(experiment_id, work_unit_id, jobs)
+
+    def add_jobs(self, experiment_id: int, work_unit_id: int, jobs: Sequence[NewJob]) -> list[int]:
+        with self._lock:
+            unit = self._units[(experiment_id, work_unit_id)]
+            ids = []
+            for job in jobs:
+                job_id = len(self._jobs) + 1
+                record = JobRecord(job_id, experiment_id, work_unit_id, job.name, job.executor_kind,
+                                   copy.deepcopy(job.executor), copy.deepcopy(job.executable), list(job.args),
+                                   dict(job.env), created_at=time.time())
+                self._jobs[job_id] = record
+                unit.jobs.append(record)
+                self._events.append(StatusEvent(job_id, Status.LAUNCHING, "", None, record.created_at))
+                ids.append(job_id)
+            return ids
+
+    def _job(self, job_id: int) -> JobRecord:
+        try:
+            return self._jobs[job_id]
+        except KeyError:
+            raise NotFoundError(f"No job {job_id} in the in-memory store.") from None
+
+    def mark_launched(self, launched: Sequence[tuple[int, str, dict[str, Any], str | None]]) -> None:
+        now = time.time()
+        with self._lock:
+            for job_id, kind, handle, log_path in launched:
+                job = self._job(job_id)
+                job.handle_kind, job.handle, job.log_path, job.launched_at = kind, copy.deepcopy(handle), log_path, now
+                if job.status is Status.LAUNCHING:
+                    job.status, job.message = Status.PENDING, "submitted"
+                self._events.append(StatusEvent(job_id, Status.PENDING, "submitted", None, now))
+
+    def record_states(self, states: Sequence[tuple[int, JobState]]) -> None:
+        now = time.time()
+        with self._lock:
+            for job_id, state in states:
+                job = self._job(job_id)
+                if job.status.is_terminal and not state.status.is_terminal:
+                    continue
+                if job.started_at is None:
+                    job.started_at = state.started_at or (
+                        now if state.status is Status.RUNNING or state.status.is_terminal else None)
+                if state.status.is_terminal and job.ended_at is None:
+                    job.ended_at = state.ended_at or now
+                if job.status is not state.status:
+                    self._events.append(StatusEvent(job_id, state.status, state.message, state.exit_code, now))
+                job.status, job.message, job.exit_code = state.status, state.message, state.exit_code
+
+    def get_experiment(self, experiment_id: int) -> ExperimentRecord:
+        with self._lock:
+            record = copy.deepcopy(self._experiment(experiment_id))
+            counts: dict[str, int] = {}
+            for (exp, _), unit in self._units.items():
+                if exp == experiment_id and unit.role == "work_unit":
+                    status = combine(j.status for j in unit.jobs).value
+                    counts[status] = counts.get(status, 0) + 1
+            record.status_counts = counts
+            return record
+
+    def list_experiments(self, *, status: str | None = None, title: str | None = None, tag: str | None = None,
+                         limit: int | None = 20) -> list[ExperimentRecord]:
+        with self._lock:
+            found = []
+            for experiment_id in sorted(self._experiments, reverse=True):
+                record = self.get_experiment(experiment_id)
+                if title and title.lower() not in record.title.lower():
+                    continue
+                if tag and tag not in record.tags:
+                    continue
+                if status and record.status.value != status.upper():
+                    continue
+                found.append(record)
+                if limit and len(found) >= limit:
+                    break
+            return found
+
+    def work_units(self, experiment_id: int, work_unit_ids: Sequence[int] | None = None) -> list[WorkUnitRecord]:
+        with self._lock:
+            return [copy.deepcopy(unit) for (exp, unit_id), unit in sorted(self._units.items())
+                    if exp == experiment_id and (work_unit_ids is None or unit_id in work_unit_ids)]
+
+    def active_jobs(self, experiment_ids: Sequence[int]) -> list[JobRecord]:
+        with self._lock:
+            return [copy.deepcopy(job) for job in self._jobs.values()
+                    if job.experiment_id in experiment_ids and job.status.is_active]
+
+    def job_history(self, job_id: int) -> list[StatusEvent]:
+        with self._lock:
+            return [event for event in self._events if event.job_id == job_id]
+
+
+class MemoryStorePlugin:
+    """A plugin object that answers ``XCORE_STORE=memory:`` with one shared ``InMemoryStore``:
+    ``plugin_host({"memory": MemoryStorePlugin(store)})`` and set ``XCORE_STORE=memory:``."""
+
+    def __init__(self, store: InMemoryStore | None = None) -> None:
+        self.store = store or InMemoryStore()
+
+    from xcore.markers import hookimpl as _hookimpl
+
+    @_hookimpl(tryfirst=True)
+    def xcore_open_store(self, url: str, options: dict[str, Any]) -> MetadataStore | None:
+        return self.store if url == "memory:" else None

@@ -1,0 +1,42 @@
+"""Schema versions of the metadata stores, and what opening a store of another version does.
+
+Both stores number their schema the same way: version N means the same tables and columns in
+SQLite and in PostgreSQL, so ``xcore store info`` reads alike for both and ``xcore store copy``
+works between any two stores of the current version.
+
+- 1: experiments, work_units, jobs, job_events (xcore 0.1.0).
+- 2: ``store_meta`` (the store's id), ``experiments.origin`` (where a copied experiment was
+  first recorded: copies are idempotent), an index on ``experiments.user`` (``list --user``).
+
+A store older than the code is migrated forward in one transaction: on open for the personal
+SQLite file, by ``xcore store migrate`` for a shared server (so one person decides when every
+teammate's xcore must be new enough). A newer store is never touched.
+"""
+
+from __future__ import annotations
+
+from xcore.errors import ConfigurationError
+
+SCHEMA_VERSION = 2
+
+
+class SchemaVersionError(ConfigurationError):
+    """The store's schema is not the one this xcore reads, and it was not migrated."""
+
+
+def check_version(found: int, where: str, *, will_migrate: bool) -> bool:
+    """Raise if a store at version ``found`` cannot be used; True if it must be migrated first."""
+    if found > SCHEMA_VERSION:
+        raise SchemaVersionError(
+            f"The metadata store {where} has schema version {found}, newer than this xcore understands "
+            f"({SCHEMA_VERSION}). Upgrade xcore (pip install -U xcore) to read it; nothing was changed."
+        )
+    if found == SCHEMA_VERSION:
+        return False
+    if not will_migrate:
+        raise SchemaVersionError(
+            f"The metadata store {where} has schema version {found}; this xcore needs {SCHEMA_VERSION}. "
+            f"Run `xcore store migrate` once (it migrates in one transaction, keeping every record); "
+            f"teammates then need an xcore that knows schema {SCHEMA_VERSION}."
+        )
+    return True

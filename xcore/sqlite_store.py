@@ -16,10 +16,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from xcore import store_migrations
 from xcore.errors import ConfigurationError, NotFoundError
 from xcore.records import ExperimentRecord, JobRecord, NewJob, StatusEvent, WorkUnitRecord
 from xcore.status import JobState, Status, combine
-from xcore import store_migrations
 from xcore.store import ExperimentHistory, Imported, MetadataStore, StoreInfo
 
 MIGRATIONS: list[str] = [

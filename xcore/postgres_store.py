@@ -196,7 +196,9 @@ class PostgresStore(MetadataStore):
 
     def _migrate(self, migrate: bool) -> None:
         def current(cur: psycopg.Cursor[dict[str, Any]]) -> int:
-            cur.execute("SELECT to_regclass('schema_version') IS NOT NULL AS present")
+            # A catalog query (not to_regclass, whose cache may predate a concurrent migration).
+            cur.execute("SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_tables WHERE tablename = 'schema_version'"
+                        " AND schemaname = current_schema()) AS present")
             row = cur.fetchone()
             if not row or not row["present"]:
                 return 0

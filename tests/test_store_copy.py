@@ -6,11 +6,9 @@ import getpass
 import json
 
 import attrs
-import psycopg
-
 from core_helpers import run_xcore
-from pg_helpers import pg_url  # noqa: F401  (fixture)
 from store_contract_helpers import new_job, open_url
+
 from xcore.status import JobState, Status
 
 
@@ -53,6 +51,8 @@ def test_copy_sqlite_to_postgres_and_back_idempotently(tmp_path, pg_url):
     first = run_xcore("store", "copy", sqlite_url, pg_url)
     assert first.returncode == 0, first.stderr
     assert "copied 2 experiments" in first.stdout and "0 renumbered" in first.stdout
+    import psycopg
+
     password = psycopg.conninfo.conninfo_to_dict(pg_url)["password"]
     assert password not in first.stdout + first.stderr and "<redacted>" in first.stdout
     assert _content(pg_url) == _content(sqlite_url)

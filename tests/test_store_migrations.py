@@ -9,13 +9,10 @@ import subprocess
 from pathlib import Path
 
 import attrs
-import psycopg
 import pytest
-
 from core_helpers import REPO, run_xcore
-from pg_helpers import pg_url  # noqa: F401  (fixture)
 from store_contract_helpers import new_job, open_url
-from xcore import postgres_store
+
 from xcore.sqlite_store import SqliteStore
 from xcore.status import JobState, Status
 from xcore.store_migrations import SCHEMA_VERSION, SchemaVersionError
@@ -129,6 +126,8 @@ def test_newer_schema_is_refused_without_touching_data(kind, tmp_path, request):
         with sqlite3.connect(tmp_path / "db.sqlite") as db:
             db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
     else:
+        import psycopg
+
         with psycopg.connect(url, autocommit=True) as conn:
             conn.execute("UPDATE schema_version SET version = %s", (SCHEMA_VERSION + 1,))
     for options in ({}, {"migrate": True}):
@@ -137,17 +136,25 @@ def test_newer_schema_is_refused_without_touching_data(kind, tmp_path, request):
     result = run_xcore("store", "migrate", url)
     assert result.returncode == 1 and "newer than this xcore" in result.stderr
     if kind == "postgresql":
+        import psycopg
+
         assert "<redacted>" in result.stderr and _password(url) not in result.stderr + result.stdout
         with psycopg.connect(url) as conn:
             assert conn.execute("SELECT title FROM experiments").fetchone()[0] == "keep me"
 
 
 def _password(url: str) -> str:
+    import psycopg
+
     return psycopg.conninfo.conninfo_to_dict(url)["password"]
 
 
 def test_postgres_store_of_schema_1_is_migrated_by_the_command(pg_url):
     """A team store is not migrated behind the team's back: the error names the command."""
+    import psycopg
+
+    from xcore import postgres_store
+
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute(postgres_store.MIGRATIONS[0])
         conn.execute("UPDATE schema_version SET version = 1")

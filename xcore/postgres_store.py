@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -155,8 +156,9 @@ class PostgresStore(MetadataStore):
 
     def _error(self, exc: BaseException, doing: str) -> XcoreError:
         """A one-line error naming the store (redacted) and what the server said."""
-        detail = redact_text(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__,
-                             [self._password] if self._password else [])
+        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        detail = redact_text(redact_url(detail), [self._password] if self._password else [])
+        detail = re.sub(r"(password\s*=\s*)\S+", r"\1<redacted>", detail, flags=re.IGNORECASE)
         cls = StoreUnavailableError if _retryable(exc) else ConfigurationError
         hint = ""
         if "password authentication failed" in detail or "no password supplied" in detail:
@@ -182,17 +184,17 @@ class PostgresStore(MetadataStore):
                     if not _retryable(exc) or time.monotonic() + delay > deadline:
                         if isinstance(exc, XcoreError):
                             raise
-                        raise self._error(exc, "lost its connection to") from None
+                        raise self._error(exc, "lost its connection to" if _retryable(exc) else "got an error from"
+                                          ) from None
                     if self._conn is not None and self._conn.broken:
                         self._conn.close()
                     self.retries += 1
                     retrying = True
                     time.sleep(delay)
                     delay = min(delay * 2, 1.0)
-                except psycopg.Error as exc:
-                    if isinstance(exc, pg_errors.UniqueViolation | pg_errors.ForeignKeyViolation):
-                        raise ValueError(redact_text(str(exc).splitlines()[0], [self._password])) from None
-                    raise
+                except (pg_errors.UniqueViolation, pg_errors.ForeignKeyViolation) as exc:
+                    # e.g. a work unit id recorded twice: the caller's mistake, as with SQLite
+                    raise ValueError(redact_text(str(exc).splitlines()[0], [self._password or ""])) from None
 
     def _migrate(self, migrate: bool) -> None:
         def current(cur: psycopg.Cursor[dict[str, Any]]) -> int:

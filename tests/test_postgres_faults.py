@@ -139,3 +139,22 @@ def test_server_restart_while_launchers_write(pg_url, tmp_path):
                                " HAVING COUNT(*) > 1").fetchall()
         assert doubled == []
         assert conn.execute("SELECT COUNT(*) FROM job_events").fetchone()[0] == 2 * units * writers
+
+
+def test_password_from_pgpass_or_pgpassword_and_tls_options_pass_through(pg_url, tmp_path, monkeypatch):
+    import re
+
+    info = psycopg.conninfo.conninfo_to_dict(pg_url)
+    bare = re.sub(r"://([^:/@]*):[^@]*@", r"://\1@", pg_url, count=1)  # no password in the URL
+    pgpass = tmp_path / "pgpass"
+    pgpass.write_text(f"{info['host']}:{info['port']}:{info['dbname']}:{info['user']}:{info['password']}\n")
+    pgpass.chmod(0o600)
+    monkeypatch.setenv("PGPASSFILE", str(pgpass))
+    monkeypatch.delenv("PGPASSWORD", raising=False)
+    open_url(bare).create_experiment("via pgpass")
+    monkeypatch.setenv("PGPASSFILE", str(tmp_path / "none"))
+    monkeypatch.setenv("PGPASSWORD", info["password"])
+    assert [r.title for r in open_url(bare).list_experiments()] == ["via pgpass"]
+    # TLS settings reach libpq: this loopback server has no TLS, so requiring it is refused
+    with pytest.raises(ConfigurationError, match="SSL"):
+        open_url(f"{pg_url}&sslmode=require")

@@ -122,6 +122,10 @@ _EXPERIMENT_FIELDS = {"title", "tags", "notes", "launch_status", "launch_error"}
 _EXPERIMENT_LOCK = 0x78636F7265  # advisory lock key ("xcore"): held while allocating experiment ids
 _MIGRATION_LOCK = _EXPERIMENT_LOCK + 1
 # Connection loss, server shutdown/startup, serialization failure and deadlock: worth retrying.
+_TRANSIENT = ("connection refused", "server closed the connection", "starting up", "shutting down",
+              "terminating connection", "could not receive data", "could not send data", "connection reset",
+              "timeout expired", "no such file or directory", "consuming input failed", "connection is lost",
+              "connection is closed", "ssl syscall error", "eof detected", "broken pipe", "in recovery")
 _RETRY_SQLSTATES = {"57P01", "57P02", "57P03", "08000", "08001", "08003", "08004", "08006", "40001", "40P01"}
 
 
@@ -583,11 +587,11 @@ def _retryable(exc: BaseException) -> bool:
         return False
     if exc.sqlstate in _RETRY_SQLSTATES:
         return True
-    text = str(exc)
-    if "password" in text or "authentication" in text or "does not exist" in text:
-        return False
-    # libpq reports a lost or refused connection without an SQLSTATE.
-    return exc.sqlstate is None and isinstance(exc, psycopg.OperationalError)
+    # libpq reports a lost or refused connection without an SQLSTATE; only those heal by waiting
+    # (a wrong password, a missing database or a TLS mismatch do not).
+    text = str(exc).lower()
+    return exc.sqlstate is None and isinstance(exc, psycopg.OperationalError) and any(
+        sign in text for sign in _TRANSIENT)
 
 
 def _one(cur: psycopg.Cursor[dict[str, Any]]) -> dict[str, Any]:

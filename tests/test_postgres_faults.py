@@ -103,7 +103,7 @@ def _writer(url: str, units: int, submitted_path: str, out: multiprocessing.Queu
                 store.mark_launched([(job, "fake", {"n": unit}, None)])
                 time.sleep(0.005)
         out.put((exp.id, store.retries, None))
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001  (any failure is reported to the test)
         out.put((None, store.retries, f"{type(exc).__name__}: {exc}"))
 
 
@@ -158,3 +158,16 @@ def test_password_from_pgpass_or_pgpassword_and_tls_options_pass_through(pg_url,
     # TLS settings reach libpq: this loopback server has no TLS, so requiring it is refused
     with pytest.raises(ConfigurationError, match="SSL"):
         open_url(f"{pg_url}&sslmode=require")
+
+
+def test_unreachable_server_fails_clearly_after_the_retry_deadline(monkeypatch):
+    from xcore.postgres_store import StoreUnavailableError
+
+    monkeypatch.setenv("XCORE_STORE_RETRY_SECS", "1")
+    start = time.monotonic()
+    with pytest.raises(StoreUnavailableError, match=r"Connection refused. Is the server up\? \(retried for 1 s"):
+        open_url("postgresql://ann:s3cret@127.0.0.1:1/x")
+    assert 0.5 < time.monotonic() - start < 10  # retried (backing off) until the deadline, not forever
+    result = run_xcore("list", env={"XCORE_STORE": "postgresql://ann:s3cret@127.0.0.1:1/x",
+                                    "XCORE_STORE_RETRY_SECS": "0"})
+    assert result.returncode == 1 and "s3cret" not in result.stderr and "Is the server up?" in result.stderr

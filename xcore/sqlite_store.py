@@ -213,12 +213,16 @@ class SqliteStore(MetadataStore):
         if where:
             query += " WHERE " + " AND ".join(where)
         query += " ORDER BY id DESC"
+        if not status and limit is not None:
+            query += f" LIMIT {int(limit)}"
         with self._lock:
             rows = self._db.execute(query, params).fetchall()
             records: list[ExperimentRecord] = []
-            # Status is derived, so filter after computing it, in pages to keep memory flat.
-            for start in range(0, len(rows), 500):
-                page = rows[start : start + 500]
+            # Status is derived, so filter after computing it, in pages to keep memory flat
+            # (without a status filter the first page is the answer: count no more than that).
+            size = 500 if status or limit is None else max(limit, 1)
+            for start in range(0, len(rows), size):
+                page = rows[start : start + size]
                 counts = self._status_counts([r["id"] for r in page])
                 for row in page:
                     record = self._experiment(row, counts.get(row["id"], {}))

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
-import attrs
-
-from xcore.store import MetadataStore
+if TYPE_CHECKING:  # `xcore --help` builds this parser: keep its imports light
+    from xcore.store import MetadataStore
 
 EXIT_OK, EXIT_FAILED = 0, 1
 
@@ -48,6 +48,8 @@ def info(args: argparse.Namespace) -> int:
         store.close()
     if args.json:
         import json
+
+        import attrs
 
         print(json.dumps(attrs.asdict(data)))
         return EXIT_OK

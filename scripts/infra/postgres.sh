@@ -57,20 +57,33 @@ local   all   all                     scram-sha-256
 host    all   all       127.0.0.1/32  scram-sha-256
 HBA
 
-pg_running() { as_pg "$PG_BIN/pg_ctl" -D "$PG_DATA" status >/dev/null 2>&1; }
+# pg_ctl status alone is fooled by a killed postmaster left a zombie (no init reaps it here).
+pg_running() {
+    local pid
+    pid=$(head -n 1 "$PG_DATA/postmaster.pid" 2>/dev/null) && [ -n "$pid" ] || return 1
+    ps -o stat= -p "$pid" 2>/dev/null | grep -qv '^Z' || return 1
+    as_pg "$PG_BIN/pg_ctl" -D "$PG_DATA" status >/dev/null 2>&1
+}
 if pg_running && [ "$CHANGED" = 1 ]; then
     log "config changed: restarting PostgreSQL"
     as_pg "$PG_BIN/pg_ctl" -D "$PG_DATA" -m fast -w -t 60 restart -l "$PG_LOG" >/dev/null \
         || die "PostgreSQL failed to restart" "$PG_LOG"
 fi
 if ! pg_running; then
-    rm -f "$PG_DATA/postmaster.pid"   # stale after a kill -9; pg_ctl status said nobody runs
     log "starting PostgreSQL on 127.0.0.1:$PG_PORT"
-    as_pg "$PG_BIN/pg_ctl" -D "$PG_DATA" -w -t 60 start -l "$PG_LOG" >/dev/null \
-        || die "PostgreSQL failed to start" "$PG_LOG"
+    # After a kill -9 the old backends hold the shared memory for a few seconds, and crash
+    # recovery replays the WAL: retry, and give recovery time.
+    for attempt in 1 2 3 4; do
+        pg_running && break
+        rm -f "$PG_DATA/postmaster.pid"   # stale: pg_ctl status said nobody runs
+        as_pg "$PG_BIN/pg_ctl" -D "$PG_DATA" -w -t 120 start -l "$PG_LOG" >/dev/null && break
+        [ "$attempt" = 4 ] && die "PostgreSQL failed to start" "$PG_LOG"
+        log "start attempt $attempt failed (leftovers of a killed server?): retrying in 5 s"
+        sleep 5
+    done
 fi
 psql_super() { as_pg psql -h "$PG_SOCKET_DIR" -p "$PG_PORT" -X -q -v ON_ERROR_STOP=1 "$@"; }
-wait_until 30 "PostgreSQL" psql_super -c 'SELECT 1' || die "PostgreSQL does not answer" "$PG_LOG"
+wait_until 120 "PostgreSQL" psql_super -c 'SELECT 1' || die "PostgreSQL does not answer" "$PG_LOG"
 
 # Role and database: created when missing; the password is (re)set from the file each run so
 # the file and the server never disagree. It goes through stdin, never a command line.

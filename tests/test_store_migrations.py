@@ -181,3 +181,12 @@ def test_postgres_store_of_schema_1_is_migrated_by_the_command(pg_url):
     assert store.create_experiment("new").id == 2
     again = run_xcore("store", "migrate", env={"XCORE_STORE": pg_url})
     assert "is current; nothing to do" in again.stdout
+
+
+def test_store_migrate_command_on_an_old_sqlite_file(tmp_path):
+    path = tmp_path / "old.db"
+    _make_v1_store(tmp_path, path)
+    result = run_xcore("store", "migrate", f"sqlite:///{path}")
+    assert result.returncode == 0, result.stderr
+    assert "migrated from schema version 1 to 2 (1 experiments" in result.stdout
+    assert "schema version  2 (this xcore: 2)" in run_xcore("store", "info", f"sqlite:///{path}").stdout

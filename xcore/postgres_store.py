@@ -226,7 +226,7 @@ class PostgresStore(MetadataStore):
             return version
 
         version = self._transaction(run)
-        if version:
+        if 0 < version < SCHEMA_VERSION:
             self.migrated_from = version
 
     def close(self) -> None:

@@ -136,7 +136,7 @@ class SqliteStore(MetadataStore):
             return
         with self._write() as db:
             version = db.execute("PRAGMA user_version").fetchone()[0]  # another process may have won
-            if version:
+            if 0 < version < SCHEMA_VERSION:
                 self.migrated_from = version
             for number in range(version, SCHEMA_VERSION):
                 for statement in MIGRATIONS[number].split(";"):

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Run the whole test suite: install the core, every plugin and the test tools into ./.venv,
-# start the real services the tests use (Slurm, Grid Engine, sshd, dockerd) when run as root,
+# start the real services the tests use (Slurm, Grid Engine, sshd, dockerd, PostgreSQL) when run as root,
 # then run pytest. Extra arguments go to pytest, e.g. scripts/test.sh -k store -x
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -8,14 +8,14 @@ source scripts/python.sh
 ensure_venv
 drop_renamed_core
 echo "==> installing xcore, plugins and test tools into .venv"
-packages=(-e '.[test]' -e 'plugins/xlocal[docker]' -e plugins/xhpc)
+packages=(-e '.[test,postgres]' -e 'plugins/xlocal[docker]' -e plugins/xhpc)
 .venv/bin/python -m pip install --quiet --disable-pip-version-check "${packages[@]}" pytest-timeout
 
 if [ "$(id -u)" = 0 ] && [ -z "${XCORE_SKIP_INFRA:-}" ]; then
   echo "==> starting test services (scripts/infra/setup.sh)"
   bash scripts/infra/setup.sh all
 else
-  echo "==> not root (or XCORE_SKIP_INFRA set): tests that need Slurm, SGE, sshd or Docker will skip"
+  echo "==> not root (or XCORE_SKIP_INFRA set): tests that need Slurm, SGE, sshd, Docker or PostgreSQL will skip"
 fi
 
 echo "==> pytest"

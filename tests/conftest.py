@@ -21,3 +21,8 @@ def xcore_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path
     reset_host()
     yield home
     reset_host()
+
+
+# Store fixtures shared by the store test modules (real PostgreSQL server, both stores).
+from pg_helpers import pg_url  # noqa: F401
+from store_contract_helpers import store_url  # noqa: F401

@@ -1,5 +1,5 @@
 """Built-in behaviour, registered as the plugin named "xcore": the backend-neutral
-executable specs and the embedded SQLite metadata store."""
+executable specs, the embedded SQLite metadata store and the PostgreSQL team store."""
 
 from __future__ import annotations
 
@@ -26,6 +26,19 @@ def xcore_register_kinds(registry: KindRegistrar) -> None:
 
 @hookimpl(trylast=True)
 def xcore_open_store(url: str, options: dict[str, Any]) -> MetadataStore | None:
+    """``options["migrate"]``: migrate an older schema (``xcore store migrate``); the SQLite
+    file always does, a shared server only when asked."""
+    if url.startswith(("postgresql://", "postgres://")):
+        try:
+            from xcore.postgres_store import PostgresStore
+        except ImportError as exc:
+            from xcore.errors import ConfigurationError
+
+            raise ConfigurationError(
+                f"XCORE_STORE names a PostgreSQL server but psycopg is not installed ({exc}). "
+                "Install it with: pip install 'xcore[postgres]'"
+            ) from None
+        return PostgresStore(url, migrate=bool(options.get("migrate", False)))
     if not url.startswith("sqlite:"):
         return None
     from xcore.sqlite_store import SqliteStore
@@ -34,4 +47,4 @@ def xcore_open_store(url: str, options: dict[str, Any]) -> MetadataStore | None:
     path = url.removeprefix("sqlite:///") if url.startswith("sqlite:///") else url.removeprefix("sqlite:")
     if not path:
         raise ValueError(f"XCORE_STORE={url!r} names no file: write sqlite:////absolute/path/xcore.db.")
-    return SqliteStore(path)
+    return SqliteStore(path, migrate=bool(options.get("migrate", True)))

@@ -239,10 +239,12 @@ def xcore_job_logs(handle_kind: str, handle: JobHandle, follow: bool) -> Iterato
 def xcore_open_store(url: str, options: dict[str, Any]) -> MetadataStore | None:
     """Open the metadata store named by ``url`` (``XCORE_STORE``; default: SQLite in XCORE_HOME).
 
-    The built-in plugin ``xcore.sqlite`` answers ``sqlite:`` URLs; a plugin may answer others
-    (``postgresql://...``). Stops at first non-None result.
+    The built-in plugin answers ``sqlite:`` and ``postgresql://`` URLs; a plugin may answer
+    others. Stops at first non-None result.
 
-    :param url: the store's URL.
-    :param options: extra settings (reserved; empty today).
+    :param url: the store's URL (it may hold a password: show it only through
+        ``xcore.redaction.redact_url``).
+    :param options: extra settings: ``migrate`` (bool) asks to migrate an older schema
+        (``xcore store migrate``); absent means the store's default.
     :return: an object implementing ``xcore.store.MetadataStore``, or None.
     """

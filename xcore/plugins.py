@@ -291,10 +291,12 @@ class PluginHost:
         return chunks
 
     def open_store(self, url: str, options: dict[str, Any] | None = None) -> MetadataStore:
+        from xcore.redaction import redact_url
+
         store = self.pm.hook.xcore_open_store(url=url, options=options or {})
         if store is None:
             raise PluginLoadError(
-                f"No installed plugin opens the metadata store {url!r} (XCORE_STORE). The built-in store "
+                f"No installed plugin opens the metadata store {redact_url(url)!r} (XCORE_STORE). The built-in store "
                 "takes sqlite:///PATH; other databases need the plugin that provides them."
             )
         return store

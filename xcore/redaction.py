@@ -19,7 +19,7 @@ Google keys, PEM private keys). In every other value the password of a URL
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 REDACTED = "<redacted>"
@@ -88,3 +88,24 @@ def redact_nested(data: Any) -> Any:
     if isinstance(data, (list, tuple)):
         return [redact_nested(item) for item in data]
     return data
+
+
+_USERINFO_SECRET = re.compile(r"(?P<prefix>[a-z][a-z0-9+.-]*://[^/\s:@]*:)[^/\s@]*(?=@)", re.IGNORECASE)
+_QUERY_SECRET = re.compile(r"(?P<key>[?&](?:ssl)?password=)[^&#]*", re.IGNORECASE)
+_KEYWORD_SECRET = re.compile(r"(?P<key>\b(?:ssl)?password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)
+
+
+def redact_url(url: str) -> str:
+    """A store URL safe to show: the password in ``user:password@``, ``?password=`` or a
+    libpq ``password=...`` keyword becomes ``<redacted>``."""
+    url = _USERINFO_SECRET.sub(rf"\g<prefix>{REDACTED}", url)
+    url = _QUERY_SECRET.sub(rf"\g<key>{REDACTED}", url)
+    return _KEYWORD_SECRET.sub(rf"\g<key>{REDACTED}", url) if "://" not in url else url
+
+
+def redact_text(text: str, secrets: Sequence[str]) -> str:
+    """``text`` with every occurrence of each (non-empty) secret replaced."""
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, REDACTED)
+    return text

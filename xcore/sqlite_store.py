@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from xcore import paths, records
+from xcore import paths, records, store_migrations
 from xcore.errors import ConfigurationError, NotFoundError, StoreError
 from xcore.records import (
     ExperimentRecord,
@@ -29,7 +29,7 @@ from xcore.records import (
     WorkUnitRecord,
 )
 from xcore.status import JobState, Status, combine
-from xcore.store import MetadataStore
+from xcore.store import ExperimentHistory, Imported, MetadataStore, StoreInfo
 
 MIGRATIONS: list[str] = [
     # 1: initial schema
@@ -92,7 +92,15 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX job_events_by_job ON job_events(job_id);
     """,
-    # 2: launcher leases and submission intents, so a killed launcher's work is resolved later
+    # 2: the store's id, where copied experiments come from, experiments by user
+    """
+    CREATE TABLE store_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    INSERT INTO store_meta (key, value) VALUES ('store_id', lower(hex(randomblob(16))));
+    ALTER TABLE experiments ADD COLUMN origin TEXT;
+    CREATE UNIQUE INDEX experiments_by_origin ON experiments(origin);
+    CREATE INDEX experiments_by_user ON experiments(user, id);
+    """,
+    # 3: launcher leases and submission intents, so a killed launcher's work is resolved later
     """
     ALTER TABLE jobs ADD COLUMN lease_id INTEGER;
     CREATE INDEX jobs_by_lease ON jobs(lease_id, status);
@@ -115,6 +123,7 @@ MIGRATIONS: list[str] = [
     """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
+assert SCHEMA_VERSION == store_migrations.SCHEMA_VERSION
 
 _JOB_COLUMNS = (
     "id", "experiment_id", "work_unit_id", "name", "executor_kind", "executor", "executable", "args", "env",
@@ -125,8 +134,9 @@ _EXPERIMENT_FIELDS = {"title", "tags", "notes", "launch_status", "launch_error"}
 
 
 class SqliteStore(MetadataStore):
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, migrate: bool = True) -> None:
         self.path = Path(path)
+        self.migrated_from: int | None = None  # the schema version found, when this open migrated it
         self._lock = threading.RLock()
         self._prepare_file()
         busy = float(os.environ.get("XCORE_STORE_BUSY_TIMEOUT", "120"))  # seconds a writer waits for the lock
@@ -137,7 +147,7 @@ class SqliteStore(MetadataStore):
             self._db.execute("PRAGMA journal_mode = WAL")
             self._db.execute("PRAGMA synchronous = NORMAL")
             self._db.execute("PRAGMA foreign_keys = ON")
-            self._migrate()
+            self._migrate(migrate)
 
     # -- plumbing ------------------------------------------------------------------------
 
@@ -261,17 +271,15 @@ class SqliteStore(MetadataStore):
                 raise
             self._db.execute("COMMIT")
 
-    def _migrate(self) -> None:
+    def _migrate(self, migrate: bool) -> None:
         version = self._db.execute("PRAGMA user_version").fetchone()[0]
-        if version == SCHEMA_VERSION:
+        if not store_migrations.check_version(version, str(self.path), will_migrate=migrate or version == 0,
+                                              current=SCHEMA_VERSION):
             return
-        if version > SCHEMA_VERSION:
-            raise ConfigurationError(
-                f"The metadata store {self.path} has schema version {version}, newer than this xcore "
-                f"understands ({SCHEMA_VERSION}). Upgrade xcore (pip install -U xcore-core) to read it."
-            )
         with self._write() as db:
             version = db.execute("PRAGMA user_version").fetchone()[0]  # another process may have won
+            if 0 < version < SCHEMA_VERSION:
+                self.migrated_from = version
             for number in range(version, SCHEMA_VERSION):
                 for statement in MIGRATIONS[number].split(";"):
                     if statement.strip():
@@ -330,10 +338,14 @@ class SqliteStore(MetadataStore):
             return self._experiment(row, self._status_counts([experiment_id]).get(experiment_id, {}))
 
     def list_experiments(
-        self, *, status: str | None = None, title: str | None = None, tag: str | None = None, limit: int | None = 20
+        self, *, status: str | None = None, title: str | None = None, tag: str | None = None, limit: int | None = 20,
+        user: str | None = None,
     ) -> list[ExperimentRecord]:
         query = "SELECT * FROM experiments"
         where, params = [], []
+        if user is not None:
+            where.append("user = ?")
+            params.append(user)
         if title:
             where.append("instr(lower(title), lower(?)) > 0")
             params.append(title)
@@ -343,12 +355,16 @@ class SqliteStore(MetadataStore):
         if where:
             query += " WHERE " + " AND ".join(where)
         query += " ORDER BY id DESC"
+        if not status and limit is not None:
+            query += f" LIMIT {int(limit)}"
         with self._reading():
             rows = self._db.execute(query, params).fetchall()
             records: list[ExperimentRecord] = []
-            # Status is derived, so filter after computing it, in pages to keep memory flat.
-            for start in range(0, len(rows), 500):
-                page = rows[start : start + 500]
+            # Status is derived, so filter after computing it, in pages to keep memory flat
+            # (without a status filter the first page is the answer: count no more than that).
+            size = 500 if status or limit is None else max(limit, 1)
+            for start in range(0, len(rows), size):
+                page = rows[start : start + size]
                 counts = self._status_counts([r["id"] for r in page])
                 for row in page:
                     record = self._experiment(row, counts.get(row["id"], {}))
@@ -453,6 +469,9 @@ class SqliteStore(MetadataStore):
                        ) -> None:
         now = time.time()
         if launched:
+            # Only a job still LAUNCHING gets the PENDING event: marking twice appends nothing.
+            launching = [job_id for job_id, row in self._rows_by_id(db, [j for j, *_ in launched], "id, status").items()
+                         if row["status"] == "LAUNCHING"]
             db.executemany(
                 "UPDATE jobs SET handle_kind = ?, handle = ?, log_path = ?, launched_at = ?,"
                 " status = CASE status WHEN 'LAUNCHING' THEN 'PENDING' ELSE status END,"
@@ -461,7 +480,7 @@ class SqliteStore(MetadataStore):
             )
             db.executemany(
                 "INSERT INTO job_events (job_id, status, message, at) VALUES (?, 'PENDING', 'submitted', ?)",
-                [(job_id, now) for job_id, *_ in launched],
+                [(job_id, now) for job_id in launching],
             )
             self._refresh_units(db, [job_id for job_id, *_ in launched])
 
@@ -674,6 +693,76 @@ class SqliteStore(MetadataStore):
                 )
             db.execute("DELETE FROM launch_intents WHERE lease_id = ?", (lease_id,))
             db.execute("DELETE FROM launch_leases WHERE id = ?", (lease_id,))
+
+    # -- the store itself ----------------------------------------------------------------
+
+    def info(self) -> StoreInfo:
+        with self._lock:
+            version = self._db.execute("PRAGMA user_version").fetchone()[0]
+            store_id = self._db.execute("SELECT value FROM store_meta WHERE key = 'store_id'").fetchone()[0]
+            counts = [self._db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
+                      for table in ("experiments", "work_units", "jobs", "job_events")]
+        return StoreInfo(f"sqlite:///{self.path}", "sqlite", version, SCHEMA_VERSION, store_id, *counts)
+
+    def export_history(self, experiment_id: int) -> ExperimentHistory:
+        with self._lock:
+            record = self.get_experiment(experiment_id)
+            origin = self._db.execute("SELECT origin FROM experiments WHERE id = ?", (experiment_id,)).fetchone()[0]
+            store_id = self._db.execute("SELECT value FROM store_meta WHERE key = 'store_id'").fetchone()[0]
+            events: dict[int, list[StatusEvent]] = {}
+            for r in self._db.execute(
+                "SELECT e.* FROM job_events e JOIN jobs j ON j.id = e.job_id WHERE j.experiment_id = ?"
+                " ORDER BY e.rowid", (experiment_id,),
+            ):
+                events.setdefault(r["job_id"], []).append(
+                    StatusEvent(r["job_id"], Status(r["status"]), r["message"], r["exit_code"], r["at"]))
+            return ExperimentHistory(record, self.work_units(experiment_id), events,
+                                     origin or f"{store_id}/{experiment_id}")
+
+    def import_history(self, history: ExperimentHistory) -> Imported:
+        source = history.experiment
+        with self._write() as db:
+            store_id = db.execute("SELECT value FROM store_meta WHERE key = 'store_id'").fetchone()[0]
+            home, _, home_id = history.origin.partition("/")
+            if db.execute("SELECT 1 FROM experiments WHERE origin = ?", (history.origin,)).fetchone() or (
+                home == store_id and db.execute("SELECT 1 FROM experiments WHERE id = ?", (int(home_id),)).fetchone()
+            ):
+                return Imported(source.id, None)
+            taken = db.execute("SELECT 1 FROM experiments WHERE id = ?", (source.id,)).fetchone()
+            cursor = db.execute(
+                "INSERT INTO experiments (id, title, tags, notes, script_path, script_sha256, git_commit, git_dirty,"
+                " user, host, created_at, launch_status, launch_error, origin) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (None if taken else source.id, source.title, json.dumps(source.tags), source.notes,
+                 source.script_path, source.script_sha256, source.git_commit,
+                 None if source.git_dirty is None else int(source.git_dirty), source.user, source.host,
+                 source.created_at, source.launch_status, source.launch_error, history.origin),
+            )
+            experiment_id = int(cursor.lastrowid or 0)
+            jobs = [job for unit in history.units for job in unit.jobs]
+            clash = bool(jobs) and bool(self._rows_by_id(db, [j.id for j in jobs], "id"))
+            for unit in history.units:
+                db.execute(
+                    "INSERT INTO work_units (experiment_id, id, role, args, identity, status, created_at)"
+                    " VALUES (?,?,?,?,?,?,?)",
+                    (experiment_id, unit.id, unit.role, json.dumps(unit.args), unit.identity, unit.status.value,
+                     unit.created_at),
+                )
+                for job in unit.jobs:
+                    cursor = db.execute(
+                        f"INSERT INTO jobs ({', '.join(_JOB_COLUMNS)}) VALUES ({','.join('?' * len(_JOB_COLUMNS))})",
+                        (None if clash else job.id, experiment_id, unit.id, job.name, job.executor_kind,
+                         json.dumps(job.executor), json.dumps(job.executable), json.dumps(job.args),
+                         json.dumps(job.env), job.status.value, job.message, job.exit_code, job.handle_kind,
+                         None if job.handle is None else json.dumps(job.handle), job.log_path, job.created_at,
+                         job.launched_at, job.started_at, job.ended_at),
+                    )
+                    db.executemany(
+                        "INSERT INTO job_events (job_id, status, message, exit_code, at) VALUES (?,?,?,?,?)",
+                        [(cursor.lastrowid, e.status.value, e.message, e.exit_code, e.at)
+                         for e in history.events.get(job.id, [])],
+                    )
+        return Imported(source.id, experiment_id, clash)
+
 
 def _number(value: Any) -> float:
     return float(value) if isinstance(value, (int, float)) else 0.0

@@ -7,6 +7,8 @@ import abc
 from collections.abc import Sequence
 from typing import Any
 
+import attrs
+
 from xcore.records import (
     ExperimentRecord,
     JobRecord,
@@ -16,6 +18,43 @@ from xcore.records import (
     WorkUnitRecord,
 )
 from xcore.status import JobState
+
+
+@attrs.frozen
+class StoreInfo:
+    """What ``xcore store info`` shows. ``url`` never carries a password."""
+
+    url: str
+    backend: str
+    schema_version: int
+    code_schema_version: int
+    store_id: str
+    experiments: int
+    work_units: int
+    jobs: int
+    status_events: int
+
+
+@attrs.define
+class ExperimentHistory:
+    """One experiment with everything recorded about it, as ``xcore store copy`` moves it.
+
+    ``origin`` names where it was first recorded (``STORE_ID/EXPERIMENT_ID``), so a second copy
+    (or a copy back) recognises it."""
+
+    experiment: ExperimentRecord
+    units: list[WorkUnitRecord]
+    events: dict[int, list[StatusEvent]]  # by job id, oldest first
+    origin: str
+
+
+@attrs.frozen
+class Imported:
+    """Where ``import_history`` put an experiment; ``None`` ids mean it was there already."""
+
+    source_id: int
+    experiment_id: int | None
+    jobs_renumbered: bool = False
 
 
 class MetadataStore(abc.ABC):
@@ -74,9 +113,10 @@ class MetadataStore(abc.ABC):
 
     @abc.abstractmethod
     def list_experiments(
-        self, *, status: str | None = None, title: str | None = None, tag: str | None = None, limit: int | None = 20
+        self, *, status: str | None = None, title: str | None = None, tag: str | None = None, limit: int | None = 20,
+        user: str | None = None,
     ) -> list[ExperimentRecord]:
-        """Newest first. ``title`` matches a substring, case-insensitively."""
+        """Newest first. ``title`` matches a substring, case-insensitively; ``user`` exactly."""
 
     @abc.abstractmethod
     def work_units(self, experiment_id: int, work_unit_ids: Sequence[int] | None = None) -> list[WorkUnitRecord]:
@@ -123,6 +163,22 @@ class MetadataStore(abc.ABC):
     def resolve_lease(self, lease_id: int, launched: Sequence[tuple[int, str, dict[str, Any], str | None]],
                       failed: Sequence[tuple[int, JobState]], launch_error: str) -> None:
         """Record adopted handles and failed launches and drop the lease, in one transaction."""
+
+    # -- the store itself (``xcore store info|migrate|copy``) ----------------------------------
+
+    @abc.abstractmethod
+    def info(self) -> StoreInfo:
+        """Schema version, identity and row counts, with the URL redacted."""
+
+    @abc.abstractmethod
+    def export_history(self, experiment_id: int) -> ExperimentHistory:
+        """Everything recorded about one experiment (raise ``NotFoundError`` if absent)."""
+
+    @abc.abstractmethod
+    def import_history(self, history: ExperimentHistory) -> Imported:
+        """Record a copied experiment in one transaction, unless its ``origin`` is here already
+        (or it was first recorded in this very store). Experiment and job ids are kept when
+        free here and renumbered otherwise; work unit ids are always kept."""
 
     def close(self) -> None:
         """Release connections."""

@@ -6,6 +6,8 @@
 #   slurm      partitions debug (default) and short (MaxTime 10 min), node "localhost"
 #   sge        SGE_ROOT=/var/lib/gridengine SGE_CELL=default, queue all.q
 #   docker     local base image xcore-python:3.11
+#   postgres   127.0.0.1:5432, role xcore (password in /var/lib/xcore-infra/postgres/password),
+#              database xcore_test, URL in /var/lib/xcore-infra/postgres/url (root only)
 set -euo pipefail
 
 INFRA_STATE=/var/lib/xcore-infra
@@ -19,6 +21,9 @@ SSH_PORT=2222
 export SGE_ROOT=/var/lib/gridengine
 export SGE_CELL=default
 DOCKER_IMAGE=${XCORE_INFRA_DOCKER_IMAGE:-xcore-python:3.11}   # override only to test docker.sh
+PG_PORT=5432
+PG_ROLE=xcore
+PG_DATABASE=xcore_test
 export DEBIAN_FRONTEND=noninteractive
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH
 
@@ -27,6 +32,7 @@ PKGS_sshd="openssh-server openssh-client rsync"
 PKGS_slurm="slurm-wlm slurm-client slurmctld slurmd slurmdbd munge mariadb-server mariadb-client"
 PKGS_sge="gridengine-master gridengine-exec gridengine-client"
 PKGS_docker="docker.io busybox-static python3.11 python3-pip-whl python3-setuptools-whl ca-certificates"
+PKGS_postgres="postgresql postgresql-client"
 
 SERVICE_NAME=${SERVICE_NAME:-infra}
 

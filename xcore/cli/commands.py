@@ -191,9 +191,14 @@ def list_(args: argparse.Namespace) -> int:
         raise XcoreError(f"Unknown status {args.status!r}; use one of {', '.join(Status.__members__)}.")
     store = _store()
     limit = None if args.limit == 0 else args.limit
-    records = store.list_experiments(title=args.title, tag=args.tag, limit=None if args.status else limit)
+    user = args.user
+    if getattr(args, "mine", False):
+        from xcore.experiment import _user  # the name experiments record as their launcher
+
+        user = _user()
+    records = store.list_experiments(title=args.title, tag=args.tag, user=user, limit=None if args.status else limit)
     _refresh_experiments(store, [r.id for r in records if r.status.is_active][:200])
-    records = store.list_experiments(status=args.status, title=args.title, tag=args.tag, limit=limit)
+    records = store.list_experiments(status=args.status, title=args.title, tag=args.tag, user=user, limit=limit)
     if args.json:
         _print_json([_experiment_json(r) for r in records])
         return EXIT_OK

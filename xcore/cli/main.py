@@ -35,6 +35,9 @@ def build_parser(with_plugins: bool = True) -> argparse.ArgumentParser:
     p.add_argument("--status", help="only experiments with this status (RUNNING, COMPLETED, FAILED, ...)")
     p.add_argument("--title", help="only titles containing this text")
     p.add_argument("--tag", help="only experiments with this tag")
+    who = p.add_mutually_exclusive_group()
+    who.add_argument("--user", help="only experiments launched by this user")
+    who.add_argument("--mine", action="store_true", help="only experiments launched by you")
     p.add_argument("--limit", "-n", type=int, default=20, help="how many (default 20; 0 for all)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func="xcore.cli.commands:list_")
@@ -67,6 +70,10 @@ def build_parser(with_plugins: bool = True) -> argparse.ArgumentParser:
     from xcore.cli.plugin_template import add_parser as add_plugin_parser
 
     add_plugin_parser(sub)
+
+    from xcore.cli import store_commands
+
+    store_commands.add_parser(sub)
 
     if with_plugins:
         from xcore.plugins import get_host

@@ -8,10 +8,10 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from xcore.errors import NotFoundError
+from xcore.errors import ConfigurationError, NotFoundError
 from xcore.records import ExperimentRecord, JobRecord, NewJob, StatusEvent, WorkUnitRecord
 from xcore.status import JobState, Status, combine
-from xcore.store import MetadataStore
+from xcore.store import ExperimentHistory, Imported, MetadataStore, StoreInfo
 
 _EXPERIMENT_FIELDS = {"title", "tags", "notes", "launch_status", "launch_error"}
 
@@ -55,7 +55,7 @@ class InMemoryStore(MetadataStore):
             raise NotFoundError(f"No experiment {experiment_id} in the in-memory store.") from None
 
     def add_work_unit(self, experiment_id: int, work_unit_id: int, role: str, args: Any, identity: str,
-                      jobs: Sequence[NewJob]) -> list[int]:
+                      jobs: Sequence[NewJob], *, lease_id: int | None = None) -> list[int]:
         with self._lock:
             self._experiment(experiment_id)
             if (experiment_id, work_unit_id) in self._units:
@@ -64,12 +64,20 @@ class InMemoryStore(MetadataStore):
                 experiment_id, work_unit_id, role, copy.deepcopy(args), identity, time.time())
             return self.add_jobs(experiment_id, work_unit_id, jobs)
 
-    def add_jobs(self, experiment_id: int, work_unit_id: int, jobs: Sequence[NewJob]) -> list[int]:
+    def add_jobs(self, experiment_id: int, work_unit_id: int, jobs: Sequence[NewJob], *,
+                 lease_id: int | None = None, replace_unlaunched: bool = False) -> list[int]:
+        """No launcher leases here (``open_lease`` returns None), so ``lease_id`` is always None."""
         with self._lock:
             unit = self._units[(experiment_id, work_unit_id)]
+            if replace_unlaunched:  # an identity relaunch replaces jobs that never reached a backend
+                gone = {j.id for j in unit.jobs
+                        if j.handle is None and j.status in (Status.FAILED, Status.CANCELLED)}
+                unit.jobs[:] = [j for j in unit.jobs if j.id not in gone]
+                for job_id in gone:
+                    del self._jobs[job_id]
             ids = []
             for job in jobs:
-                job_id = len(self._jobs) + 1
+                job_id = self._next_job_id()
                 record = JobRecord(job_id, experiment_id, work_unit_id, job.name, job.executor_kind,
                                    copy.deepcopy(job.executor), copy.deepcopy(job.executable), list(job.args),
                                    dict(job.env), created_at=time.time())
@@ -79,13 +87,17 @@ class InMemoryStore(MetadataStore):
                 ids.append(job_id)
             return ids
 
+    def _next_job_id(self) -> int:
+        return max(self._jobs, default=0) + 1
+
     def _job(self, job_id: int) -> JobRecord:
         try:
             return self._jobs[job_id]
         except KeyError:
             raise NotFoundError(f"No job {job_id} in the in-memory store.") from None
 
-    def mark_launched(self, launched: Sequence[tuple[int, str, dict[str, Any], str | None]]) -> None:
+    def mark_launched(self, launched: Sequence[tuple[int, str, dict[str, Any], str | None]], *,
+                      intent_id: int | None = None) -> None:
         now = time.time()
         with self._lock:
             for job_id, kind, handle, log_path in launched:
@@ -95,7 +107,7 @@ class InMemoryStore(MetadataStore):
                     job.status, job.message = Status.PENDING, "submitted"
                 self._events.append(StatusEvent(job_id, Status.PENDING, "submitted", None, now))
 
-    def record_states(self, states: Sequence[tuple[int, JobState]]) -> None:
+    def record_states(self, states: Sequence[tuple[int, JobState]], *, intent_id: int | None = None) -> None:
         now = time.time()
         with self._lock:
             for job_id, state in states:
@@ -152,6 +164,26 @@ class InMemoryStore(MetadataStore):
     def job_history(self, job_id: int) -> list[StatusEvent]:
         with self._lock:
             return [event for event in self._events if event.job_id == job_id]
+
+    # -- the store itself: enough for ``xcore store info`` and copying *out* of a test store --
+
+    def info(self) -> StoreInfo:
+        with self._lock:
+            return StoreInfo("memory:", "memory", 0, 0, f"memory-{id(self):x}", len(self._experiments),
+                             len(self._units), len(self._jobs), len(self._events))
+
+    def export_history(self, experiment_id: int) -> ExperimentHistory:
+        with self._lock:
+            events: dict[int, list[StatusEvent]] = {}
+            for event in self._events:
+                if self._jobs.get(event.job_id) and self._jobs[event.job_id].experiment_id == experiment_id:
+                    events.setdefault(event.job_id, []).append(event)
+            return ExperimentHistory(self.get_experiment(experiment_id), self.work_units(experiment_id), events,
+                                     f"memory-{id(self):x}/{experiment_id}")
+
+    def import_history(self, history: ExperimentHistory) -> Imported:
+        raise ConfigurationError("The in-memory test store cannot import history; copy into a SQLite or "
+                                 "PostgreSQL store instead.")
 
 
 class MemoryStorePlugin:

@@ -1,0 +1,46 @@
+"""Schema versions of the metadata stores, and what opening a store of another version does.
+
+Both stores number their schema the same way: version N means the same tables and columns in
+SQLite and in PostgreSQL, so ``xcore store info`` reads alike for both and ``xcore store copy``
+works between any two stores of the current version.
+
+- 1: experiments, work_units, jobs, job_events (xcore 0.1.0).
+- 2: ``store_meta`` (the store's id), ``experiments.origin`` (where a copied experiment was
+  first recorded: copies are idempotent), an index on ``experiments.user`` (``list --user``).
+- 3: launcher leases and submission intents (``launch_leases``, ``launch_intents``,
+  ``jobs.lease_id``), so a killed launcher's work is adopted or failed by the next command.
+  SQLite only so far: the PostgreSQL store is at 2 and has no leases yet.
+
+A store older than the code is migrated forward in one transaction: on open for the personal
+SQLite file, by ``xcore store migrate`` for a shared server (so one person decides when every
+teammate's xcore must be new enough). A newer store is never touched.
+"""
+
+from __future__ import annotations
+
+from xcore.errors import ConfigurationError
+
+SCHEMA_VERSION = 3  # the newest version any store has
+
+
+class SchemaVersionError(ConfigurationError):
+    """The store's schema is not the one this xcore reads, and it was not migrated."""
+
+
+def check_version(found: int, where: str, *, will_migrate: bool, current: int = SCHEMA_VERSION) -> bool:
+    """Raise if a store at version ``found`` cannot be used by code whose schema is ``current``;
+    True if it must be migrated first."""
+    if found > current:
+        raise SchemaVersionError(
+            f"The metadata store {where} has schema version {found}, newer than this xcore understands "
+            f"({current}). Upgrade xcore (pip install -U xcore-core) to read it; nothing was changed."
+        )
+    if found == current:
+        return False
+    if not will_migrate:
+        raise SchemaVersionError(
+            f"The metadata store {where} has schema version {found}; this xcore needs {current}. "
+            f"Run `xcore store migrate` once (it migrates in one transaction, keeping every record); "
+            f"teammates then need an xcore that knows schema {current}."
+        )
+    return True

@@ -18,7 +18,6 @@ import re
 import statistics
 import subprocess
 import sys
-import tempfile
 import textwrap
 import time
 import uuid

@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import PYTHON, XCORE_BIN, median_ms, temp_home, time_subprocess, verdict  # noqa: E402
+from _common import PYTHON, XCORE_BIN, temp_home, time_subprocess, verdict  # noqa: E402
 
 N_SINGLE = 2000
 N_STATES = 1000

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import attrs
 import pytest
-import xlocal
-from core_helpers import REPO, run_xcore, write_script
 
 import xcore as xm
+import xlocal
+from core_helpers import REPO, run_xcore, write_script
 from xcore.validation import FieldTypeError, check_field_types
 
 PY = sys.executable
@@ -326,7 +326,6 @@ def test_relative_paths_resolve_against_the_launch_script(tmp_path, how):
 
 def test_every_packageable_path_resolves_through_the_core(tmp_path, monkeypatch):
     import xhpc
-
     from xcore import paths
 
     monkeypatch.chdir(tmp_path)

@@ -13,10 +13,9 @@ import pytest
 
 import xcore as xm
 import xlocal
+from core_helpers import run_xcore, write_script
 from xcore.errors import ExperimentUnitFailedError, PackagingError, UnknownKindError
 from xcore.status import Status
-
-from core_helpers import run_xcore, write_script
 
 PY = sys.executable
 

@@ -11,8 +11,7 @@ import pytest
 import xcore as xm
 from xcore import plugin as xp
 from xcore.plugins import PLUGIN_API_VERSION, PluginHost
-from xcore.testing import InMemoryStore, make_launch_context, make_packaging_context, make_request, plugin_host
-from xcore.testing import fake
+from xcore.testing import InMemoryStore, fake, make_launch_context, make_packaging_context, make_request, plugin_host
 
 
 def test_job_handle_declares_what_the_core_reads():

@@ -7,8 +7,8 @@ import os
 from pathlib import Path
 
 import pytest
-from core_helpers import run_xcore, write_script
 
+from core_helpers import run_xcore, write_script
 from xcore.redaction import REDACTED, is_secret_name, mask_url_passwords, redact_nested
 
 SECRET_NAMES = [

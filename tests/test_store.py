@@ -1,6 +1,5 @@
 import multiprocessing
 import sqlite3
-from pathlib import Path
 
 import pytest
 

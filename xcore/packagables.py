@@ -7,7 +7,16 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from xcore.args import UserArgs
-from xcore.executables import Binary, BinaryDependency, CommandList, Container, Dockerfile, ModuleName, PythonContainer, PythonModule
+from xcore.executables import (
+    Binary,
+    BinaryDependency,
+    CommandList,
+    Container,
+    Dockerfile,
+    ModuleName,
+    PythonContainer,
+    PythonModule,
+)
 from xcore.job_blocks import ExecutorSpec, Packageable
 
 

@@ -14,12 +14,15 @@ from xcore.status import JobState, Status, combine
 from xcore.store import MetadataStore
 
 _EXPERIMENT_FIELDS = {"title", "tags", "notes", "launch_status", "launch_error"}
+_NEVER_LAUNCHED = {Status.FAILED, Status.CANCELLED}  # with no handle: replace_unlaunched runs them again
 
 
 class InMemoryStore(MetadataStore):
     """Keeps everything in this process; same rules as the SQLite store (ids from 1, a
     finished job never becomes active again, status changes appended to the history).
-    Returned records are copies, so tests cannot change the store by accident."""
+    Returned records are copies, so tests cannot change the store by accident. It keeps no
+    launcher leases or submission intents (``open_lease`` returns None), so ``lease_id`` and
+    ``intent_id`` are accepted and ignored."""
 
     def __init__(self) -> None:
         self._lock = threading.RLock()
@@ -27,6 +30,7 @@ class InMemoryStore(MetadataStore):
         self._units: dict[tuple[int, int], WorkUnitRecord] = {}
         self._jobs: dict[int, JobRecord] = {}
         self._events: list[StatusEvent] = []
+        self._last_job_id = 0
 
     def create_experiment(self, title: str, *, tags: Sequence[str] = (), notes: str = "",
                           script_path: str | None = None, script_sha256: str | None = None,
@@ -55,7 +59,7 @@ class InMemoryStore(MetadataStore):
             raise NotFoundError(f"No experiment {experiment_id} in the in-memory store.") from None
 
     def add_work_unit(self, experiment_id: int, work_unit_id: int, role: str, args: Any, identity: str,
-                      jobs: Sequence[NewJob]) -> list[int]:
+                      jobs: Sequence[NewJob], *, lease_id: int | None = None) -> list[int]:
         with self._lock:
             self._experiment(experiment_id)
             if (experiment_id, work_unit_id) in self._units:
@@ -64,12 +68,20 @@ class InMemoryStore(MetadataStore):
                 experiment_id, work_unit_id, role, copy.deepcopy(args), identity, time.time())
             return self.add_jobs(experiment_id, work_unit_id, jobs)
 
-    def add_jobs(self, experiment_id: int, work_unit_id: int, jobs: Sequence[NewJob]) -> list[int]:
+    def add_jobs(self, experiment_id: int, work_unit_id: int, jobs: Sequence[NewJob], *,
+                 lease_id: int | None = None, replace_unlaunched: bool = False) -> list[int]:
         with self._lock:
             unit = self._units[(experiment_id, work_unit_id)]
+            if replace_unlaunched:
+                old = {j.id for j in unit.jobs if j.handle is None and j.status in _NEVER_LAUNCHED}
+                unit.jobs[:] = [j for j in unit.jobs if j.id not in old]
+                self._events[:] = [e for e in self._events if e.job_id not in old]
+                for job_id in old:
+                    del self._jobs[job_id]
             ids = []
             for job in jobs:
-                job_id = len(self._jobs) + 1
+                self._last_job_id += 1  # ids are never reused, even after a replacement
+                job_id = self._last_job_id
                 record = JobRecord(job_id, experiment_id, work_unit_id, job.name, job.executor_kind,
                                    copy.deepcopy(job.executor), copy.deepcopy(job.executable), list(job.args),
                                    dict(job.env), created_at=time.time())
@@ -85,7 +97,8 @@ class InMemoryStore(MetadataStore):
         except KeyError:
             raise NotFoundError(f"No job {job_id} in the in-memory store.") from None
 
-    def mark_launched(self, launched: Sequence[tuple[int, str, dict[str, Any], str | None]]) -> None:
+    def mark_launched(self, launched: Sequence[tuple[int, str, dict[str, Any], str | None]], *,
+                      intent_id: int | None = None) -> None:
         now = time.time()
         with self._lock:
             for job_id, kind, handle, log_path in launched:
@@ -95,7 +108,7 @@ class InMemoryStore(MetadataStore):
                     job.status, job.message = Status.PENDING, "submitted"
                 self._events.append(StatusEvent(job_id, Status.PENDING, "submitted", None, now))
 
-    def record_states(self, states: Sequence[tuple[int, JobState]]) -> None:
+    def record_states(self, states: Sequence[tuple[int, JobState]], *, intent_id: int | None = None) -> None:
         now = time.time()
         with self._lock:
             for job_id, state in states:

@@ -309,8 +309,8 @@ class Experiment:
             for task in self._generator_tasks:
                 try:
                     task.result()
-                except BaseException as error:  # recorded below, first error re-raised
-                    self._launcher.errors.append(error)
+                except BaseException as task_error:  # recorded below, first error re-raised
+                    self._launcher.errors.append(task_error)
             self._launcher.close()
         self._progress.clear()
         if self._generator_loop is not None:
@@ -372,7 +372,7 @@ class Experiment:
             raise TypeError(
                 f"experiment.add takes a Job, JobGroup, AuxiliaryUnitJob or async job generator, got {type(job).__name__}."
             )
-        if not is_generator:
+        if isinstance(job, (Job, JobGroup)):  # not a generator (anything else was refused above)
             # Validate everything before anything is recorded, so a bad job records nothing.
             prepared = self._prepare(job, args, prefix="")
         with self._id_lock:
@@ -381,7 +381,7 @@ class Experiment:
         unit_cls = AuxiliaryUnit if isinstance(role, AuxiliaryUnitRole) else WorkUnit
         unit = unit_cls(self, unit_id, role, args)
         role_name = "auxiliary" if unit_cls is AuxiliaryUnit else "work_unit"
-        stored_args = redact_nested(_jsonable(args) if is_generator else _jsonable_unit_args(job, args))
+        stored_args = redact_nested(_jsonable_unit_args(job, args) if isinstance(job, (Job, JobGroup)) else _jsonable(args))
         self._units[unit_id] = unit
         if identity:
             self._identities[identity] = unit
@@ -531,7 +531,7 @@ class Experiment:
         jobs = wait_for(self._all_jobs, self._store, self._host, timeout=timeout)
         auxiliary = [u for u in self._units.values() if isinstance(u.role, AuxiliaryUnitRole)]
         if auxiliary:
-            time.sleep(max(u.role.termination_delay_secs for u in auxiliary))
+            time.sleep(max(u.role.termination_delay_secs for u in auxiliary if isinstance(u.role, AuxiliaryUnitRole)))
             for unit in auxiliary:
                 unit.stop()
         return jobs

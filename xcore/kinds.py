@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import attrs
+from attrs import AttrsInstance
 
 from xcore.errors import DuplicateKindError, UnknownKindError
 from xcore.execution import JobHandle
@@ -27,7 +28,7 @@ CATEGORIES: dict[type, str] = {
 @attrs.frozen
 class KindEntry:
     kind: str
-    cls: type
+    cls: type[AttrsInstance]  # add() accepts attrs classes only
     plugin: str
     category: str
 

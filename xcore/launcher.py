@@ -184,13 +184,13 @@ class BatchLauncher:
 
     def _close_lease(self) -> None:
         self._heartbeat_stop.set()
-        if self._lease_id is None:
+        if (lease_id := self._lease_id) is None:
             return
         if self._broken is not None:
-            self._resolve_own_lease(self._lease_id)
+            self._resolve_own_lease(lease_id)
             return
         try:
-            self._retry_store(lambda: self._store.close_lease(self._lease_id), "closing the launch lease")
+            self._retry_store(lambda: self._store.close_lease(lease_id), "closing the launch lease")
         except StoreUnusableError as exc:
             self.errors.append(exc)
 

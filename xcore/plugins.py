@@ -299,7 +299,7 @@ class PluginHost:
             )
         return store
 
-    def add_commands(self, subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    def add_commands(self, subparsers: argparse._SubParsersAction) -> None:
         self.pm.hook.xcore_add_commands(subparsers=subparsers)
 
     def plugins(self) -> list[PluginInfo]:

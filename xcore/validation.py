@@ -24,7 +24,7 @@ class FieldTypeError(TypeError):
 
 def check_field_types(instance: Any) -> None:
     """Raise ``FieldTypeError`` for the first attrs field whose value does not match its annotation."""
-    cls = type(instance)
+    cls: type = type(instance)
     for field, hint in _hints(cls):
         value = getattr(instance, field.name)
         if not _matches(value, hint):

@@ -266,10 +266,10 @@ def show(args: argparse.Namespace) -> int:
     if record.launch_status == "LAUNCH_FAILED":
         print(f"  launch   FAILED: {printable(record.launch_error)}")
     print()
-    rows = []
+    rows: list[tuple[object, ...]] = []
     for unit in units:
-        for job in unit.jobs or [None]:
-            name = f"{unit.id}" if len(unit.jobs) <= 1 else f"{unit.id}/{job.name}"  # type: ignore[union-attr]
+        for job in unit.jobs or (None,):
+            name = f"{unit.id}" if job is None or len(unit.jobs) <= 1 else f"{unit.id}/{job.name}"
             if unit.role == "auxiliary":
                 name += " (aux)"
             if job is None:

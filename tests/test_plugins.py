@@ -91,7 +91,7 @@ def test_two_plugins_claiming_one_kind_is_an_error_naming_both(site):
     """)
     host = PluginHost()
     with pytest.raises(DuplicateKindError) as info:
-        host.kinds
+        _ = host.kinds
     assert "'xlocal'" in str(info.value) and "'rival'" in str(info.value)
 
 

@@ -434,7 +434,7 @@ class Experiment:
                     new_job.executor_kind,
                     ticket,
                 )
-                for job_id, new_job, (name, job, _argv, env) in zip(job_ids, new_jobs, prepared)
+                for job_id, new_job, (name, job, _argv, env) in zip(job_ids, new_jobs, prepared, strict=True)
             ]
         )
         self._schedule_flush()

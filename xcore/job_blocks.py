@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, ClassVar, Union
+from typing import Any, ClassVar
 
 import attrs
 
@@ -141,7 +141,7 @@ class JobConfig:
 
 
 JobGeneratorType = Callable[..., Awaitable[Any]]
-JobType = Union[Job, JobGroup, JobGeneratorType, JobConfig]
+JobType = Job | JobGroup | JobGeneratorType | JobConfig
 
 
 def job_args_with_overrides(job: Job, overrides: Mapping[str, Any] | None) -> tuple[SequentialArgs, dict[str, str]]:

@@ -387,7 +387,7 @@ class BatchLauncher:
                 self._break(store_exc, f"{plural(len(group), 'job')} on {kind} failed to launch ({message}).")
             return
         serializer = self._host.serializer
-        started = [(p, h) for p, h in zip(group, handles) if not isinstance(h, LaunchFailure)]
+        started = [(p, h) for p, h in zip(group, handles, strict=True) if not isinstance(h, LaunchFailure)]
         launched = [
             (p.request.job_id, serializer.registry.kind_of(h), serializer.dump(h), getattr(h, "log_path", None))
             for p, h in started
@@ -440,7 +440,7 @@ class BatchLauncher:
         """Per-request failures (``LaunchFailure`` or a handle's ``error``) become FAILED jobs;
         a ``LaunchFailure`` also fails its unit's future, like a batch that failed as a whole."""
         failed: list[tuple[int, JobState]] = []
-        for pending, handle in zip(group, handles):
+        for pending, handle in zip(group, handles, strict=True):
             if isinstance(handle, LaunchFailure):
                 message = launch_failure_message(handle.reason)
                 failed.append((pending.request.job_id, JobState(Status.FAILED, message)))

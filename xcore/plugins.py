@@ -304,7 +304,7 @@ class PluginHost:
 
     def plugins(self) -> list[PluginInfo]:
         try:
-            self.kinds
+            _ = self.kinds  # builds the registry; a kind conflict raises here
         except Exception as exc:  # show the conflict instead of failing the listing
             for info in self.infos.values():
                 if info.status == "loaded" and info.name in str(exc):

@@ -78,7 +78,7 @@ def _matches(value: Any, hint: Any) -> bool:
             return all(_matches(item, args[0]) for item in value)
         if args == ((),):
             return value == ()
-        return not args or (len(args) == len(value) and all(_matches(v, a) for v, a in zip(value, args)))
+        return not args or (len(args) == len(value) and all(_matches(v, a) for v, a in zip(value, args, strict=True)))
     if origin in (dict, collections.abc.Mapping, collections.abc.MutableMapping):
         if not isinstance(value, origin):
             return False

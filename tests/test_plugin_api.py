@@ -73,7 +73,8 @@ def test_a_handle_with_an_error_is_recorded_failed_to_launch(xcore_home):
 
 
 def test_launch_rejects_a_result_that_is_neither_handle_nor_failure(xcore_home):
-    host = plugin_host({"fake": _fake_with(xcore_launch=xp.hookimpl(lambda executor_kind, requests, context: ["oops"]))})
+    launch = xp.hookimpl(lambda executor_kind, requests, context: ["oops"])
+    host = plugin_host({"fake": _fake_with(xcore_launch=launch)})
     request = make_request(fake.FakeExecutable(name="x", command=["true"]), fake.FakeExecutor())
     with pytest.raises(xp.LaunchError, match="return a JobHandle or a LaunchFailure"):
         host.launch("fake.FakeExecutor", [request], make_launch_context(xcore_home / "s"))

@@ -116,7 +116,8 @@ class Job:
                 if isinstance(self.executable, (ExecutableSpec, Packageable))
                 else ""
             )
-            raise TypeError(f"Job.executable must be a packaged Executable, got {type(self.executable).__name__}.{hint}")
+            raise TypeError(
+                f"Job.executable must be a packaged Executable, got {type(self.executable).__name__}.{hint}")
         if not isinstance(self.executor, Executor):
             raise TypeError(f"Job.executor must be an Executor such as xlocal.Local(), got {self.executor!r}.")
 

@@ -65,7 +65,8 @@ class KindRegistry:
                 f"(XCORE_DISABLE_PLUGINS={plugin})."
             )
         if cls in self._by_class and self._by_class[cls].kind != kind:
-            raise DuplicateKindError(f"{cls.__qualname__} is registered twice, as {self._by_class[cls].kind!r} and {kind!r}.")
+            raise DuplicateKindError(
+                f"{cls.__qualname__} is registered twice, as {self._by_class[cls].kind!r} and {kind!r}.")
         attrs.resolve_types(cls)
         entry = KindEntry(kind, cls, plugin, category)
         self._by_kind[kind] = entry

@@ -448,8 +448,8 @@ class BatchLauncher:
                 self.errors.append(error)
                 pending.ticket.job_done(error)
                 continue
-            if getattr(handle, "error", None):
-                failed.append((pending.request.job_id, JobState(Status.FAILED, launch_failure_message(str(handle.error)))))  # type: ignore[attr-defined]
+            if reported := getattr(handle, "error", None):
+                failed.append((pending.request.job_id, JobState(Status.FAILED, launch_failure_message(str(reported)))))
             pending.ticket.job_done()
         if failed:
             self._progress.message(f"error: {len(failed)} of {plural(len(group), 'job')} on {kind} failed to launch")

@@ -129,8 +129,9 @@ class PluginHost:
                 self.pm.unregister(plugin)
             info.status, info.error = "failed", f"{exc}"
             return
-        info.hooks = sorted(impl_name for impl_name, caller in vars(self.pm.hook).items()
-                            if not impl_name.startswith("_") and any(i.plugin_name == name for i in caller.get_hookimpls()))
+        info.hooks = sorted(
+            impl_name for impl_name, caller in vars(self.pm.hook).items()
+            if not impl_name.startswith("_") and any(i.plugin_name == name for i in caller.get_hookimpls()))
         self._kinds = None
 
     def _load_entry_points(self) -> None:

@@ -7,14 +7,16 @@ names the plugin, and so the distribution (``xcore-xhpc``), that provides it.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
-from attrs import AttrsInstance
 
 from xcore.errors import DuplicateKindError, UnknownKindError
 from xcore.execution import JobHandle
 from xcore.job_blocks import Executable, ExecutableSpec, Executor, ExecutorSpec
+
+if TYPE_CHECKING:  # only annotations use it
+    from attrs import AttrsInstance
 
 CATEGORIES: dict[type, str] = {
     Executor: "executor",

@@ -20,8 +20,7 @@ nox.options.sessions = ["tests", "lint", "typecheck", "build"]
 nox.options.reuse_existing_virtualenvs = True
 
 PYTHONS = ["3.11", "3.12", "3.13"]
-RUFF = "ruff==0.17.5"
-MYPY = "mypy==2.4.1"
+LINT_TOOLS = ["-r", "scripts/lint-tools.txt"]  # the pinned ruff and mypy, shared with scripts/test.sh
 BUILD_TOOLS = ["build==1.6.1", "twine==7.0.0", "check-wheel-contents==0.6.3"]
 WHEELHOUSE = "dist"
 
@@ -48,7 +47,7 @@ def tests(session: nox.Session, dist: str) -> None:
 @nox.session(python="3.11")
 def lint(session: nox.Session) -> None:
     """ruff over the whole repository, then the type check."""
-    session.install(RUFF)
+    session.install(*LINT_TOOLS)
     session.run("ruff", "check", ".", *session.posargs)
     _mypy(session)
 
@@ -60,7 +59,7 @@ def typecheck(session: nox.Session) -> None:
 
 
 def _mypy(session: nox.Session) -> None:
-    session.install(MYPY, *EVERYTHING)
+    session.install(*LINT_TOOLS, *EVERYTHING)
     session.run("mypy")
 
 

@@ -67,9 +67,8 @@ def make_project(root: Path) -> Path:
 
 
 def cold_build(project: Path) -> tuple[float, str]:
-    import xlocal
-
     import xcore as xm
+    import xlocal
 
     with xm.create_experiment("bench-build") as experiment:
         start = time.perf_counter()
@@ -100,9 +99,8 @@ def remember(experiment) -> None:
 
 
 def container_start_latency() -> list[float]:
-    import xlocal
-
     import xcore as xm
+    import xlocal
 
     samples = []
     with xm.create_experiment("bench-start") as experiment:
@@ -117,9 +115,8 @@ def container_start_latency() -> list[float]:
 
 
 def sweep() -> float:
-    import xlocal
-
     import xcore as xm
+    import xlocal
 
     with xm.create_experiment("bench-sweep") as experiment:
         [exe] = experiment.package([xm.container(xlocal.Local.Spec(), IMAGE)])

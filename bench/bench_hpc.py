@@ -18,7 +18,6 @@ import re
 import statistics
 import subprocess
 import sys
-import tempfile
 import textwrap
 import time
 import uuid
@@ -109,8 +108,8 @@ def bench_launch(script: Path, runs: int, tasks: int) -> dict:
     raw_ssh, raw_local = [], []
     for _ in range(runs):
         t = time.perf_counter()
-        out = subprocess.run(SSH + [f"sbatch --parsable -J {BENCH_NAME} --array=0-{tasks - 1} -o /dev/null --wrap true"],
-                             check=True, capture_output=True, text=True).stdout
+        command = f"sbatch --parsable -J {BENCH_NAME} --array=0-{tasks - 1} -o /dev/null --wrap true"
+        out = subprocess.run(SSH + [command], check=True, capture_output=True, text=True).stdout
         raw_ssh.append(time.perf_counter() - t)
         subprocess.run(SSH + [f"scancel {int(out.strip().split(';')[0])}"], capture_output=True)
         t = time.perf_counter()

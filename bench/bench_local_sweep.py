@@ -80,7 +80,7 @@ def run_xcore(tmp: Path, index: int) -> dict[str, float]:
     t0 = time.time()
     # --wait must come before the script: after it, argparse REMAINDER hands it to the script.
     proc = subprocess.run([XCORE_BIN, "launch", "--wait", str(script)], env=env, cwd=tmp,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                          capture_output=True, text=True)
     t1 = time.time()
     if proc.returncode != 0:
         raise SystemExit(f"xcore launch failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr[-3000:]}")

@@ -54,7 +54,8 @@ def main() -> int:
     import_over = median_ms(samples["import xcore"]) - base
     help_ms = median_ms(samples["xcore --help"])
     print()
-    print(f"[{verdict(import_over <= 60)}] import xcore overhead {import_over:.1f} ms over bare python (target <= 60 ms)")
+    print(f"[{verdict(import_over <= 60)}] import xcore overhead {import_over:.1f} ms over bare python"
+          " (target <= 60 ms)")
     print(f"[{verdict(help_ms < 250)}] xcore --help {help_ms:.1f} ms (target < 250 ms)")
     return 0
 

@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import PYTHON, XCORE_BIN, median_ms, temp_home, time_subprocess, verdict  # noqa: E402
+from _common import PYTHON, XCORE_BIN, temp_home, time_subprocess, verdict  # noqa: E402
 
 N_SINGLE = 2000
 N_STATES = 1000
@@ -40,7 +40,9 @@ N_BIG = 10_000
 PROCS, PER_PROC = 8, 500
 
 EXECUTOR = {"max_parallel": None, "cwd": None, "inherit_env": True, "docker_options": None, "kill_grace_secs": 5.0}
-EXECUTABLE = {"name": "true", "command": ["/usr/bin/true"], "args": {"args": [], "kwargs": {}}, "env_vars": {}, "cwd": None}
+EXECUTABLE = {
+    "name": "true", "command": ["/usr/bin/true"], "args": {"args": [], "kwargs": {}}, "env_vars": {}, "cwd": None,
+}
 
 
 def new_job(i: int):
@@ -145,9 +147,11 @@ def bench_concurrent(path: Path) -> dict[str, float]:
 
     SqliteStore(path).close()
     go = time.time() + 1.5  # every writer has opened the store and waits for this moment
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [os.path.dirname(__file__), os.environ.get("PYTHONPATH")]))}
+    pythonpath = os.pathsep.join(filter(None, [os.path.dirname(__file__), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "PYTHONPATH": pythonpath}
+    here = os.path.dirname(os.path.abspath(__file__))
     procs = [
-        subprocess.Popen([PYTHON, "-c", WRITER, str(path), str(PER_PROC), str(go), os.path.dirname(os.path.abspath(__file__))],
+        subprocess.Popen([PYTHON, "-c", WRITER, str(path), str(PER_PROC), str(go), here],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         for _ in range(PROCS)
     ]
@@ -205,7 +209,8 @@ def bench_reads(home: Path) -> dict[str, float]:
     env = dict(os.environ)
     figures["cli_list"] = statistics.median(time_subprocess([XCORE_BIN, "list"], env) for _ in range(5))
     figures["cli_show"] = statistics.median(time_subprocess([XCORE_BIN, "show", str(big)], env) for _ in range(5))
-    figures["cli_show_json"] = statistics.median(time_subprocess([XCORE_BIN, "show", str(big), "--json"], env) for _ in range(3))
+    figures["cli_show_json"] = statistics.median(
+        time_subprocess([XCORE_BIN, "show", str(big), "--json"], env) for _ in range(3))
     figures["cli_help"] = statistics.median(time_subprocess([XCORE_BIN, "--help"], env) for _ in range(5))
     return figures
 
@@ -229,17 +234,20 @@ def main() -> int:
     print(f"   raw sqlite3 baseline          {N_SINGLE / raw:8.0f} units/s  ({raw / N_SINGLE * 1e3:.3f} ms/unit)")
     print(f"   SqliteStore.add_work_unit     {single_rate:8.0f} units/s  ({store_add / N_SINGLE * 1e3:.3f} ms/unit)"
           f"  {store_add / raw:.2f}x raw")
-    print(f"   Experiment.add (no launch)    {N_SINGLE / exp_add:8.0f} units/s  ({exp_add / N_SINGLE * 1e3:.3f} ms/unit)"
+    print(f"   Experiment.add (no launch)    {N_SINGLE / exp_add:8.0f} units/s"
+          f"  ({exp_add / N_SINGLE * 1e3:.3f} ms/unit)"
           f"  {exp_add / raw:.2f}x raw")
     print(f"2. record_states, {N_STATES} jobs in one call: RUNNING {running * 1e3:.1f} ms"
           f" ({N_STATES / running:.0f} jobs/s), COMPLETED {completed * 1e3:.1f} ms ({N_STATES / completed:.0f} jobs/s)")
     print(f"3. reads, one experiment of {N_BIG} work units (+20 small experiments)")
-    print(f"   fill: add_work_unit x {N_BIG} {reads['fill_10k']:.2f} s, record_states x {N_BIG} {reads['record_states_10k']:.2f} s")
+    print(f"   fill: add_work_unit x {N_BIG} {reads['fill_10k']:.2f} s,"
+          f" record_states x {N_BIG} {reads['record_states_10k']:.2f} s")
     print(f"   list_experiments(limit=20)    {reads['list_experiments'] * 1e3:8.1f} ms")
     print(f"   get_experiment(big)           {reads['get_experiment'] * 1e3:8.1f} ms")
     print(f"   work_units(big) all 10k       {reads['work_units_10k'] * 1e3:8.1f} ms")
     print(f"   work_units(big, [one])        {reads['work_units_one'] * 1e3:8.1f} ms")
-    print(f"   `xcore list`                  {reads['cli_list'] * 1e3:8.1f} ms   (`xcore --help` {reads['cli_help'] * 1e3:.1f} ms)")
+    print(f"   `xcore list`                  {reads['cli_list'] * 1e3:8.1f} ms"
+          f"   (`xcore --help` {reads['cli_help'] * 1e3:.1f} ms)")
     print(f"   `xcore show big`              {reads['cli_show'] * 1e3:8.1f} ms")
     print(f"   `xcore show big --json`       {reads['cli_show_json'] * 1e3:8.1f} ms")
     agg_rate = concurrent["units"] / concurrent["total"]
@@ -250,7 +258,8 @@ def main() -> int:
     print()
     lost_ok = concurrent["units"] == concurrent["jobs"] == PROCS * PER_PROC and concurrent["per_exp_ok"]
     print(f"[{verdict(lost_ok)}] concurrent writers: nothing lost ({concurrent['units']}/{PROCS * PER_PROC} units)")
-    print(f"[{verdict(store_add / raw <= 2)}] SqliteStore.add_work_unit overhead {store_add / raw:.2f}x raw sqlite3 (<= 2x)")
+    print(f"[{verdict(store_add / raw <= 2)}] SqliteStore.add_work_unit overhead {store_add / raw:.2f}x raw sqlite3"
+          " (<= 2x)")
     return 0 if lost_ok else 1
 
 

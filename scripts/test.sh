@@ -1,15 +1,28 @@
 #!/usr/bin/env bash
-# Run the whole test suite: install the core, every plugin and the test tools into ./.venv,
-# start the real services the tests use (Slurm, Grid Engine, sshd, dockerd, PostgreSQL) when run as root,
-# then run pytest. Extra arguments go to pytest, e.g. scripts/test.sh -k store -x
+# Run the whole test suite: install the core, every plugin, the test tools and the pinned linters
+# into ./.venv, lint the repository (ruff, then mypy; findings fail the run), start the real
+# services the tests use (Slurm, Grid Engine, sshd, dockerd, PostgreSQL) when run as root, then run pytest.
+# Extra arguments go to pytest, e.g. scripts/test.sh -k store -x
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/python.sh
 ensure_venv
 drop_renamed_core
-echo "==> installing xcore, plugins and test tools into .venv"
+echo "==> installing xcore, plugins, test tools and linters into .venv"
 packages=(-e '.[test,postgres]' -e 'plugins/xlocal[docker]' -e plugins/xhpc)
-.venv/bin/python -m pip install --quiet --disable-pip-version-check "${packages[@]}" pytest-timeout
+.venv/bin/python -m pip install --quiet --disable-pip-version-check "${packages[@]}" pytest-timeout \
+  -r scripts/lint-tools.txt
+
+# What is linted is configured in one place, pyproject.toml: ruff checks every Python file of the
+# repository (core, plugins, examples, tests, bench, scripts), mypy the packages in [tool.mypy] files
+# (the core and every plugin). mypy keeps its cache in .mypy_cache, so a second run takes a second.
+if [ -z "${XCORE_SKIP_LINT:-}" ]; then
+  echo "==> lint: ruff check, mypy"
+  .venv/bin/ruff check --quiet || { echo "error: ruff found problems (ruff check --fix repairs import order)" >&2; exit 1; }
+  .venv/bin/mypy || { echo "error: mypy found type errors" >&2; exit 1; }
+else
+  echo "==> XCORE_SKIP_LINT set: not linting"
+fi
 
 if [ "$(id -u)" = 0 ] && [ -z "${XCORE_SKIP_INFRA:-}" ]; then
   echo "==> starting test services (scripts/infra/setup.sh)"

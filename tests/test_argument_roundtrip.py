@@ -24,7 +24,8 @@ def _run(cases, tmp_path):
     with xm.create_experiment("roundtrip") as experiment:
         [exe] = experiment.package([xm.binary(xlocal.Local.Spec(), sys.executable, args=["-c", ECHO])])
         for i, (args, env) in enumerate(cases):
-            experiment.add(xm.Job(exe, xlocal.Local(), args=args, env_vars={"XCORE_T": env, "OUT": str(tmp_path / f"{i}.json")}))
+            env_vars = {"XCORE_T": env, "OUT": str(tmp_path / f"{i}.json")}
+            experiment.add(xm.Job(exe, xlocal.Local(), args=args, env_vars=env_vars))
     experiment.wait_until_complete()
     return [json.loads((tmp_path / f"{i}.json").read_text(encoding="utf-8")) for i in range(len(cases))]
 

@@ -8,9 +8,9 @@ import time
 from pathlib import Path
 
 import pytest
-import xlocal
 
 import xcore as xm
+import xlocal
 
 
 def _runs(home: Path) -> list[Path]:

@@ -95,7 +95,8 @@ with xm.create_experiment("x") as e:
 def test_wait_exit_codes_and_timeout(tmp_path):
     script = write_script(tmp_path / "launch.py", f"""
 with xm.create_experiment("w") as e:
-    [exe] = e.package([xm.binary(xlocal.Local.Spec(), {PY!r}, args=["-c", "import time,sys; time.sleep(float(sys.argv[1][4:]))"])])
+    sleep = "import time,sys; time.sleep(float(sys.argv[1][4:]))"
+    [exe] = e.package([xm.binary(xlocal.Local.Spec(), {PY!r}, args=["-c", sleep])])
     e.add(xm.Job(exe, xlocal.Local(), args={{"t": 5}}))
 """)
     assert run_xcore("launch", str(script)).returncode == 0

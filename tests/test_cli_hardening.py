@@ -11,10 +11,10 @@ from pathlib import Path
 
 import attrs
 import pytest
-import xlocal
-from core_helpers import REPO, run_xcore, write_script
 
 import xcore as xm
+import xlocal
+from core_helpers import REPO, run_xcore, write_script
 from xcore.validation import FieldTypeError, check_field_types
 
 PY = sys.executable
@@ -63,7 +63,8 @@ def test_every_plugin_executor_is_type_checked_from_its_annotations():
         limits: dict[str, float] = attrs.field(factory=dict)
 
     assert Cloud(replicas=2, tags=["a"], limits={"cpu": 1}).replicas == 2
-    with pytest.raises(FieldTypeError, match=r"Cloud\(replicas='2'\): expected a whole number \(int\) or None, got str"):
+    with pytest.raises(FieldTypeError,
+                       match=r"Cloud\(replicas='2'\): expected a whole number \(int\) or None, got str"):
         Cloud(replicas="2")
     with pytest.raises(FieldTypeError, match=r"Cloud\(tags=\['a', 3\]\): expected list of str"):
         Cloud(tags=["a", 3])
@@ -314,8 +315,8 @@ def test_relative_paths_resolve_against_the_launch_script(tmp_path, how):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     if how == "python":
-        result = subprocess.run([PY, str(project / "launch.py")], cwd=elsewhere, capture_output=True, text=True, check=False,
-                                timeout=120)
+        result = subprocess.run([PY, str(project / "launch.py")], cwd=elsewhere, capture_output=True, text=True,
+                                check=False, timeout=120)
     else:
         result = run_xcore("launch", str(project / "launch.py"), cwd=elsewhere)
     assert result.returncode == 0, result.stderr
@@ -326,7 +327,6 @@ def test_relative_paths_resolve_against_the_launch_script(tmp_path, how):
 
 def test_every_packageable_path_resolves_through_the_core(tmp_path, monkeypatch):
     import xhpc
-
     from xcore import paths
 
     monkeypatch.chdir(tmp_path)

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from core_helpers import run_xcore
 
 N = 30  # units per group: A (launched and recorded), B (in flight at the fault), C (queued)

@@ -21,7 +21,8 @@ def test_every_hook_is_documented_with_its_parameters():
 
 def test_every_hook_is_implemented_somewhere_that_is_tested():
     root = Path(__file__).resolve().parent.parent
-    sources = "".join(p.read_text() for p in list((root / "plugins").rglob("hooks.py")) + list((root / "xcore").rglob("builtin.py"))
-                      + list((root / "examples").rglob("hooks.py")))
+    files = [*(root / "plugins").rglob("hooks.py"), *(root / "xcore").rglob("builtin.py"),
+             *(root / "examples").rglob("hooks.py")]
+    sources = "".join(p.read_text() for p in files)
     for name in HOOKS:
         assert re.search(rf"def {name}\(", sources), f"no plugin implements {name}"

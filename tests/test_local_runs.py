@@ -13,10 +13,9 @@ import pytest
 
 import xcore as xm
 import xlocal
+from core_helpers import run_xcore, write_script
 from xcore.errors import ExperimentUnitFailedError, PackagingError, UnknownKindError
 from xcore.status import Status
-
-from core_helpers import run_xcore, write_script
 
 PY = sys.executable
 
@@ -27,7 +26,8 @@ def python_job(code: str):
 
 def test_sync_sweep_ids_statuses_exit_codes_and_logs():
     with xm.create_experiment("sweep") as experiment:
-        [exe] = experiment.package([python_job("import sys; print('args', sys.argv[1:]); sys.exit(int(sys.argv[1][7:]) % 2)")])
+        code = "import sys; print('args', sys.argv[1:]); sys.exit(int(sys.argv[1][7:]) % 2)"
+        [exe] = experiment.package([python_job(code)])
         futures = [experiment.add(xm.Job(exe, xlocal.Local(), args={"seed": i})) for i in range(4)]
         assert [f.unit.work_unit_id for f in futures] == [1, 2, 3, 4]
         experiment.wait_until_complete()
@@ -90,7 +90,8 @@ def test_status_survives_launcher_exit(tmp_path):
     """A later process sees jobs that finished after the launcher exited, with exit codes."""
     script = write_script(tmp_path / "launch.py", f"""
 with xm.create_experiment("detached") as e:
-    [exe] = e.package([xm.binary(xlocal.Local.Spec(), {PY!r}, args=["-c", "import sys,time; time.sleep(1.5); sys.exit(int(sys.argv[1][-1]))"])])
+    exit_later = "import sys,time; time.sleep(1.5); sys.exit(int(sys.argv[1][-1]))"
+    [exe] = e.package([xm.binary(xlocal.Local.Spec(), {PY!r}, args=["-c", exit_later])])
     for code in (0, 4):
         e.add(xm.Job(exe, xlocal.Local(), args={{"code": code}}))
 """)
@@ -114,7 +115,8 @@ def test_cancel_stops_the_whole_process_tree_term_then_kill(tmp_path, monkeypatc
     # The job starts a child in its own session that ignores TERM: only KILL after the grace stops it.
     code = (
         "import os, signal, subprocess, sys, time\n"
-        f"child = subprocess.Popen([sys.executable, '-c', 'import signal,time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(60)'], start_new_session=True)\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import signal,time;"
+        " signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(60)'], start_new_session=True)\n"
         f"open({str(marker)!r}, 'w').write(str(child.pid))\n"
         "time.sleep(60)\n"
     )
@@ -142,7 +144,8 @@ def test_machine_wide_slot_limit_bounds_concurrency(tmp_path, monkeypatch):
     monkeypatch.setenv("XLOCAL_SLOTS", "2")
     log = tmp_path / "spans"
     log.mkdir()
-    code = f"import sys,time,os; s=time.time(); time.sleep(0.3); open(os.path.join({str(log)!r}, sys.argv[1]), 'w').write(f'{{s}} {{time.time()}}')"
+    code = (f"import sys,time,os; s=time.time(); time.sleep(0.3);"
+            f" open(os.path.join({str(log)!r}, sys.argv[1]), 'w').write(f'{{s}} {{time.time()}}')")
     with xm.create_experiment("slots") as experiment:
         [exe] = experiment.package([python_job(code)])
         for i in range(6):
@@ -207,7 +210,8 @@ def test_env_reaches_program_and_secrets_are_redacted_in_store(tmp_path):
 
 def test_logs_follow_streams_until_the_job_ends():
     with xm.create_experiment("follow") as experiment:
-        [exe] = experiment.package([python_job("import time\nfor i in range(3):\n    print('line', i, flush=True); time.sleep(0.3)")])
+        code = "import time\nfor i in range(3):\n    print('line', i, flush=True); time.sleep(0.3)"
+        [exe] = experiment.package([python_job(code)])
         experiment.add(xm.Job(exe, xlocal.Local()))
     result = run_xcore("logs", f"{experiment.experiment_id}/1", "--follow", timeout=30)
     assert result.returncode == 0 and result.stdout == "line 0\nline 1\nline 2\n"

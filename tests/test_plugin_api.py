@@ -11,8 +11,7 @@ import pytest
 import xcore as xm
 from xcore import plugin as xp
 from xcore.plugins import PLUGIN_API_VERSION, PluginHost
-from xcore.testing import InMemoryStore, make_launch_context, make_packaging_context, make_request, plugin_host
-from xcore.testing import fake
+from xcore.testing import InMemoryStore, fake, make_launch_context, make_packaging_context, make_request, plugin_host
 
 
 def test_job_handle_declares_what_the_core_reads():
@@ -74,7 +73,8 @@ def test_a_handle_with_an_error_is_recorded_failed_to_launch(xcore_home):
 
 
 def test_launch_rejects_a_result_that_is_neither_handle_nor_failure(xcore_home):
-    host = plugin_host({"fake": _fake_with(xcore_launch=xp.hookimpl(lambda executor_kind, requests, context: ["oops"]))})
+    launch = xp.hookimpl(lambda executor_kind, requests, context: ["oops"])
+    host = plugin_host({"fake": _fake_with(xcore_launch=launch)})
     request = make_request(fake.FakeExecutable(name="x", command=["true"]), fake.FakeExecutor())
     with pytest.raises(xp.LaunchError, match="return a JobHandle or a LaunchFailure"):
         host.launch("fake.FakeExecutor", [request], make_launch_context(xcore_home / "s"))
@@ -198,3 +198,19 @@ def test_a_variable_the_plugin_derived_from_the_users_is_kept(tmp_path):
     packageable = xm.binary(fake.FakeSpec(), "true", env_vars={"PYTHONPATH": "/mine", "OTHER": "1"})
     executable = host.package(packageable, make_packaging_context(tmp_path))
     assert executable.env_vars == {"PYTHONPATH": "/project:/mine", "OTHER": "1"}
+
+
+def test_in_memory_store_replaces_jobs_that_never_reached_a_backend():
+    from xcore.records import NewJob
+
+    store = InMemoryStore()
+    experiment = store.create_experiment("t")
+    new = [NewJob("a", "k", {}, {}, [], {}), NewJob("b", "k", {}, {}, [], {})]
+    launched, never = store.add_work_unit(experiment.id, 1, "work_unit", {}, "", new, lease_id=None)
+    store.mark_launched([(launched, "fake.FakeHandle", {}, None)], intent_id=None)
+    store.record_states([(launched, xp.JobState(xp.Status.FAILED, "exit code 1", 1)),
+                         (never, xp.JobState(xp.Status.FAILED, "launch failed"))], intent_id=None)
+    [again] = store.add_jobs(experiment.id, 1, new[1:], replace_unlaunched=True)
+    [unit] = store.work_units(experiment.id)
+    assert [j.id for j in unit.jobs] == [launched, again] and again not in (launched, never)
+    assert store.job_history(never) == [] and [e.status for e in store.job_history(again)] == [xp.Status.LAUNCHING]

@@ -10,11 +10,10 @@ import attrs
 import pytest
 
 import xcore
+from core_helpers import run_xcore
 from xcore.errors import DuplicateKindError, PackagingError, UnknownKindError
 from xcore.job_blocks import Executor
 from xcore.plugins import PluginHost
-
-from core_helpers import run_xcore
 
 
 def make_distribution(site: Path, dist: str, ep_name: str, module: str, code: str, version: str = "1.2.3") -> None:
@@ -92,7 +91,7 @@ def test_two_plugins_claiming_one_kind_is_an_error_naming_both(site):
     """)
     host = PluginHost()
     with pytest.raises(DuplicateKindError) as info:
-        host.kinds
+        _ = host.kinds
     assert "'xlocal'" in str(info.value) and "'rival'" in str(info.value)
 
 

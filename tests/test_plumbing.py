@@ -11,9 +11,22 @@ import time
 import pytest
 
 from xcore.plugin import (
-    DEFAULT_IGNORE_PATTERNS, DigestCache, Status, TextDecoder, atomic_write, cancel_requested, describe_exit,
-    exit_state, follow_bytes, follow_file, is_ignored, iter_project_files, lost_state, mark_cancelled,
-    normalize_exit_code, private_dir,
+    DEFAULT_IGNORE_PATTERNS,
+    DigestCache,
+    Status,
+    TextDecoder,
+    atomic_write,
+    cancel_requested,
+    describe_exit,
+    exit_state,
+    follow_bytes,
+    follow_file,
+    is_ignored,
+    iter_project_files,
+    lost_state,
+    mark_cancelled,
+    normalize_exit_code,
+    private_dir,
 )
 
 TEXT = "héllo ✓ 日本 🎉 done\n"

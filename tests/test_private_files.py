@@ -11,6 +11,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+
 from core_helpers import run_xcore, write_script
 
 

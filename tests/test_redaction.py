@@ -7,8 +7,8 @@ import os
 from pathlib import Path
 
 import pytest
-from core_helpers import run_xcore, write_script
 
+from core_helpers import run_xcore, write_script
 from xcore.redaction import REDACTED, is_secret_name, mask_url_passwords, redact_nested
 
 SECRET_NAMES = [
@@ -16,7 +16,9 @@ SECRET_NAMES = [
     "PGPASSWORD", "db-password", "GITHUB_PAT", "OAUTH_CLIENT", "AUTHORIZATION", "PRIVATE_KEY_PATH",
     "GOOGLE_APPLICATION_CREDENTIALS", "SSH_KEYS", "APIKEY", "ACCESSTOKEN", "CLIENTSECRET", "SESSION_KEY", "MYSQL_PWD",
 ]
-PLAIN_NAMES = ["PATH", "PWD", "TOKENIZERS_PARALLELISM", "GIT_AUTHOR_NAME", "KEYBOARD", "PASSTHROUGH", "MONKEY_ID", "SEED"]
+PLAIN_NAMES = [
+    "PATH", "PWD", "TOKENIZERS_PARALLELISM", "GIT_AUTHOR_NAME", "KEYBOARD", "PASSTHROUGH", "MONKEY_ID", "SEED",
+]
 
 
 @pytest.mark.parametrize("name", SECRET_NAMES)

@@ -1,6 +1,5 @@
 import multiprocessing
 import sqlite3
-from pathlib import Path
 
 import pytest
 
@@ -30,7 +29,8 @@ def test_status_history_and_unit_status(tmp_path):
     exp = store.create_experiment("t")
     [a, b] = store.add_work_unit(exp.id, 1, "work_unit", {"lr": 1}, "", [_job("a"), _job("b")])
     store.record_states([(a, JobState(Status.RUNNING)), (b, JobState(Status.RUNNING))])
-    store.record_states([(a, JobState(Status.COMPLETED, "exit code 0", 0)), (b, JobState(Status.FAILED, "exit code 3", 3))])
+    store.record_states([(a, JobState(Status.COMPLETED, "exit code 0", 0)),
+                         (b, JobState(Status.FAILED, "exit code 3", 3))])
     store.record_states([(a, JobState(Status.RUNNING))])  # a finished job never becomes active again
     [unit] = store.work_units(exp.id)
     assert unit.status is Status.FAILED and unit.exit_codes == [0, 3]

@@ -11,7 +11,6 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from core_helpers import run_xcore, write_script
-
 from xcore.testing import require_service
 
 COMMANDS = (("list",), ("show", "1"), ("launch", "LAUNCH"))

@@ -100,14 +100,47 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 if TYPE_CHECKING:  # static type checkers and IDEs see the real names
     from xcore.args import SequentialArgs, UserArgs, merge_args
     from xcore.errors import *  # noqa: F403
-    from xcore.executables import Binary, BinaryDependency, CommandList, Container, Dockerfile, ModuleName, PythonContainer, PythonModule
+    from xcore.executables import (
+        Binary,
+        BinaryDependency,
+        CommandList,
+        Container,
+        Dockerfile,
+        ModuleName,
+        PythonContainer,
+        PythonModule,
+    )
     from xcore.execution import JobHandle, LaunchContext, LaunchRequest, PackagingContext
-    from xcore.experiment import (AuxiliaryUnit, AuxiliaryUnitJob, AuxiliaryUnitRole, ContextAnnotations, Experiment,
-                                  ExperimentUnit, ExperimentUnitRole, Importance, LaunchFuture, MetadataContext,
-                                  WorkUnit, WorkUnitCompletedAwaitable, WorkUnitRole, create_experiment,
-                                  get_experiment, list_experiments)
-    from xcore.job_blocks import (Executable, ExecutableSpec, Executor, ExecutorSpec, Job, JobConfig, JobGeneratorType,
-                                  JobGroup, JobType, Packageable)
+    from xcore.experiment import (
+        AuxiliaryUnit,
+        AuxiliaryUnitJob,
+        AuxiliaryUnitRole,
+        ContextAnnotations,
+        Experiment,
+        ExperimentUnit,
+        ExperimentUnitRole,
+        Importance,
+        LaunchFuture,
+        MetadataContext,
+        WorkUnit,
+        WorkUnitCompletedAwaitable,
+        WorkUnitRole,
+        create_experiment,
+        get_experiment,
+        list_experiments,
+    )
+    from xcore.job_blocks import (
+        Executable,
+        ExecutableSpec,
+        Executor,
+        ExecutorSpec,
+        Job,
+        JobConfig,
+        JobGeneratorType,
+        JobGroup,
+        JobType,
+        Packageable,
+    )
     from xcore.markers import hookimpl
     from xcore.packagables import binary, container, dockerfile_container, python_container, python_module
     from xcore.resources import JobRequirements, ResourceType

@@ -221,14 +221,18 @@ class ExperimentUnit:
         self.experiment._launcher.flush()
         jobs = wait_for(self._jobs, self.experiment._store, self.experiment._host, timeout=timeout)
         status = combine(j.status for j in jobs)
-        details = "; ".join(f"job {j.name}: {j.message or j.status.value}" for j in jobs if j.status is not Status.COMPLETED)
+        details = "; ".join(
+            f"job {j.name}: {j.message or j.status.value}" for j in jobs if j.status is not Status.COMPLETED)
         if status is Status.FAILED:
             raise ExperimentUnitFailedError(f"Work unit {self.experiment_unit_name} failed: {details}")
         if status is not Status.COMPLETED:
-            raise ExperimentUnitNotCompletedError(f"Work unit {self.experiment_unit_name} ended {status.value}: {details}")
+            raise ExperimentUnitNotCompletedError(
+                f"Work unit {self.experiment_unit_name} ended {status.value}: {details}")
         return self
 
-    def stop(self, *, mark_as_failed: bool = False, mark_as_completed: bool = False, message: str | None = None) -> None:
+    def stop(
+        self, *, mark_as_failed: bool = False, mark_as_completed: bool = False, message: str | None = None,
+    ) -> None:
         """Cancel every job of this unit. The ``mark_as_*`` flags are accepted for XManager compatibility."""
         self.experiment._launcher.flush()
         cancel_jobs(self.experiment._store, self.experiment._host, self._jobs())
@@ -309,8 +313,8 @@ class Experiment:
             for task in self._generator_tasks:
                 try:
                     task.result()
-                except BaseException as error:  # recorded below, first error re-raised
-                    self._launcher.errors.append(error)
+                except BaseException as task_error:  # recorded below, first error re-raised
+                    self._launcher.errors.append(task_error)
             self._launcher.close()
         self._progress.clear()
         if self._generator_loop is not None:
@@ -328,7 +332,8 @@ class Experiment:
             self._progress.message(f"error: could not record the launch status of experiment "
                                    f"{self.experiment_id}: {type(store_error).__name__}: {store_error}")
             if error is None:
-                raise ExperimentUnitError(f"Recording experiment {self.experiment_id} failed: {store_error}") from store_error
+                raise ExperimentUnitError(
+                    f"Recording experiment {self.experiment_id} failed: {store_error}") from store_error
         if not self._units and exc is None:
             self._progress.message(f"warning: experiment {self.experiment_id} has no work units.")
         if exc is None and self._launcher.errors:
@@ -370,9 +375,10 @@ class Experiment:
             raise ValueError(f"Job generators must be `async def` functions; {job!r} is not.")
         if not is_generator and not isinstance(job, (Job, JobGroup)):
             raise TypeError(
-                f"experiment.add takes a Job, JobGroup, AuxiliaryUnitJob or async job generator, got {type(job).__name__}."
+                "experiment.add takes a Job, JobGroup, AuxiliaryUnitJob or async job generator,"
+                f" got {type(job).__name__}."
             )
-        if not is_generator:
+        if isinstance(job, (Job, JobGroup)):  # not a generator (anything else was refused above)
             # Validate everything before anything is recorded, so a bad job records nothing.
             prepared = self._prepare(job, args, prefix="")
         with self._id_lock:
@@ -381,7 +387,8 @@ class Experiment:
         unit_cls = AuxiliaryUnit if isinstance(role, AuxiliaryUnitRole) else WorkUnit
         unit = unit_cls(self, unit_id, role, args)
         role_name = "auxiliary" if unit_cls is AuxiliaryUnit else "work_unit"
-        stored_args = redact_nested(_jsonable(args) if is_generator else _jsonable_unit_args(job, args))
+        unit_args = _jsonable_unit_args(job, args) if isinstance(job, (Job, JobGroup)) else _jsonable(args)
+        stored_args = redact_nested(unit_args)
         self._units[unit_id] = unit
         if identity:
             self._identities[identity] = unit
@@ -434,7 +441,7 @@ class Experiment:
                     new_job.executor_kind,
                     ticket,
                 )
-                for job_id, new_job, (name, job, _argv, env) in zip(job_ids, new_jobs, prepared)
+                for job_id, new_job, (name, job, _argv, env) in zip(job_ids, new_jobs, prepared, strict=True)
             ]
         )
         self._schedule_flush()
@@ -478,7 +485,8 @@ class Experiment:
             args = dict(args or {})
             unknown = set(args) - set(job.jobs)
             if unknown:
-                raise ValueError(f"args for a JobGroup are keyed by job name {sorted(job.jobs)}; unknown: {sorted(unknown)}.")
+                raise ValueError(
+                    f"args for a JobGroup are keyed by job name {sorted(job.jobs)}; unknown: {sorted(unknown)}.")
             prepared: list[tuple[str, Job, SequentialArgs, dict[str, str]]] = []
             for key, member in job.jobs.items():
                 entries = self._prepare(member, args.get(key), f"{prefix}_{key}" if prefix else key, taken)
@@ -531,7 +539,7 @@ class Experiment:
         jobs = wait_for(self._all_jobs, self._store, self._host, timeout=timeout)
         auxiliary = [u for u in self._units.values() if isinstance(u.role, AuxiliaryUnitRole)]
         if auxiliary:
-            time.sleep(max(u.role.termination_delay_secs for u in auxiliary))
+            time.sleep(max(u.role.termination_delay_secs for u in auxiliary if isinstance(u.role, AuxiliaryUnitRole)))
             for unit in auxiliary:
                 unit.stop()
         return jobs

@@ -96,7 +96,7 @@ def xcore_register_kinds(registry: KindRegistrar) -> None:
 
 
 @hookspec
-def xcore_add_commands(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def xcore_add_commands(subparsers: argparse._SubParsersAction) -> None:
     """Add subcommands to the ``xcore`` command line.
 
     Called when the CLI builds its parser. Set ``func`` with ``parser.set_defaults(func=...)``;

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, ClassVar, Union
+from typing import Any, ClassVar
 
 import attrs
 
@@ -116,7 +116,8 @@ class Job:
                 if isinstance(self.executable, (ExecutableSpec, Packageable))
                 else ""
             )
-            raise TypeError(f"Job.executable must be a packaged Executable, got {type(self.executable).__name__}.{hint}")
+            raise TypeError(
+                f"Job.executable must be a packaged Executable, got {type(self.executable).__name__}.{hint}")
         if not isinstance(self.executor, Executor):
             raise TypeError(f"Job.executor must be an Executor such as xlocal.Local(), got {self.executor!r}.")
 
@@ -141,7 +142,7 @@ class JobConfig:
 
 
 JobGeneratorType = Callable[..., Awaitable[Any]]
-JobType = Union[Job, JobGroup, JobGeneratorType, JobConfig]
+JobType = Job | JobGroup | JobGeneratorType | JobConfig
 
 
 def job_args_with_overrides(job: Job, overrides: Mapping[str, Any] | None) -> tuple[SequentialArgs, dict[str, str]]:

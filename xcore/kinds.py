@@ -7,13 +7,16 @@ names the plugin, and so the distribution (``xcore-xhpc``), that provides it.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from xcore.errors import DuplicateKindError, UnknownKindError
 from xcore.execution import JobHandle
 from xcore.job_blocks import Executable, ExecutableSpec, Executor, ExecutorSpec
+
+if TYPE_CHECKING:  # only annotations use it
+    from attrs import AttrsInstance
 
 CATEGORIES: dict[type, str] = {
     Executor: "executor",
@@ -27,7 +30,7 @@ CATEGORIES: dict[type, str] = {
 @attrs.frozen
 class KindEntry:
     kind: str
-    cls: type
+    cls: type[AttrsInstance]  # add() accepts attrs classes only
     plugin: str
     category: str
 
@@ -64,7 +67,8 @@ class KindRegistry:
                 f"(XCORE_DISABLE_PLUGINS={plugin})."
             )
         if cls in self._by_class and self._by_class[cls].kind != kind:
-            raise DuplicateKindError(f"{cls.__qualname__} is registered twice, as {self._by_class[cls].kind!r} and {kind!r}.")
+            raise DuplicateKindError(
+                f"{cls.__qualname__} is registered twice, as {self._by_class[cls].kind!r} and {kind!r}.")
         attrs.resolve_types(cls)
         entry = KindEntry(kind, cls, plugin, category)
         self._by_kind[kind] = entry

@@ -184,13 +184,13 @@ class BatchLauncher:
 
     def _close_lease(self) -> None:
         self._heartbeat_stop.set()
-        if self._lease_id is None:
+        if (lease_id := self._lease_id) is None:
             return
         if self._broken is not None:
-            self._resolve_own_lease(self._lease_id)
+            self._resolve_own_lease(lease_id)
             return
         try:
-            self._retry_store(lambda: self._store.close_lease(self._lease_id), "closing the launch lease")
+            self._retry_store(lambda: self._store.close_lease(lease_id), "closing the launch lease")
         except StoreUnusableError as exc:
             self.errors.append(exc)
 
@@ -387,7 +387,7 @@ class BatchLauncher:
                 self._break(store_exc, f"{plural(len(group), 'job')} on {kind} failed to launch ({message}).")
             return
         serializer = self._host.serializer
-        started = [(p, h) for p, h in zip(group, handles) if not isinstance(h, LaunchFailure)]
+        started = [(p, h) for p, h in zip(group, handles, strict=True) if not isinstance(h, LaunchFailure)]
         launched = [
             (p.request.job_id, serializer.registry.kind_of(h), serializer.dump(h), getattr(h, "log_path", None))
             for p, h in started
@@ -440,7 +440,7 @@ class BatchLauncher:
         """Per-request failures (``LaunchFailure`` or a handle's ``error``) become FAILED jobs;
         a ``LaunchFailure`` also fails its unit's future, like a batch that failed as a whole."""
         failed: list[tuple[int, JobState]] = []
-        for pending, handle in zip(group, handles):
+        for pending, handle in zip(group, handles, strict=True):
             if isinstance(handle, LaunchFailure):
                 message = launch_failure_message(handle.reason)
                 failed.append((pending.request.job_id, JobState(Status.FAILED, message)))
@@ -448,8 +448,8 @@ class BatchLauncher:
                 self.errors.append(error)
                 pending.ticket.job_done(error)
                 continue
-            if getattr(handle, "error", None):
-                failed.append((pending.request.job_id, JobState(Status.FAILED, launch_failure_message(str(handle.error)))))  # type: ignore[attr-defined]
+            if reported := getattr(handle, "error", None):
+                failed.append((pending.request.job_id, JobState(Status.FAILED, launch_failure_message(str(reported)))))
             pending.ticket.job_done()
         if failed:
             self._progress.message(f"error: {len(failed)} of {plural(len(group), 'job')} on {kind} failed to launch")

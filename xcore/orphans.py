@@ -68,7 +68,7 @@ def _resolve(store: MetadataStore, host: PluginHost, lease: LeaseRecord) -> dict
     serializer = host.serializer
     for kind, jobs in in_flight:
         handles = _adopt(host, kind, jobs)
-        for job, handle in zip(jobs, handles or [None] * len(jobs)):
+        for job, handle in zip(jobs, handles or [None] * len(jobs), strict=True):
             if handle is not None:
                 launched.append((job.id, serializer.registry.kind_of(handle), serializer.dump(handle),
                                  getattr(handle, "log_path", None)))

@@ -7,7 +7,16 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from xcore.args import UserArgs
-from xcore.executables import Binary, BinaryDependency, CommandList, Container, Dockerfile, ModuleName, PythonContainer, PythonModule
+from xcore.executables import (
+    Binary,
+    BinaryDependency,
+    CommandList,
+    Container,
+    Dockerfile,
+    ModuleName,
+    PythonContainer,
+    PythonModule,
+)
 from xcore.job_blocks import ExecutorSpec, Packageable
 
 
@@ -20,7 +29,8 @@ def binary(
     env_vars: Mapping[str, Any] | None = None,
 ) -> Packageable:
     """An executable file (or a command on PATH) to run as is."""
-    return Packageable(Binary(path, tuple(dependencies)), executor_spec, args, env_vars)
+    # mypy's attrs plugin leaves the type variable of the field's converter=tuple unsolved
+    return Packageable(Binary(path, tuple(dependencies)), executor_spec, args, env_vars)  # type: ignore[arg-type]
 
 
 def python_module(

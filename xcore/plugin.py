@@ -174,11 +174,24 @@ def __getattr__(name: str) -> object:
 
 if TYPE_CHECKING:
     from xcore.args import SequentialArgs
-    from xcore.errors import (ConfigurationError, LaunchError, PackagingError, PluginLoadError, ResourceSpecError,
-                              UnknownKindError, XcoreError)
+    from xcore.errors import (
+        ConfigurationError,
+        LaunchError,
+        PackagingError,
+        PluginLoadError,
+        ResourceSpecError,
+        UnknownKindError,
+        XcoreError,
+    )
     from xcore.executables import Binary, CommandList, Container, Dockerfile, ModuleName, PythonContainer, PythonModule
-    from xcore.execution import (JobHandle, LaunchContext, LaunchFailure, LaunchRequest, PackagingContext,
-                                 launch_failure_message)
+    from xcore.execution import (
+        JobHandle,
+        LaunchContext,
+        LaunchFailure,
+        LaunchRequest,
+        PackagingContext,
+        launch_failure_message,
+    )
     from xcore.hookspecs import XcorePluginDeprecationWarning
     from xcore.job_blocks import Executable, ExecutableSpec, Executor, ExecutorSpec, Packageable
     from xcore.kinds import KindRegistrar
@@ -189,11 +202,22 @@ if TYPE_CHECKING:
     from xcore.plugins import PLUGIN_API_VERSION
     from xcore.plumbing.cancel import cancel_requested, cancelled_at, mark_cancelled
     from xcore.plumbing.digests import DigestCache, file_digest
-    from xcore.plumbing.exits import (describe_exit, exit_state, lost_state, normalize_exit_code, signal_exit_code,
-                                      signal_name)
+    from xcore.plumbing.exits import (
+        describe_exit,
+        exit_state,
+        lost_state,
+        normalize_exit_code,
+        signal_exit_code,
+        signal_name,
+    )
     from xcore.plumbing.files import atomic_write, private_dir
-    from xcore.plumbing.ignore import (DEFAULT_IGNORE_PATTERNS, IGNORED_ANYWHERE, IGNORED_AT_TOP, is_ignored,
-                                       iter_project_files)
+    from xcore.plumbing.ignore import (
+        DEFAULT_IGNORE_PATTERNS,
+        IGNORED_ANYWHERE,
+        IGNORED_AT_TOP,
+        is_ignored,
+        iter_project_files,
+    )
     from xcore.plumbing.logs import TextDecoder, decode_chunks, follow_bytes, follow_file, read_file_from
     from xcore.progress import Progress
     from xcore.resources import JobRequirements, ResourceType

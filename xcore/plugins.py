@@ -129,8 +129,9 @@ class PluginHost:
                 self.pm.unregister(plugin)
             info.status, info.error = "failed", f"{exc}"
             return
-        info.hooks = sorted(impl_name for impl_name, caller in vars(self.pm.hook).items()
-                            if not impl_name.startswith("_") and any(i.plugin_name == name for i in caller.get_hookimpls()))
+        info.hooks = sorted(
+            impl_name for impl_name, caller in vars(self.pm.hook).items()
+            if not impl_name.startswith("_") and any(i.plugin_name == name for i in caller.get_hookimpls()))
         self._kinds = None
 
     def _load_entry_points(self) -> None:
@@ -301,12 +302,12 @@ class PluginHost:
             )
         return store
 
-    def add_commands(self, subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    def add_commands(self, subparsers: argparse._SubParsersAction) -> None:
         self.pm.hook.xcore_add_commands(subparsers=subparsers)
 
     def plugins(self) -> list[PluginInfo]:
         try:
-            self.kinds
+            _ = self.kinds  # builds the registry; a kind conflict raises here
         except Exception as exc:  # show the conflict instead of failing the listing
             for info in self.infos.values():
                 if info.status == "loaded" and info.name in str(exc):

@@ -72,7 +72,8 @@ def mask_url_passwords(text: str) -> str:
 def redact_env(env: Mapping[str, Any]) -> dict[str, Any]:
     """A copy of ``env`` with secret-looking values replaced and URL passwords masked."""
     return {
-        key: REDACTED if is_secret(str(key), str(value)) else mask_url_passwords(value) if isinstance(value, str) else value
+        key: REDACTED if is_secret(str(key), str(value))
+        else mask_url_passwords(value) if isinstance(value, str) else value
         for key, value in env.items()
     }
 

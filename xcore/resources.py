@@ -42,7 +42,9 @@ class _ResourceTypeBase(enum.Enum):
         return self.name
 
 
-ResourceType = _ResourceTypeBase(  # type: ignore[call-overload]
+# typeshed's Enum.__new__ does not model the functional API on a subclass, and mypy cannot see
+# computed members: to mypy the class is Any.
+ResourceType: Any = _ResourceTypeBase(  # type: ignore[call-arg]
     "ResourceType",
     [(n, n) for n in ("CPU", "MEMORY", "RAM", "EPHEMERAL_STORAGE", "DISK")]
     + [(n, n) for n in _GPU_TYPES + _TPU_TYPES],

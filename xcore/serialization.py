@@ -72,7 +72,8 @@ class Serializer:
     def _structure_tagged(self, data: dict[str, Any], declared: type) -> Any:
         cls = self.registry.entry(data["kind"]).cls
         if not issubclass(cls, declared):
-            raise TypeError(f"Stored kind {data['kind']!r} is a {cls.__qualname__}, expected a {declared.__qualname__}.")
+            raise TypeError(
+                f"Stored kind {data['kind']!r} is a {cls.__qualname__}, expected a {declared.__qualname__}.")
         kwargs = {}
         for field in attrs.fields(cls):
             if not field.init or field.name not in data:

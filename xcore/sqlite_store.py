@@ -326,7 +326,8 @@ class SqliteStore(MetadataStore):
             return
         assignments = ", ".join(f"{name} = ?" for name in changes)
         with self._write() as db:
-            cursor = db.execute(f"UPDATE experiments SET {assignments} WHERE id = ?", (*changes.values(), experiment_id))
+            cursor = db.execute(f"UPDATE experiments SET {assignments} WHERE id = ?",
+                                (*changes.values(), experiment_id))
             if cursor.rowcount == 0:
                 raise NotFoundError(f"No experiment {experiment_id} in {self.path}.")
 
@@ -334,7 +335,8 @@ class SqliteStore(MetadataStore):
         with self._reading():
             row = self._db.execute("SELECT * FROM experiments WHERE id = ?", (experiment_id,)).fetchone()
             if row is None:
-                raise NotFoundError(f"No experiment {experiment_id} in the store {self.path}. `xcore list` shows what exists.")
+                raise NotFoundError(
+                    f"No experiment {experiment_id} in the store {self.path}. `xcore list` shows what exists.")
             return self._experiment(row, self._status_counts([experiment_id]).get(experiment_id, {}))
 
     def list_experiments(

@@ -138,10 +138,10 @@ class MetadataStore(abc.ABC):
         """Record that this launcher process is submitting jobs of ``experiment_id``."""
         return None
 
-    def heartbeat(self, lease_id: int) -> None:
+    def heartbeat(self, lease_id: int) -> None:  # noqa: B027 - optional, a no-op by default
         """The lease's holder is still alive."""
 
-    def close_lease(self, lease_id: int) -> None:
+    def close_lease(self, lease_id: int) -> None:  # noqa: B027 - optional, a no-op by default
         """Everything the lease held is recorded: forget it."""
 
     def begin_intent(self, lease_id: int, executor_kind: str, job_ids: Sequence[int]) -> int | None:
@@ -160,8 +160,10 @@ class MetadataStore(abc.ABC):
         """The lease's jobs still LAUNCHING: ``(in flight per executor kind, never handed to a backend)``."""
         return [], []
 
-    def resolve_lease(self, lease_id: int, launched: Sequence[tuple[int, str, dict[str, Any], str | None]],
-                      failed: Sequence[tuple[int, JobState]], launch_error: str) -> None:
+    def resolve_lease(  # noqa: B027 - optional, a no-op by default
+        self, lease_id: int, launched: Sequence[tuple[int, str, dict[str, Any], str | None]],
+        failed: Sequence[tuple[int, JobState]], launch_error: str,
+    ) -> None:
         """Record adopted handles and failed launches and drop the lease, in one transaction."""
 
     # -- the store itself (``xcore store info|migrate|copy``) ----------------------------------
@@ -180,5 +182,5 @@ class MetadataStore(abc.ABC):
         (or it was first recorded in this very store). Experiment and job ids are kept when
         free here and renumbered otherwise; work unit ids are always kept."""
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional, a no-op by default
         """Release connections."""

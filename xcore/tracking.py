@@ -45,7 +45,7 @@ def refresh_jobs(store: MetadataStore, host: PluginHost, jobs: Sequence[JobRecor
             for job in group:
                 job.status, job.message = Status.UNKNOWN, f"backend unreachable: {exc}"
             continue
-        for job, state in zip(group, states):
+        for job, state in zip(group, states, strict=True):
             if (job.status, job.message, job.exit_code) != (state.status, state.message, state.exit_code):
                 changes.append((job.id, state))
             job.status, job.message, job.exit_code = state.status, state.message, state.exit_code

@@ -24,7 +24,7 @@ class FieldTypeError(TypeError):
 
 def check_field_types(instance: Any) -> None:
     """Raise ``FieldTypeError`` for the first attrs field whose value does not match its annotation."""
-    cls = type(instance)
+    cls: type = type(instance)
     for field, hint in _hints(cls):
         value = getattr(instance, field.name)
         if not _matches(value, hint):
@@ -78,7 +78,7 @@ def _matches(value: Any, hint: Any) -> bool:
             return all(_matches(item, args[0]) for item in value)
         if args == ((),):
             return value == ()
-        return not args or (len(args) == len(value) and all(_matches(v, a) for v, a in zip(value, args)))
+        return not args or (len(args) == len(value) and all(_matches(v, a) for v, a in zip(value, args, strict=True)))
     if origin in (dict, collections.abc.Mapping, collections.abc.MutableMapping):
         if not isinstance(value, origin):
             return False

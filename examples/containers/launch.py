@@ -16,9 +16,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-import xlocal
-
 import xcore as xm
+import xlocal
 from xcore import paths
 
 HERE = Path(__file__).resolve().parent

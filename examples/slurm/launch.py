@@ -33,4 +33,5 @@ with xm.create_experiment(title="slurm-lr-sweep") as experiment:
         max_parallel_tasks=50,          # --array=0-99%50
     )
     for trial in range(options.trials):
-        experiment.add(xm.Job(executable, executor, args={"lr": 10 ** (-1 - 3 * trial / options.trials), "seed": trial}))
+        lr = 10 ** (-1 - 3 * trial / options.trials)
+        experiment.add(xm.Job(executable, executor, args={"lr": lr, "seed": trial}))

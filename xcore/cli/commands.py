@@ -180,7 +180,8 @@ def _summary(record: ExperimentRecord) -> str:
     counts = record.status_counts
     total = sum(counts.values())
     order = list(Status.__members__)
-    parts = [f"{counts[s]} {s.lower()}" for s in sorted(counts, key=lambda s: order.index(s) if s in order else len(order))]
+    ranked = sorted(counts, key=lambda s: order.index(s) if s in order else len(order))
+    parts = [f"{counts[s]} {s.lower()}" for s in ranked]
     return f"{total}: " + ", ".join(parts) if total else "0"
 
 
@@ -247,7 +248,8 @@ def show(args: argparse.Namespace) -> int:
     record = store.get_experiment(experiment_id)
     units = store.work_units(experiment_id, None if unit_id is None else [unit_id])
     if unit_id is not None and not units:
-        raise NotFoundError(f"Experiment {experiment_id} has no work unit {unit_id} (see `xcore show {experiment_id}`).")
+        raise NotFoundError(
+            f"Experiment {experiment_id} has no work unit {unit_id} (see `xcore show {experiment_id}`).")
     refresh_jobs(store, get_host(), [j for u in units for j in u.jobs])
     record = store.get_experiment(experiment_id)
     if args.json:
@@ -271,10 +273,10 @@ def show(args: argparse.Namespace) -> int:
     if record.launch_status == "LAUNCH_FAILED":
         print(f"  launch   FAILED: {printable(record.launch_error)}")
     print()
-    rows = []
+    rows: list[tuple[object, ...]] = []
     for unit in units:
-        for job in unit.jobs or [None]:
-            name = f"{unit.id}" if len(unit.jobs) <= 1 else f"{unit.id}/{job.name}"  # type: ignore[union-attr]
+        for job in unit.jobs or (None,):
+            name = f"{unit.id}" if job is None or len(unit.jobs) <= 1 else f"{unit.id}/{job.name}"
             if unit.role == "auxiliary":
                 name += " (aux)"
             if job is None:
@@ -305,7 +307,8 @@ def _wait_experiment(store: MetadataStore, experiment_id: int, unit_id: int | No
 
     units = store.work_units(experiment_id, None if unit_id is None else [unit_id])
     if unit_id is not None and not units:
-        raise NotFoundError(f"Experiment {experiment_id} has no work unit {unit_id} (see `xcore show {experiment_id}`).")
+        raise NotFoundError(
+            f"Experiment {experiment_id} has no work unit {unit_id} (see `xcore show {experiment_id}`).")
     finished = {j.id: j for u in units if u.role == "work_unit" for j in u.jobs if j.status.is_terminal}
     wanted = {j.id for u in units if u.role == "work_unit" for j in u.jobs}
 
@@ -399,7 +402,8 @@ def logs(args: argparse.Namespace) -> int:
         raise NotFoundError(f"Experiment {experiment_id} has no work unit {unit_id}.")
     jobs = [j for j in units[0].jobs if args.job in (None, j.name)]
     if not jobs:
-        raise NotFoundError(f"Work unit {args.target} has no job {args.job!r}; jobs: {', '.join(j.name for j in units[0].jobs)}.")
+        names = ", ".join(j.name for j in units[0].jobs)
+        raise NotFoundError(f"Work unit {args.target} has no job {args.job!r}; jobs: {names}.")
     host = get_host()
     for job in jobs:
         if len(jobs) > 1:
@@ -413,7 +417,8 @@ def logs(args: argparse.Namespace) -> int:
         except XcoreError:
             raise
         except Exception as exc:  # noqa: BLE001 - a stored handle this version cannot rebuild
-            raise XcoreError(f"Cannot read the logs of {experiment_id}/{unit_id} job {job.name}: {unreadable(exc)}") from None
+            raise XcoreError(
+                f"Cannot read the logs of {experiment_id}/{unit_id} job {job.name}: {unreadable(exc)}") from None
         for chunk in host.job_logs(job.handle_kind or "", handle, args.follow):
             sys.stdout.write(chunk)
             sys.stdout.flush()

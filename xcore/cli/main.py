@@ -23,7 +23,8 @@ def build_parser(with_plugins: bool = True) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"xcore {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    p = sub.add_parser("launch", help="run a launch script", description="Run a launch script; arguments after -- go to the script.")
+    p = sub.add_parser("launch", help="run a launch script",
+                       description="Run a launch script; arguments after -- go to the script.")
     p.add_argument("script", help="the launch script (a Python file)")
     p.add_argument("script_args", nargs="*", default=[], metavar="-- ARGS",
                    help="arguments for the script, after --: xcore launch train.py --wait -- --lr=0.1")

@@ -57,7 +57,7 @@ def generate(name: str, parent: Path) -> Path:
     return target
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(sub: argparse._SubParsersAction) -> None:
     plugin = sub.add_parser("plugin", help="tools for plugin authors")
     commands = plugin.add_subparsers(dest="plugin_command", metavar="COMMAND")
     plugin.set_defaults(func=lambda args: plugin.print_help() or 2)

@@ -41,7 +41,7 @@ def render_table(headers: Sequence[str], rows: Sequence[Sequence[object]], *, ma
         last = row[-1]
         if len(last) > widths[-1]:
             last = last[: max(widths[-1] - 1, 0)] + "…"
-        lines.append("  ".join([c.ljust(w) for c, w in zip(row[:-1], widths[:-1])] + [last]).rstrip())
+        lines.append("  ".join([c.ljust(w) for c, w in zip(row[:-1], widths[:-1], strict=True)] + [last]).rstrip())
     return "\n".join(lines)
 
 

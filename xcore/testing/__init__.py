@@ -69,7 +69,12 @@ def require_live_tier(name: str, available: Callable[[], bool] | bool, env_var: 
 
 
 if TYPE_CHECKING:
-    from xcore.testing.builders import (make_launch_context, make_packaging_context, make_request, plugin_host,
-                                        silent_progress)
+    from xcore.testing.builders import (
+        make_launch_context,
+        make_packaging_context,
+        make_request,
+        plugin_host,
+        silent_progress,
+    )
     from xcore.testing.contract import ContractSuite, ContractTarget
     from xcore.testing.memory_store import InMemoryStore, MemoryStorePlugin

@@ -30,9 +30,28 @@ from typing import Any, ClassVar
 import attrs
 
 from xcore.plugin import (
-    Binary, Executable, Executor, ExecutorSpec, JobHandle, JobState, KindRegistrar, LaunchContext, LaunchFailure,
-    LaunchRequest, Packageable, PackagingContext, PackagingError, PythonModule, Status, atomic_write,
-    cancel_requested, exit_state, follow_file, hookimpl, lost_state, mark_cancelled,
+    Binary,
+    Executable,
+    Executor,
+    ExecutorSpec,
+    JobHandle,
+    JobState,
+    KindRegistrar,
+    LaunchContext,
+    LaunchFailure,
+    LaunchRequest,
+    Packageable,
+    PackagingContext,
+    PackagingError,
+    PythonModule,
+    Status,
+    atomic_write,
+    cancel_requested,
+    exit_state,
+    follow_file,
+    hookimpl,
+    lost_state,
+    mark_cancelled,
 )
 
 XCORE_PLUGIN_API = "1.0"

@@ -14,12 +14,15 @@ from xcore.status import JobState, Status, combine
 from xcore.store import ExperimentHistory, Imported, MetadataStore, StoreInfo
 
 _EXPERIMENT_FIELDS = {"title", "tags", "notes", "launch_status", "launch_error"}
+_NEVER_LAUNCHED = {Status.FAILED, Status.CANCELLED}  # with no handle: replace_unlaunched runs them again
 
 
 class InMemoryStore(MetadataStore):
     """Keeps everything in this process; same rules as the SQLite store (ids from 1, a
     finished job never becomes active again, status changes appended to the history).
-    Returned records are copies, so tests cannot change the store by accident."""
+    Returned records are copies, so tests cannot change the store by accident. It keeps no
+    launcher leases or submission intents (``open_lease`` returns None), so ``lease_id`` and
+    ``intent_id`` are accepted and ignored."""
 
     def __init__(self) -> None:
         self._lock = threading.RLock()
@@ -27,6 +30,7 @@ class InMemoryStore(MetadataStore):
         self._units: dict[tuple[int, int], WorkUnitRecord] = {}
         self._jobs: dict[int, JobRecord] = {}
         self._events: list[StatusEvent] = []
+        self._last_job_id = 0
 
     def create_experiment(self, title: str, *, tags: Sequence[str] = (), notes: str = "",
                           script_path: str | None = None, script_sha256: str | None = None,
@@ -66,18 +70,18 @@ class InMemoryStore(MetadataStore):
 
     def add_jobs(self, experiment_id: int, work_unit_id: int, jobs: Sequence[NewJob], *,
                  lease_id: int | None = None, replace_unlaunched: bool = False) -> list[int]:
-        """No launcher leases here (``open_lease`` returns None), so ``lease_id`` is always None."""
         with self._lock:
             unit = self._units[(experiment_id, work_unit_id)]
-            if replace_unlaunched:  # an identity relaunch replaces jobs that never reached a backend
-                gone = {j.id for j in unit.jobs
-                        if j.handle is None and j.status in (Status.FAILED, Status.CANCELLED)}
-                unit.jobs[:] = [j for j in unit.jobs if j.id not in gone]
-                for job_id in gone:
+            if replace_unlaunched:
+                old = {j.id for j in unit.jobs if j.handle is None and j.status in _NEVER_LAUNCHED}
+                unit.jobs[:] = [j for j in unit.jobs if j.id not in old]
+                self._events[:] = [e for e in self._events if e.job_id not in old]
+                for job_id in old:
                     del self._jobs[job_id]
             ids = []
             for job in jobs:
-                job_id = self._next_job_id()
+                self._last_job_id += 1  # ids are never reused, even after a replacement
+                job_id = self._last_job_id
                 record = JobRecord(job_id, experiment_id, work_unit_id, job.name, job.executor_kind,
                                    copy.deepcopy(job.executor), copy.deepcopy(job.executable), list(job.args),
                                    dict(job.env), created_at=time.time())
@@ -86,9 +90,6 @@ class InMemoryStore(MetadataStore):
                 self._events.append(StatusEvent(job_id, Status.LAUNCHING, "", None, record.created_at))
                 ids.append(job_id)
             return ids
-
-    def _next_job_id(self) -> int:
-        return max(self._jobs, default=0) + 1
 
     def _job(self, job_id: int) -> JobRecord:
         try:

@@ -11,10 +11,22 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from xcore.plugin import (
-    Binary, JobState, KindRegistrar, LaunchContext, LaunchFailure, LaunchRequest, Packageable, PackagingContext,
-    PackagingError, PythonModule, atomic_write, exit_state, follow_file, hookimpl, lost_state,
+    Binary,
+    JobState,
+    KindRegistrar,
+    LaunchContext,
+    LaunchFailure,
+    LaunchRequest,
+    Packageable,
+    PackagingContext,
+    PackagingError,
+    PythonModule,
+    atomic_write,
+    exit_state,
+    follow_file,
+    hookimpl,
+    lost_state,
 )
-
 from xinline.model import Inline, InlineHandle, InlineProcess, InlineSpec
 
 XCORE_PLUGIN_API = "1.0"

@@ -39,7 +39,9 @@ BIG_EXPERIMENTS, UNITS_PER_EXPERIMENT = (1_000, 100) if QUICK else (10_000, 100)
 CLI_TARGET = 0.200
 
 EXECUTOR = {"max_parallel": None, "cwd": None, "inherit_env": True, "docker_options": None, "kill_grace_secs": 5.0}
-EXECUTABLE = {"name": "true", "command": ["/usr/bin/true"], "args": {"args": [], "kwargs": {}}, "env_vars": {}, "cwd": None}
+EXECUTABLE = {
+    "name": "true", "command": ["/usr/bin/true"], "args": {"args": [], "kwargs": {}}, "env_vars": {}, "cwd": None,
+}
 
 
 def server_url() -> str:
@@ -48,7 +50,9 @@ def server_url() -> str:
         try:
             url = Path("/var/lib/xcore-infra/postgres/url").read_text().strip()
         except OSError:
-            raise SystemExit("No PostgreSQL: run `sudo bash scripts/infra/setup.sh postgres` or set XCORE_BENCH_PG_URL")
+            raise SystemExit(
+                "No PostgreSQL: run `sudo bash scripts/infra/setup.sh postgres` or set XCORE_BENCH_PG_URL"
+            ) from None
     return url
 
 
@@ -94,7 +98,8 @@ def rate_raw(url: str, n: int) -> float:
             now = time.time()
             with conn.transaction():
                 conn.execute("INSERT INTO work_units (experiment_id, id, role, args, identity, created_at)"
-                             " VALUES (%s, %s, %s, %s, %s, %s)", (exp, i, "work_unit", json.dumps({"seed": i}), "", now))
+                             " VALUES (%s, %s, %s, %s, %s, %s)",
+                             (exp, i, "work_unit", json.dumps({"seed": i}), "", now))
                 job = conn.execute(
                     "INSERT INTO jobs (experiment_id, work_unit_id, name, executor_kind, executor, executable, args,"
                     " env, created_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
@@ -316,26 +321,32 @@ def main() -> int:
 
     expected = PROCS * PER_PROC
     print(f"1. add_work_unit, one process, {N_RATE} units x 1 job, one transaction each, {ROUNDS} alternated rounds")
-    print(f"   raw psycopg (same INSERTs)     {raw_rate:8.0f} units/s  (runs: {', '.join(f'{N_RATE / s:.0f}' for s in raw)})")
-    print(f"   PostgresStore.add_work_unit    {our_rate:8.0f} units/s  (runs: {', '.join(f'{N_RATE / s:.0f}' for s in ours)})"
+    raw_runs = ", ".join(f"{N_RATE / s:.0f}" for s in raw)
+    our_runs = ", ".join(f"{N_RATE / s:.0f}" for s in ours)
+    print(f"   raw psycopg (same INSERTs)     {raw_rate:8.0f} units/s  (runs: {raw_runs})")
+    print(f"   PostgresStore.add_work_unit    {our_rate:8.0f} units/s  (runs: {our_runs})"
           f"  = {raw_rate / our_rate:.2f}x raw's time")
     print(f"2. {PROCS} launcher processes x {PER_PROC} work units at once: {conc['total']:.2f} s, "
-          f"{conc['units'] / conc['total']:.0f} units/s; recorded {conc['units']}/{expected} units, {conc['jobs']} jobs; "
-          f"ids gap-free: {conc['gap_free']}; job ids unique: {conc['jobs_unique']}; writer errors: {len(conc['errors'])}; "
-          f"retries: {conc['retries']}")
+          f"{conc['units'] / conc['total']:.0f} units/s; recorded {conc['units']}/{expected} units, "
+          f"{conc['jobs']} jobs; ids gap-free: {conc['gap_free']}; job ids unique: {conc['jobs_unique']}; "
+          f"writer errors: {len(conc['errors'])}; retries: {conc['retries']}")
     for error in conc["errors"][:3]:
         print(f"   writer error: {error}")
     print(f"3. {BIG_EXPERIMENTS} experiments x {UNITS_PER_EXPERIMENT} work units x 1 job "
-          f"(PostgreSQL {pg_jobs} jobs, filled in {pg_fill:.0f} s; SQLite {sqlite_jobs} jobs, filled in {sqlite_fill:.0f} s)")
+          f"(PostgreSQL {pg_jobs} jobs, filled in {pg_fill:.0f} s; "
+          f"SQLite {sqlite_jobs} jobs, filled in {sqlite_fill:.0f} s)")
     for name, cli in (("PostgreSQL", pg_cli), ("SQLite", sqlite_cli)):
-        print(f"   {name:<10} `xcore list` {cli['list'] * 1e3:6.0f} ms   `xcore list --user U` {cli['list_user'] * 1e3:6.0f} ms"
-              f"   `xcore show {BIG_EXPERIMENTS // 2}` {cli['show'] * 1e3:6.0f} ms   (`xcore --help` {cli['help'] * 1e3:4.0f} ms)")
+        print(f"   {name:<10} `xcore list` {cli['list'] * 1e3:6.0f} ms"
+              f"   `xcore list --user U` {cli['list_user'] * 1e3:6.0f} ms"
+              f"   `xcore show {BIG_EXPERIMENTS // 2}` {cli['show'] * 1e3:6.0f} ms"
+              f"   (`xcore --help` {cli['help'] * 1e3:4.0f} ms)")
         print(f"   {'':<10} in-process: open {cli['store_open'] * 1e3:.1f} ms, list_experiments(limit=20) "
               f"{cli['store_list'] * 1e3:.1f} ms, get_experiment + work_units ({UNITS_PER_EXPERIMENT} units) "
               f"{cli['store_show'] * 1e3:.1f} ms")
     print()
     ok = conc["units"] == conc["jobs"] == expected and conc["gap_free"] and conc["jobs_unique"] and not conc["errors"]
-    print(f"[{verdict(ok)}] {PROCS} x {PER_PROC} concurrent: {conc['units']} of {expected} recorded, ids gap-free, no errors")
+    print(f"[{verdict(ok)}] {PROCS} x {PER_PROC} concurrent: {conc['units']} of {expected} recorded, "
+          "ids gap-free, no errors")
     for name, cli in (("PostgreSQL", pg_cli), ("SQLite", sqlite_cli)):
         print(f"[{verdict(cli['list'] < CLI_TARGET)}] {name} `xcore list` {cli['list'] * 1e3:.0f} ms (< 200 ms)")
         print(f"[{verdict(cli['show'] < CLI_TARGET)}] {name} `xcore show` {cli['show'] * 1e3:.0f} ms (< 200 ms)")

@@ -24,5 +24,5 @@ def xcore_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path
 
 
 # Store fixtures shared by the store test modules (real PostgreSQL server, both stores).
-from pg_helpers import pg_url  # noqa: F401
-from store_contract_helpers import store_url  # noqa: F401
+from pg_helpers import pg_url  # noqa: E402, F401 - fixtures, imported for pytest to find
+from store_contract_helpers import store_url  # noqa: E402, F401

@@ -15,10 +15,10 @@ from xcore.testing import infra_required
 if not infra_required():
     pytest.importorskip("psycopg", reason="pip install 'xcore[postgres]' to run the PostgreSQL fault tests")
 import psycopg
-from core_helpers import run_xcore
 from pg_helpers import admin_sql, restart_server, with_password
 from store_contract_helpers import new_job, open_url
 
+from core_helpers import run_xcore
 from xcore.errors import ConfigurationError
 from xcore.postgres_store import PostgresStore
 from xcore.status import JobState, Status

@@ -6,9 +6,9 @@ import getpass
 import json
 
 import attrs
-from core_helpers import run_xcore
 from store_contract_helpers import new_job, open_url
 
+from core_helpers import run_xcore
 from xcore.status import JobState, Status
 
 

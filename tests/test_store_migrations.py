@@ -10,9 +10,9 @@ from pathlib import Path
 
 import attrs
 import pytest
-from core_helpers import REPO, run_xcore
 from store_contract_helpers import new_job, open_url
 
+from core_helpers import REPO, run_xcore
 from xcore.sqlite_store import SqliteStore
 from xcore.status import JobState, Status
 from xcore.store_migrations import SCHEMA_VERSION, SchemaVersionError

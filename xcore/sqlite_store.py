@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from xcore import paths, records, store_migrations
-from xcore.errors import ConfigurationError, NotFoundError, StoreError
+from xcore.errors import NotFoundError, StoreError
 from xcore.records import (
     ExperimentRecord,
     JobRecord,

@@ -86,8 +86,8 @@ def message(body: dict[str, Any]) -> Any:
 
 
 def find_by_request(api: Any, project: str, location: str, request_id: str) -> Any | None:
-    jobs = list(api.list_custom_jobs(parent=parent(project, location),
-                                     filter=f'labels.xcore-request="{request_id}"'))
+    jobs = list(api.list_custom_jobs(request={"parent": parent(project, location),
+                                              "filter": f'labels.xcore-request="{request_id}"'}))
     return jobs[0] if jobs else None
 
 
@@ -118,8 +118,8 @@ def create(api: Any, project: str, location: str, body: dict[str, Any], request_
 
 
 def list_jobs(api: Any, project: str, location: str, filter_: str) -> dict[str, Any]:
-    return {job.name: job for job in api.list_custom_jobs(parent=parent(project, location), filter=filter_,
-                                                          page_size=1000)}
+    pages = api.list_custom_jobs(request={"parent": parent(project, location), "filter": filter_, "page_size": 1000})
+    return {job.name: job for job in pages}
 
 
 EXIT_RE = re.compile(r"replica (workerpool(\d+)-\d+) exited with a non-zero status of (-?\d+)")

@@ -8,7 +8,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from xcore import plugin as xp
-from xgcp.executors import TensorboardCapability, Vertex, VertexExecutable, VertexHandle, VertexSpec, console_url
+from xgcp.executors import Vertex, VertexExecutable, VertexHandle, VertexSpec, console_url
 
 XCORE_PLUGIN_API = "1.0"
 
@@ -19,7 +19,7 @@ QUEUED, PENDING, RUNNING, SUCCEEDED, FAILED, CANCELLING, CANCELLED, PAUSED, EXPI
 
 @xp.hookimpl
 def xcore_register_kinds(registry: xp.KindRegistrar) -> None:
-    for cls in (Vertex, VertexSpec, TensorboardCapability, VertexExecutable, VertexHandle):
+    for cls in (Vertex, VertexSpec, VertexExecutable, VertexHandle):  # TensorboardCapability: a typed field
         registry.add(f"xgcp.{cls.__name__}", cls)
 
 

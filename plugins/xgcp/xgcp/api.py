@@ -60,21 +60,21 @@ def is_retryable(exc: BaseException) -> bool:
 def explain(exc: BaseException, project: str) -> str:
     """One sentence that says what happened and what to run."""
     ex = _errors()
-    text = getattr(exc, "message", None) or str(exc)
+    text = re.sub(r"^(GET|POST|DELETE|PATCH|PUT) \S+: ", "", getattr(exc, "message", None) or str(exc))
     if isinstance(exc, (ex.TooManyRequests, ex.ResourceExhausted)):
         return (f"Vertex quota exceeded in project {project} ({text}); request more quota in the Cloud console "
                 "(IAM & Admin > Quotas) or lower Vertex(create_parallelism=...).")
-    if isinstance(exc, ex.PermissionDenied):
+    if isinstance(exc, (ex.PermissionDenied, ex.Forbidden)):
         if "SERVICE_DISABLED" in repr(getattr(exc, "details", "")) or "has not been used" in text or "disabled" in text:
             return (f"The Vertex AI API is not enabled in project {project}: run "
                     f"`gcloud services enable aiplatform.googleapis.com --project {project}`.")
         return (f"Permission denied in project {project} ({text}): grant your account roles/aiplatform.user, e.g. "
                 f"`gcloud projects add-iam-policy-binding {project} --member=user:YOU --role=roles/aiplatform.user`.")
-    if isinstance(exc, ex.Unauthenticated):
+    if isinstance(exc, (ex.Unauthenticated, ex.Unauthorized)):
         return "Google rejected the credentials: run `gcloud auth application-default login`."
     if isinstance(exc, ex.NotFound):
         return f"Not found in project {project} ({text}): check the project and location (`xcore vertex check`)."
-    if isinstance(exc, ex.InvalidArgument):
+    if isinstance(exc, (ex.InvalidArgument, ex.BadRequest)):
         return f"Vertex rejected the request: {text}"
     return f"{type(exc).__name__}: {text}"
 

@@ -131,6 +131,11 @@ def credentials(endpoint: str) -> Any:
     try:
         creds, _ = google.auth.default(scopes=SCOPES)
     except DefaultCredentialsError:
+        key_file = os.environ.get("GOOGLE_APPLICATION_CREDENTIALS")
+        if key_file and not os.path.isfile(key_file):
+            raise xp.ConfigurationError(
+                f"No Google credentials found: GOOGLE_APPLICATION_CREDENTIALS names {key_file}, which does not exist; "
+                "fix the path, or unset it and run `gcloud auth application-default login`.") from None
         raise xp.ConfigurationError(
             "No Google credentials found: run `gcloud auth application-default login`, or set "
             "GOOGLE_APPLICATION_CREDENTIALS to a service-account key file.") from None

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import concurrent.futures
 import datetime
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -58,6 +57,8 @@ def store_id(state_dir: Any) -> str:
 @xp.hookimpl
 def xcore_launch(executor_kind: str, requests: Sequence[xp.LaunchRequest],
                  context: xp.LaunchContext) -> list[VertexHandle | xp.LaunchFailure]:
+    import concurrent.futures
+
     from xgcp import api, build, config
 
     store = store_id(context.state_dir)

@@ -12,12 +12,13 @@ import sys
 import xcore as xm
 import xgcp as xm_local
 
-image, tensorboard, bucket = sys.argv[1:4]  # image URI, projects/P/locations/L/tensorboards/ID, gs://bucket/dir
+# image URI, projects/P/locations/L/tensorboards/ID, gs://bucket/dir, service account (TensorBoard needs one)
+image, tensorboard, bucket, service_account = sys.argv[1:5]
 with xm.create_experiment("vertex tensorboard") as experiment:
     [exe] = experiment.package([xm.container(xm_local.Vertex.Spec(), image)])
     board = xm_local.TensorboardCapability(name=tensorboard, base_output_directory=bucket)
     experiment.add(xm.JobGroup(
         chief=xm.Job(exe, xm_local.Vertex(requirements=xm.JobRequirements(a100=1), tensorboard=board,
-                                          service_account=f"trainer@{tensorboard.split('/')[1]}.iam.gserviceaccount.com")),
+                                          service_account=service_account)),
         worker=xm.Job(exe, xm_local.Vertex(requirements=xm.JobRequirements(a100=1, replicas=2))),
     ))

@@ -39,6 +39,4 @@ def xcore_home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path
     monkeypatch.delenv("XCORE_STORE", raising=False)
     plugin_host({}, entry_points=True)
     yield home
-    from xcore.plugins import reset_host  # noqa: F401  (the contract suite resets the same way)
-
-    reset_host()
+    plugin_host({}, entry_points=True)  # a fresh host: nothing cached from this test

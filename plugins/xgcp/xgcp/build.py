@@ -104,9 +104,10 @@ def _default(executor: Vertex, target: Target, field: str) -> Any:
 
 def custom_job(requests: Sequence[xp.LaunchRequest], target: Target, store: str, title: str,
                request_id: str) -> dict[str, Any]:
-    """The CustomJob for one work unit (one request, or a JobGroup's requests)."""
-    executor: Vertex = requests[0].executor  # type: ignore[assignment]
+    """The CustomJob for one work unit (one request, or a JobGroup's requests). Job-wide fields
+    (scheduling, service account, TensorBoard...) come from the executor of pool 0, the chief."""
     pools = pool_order(requests)
+    executor: Vertex = requests[pools.index(0)].executor  # type: ignore[assignment]
     specs: list[dict[str, Any]] = [{} for _ in range(max(pools) + 1)]
     for request, pool in zip(requests, pools):
         specs[pool] = worker_pool(request, pool)

@@ -78,12 +78,12 @@ def test_tensorboard_fields_are_checked():
 
 
 def test_executor_round_trips_through_the_store_serializer(xcore_home):
-    from xcore.plugins import get_host
+    from xgcp_testkit import host as core_host
 
     executor = xgcp.Vertex(requirements=xm.JobRequirements(a100=2), labels={"team": "ml"}, scheduling="flex-start",
                            max_wait_secs=600, tensorboard=xgcp.TensorboardCapability(
                                name="projects/p/locations/us-central1/tensorboards/1", base_output_directory="gs://b/tb"))
-    host = get_host()
+    host = core_host()
     assert host.serializer.load(host.serializer.dump(executor)) == executor
 
 
@@ -133,11 +133,13 @@ def test_tensorboard_needs_a_service_account():
 def test_job_group_roles_place_pools_like_xmanager():
     exe = xgcp.VertexExecutable(name="t", image_uri="img")
     names = ["evaluator", "chief", "ps"]
-    requests = [make_request(exe, xgcp.Vertex(), [], job_name=n) for n in names]
+    requests = [make_request(exe, xgcp.Vertex(timeout_secs=60 if n == "chief" else None), [], job_name=n)
+                for n in names]
     assert build.pool_order(requests) == [3, 0, 2]
     body = build.custom_job(requests, config.Target(name="t", project="p"), "s", "t", "r")
     pools = body["job_spec"]["worker_pool_specs"]
     assert pools[1] == {} and pools[0]["machine_spec"]["machine_type"] == "n1-standard-4"
+    assert body["job_spec"]["scheduling"]["timeout"].total_seconds() == 60  # job-wide fields: the chief's
     with pytest.raises(ConfigurationError, match="at most 4 worker pools"):
         build.pool_order([make_request(exe, xgcp.Vertex(), [], job_name=f"j{i}") for i in range(5)])
 

@@ -14,8 +14,10 @@ import pytest
 
 import xcore as xm
 import xgcp
-from xcore.status import Status
 from xcore.testing.contract import HOSTILE_ARGS, HOSTILE_ENV
+from xgcp_testkit import jobs, logs, states, wait, xcore_cli
+
+Status = xm.Status
 
 IMAGE = "fake.registry/job:1"
 SCRIPT = ("import json, os, sys\n"
@@ -33,25 +35,6 @@ def run_units(units: list[Any], executor: Any = None, title: str = "scenario") -
                 experiment.add(xm.Job(exe, executor or xgcp.Vertex(), args=unit.get("args", []),
                                       env_vars=unit.get("env", {})))
     return experiment.experiment_id
-
-
-def jobs(experiment_id: int) -> list[Any]:
-    from xcore.experiment import open_store
-
-    return [job for unit in open_store().work_units(experiment_id) for job in unit.jobs]
-
-
-def wait(experiment_id: int, timeout: float = 30) -> list[Any]:
-    from xcore.experiment import get_experiment
-
-    get_experiment(experiment_id).wait_until_complete(timeout=timeout)
-    return jobs(experiment_id)
-
-
-def xcore_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    script = "import sys\nfrom xcore.cli.main import main\nsys.exit(main(sys.argv[1:]))\n"
-    return subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, timeout=60,
-                          env=dict(os.environ), check=False)
 
 
 @pytest.fixture
@@ -145,10 +128,8 @@ def test_hostile_arguments_reach_the_container_spec_exactly(vertex, xcore_home, 
     container = created.job_spec.worker_pool_specs[0].container_spec
     assert list(container.args) == HOSTILE_ARGS and not container.command
     assert {e.name: e.value for e in container.env} == {"HOSTILE": HOSTILE_ENV}
-    from xcore.plugins import get_host
-
-    logs = "".join(get_host().job_logs(job.handle_kind, get_host().serializer.load(job.handle), False))
-    line = next(line for line in logs.splitlines() if line.startswith("ARGS "))
+    output = "".join(logs(job))
+    line = next(line for line in output.splitlines() if line.startswith("ARGS "))
     assert json.loads(line.removeprefix("ARGS ")) == {"argv": HOSTILE_ARGS, "env": HOSTILE_ENV}
 
 
@@ -223,12 +204,11 @@ def test_vertex_unreachable_reads_unknown_and_keeps_state(vertex, xcore_home, im
     vertex.auto_run = False
     exp = run_units([{"args": ["x"]}])
     vertex.fail("list", 503, "unavailable", times=1)
-    from xcore.experiment import open_store
-    from xcore.plugins import get_host
-    from xcore.tracking import refresh_jobs
+    from xgcp.api import VertexError
 
-    [job] = refresh_jobs(open_store(), get_host(), jobs(exp))
-    assert job.status in (Status.PENDING, Status.UNKNOWN)
+    with pytest.raises(VertexError, match="cannot ask Vertex: .*unavailable"):  # the core reads it as UNKNOWN
+        states(exp)
+    assert [s.status for s in states(exp)] == [Status.PENDING]  # and asks again later
 
 
 def test_logs_follow_with_a_cursor_yields_each_line_once(vertex, xcore_home, image):
@@ -241,12 +221,8 @@ def test_logs_follow_with_a_cursor_yields_each_line_once(vertex, xcore_home, ima
         vertex.log(job_id, "workerpool0-0", f"line {i}")
     vertex.log(job_id, "workerpool0-1", "another replica: not shown")
     [job] = jobs(exp)
-    from xcore.plugins import get_host
-
-    host = get_host()
     chunks: list[str] = []
-    reader = threading.Thread(target=lambda: chunks.extend(
-        host.job_logs(job.handle_kind, host.serializer.load(job.handle), True)))
+    reader = threading.Thread(target=lambda: chunks.extend(logs(job, follow=True)))
     reader.start()
     time.sleep(1.5)
     for i in range(3, 6):

@@ -4,14 +4,8 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 
-
-def xcore_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    script = "import sys\nfrom xcore.cli.main import main\nsys.exit(main(sys.argv[1:]))\n"
-    return subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, timeout=60,
-                          env=env or dict(os.environ), check=False)
+from xgcp_testkit import xcore_cli
 
 
 def test_check_passes_against_a_reachable_project(vertex, tmp_path):

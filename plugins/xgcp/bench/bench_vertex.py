@@ -44,9 +44,10 @@ def main() -> None:
     fake = FakeVertex(auto_run=False).start()
     os.environ.update(XGCP_API_ENDPOINT=fake.endpoint, XGCP_LOGGING_ENDPOINT=fake.endpoint)
 
-    import xcore as xm
     import xgcp
     from xgcp import api
+
+    import xcore as xm
 
     api.client("us-central1")  # the client import is measured separately below
     start = time.perf_counter()
@@ -77,8 +78,9 @@ def main() -> None:
     light = import_cost("import xgcp, xgcp.hooks; xgcp.Vertex")
     core = import_cost("from xcore import plugin; plugin.Executor; plugin.JobHandle; plugin.hookimpl")
     heavy = import_cost("from google.cloud import aiplatform_v1")
-    loaded = subprocess.run([sys.executable, "-c", "import sys; b = set(sys.modules); import xgcp, xgcp.hooks; "
-                             "xgcp.Vertex; print(len([m for m in set(sys.modules) - b if m.startswith('google.')]))"],
+    probe = ("import sys; b = set(sys.modules); import xgcp, xgcp.hooks; "
+             "xgcp.Vertex; print(len([m for m in set(sys.modules) - b if m.startswith('google.')]))")
+    loaded = subprocess.run([sys.executable, "-c", probe],
                             capture_output=True, text=True, check=True).stdout.strip()
     print(f"import xgcp (before first use): {light * 1000:.0f} ms, of which the xcore plugin API {core * 1000:.0f} ms; "
           f"google modules loaded: {loaded} (target: nothing heavy)")

@@ -5,8 +5,9 @@
 
 import sys
 
-import xcore as xm
 import xgcp
+
+import xcore as xm
 
 image = sys.argv[1]
 with xm.create_experiment("vertex gpu sweep") as experiment:

@@ -9,8 +9,9 @@ and xm_local.create_experiment -> xm.create_experiment.
 
 import sys
 
-import xcore as xm
 import xgcp as xm_local
+
+import xcore as xm
 
 # image URI, projects/P/locations/L/tensorboards/ID, gs://bucket/dir, service account (TensorBoard needs one)
 image, tensorboard, bucket, service_account = sys.argv[1:5]

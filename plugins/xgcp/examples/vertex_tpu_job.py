@@ -2,8 +2,9 @@
 
 import sys
 
-import xcore as xm
 import xgcp
+
+import xcore as xm
 
 with xm.create_experiment("vertex tpu") as experiment:
     [exe] = experiment.package([xm.container(xgcp.Vertex.Spec(), sys.argv[1])])

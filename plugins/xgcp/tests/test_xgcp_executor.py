@@ -5,12 +5,12 @@ from __future__ import annotations
 import datetime
 
 import pytest
+import xgcp
+from xgcp import build, config, machines
 
 import xcore as xm
-import xgcp
 from xcore.plugin import ConfigurationError, ResourceSpecError
 from xcore.testing import make_request
-from xgcp import build, config, machines
 
 
 @pytest.mark.parametrize(("requirements", "machine", "accelerator"), [
@@ -55,7 +55,7 @@ def test_requirements_no_machine_fits_say_why(requirements, message):
 
 @pytest.mark.parametrize(("fields", "message"), [
     ({"labels": {"Team": "x"}}, "lowercase"),
-    ({"labels": {"xcore-store": "x"}}, "xcore's own"),
+    ({"labels": {"xcore_store": "x"}}, "xcore's own"),
     ({"scheduling": "preemptible"}, "use one of standard, spot, flex-start"),
     ({"max_wait_secs": 60}, "flex-start. only"),
     ({"timeout_secs": 0}, "must be > 0"),
@@ -104,7 +104,7 @@ def test_tpu_job_body_with_topology_and_flex_start():
                                               "max_wait_duration": datetime.timedelta(seconds=1800)}
     assert body["job_spec"]["service_account"] == "sa@p.iam"  # from the target
     assert body["display_name"].startswith("my-sweep--")
-    assert body["labels"]["xcore-request"] == "rid" and body["labels"]["xcore-store"] == "store1"
+    assert body["labels"]["xcore_request"] == "rid" and body["labels"]["xcore_store"] == "store1"
     from xgcp import api
 
     api.message(body)  # the real message type accepts every field
@@ -170,6 +170,6 @@ def test_no_project_anywhere_says_what_to_set(tmp_path, monkeypatch):
 
 
 def test_python_module_packaging_explains_what_to_do(xcore_home):
-    with pytest.raises(Exception, match=r"xm.container\(xgcp.Vertex.Spec\(\)"):
-        with xm.create_experiment("p") as experiment:
-            experiment.package([xm.python_module(xgcp.Vertex.Spec(), "train", path=".")])
+    with pytest.raises(xm.PackagingError, match=r"xm.container\(xgcp.Vertex.Spec\(\)"), \
+            xm.create_experiment("p") as experiment:
+        experiment.package([xm.python_module(xgcp.Vertex.Spec(), "train", path=".")])

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import threading
@@ -11,11 +10,11 @@ import time
 from typing import Any
 
 import pytest
+import xgcp
+from xgcp_testkit import jobs, logs, states, wait, xcore_cli
 
 import xcore as xm
-import xgcp
 from xcore.testing.contract import HOSTILE_ARGS, HOSTILE_ENV
-from xgcp_testkit import jobs, logs, states, wait, xcore_cli
 
 Status = xm.Status
 
@@ -61,7 +60,7 @@ def test_single_job_body_and_outcome(vertex, xcore_home, image):
     assert spec.scheduling.strategy.name == "SPOT" and spec.scheduling.timeout.total_seconds() == 3600
     assert spec.service_account == "trainer@p.iam.gserviceaccount.com" and spec.enable_web_access
     assert spec.base_output_directory.output_uri_prefix == "gs://bucket/out"
-    assert created.labels["team"] == "ml" and created.labels["xcore-experiment"] == str(exp)
+    assert created.labels["team"] == "ml" and created.labels["xcore_experiment"] == str(exp)
     assert job.log_path.startswith("https://console.cloud.google.com/vertex-ai/")
 
 
@@ -89,10 +88,9 @@ def test_job_group_becomes_worker_pools(vertex, xcore_home, image):
 
 
 def test_job_group_with_too_many_chief_replicas_is_one_clear_failure(vertex, xcore_home, image):
-    with pytest.raises(Exception):
-        with xm.create_experiment("bad") as experiment:
-            [exe] = experiment.package([xm.container(xgcp.Vertex.Spec(), IMAGE)])
-            experiment.add(xm.Job(exe, xgcp.Vertex(requirements=xm.JobRequirements(replicas=2))))
+    with pytest.raises(xm.ExperimentUnitError), xm.create_experiment("bad") as experiment:
+        [exe] = experiment.package([xm.container(xgcp.Vertex.Spec(), IMAGE)])
+        experiment.add(xm.Job(exe, xgcp.Vertex(requirements=xm.JobRequirements(replicas=2))))
     [job] = jobs(experiment.experiment_id)
     assert job.status is Status.FAILED
     assert "first worker pool (the chief) runs 1 replica" in job.message
@@ -113,6 +111,7 @@ def test_sweep_of_100_with_one_failure_and_status_in_one_list_call(vertex, xcore
     before = vertex.calls["list"]
     result = xcore_cli("show", str(exp), "--json")
     assert vertex.calls["list"] - before == 1, "status of 100 trials must be one list call"
+    assert vertex.calls["get"] == 0
     assert result.stdout, result.stderr
     found = wait(exp)
     statuses = [j.status for j in found]
@@ -141,7 +140,7 @@ def test_quota_errors_mid_sweep_lose_nothing_and_duplicate_nothing(vertex, xcore
     units = [(j.work_unit_id, j.status) for j in jobs(exp)]
     assert len(units) == 30 and all(s is Status.PENDING for _, s in units), units
     assert len(vertex.jobs) == 30, "a create whose answer was lost must not be repeated"
-    per_unit = sorted(int(j.labels["xcore-unit"]) for j in vertex.jobs.values())
+    per_unit = sorted(int(j.labels["xcore_unit"]) for j in vertex.jobs.values())
     assert per_unit == list(range(1, 31))
     handles = {json.dumps(j.handle, sort_keys=True) for j in jobs(exp)}
     assert len(handles) == 30
@@ -154,7 +153,7 @@ def test_persistent_quota_fails_only_the_units_it_hit(vertex, xcore_home, image,
     monkeypatch.setattr(api, "RETRY_BUDGET_SECS", 0.2)
     vertex.auto_run = False
     vertex.fail("create", 429, times=10_000, after=3)
-    with pytest.raises(Exception):
+    with pytest.raises(xm.ExperimentUnitError):
         run_units([{"args": [str(i)]} for i in range(5)], xgcp.Vertex(create_parallelism=1))
     found = jobs(1)
     assert [j.status for j in found].count(Status.PENDING) == 3 == len(vertex.jobs)
@@ -167,7 +166,7 @@ def test_permission_denied_and_disabled_api_say_what_to_run(vertex, xcore_home, 
     vertex.fail("create", 403, "Permission 'aiplatform.customJobs.create' denied on resource", times=1)
     vertex.fail("create", 403, "Vertex AI API has not been used in project fake-project before or it is disabled.",
                 times=1)
-    with pytest.raises(Exception):
+    with pytest.raises(xm.ExperimentUnitError):
         run_units([{"args": ["a"]}, {"args": ["b"]}], xgcp.Vertex(create_parallelism=1))
     disabled, denied = sorted((j.message for j in jobs(1)), key=lambda m: "gcloud services" not in m)
     assert disabled.endswith("run `gcloud services enable aiplatform.googleapis.com --project fake-project`.")
@@ -241,3 +240,16 @@ def test_import_xgcp_loads_no_google_library():
             "'requests')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_a_job_the_list_does_not_show_yet_is_asked_for_by_name_not_lost(vertex, xcore_home, image):
+    vertex.auto_run = False
+    exp = run_units([{"args": ["x"]}, {"args": ["y"]}])
+    lagging, forgotten = list(vertex.jobs)
+    vertex.set_state(lagging, "RUNNING")
+    vertex.unlisted.add(lagging)
+    vertex.forget(forgotten)
+    found = states(exp)
+    assert [s.status for s in found] == [Status.RUNNING, Status.FAILED]
+    assert found[1].message.startswith("lost: Vertex has no CustomJob") and found[1].exit_code is None
+    assert (vertex.calls["list"], vertex.calls["get"]) == (1, 2)

@@ -33,6 +33,7 @@ _EXPORTS = {
     "Target": "xgcp.config",
 }
 
-__all__ = sorted(_EXPORTS) + ["__version__"]
+__all__ = ["Target", "TensorboardCapability", "Vertex", "VertexExecutable", "VertexHandle", "VertexSpec",
+           "__version__", "select_machine"]
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

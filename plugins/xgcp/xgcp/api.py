@@ -87,14 +87,14 @@ def message(body: dict[str, Any]) -> Any:
 
 def find_by_request(api: Any, project: str, location: str, request_id: str) -> Any | None:
     jobs = list(api.list_custom_jobs(request={"parent": parent(project, location),
-                                              "filter": f'labels.xcore-request="{request_id}"'}))
+                                              "filter": f'labels.xcore_request="{request_id}"'}))
     return jobs[0] if jobs else None
 
 
 def create(api: Any, project: str, location: str, body: dict[str, Any], request_id: str,
            calls: Callable[[str], None] = lambda kind: None, sleep: Callable[[float], None] = time.sleep) -> Any:
     """Create one CustomJob, backing off on quota and transient errors. Before each retry the
-    job's ``xcore-request`` label is looked up, so a create whose answer was lost is never
+    job's ``xcore_request`` label is looked up, so a create whose answer was lost is never
     repeated."""
     deadline = time.monotonic() + RETRY_BUDGET_SECS
     delay = BACKOFF_BASE_SECS

@@ -26,7 +26,7 @@ ROLE_POOLS = {"chief": 0, "worker": 1, "workers": 1, "ps": 2, "parameter_server"
               "evaluator": 3, "evaluators": 3}
 STRATEGY = {"standard": "STANDARD", "spot": "SPOT", "flex-start": "FLEX_START"}
 
-LABEL_STORE, LABEL_EXPERIMENT, LABEL_UNIT, LABEL_REQUEST = "xcore-store", "xcore-experiment", "xcore-unit", "xcore-request"
+LABEL_STORE, LABEL_EXPERIMENT, LABEL_UNIT, LABEL_REQUEST = "xcore_store", "xcore_experiment", "xcore_unit", "xcore_request"
 
 
 @attrs.define

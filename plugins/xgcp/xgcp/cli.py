@@ -24,11 +24,12 @@ def add_commands(subparsers: Any) -> None:
 
 
 def list_targets(args: argparse.Namespace) -> int:
+    from xcore.plugin import XcoreError
     from xgcp import config
 
     try:
         targets, default = config.load_targets()
-    except Exception as exc:
+    except XcoreError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     if args.json:
@@ -46,7 +47,6 @@ def list_targets(args: argparse.Namespace) -> int:
 
 def check_target(args: argparse.Namespace) -> int:
     from xcore.plugin import XcoreError
-
     from xgcp import api, config
 
     results: list[dict[str, Any]] = []
@@ -57,7 +57,7 @@ def check_target(args: argparse.Namespace) -> int:
             detail, ok = action(), True
         except XcoreError as exc:
             detail, ok = str(exc), False
-        except Exception as exc:  # a Google API error: one sentence with what to run
+        except Exception as exc:  # noqa: BLE001  (any Google API error: one sentence with what to run)
             detail, ok = api.explain(exc, target.project), False
         results.append({"check": name, "ok": ok, "detail": detail, "seconds": round(time.perf_counter() - start, 3)})
         return ok

@@ -13,7 +13,7 @@ LABEL_RE = re.compile(r"[a-z][a-z0-9_-]{0,62}")
 LABEL_VALUE_RE = re.compile(r"[a-z0-9_-]{0,63}")
 STRATEGIES = ("standard", "spot", "flex-start")
 BOOT_DISK_TYPES = ("pd-ssd", "pd-standard", "pd-balanced", "hyperdisk-balanced")
-RESERVED_LABEL_PREFIX = "xcore-"
+RESERVED_LABEL_PREFIXES = ("xcore_", "xcore-")
 
 
 def _check_labels(instance: Any, attribute: Any, labels: dict[str, str]) -> None:
@@ -22,8 +22,8 @@ def _check_labels(instance: Any, attribute: Any, labels: dict[str, str]) -> None
             raise xp.ConfigurationError(
                 f"Vertex label {key}={value!r}: keys start with a letter; keys and values use only lowercase "
                 f"letters, digits, '-' and '_', at most 63 characters.")
-        if key.startswith(RESERVED_LABEL_PREFIX):
-            raise xp.ConfigurationError(f"Vertex label {key!r}: labels starting with 'xcore-' are xcore's own.")
+        if key.startswith(RESERVED_LABEL_PREFIXES):
+            raise xp.ConfigurationError(f"Vertex label {key!r}: labels starting with 'xcore_' are xcore's own.")
     if len(labels) > 60:
         raise xp.ConfigurationError("Vertex allows 64 labels per job and xcore uses 4: give at most 60.")
 
@@ -134,7 +134,7 @@ class VertexHandle(xp.JobHandle):
     location: str
     name: str  # projects/P/locations/L/customJobs/ID
     pool: int = 0
-    request: str = ""  # the xcore-request label: finds the job again if a create's answer was lost
+    request: str = ""  # the xcore_request label: finds the job again if a create's answer was lost
     store: str = ""
     experiment: str = ""
 

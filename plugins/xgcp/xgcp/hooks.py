@@ -40,10 +40,10 @@ def xcore_package(packageable: xp.Packageable, context: xp.PackagingContext) -> 
 
 
 def store_id(state_dir: Any) -> str:
-    """A random id for this xcore store, put on every CustomJob as the xcore-store label, so two
+    """A random id for this xcore store, put on every CustomJob as the xcore_store label, so two
     stores that share a project never read each other's experiments."""
-    from pathlib import Path
     import secrets
+    from pathlib import Path
 
     path = Path(state_dir) / STORE_FILE
     try:
@@ -82,7 +82,7 @@ def xcore_launch(executor_kind: str, requests: Sequence[xp.LaunchRequest],
             job = futures[future]
             try:
                 created = future.result()
-            except Exception as exc:  # each unit fails alone; the others stay submitted and recorded
+            except Exception as exc:  # noqa: BLE001  (each unit fails alone; the others stay recorded)
                 reason = api.explain(exc, job.project)
                 for request, _ in job.requests:
                     results[request.job_id] = xp.LaunchFailure(reason)
@@ -132,7 +132,7 @@ def job_state(job: Any, handle: VertexHandle) -> xp.JobState:
 
 def _label_filter(handles: Sequence[VertexHandle]) -> str:
     pairs = sorted({(h.store, h.experiment) for h in handles})
-    terms = [f'(labels.xcore-store="{s}" AND labels.xcore-experiment="{e}")' for s, e in pairs]
+    terms = [f'(labels.xcore_store="{s}" AND labels.xcore_experiment="{e}")' for s, e in pairs]
     return " OR ".join(terms)
 
 
@@ -149,14 +149,32 @@ def fetch_jobs(handles: Sequence[VertexHandle]) -> dict[str, Any]:
             found.update(api.list_jobs(api.client(location), project, location, _label_filter(group)))
         except xp.XcoreError:
             raise
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001  (any Google error: the jobs read UNKNOWN with the reason)
             raise api.VertexError(f"cannot ask Vertex: {api.explain(exc, project)}") from None
     return found
+
+
+def _get_missing(handles: Sequence[VertexHandle], found: dict[str, Any]) -> None:
+    """Ask for each job the list did not return, by name, before calling it lost: a list can
+    lag a create. Only forgotten jobs cost a call."""
+    from xgcp import api
+
+    errors = api._errors()
+    for handle in handles:
+        if handle.name in found:
+            continue
+        try:
+            found[handle.name] = api.client(handle.location).get_custom_job(name=handle.name)
+        except errors.NotFound:
+            found[handle.name] = None
+        except Exception as exc:  # noqa: BLE001  (any Google error: the jobs read UNKNOWN with the reason)
+            raise api.VertexError(f"cannot ask Vertex: {api.explain(exc, handle.project)}") from None
 
 
 @xp.hookimpl
 def xcore_job_states(handle_kind: str, handles: Sequence[VertexHandle]) -> list[xp.JobState]:
     found = fetch_jobs(handles)
+    _get_missing(handles, found)
     states = []
     for handle in handles:
         job = found.get(handle.name)
@@ -167,18 +185,28 @@ def xcore_job_states(handle_kind: str, handles: Sequence[VertexHandle]) -> list[
 
 @xp.hookimpl
 def xcore_cancel(handle_kind: str, handles: Sequence[VertexHandle]) -> bool:
+    """Ask Vertex to cancel each CustomJob once (a JobGroup's jobs share one), 8 at a time.
+    Vertex answers 400 FAILED_PRECONDITION for an ended job: it is left as it is."""
+    import concurrent.futures
+
     from xgcp import api
 
     errors = api._errors()
-    for name, handle in {h.name: h for h in handles}.items():
+
+    def cancel(handle: VertexHandle) -> str | None:
         try:
-            api.client(handle.location).cancel_custom_job(name=name)
-        except (errors.FailedPrecondition, errors.NotFound):
-            continue  # already ended, or forgotten: leave it as it is
-        except errors.GoogleAPICallError as exc:
-            if getattr(exc, "code", None) == 400:  # REST: cancelling an ended job is a 400
-                continue
-            raise api.VertexError(f"cannot cancel {name}: {api.explain(exc, handle.project)}") from None
+            api.client(handle.location).cancel_custom_job(name=handle.name)
+        except (errors.FailedPrecondition, errors.NotFound, errors.BadRequest):
+            return None  # already ended, or forgotten
+        except Exception as exc:  # noqa: BLE001  (reported below, after the other cancels were sent)
+            return f"cannot cancel {handle.name}: {api.explain(exc, handle.project)}"
+        return None
+
+    unique = list({h.name: h for h in handles}.values())
+    with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
+        problems = [p for p in pool.map(cancel, unique) if p]
+    if problems:
+        raise api.VertexError(problems[0] + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))
     return True
 
 

@@ -14,7 +14,9 @@ from collections.abc import Iterable
 import attrs
 
 from xcore.plugin import JobRequirements
-from xcore.plugin import ResourceSpecError as ConfigurationError  # requirement errors are spec errors
+from xcore.plugin import (
+    ResourceSpecError as ConfigurationError,  # requirement errors are spec errors
+)
 
 GiB = 1024**3
 

@@ -79,6 +79,8 @@ class FakeVertex:
         self._insert = itertools.count(1)
         self.server: ThreadingHTTPServer | None = None
         self.unlisted: set[str] = set()  # jobs list does not return yet (a list lagging a create)
+        self.create_delay = 0.0  # seconds each create takes (to observe concurrency)
+        self.in_flight = self.max_in_flight = 0
 
     # -- test controls -------------------------------------------------------------------
 
@@ -157,6 +159,17 @@ class FakeVertex:
         return None
 
     def create(self, parent: str, body: str) -> aiplatform_v1.CustomJob:
+        with self.lock:
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            time.sleep(self.create_delay)
+            return self._create(parent, body)
+        finally:
+            with self.lock:
+                self.in_flight -= 1
+
+    def _create(self, parent: str, body: str) -> aiplatform_v1.CustomJob:
         failure = self._inject("create")
         if failure and not failure.create_anyway:
             raise ApiError(failure.code, failure.message)

@@ -253,3 +253,24 @@ def test_a_job_the_list_does_not_show_yet_is_asked_for_by_name_not_lost(vertex, 
     assert [s.status for s in found] == [Status.RUNNING, Status.FAILED]
     assert found[1].message.startswith("lost: Vertex has no CustomJob") and found[1].exit_code is None
     assert (vertex.calls["list"], vertex.calls["get"]) == (1, 2)
+
+
+def test_sweep_creation_is_concurrent_and_bounded(vertex, xcore_home, image):
+    vertex.auto_run = False
+    vertex.create_delay = 0.05
+    run_units([{"args": [str(i)]} for i in range(24)], xgcp.Vertex(create_parallelism=4))
+    assert len(vertex.jobs) == 24
+    assert 2 <= vertex.max_in_flight <= 4, vertex.max_in_flight
+
+
+def test_status_is_one_list_call_per_project_and_location(vertex, xcore_home, image):
+    vertex.auto_run = False
+    with xm.create_experiment("two regions") as experiment:
+        [exe] = experiment.package([xm.container(xgcp.Vertex.Spec(), IMAGE)])
+        for i in range(6):
+            location = "us-central1" if i % 2 else "europe-west4"
+            experiment.add(xm.Job(exe, xgcp.Vertex(location=location), args=[str(i)]))
+    assert sorted({name.split("/")[3] for name in vertex.jobs}) == ["europe-west4", "us-central1"]
+    before = vertex.calls["list"]
+    assert [s.status for s in states(experiment.experiment_id)] == [Status.PENDING] * 6
+    assert vertex.calls["list"] - before == 2

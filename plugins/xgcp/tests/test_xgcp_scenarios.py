@@ -268,8 +268,8 @@ def test_status_is_one_list_call_per_project_and_location(vertex, xcore_home, im
     with xm.create_experiment("two regions") as experiment:
         [exe] = experiment.package([xm.container(xgcp.Vertex.Spec(), IMAGE)])
         for i in range(6):
-            location = "us-central1" if i % 2 else "europe-west4"
-            experiment.add(xm.Job(exe, xgcp.Vertex(location=location), args=[str(i)]))
+            executor = xgcp.Vertex() if i % 2 else xgcp.Vertex(requirements=xm.JobRequirements(location="europe-west4"))
+            experiment.add(xm.Job(exe, executor, args=[str(i)]))
     assert sorted({name.split("/")[3] for name in vertex.jobs}) == ["europe-west4", "us-central1"]
     before = vertex.calls["list"]
     assert [s.status for s in states(experiment.experiment_id)] == [Status.PENDING] * 6

@@ -147,6 +147,11 @@ def custom_job(requests: Sequence[xp.LaunchRequest], target: Target, store: str,
     return {"display_name": name[:128], "job_spec": job_spec, "labels": labels}
 
 
+def location_of(executor: Vertex) -> str | None:
+    """``Vertex(location=...)``, else XManager's ``JobRequirements(location=...)``, else the target's."""
+    return executor.location or executor.requirements.location
+
+
 def plan(requests: Sequence[xp.LaunchRequest], store: str, title: str,
          resolve_target: Any) -> list[PlannedJob | tuple[list[xp.LaunchRequest], str]]:
     """Group requests by work unit and build each CustomJob; a unit that cannot be built
@@ -158,10 +163,10 @@ def plan(requests: Sequence[xp.LaunchRequest], store: str, title: str,
     for unit in units.values():
         executor: Vertex = unit[0].executor  # type: ignore[assignment]
         try:
-            places = {(r.executor.target, r.executor.project, r.executor.location) for r in unit}  # type: ignore[attr-defined]
+            places = {(r.executor.target, r.executor.project, location_of(r.executor)) for r in unit}  # type: ignore[arg-type]
             if len(places) > 1:
                 raise xp.ConfigurationError("The jobs of one JobGroup must use the same Vertex target, project and location.")
-            target = resolve_target(executor.target, executor.project, executor.location)
+            target = resolve_target(executor.target, executor.project, location_of(executor))
             request_id = new_request_id()
             body = custom_job(unit, target, store, title, request_id)
             pools = pool_order(unit)

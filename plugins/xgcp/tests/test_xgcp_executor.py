@@ -173,3 +173,23 @@ def test_python_module_packaging_explains_what_to_do(xcore_home):
     with pytest.raises(xm.PackagingError, match=r"xm.container\(xgcp.Vertex.Spec\(\)"), \
             xm.create_experiment("p") as experiment:
         experiment.package([xm.python_module(xgcp.Vertex.Spec(), "train", path=".")])
+
+
+def test_package_leaves_executor_specs_it_does_not_own_to_others(tmp_path):
+    """The core asks every plugin when no plugin owns an executor spec: xgcp must answer None
+    (not its own 'cannot build images' error), so the user gets the core's error."""
+    import attrs
+    from xgcp import hooks
+
+    from xcore.testing import make_packaging_context
+
+    @attrs.frozen
+    class OtherSpec(xm.ExecutorSpec):
+        pass
+
+    context = make_packaging_context(tmp_path)
+    assert hooks.xcore_package(xm.binary(OtherSpec(), "/bin/true"), context) is None
+    with pytest.raises(xm.PackagingError, match="xgcp cannot build images yet"):
+        hooks.xcore_package(xm.binary(xgcp.Vertex.Spec(), "/bin/true"), context)
+    made = hooks.xcore_package(xm.container(xgcp.Vertex.Spec(), "us-docker.pkg.dev/p/r/img:1"), context)
+    assert (made.image_uri, made.command) == ("us-docker.pkg.dev/p/r/img:1", [])

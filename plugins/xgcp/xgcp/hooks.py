@@ -30,7 +30,9 @@ def xcore_add_commands(subparsers: Any) -> None:
 
 
 @xp.hookimpl
-def xcore_package(packageable: xp.Packageable, context: xp.PackagingContext) -> VertexExecutable:
+def xcore_package(packageable: xp.Packageable, context: xp.PackagingContext) -> VertexExecutable | None:
+    if not isinstance(packageable.executor_spec, VertexSpec):
+        return None  # asked because no plugin owns the executor spec: not ours either
     spec = packageable.executable_spec
     if isinstance(spec, xp.Container):
         return VertexExecutable(name=spec.name, image_uri=spec.image_path)

@@ -245,7 +245,8 @@ def test_import_xgcp_loads_no_google_library():
 def test_a_job_the_list_does_not_show_yet_is_asked_for_by_name_not_lost(vertex, xcore_home, image):
     vertex.auto_run = False
     exp = run_units([{"args": ["x"]}, {"args": ["y"]}])
-    lagging, forgotten = list(vertex.jobs)
+    by_unit = {job.labels["xcore_unit"]: name for name, job in vertex.jobs.items()}  # created concurrently
+    lagging, forgotten = by_unit["1"], by_unit["2"]
     vertex.set_state(lagging, "RUNNING")
     vertex.unlisted.add(lagging)
     vertex.forget(forgotten)

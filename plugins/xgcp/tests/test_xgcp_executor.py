@@ -1,0 +1,195 @@
+"""The Vertex executor's fields, the machine table and the CustomJob bodies (no network)."""
+
+from __future__ import annotations
+
+import datetime
+
+import pytest
+import xgcp
+from xgcp import build, config, machines
+
+import xcore as xm
+from xcore.plugin import ConfigurationError, ResourceSpecError
+from xcore.testing import make_request
+
+
+@pytest.mark.parametrize(("requirements", "machine", "accelerator"), [
+    ({}, "n1-standard-4", None),
+    ({"cpu": 2}, "n2-highcpu-2", None),
+    ({"cpu": 8, "memory": "30GiB"}, "n1-standard-8", None),
+    ({"cpu": 8, "memory": "31GiB"}, "n2-standard-8", None),
+    ({"memory": "600GiB"}, "n2-highmem-80", None),
+    ({"memory": "600GiB", "cpu": 90}, "n1-highmem-96", None),
+    ({"t4": 1}, "n1-highmem-2", ("NVIDIA_TESLA_T4", 1)),
+    ({"t4": 4, "cpu": 64}, "n1-highcpu-64", ("NVIDIA_TESLA_T4", 4)),
+    ({"v100": 8}, "n1-highmem-2", ("NVIDIA_TESLA_V100", 8)),
+    ({"a100": 1}, "a2-highgpu-1g", ("NVIDIA_TESLA_A100", 1)),
+    ({"a100": 16}, "a2-megagpu-16g", ("NVIDIA_TESLA_A100", 16)),
+    ({"a100_80gib": 4}, "a2-ultragpu-4g", ("NVIDIA_A100_80GB", 4)),
+    ({"h100": 8}, "a3-highgpu-8g", ("NVIDIA_H100_80GB", 8)),
+    ({"l4": 1, "cpu": 10}, "g2-standard-12", ("NVIDIA_L4", 1)),
+    ({"l4": 4}, "g2-standard-48", ("NVIDIA_L4", 4)),
+    ({"tpu_v3": 8}, "cloud-tpu", ("TPU_V3", 8)),
+    ({"tpu_v5e": 8}, "ct5lp-hightpu-8t", ("TPU_V5_LITEPOD", 8)),
+])
+def test_smallest_machine_that_fits(requirements, machine, accelerator):
+    chosen = machines.select_machine(xm.JobRequirements(**requirements))
+    assert chosen.machine_type == machine
+    assert (chosen.vertex_accelerator, chosen.accelerator_count) == (accelerator or (None, 0))
+
+
+@pytest.mark.parametrize(("requirements", "message"), [
+    ({"t4": 3}, "n1 machines take 1, 2, 4 T4 GPUs, not 3"),
+    ({"a100": 3}, "carry 1 or 2 or 4 or 8 or 16 A100 accelerators, not 3"),
+    ({"l4": 1, "cpu": 40}, "the largest (g2-standard-32) has 32 vCPUs"),
+    ({"v100": 1, "cpu": 16}, "no machine with 1 V100 has 16 vCPUs"),
+    ({"cpu": 200}, "Lower cpu or memory"),
+    ({"gpu": 1}, "name the GPU type"),
+    ({"tpu_v2": 4}, "carry 8 TPU_V2 accelerators, not 4"),
+    ({"b300": 8}, "no machine with B300"),
+])
+def test_requirements_no_machine_fits_say_why(requirements, message):
+    with pytest.raises(ResourceSpecError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        xgcp.Vertex(requirements=xm.JobRequirements(**requirements))
+
+
+@pytest.mark.parametrize(("fields", "message"), [
+    ({"labels": {"Team": "x"}}, "lowercase"),
+    ({"labels": {"xcore_store": "x"}}, "xcore's own"),
+    ({"scheduling": "preemptible"}, "use one of standard, spot, flex-start"),
+    ({"max_wait_secs": 60}, "flex-start. only"),
+    ({"timeout_secs": 0}, "must be > 0"),
+    ({"boot_disk_size_gb": 50}, "100 to 64000"),
+    ({"boot_disk_type": "ssd"}, "pd-ssd"),
+    ({"base_output_dir": "/tmp/out"}, "a gs:// path"),
+    ({"network": "default"}, "projects/NUMBER/global/networks/NAME"),
+    ({"service_account": "me"}, "an email"),
+    ({"machine_type": "n9-huge"}, "not in xgcp's table"),
+    ({"create_parallelism": 0}, "between 1 and 64"),
+])
+def test_bad_executor_fields_are_one_line_errors(fields, message):
+    with pytest.raises(ConfigurationError, match=message):
+        xgcp.Vertex(**fields)
+
+
+def test_tensorboard_fields_are_checked():
+    with pytest.raises(ConfigurationError, match="tensorboards/ID"):
+        xgcp.TensorboardCapability(name="my-board", base_output_directory="gs://b/tb")
+
+
+def test_executor_round_trips_through_the_store_serializer(xcore_home):
+    from xgcp_testkit import host as core_host
+
+    executor = xgcp.Vertex(requirements=xm.JobRequirements(a100=2), labels={"team": "ml"}, scheduling="flex-start",
+                           max_wait_secs=600, tensorboard=xgcp.TensorboardCapability(
+                               name="projects/p/locations/us-central1/tensorboards/1", base_output_directory="gs://b/tb"))
+    host = core_host()
+    assert host.serializer.load(host.serializer.dump(executor)) == executor
+
+
+def _target(**defaults):
+    return config.Target(name="t", project="p", location="europe-west4", service_account="sa@p.iam", defaults=defaults)
+
+
+def test_tpu_job_body_with_topology_and_flex_start():
+    exe = xgcp.VertexExecutable(name="train", image_uri="europe-docker.pkg.dev/p/r/train:1", command=["python", "-m", "t"])
+    executor = xgcp.Vertex(requirements=xm.JobRequirements(tpu_v5e=4), scheduling="flex-start", max_wait_secs=1800,
+                           restart_job_on_worker_restart=True)
+    body = build.custom_job([make_request(exe, executor, ["--steps", "10"])], _target(), "store1", "My Sweep!", "rid")
+    [pool] = body["job_spec"]["worker_pool_specs"]
+    assert pool["machine_spec"] == {"machine_type": "ct5lp-hightpu-4t", "accelerator_type": "TPU_V5_LITEPOD",
+                                    "accelerator_count": 4, "tpu_topology": "2x2"}
+    assert pool["container_spec"]["command"] == ["python", "-m", "t"]
+    assert body["job_spec"]["scheduling"] == {"restart_job_on_worker_restart": True, "strategy": "FLEX_START",
+                                              "max_wait_duration": datetime.timedelta(seconds=1800)}
+    assert body["job_spec"]["service_account"] == "sa@p.iam"  # from the target
+    assert body["display_name"].startswith("my-sweep--")
+    assert body["labels"]["xcore_request"] == "rid" and body["labels"]["xcore_store"] == "store1"
+    from xgcp import api
+
+    api.message(body)  # the real message type accepts every field
+
+
+def test_target_defaults_apply_when_the_executor_leaves_fields_unset():
+    exe = xgcp.VertexExecutable(name="t", image_uri="img")
+    target = _target(network="projects/1/global/networks/lab", labels={"team": "ml"})
+    body = build.custom_job([make_request(exe, xgcp.Vertex(labels={"run": "a"}), [])], target, "s", "t", "r")
+    assert body["job_spec"]["network"] == "projects/1/global/networks/lab"
+    assert body["labels"]["team"] == "ml" and body["labels"]["run"] == "a"
+
+
+def test_tensorboard_needs_a_service_account():
+    exe = xgcp.VertexExecutable(name="t", image_uri="img")
+    board = xgcp.TensorboardCapability(name="projects/p/locations/l/tensorboards/1", base_output_directory="gs://b/tb")
+    target = config.Target(name="t", project="p")
+    with pytest.raises(ConfigurationError, match="TensorBoard needs a service account"):
+        build.custom_job([make_request(exe, xgcp.Vertex(tensorboard=board), [])], target, "s", "t", "r")
+    body = build.custom_job([make_request(exe, xgcp.Vertex(tensorboard=board, service_account="a@b"), [])],
+                            target, "s", "t", "r")
+    assert body["job_spec"]["tensorboard"] == board.name
+    assert body["job_spec"]["base_output_directory"] == {"output_uri_prefix": "gs://b/tb"}
+
+
+def test_job_group_roles_place_pools_like_xmanager():
+    exe = xgcp.VertexExecutable(name="t", image_uri="img")
+    names = ["evaluator", "chief", "ps"]
+    requests = [make_request(exe, xgcp.Vertex(timeout_secs=60 if n == "chief" else None), [], job_name=n)
+                for n in names]
+    assert build.pool_order(requests) == [3, 0, 2]
+    body = build.custom_job(requests, config.Target(name="t", project="p"), "s", "t", "r")
+    pools = body["job_spec"]["worker_pool_specs"]
+    assert pools[1] == {} and pools[0]["machine_spec"]["machine_type"] == "n1-standard-4"
+    assert body["job_spec"]["scheduling"]["timeout"].total_seconds() == 60  # job-wide fields: the chief's
+    with pytest.raises(ConfigurationError, match="at most 4 worker pools"):
+        build.pool_order([make_request(exe, xgcp.Vertex(), [], job_name=f"j{i}") for i in range(5)])
+
+
+def test_targets_file(tmp_path, monkeypatch):
+    monkeypatch.setenv("XCORE_CONFIG_DIR", str(tmp_path))
+    monkeypatch.delenv("XGCP_TARGET", raising=False)
+    (tmp_path / "vertex.toml").write_text(
+        'default = "dev"\n[targets.dev]\nproject = "p1"\nlocation = "asia-east1"\nregistry = "r"\n'
+        '[targets.dev.defaults]\nnetwork = "projects/1/global/networks/n"\n'
+        '[targets.prod]\nproject = "p2"\n')
+    assert config.resolve().project == "p1" and config.resolve().location == "asia-east1"
+    assert config.resolve("prod").location == config.DEFAULT_LOCATION
+    assert config.resolve(project="other").project == "other"
+    with pytest.raises(ConfigurationError, match="'nope' is not in"):
+        config.resolve("nope")
+    (tmp_path / "vertex.toml").write_text('[targets.x]\nprojet = "typo"\n')
+    with pytest.raises(ConfigurationError, match="unknown keys projet"):
+        config.resolve()
+
+
+def test_no_project_anywhere_says_what_to_set(tmp_path, monkeypatch):
+    monkeypatch.setenv("XCORE_CONFIG_DIR", str(tmp_path))
+    for name in ("XGCP_TARGET", "GOOGLE_CLOUD_PROJECT", "CLOUDSDK_CORE_PROJECT"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(ConfigurationError, match="set GOOGLE_CLOUD_PROJECT"):
+        config.resolve()
+
+
+def test_python_module_packaging_explains_what_to_do(xcore_home):
+    with pytest.raises(xm.PackagingError, match=r"xm.container\(xgcp.Vertex.Spec\(\)"), \
+            xm.create_experiment("p") as experiment:
+        experiment.package([xm.python_module(xgcp.Vertex.Spec(), "train", path=".")])
+
+
+def test_package_leaves_executor_specs_it_does_not_own_to_others(tmp_path):
+    """The core asks every plugin when no plugin owns an executor spec: xgcp must answer None
+    (not its own 'cannot build images' error), so the user gets the core's error."""
+    import attrs
+    from xgcp import hooks
+
+    from xcore.testing import make_packaging_context
+
+    @attrs.frozen
+    class OtherSpec(xm.ExecutorSpec):
+        pass
+
+    context = make_packaging_context(tmp_path)
+    assert hooks.xcore_package(xm.binary(OtherSpec(), "/bin/true"), context) is None
+    with pytest.raises(xm.PackagingError, match="xgcp cannot build images yet"):
+        hooks.xcore_package(xm.binary(xgcp.Vertex.Spec(), "/bin/true"), context)
+    made = hooks.xcore_package(xm.container(xgcp.Vertex.Spec(), "us-docker.pkg.dev/p/r/img:1"), context)
+    assert (made.image_uri, made.command) == ("us-docker.pkg.dev/p/r/img:1", [])

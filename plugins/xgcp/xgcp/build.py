@@ -1,0 +1,177 @@
+"""LaunchRequests -> CustomJob bodies (plain dicts with aiplatform_v1 field names).
+
+A work unit's single job is one CustomJob with one worker pool. A JobGroup is one CustomJob
+with a worker pool per job, placed as XManager places them: jobs named after Vertex's roles
+(``chief``, ``worker``/``workers``, ``ps``/``parameter_server``, ``evaluator``) go to pools
+0-3, otherwise jobs fill pools in order; pool 0 runs one replica (the chief). Args go to
+``containerSpec.args`` and env to ``containerSpec.env`` as lists: nothing passes through a shell.
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+import secrets
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+
+from xcore import plugin as xp
+from xgcp import machines
+from xgcp.config import Target
+from xgcp.executors import Vertex, VertexExecutable
+
+ROLE_POOLS = {"chief": 0, "worker": 1, "workers": 1, "ps": 2, "parameter_server": 2, "parameter_servers": 2,
+              "evaluator": 3, "evaluators": 3}
+STRATEGY = {"standard": "STANDARD", "spot": "SPOT", "flex-start": "FLEX_START"}
+
+LABEL_STORE, LABEL_EXPERIMENT, LABEL_UNIT, LABEL_REQUEST = "xcore_store", "xcore_experiment", "xcore_unit", "xcore_request"
+
+
+@attrs.define
+class PlannedJob:
+    """One CustomJob to create, and which requests (with their pool) it carries."""
+
+    body: dict[str, Any]
+    requests: list[tuple[xp.LaunchRequest, int]]
+    project: str
+    location: str
+    request_id: str
+    target: Target
+
+
+def new_request_id() -> str:
+    return secrets.token_hex(8)
+
+
+def label_value(text: str) -> str:
+    return re.sub(r"[^a-z0-9_-]", "-", text.lower())[:63]
+
+
+def pool_order(requests: Sequence[xp.LaunchRequest]) -> list[int]:
+    names = [r.job_name.lower() for r in requests]
+    if len(requests) > 1 and all(n in ROLE_POOLS for n in names):
+        pools = [ROLE_POOLS[n] for n in names]
+        if len(set(pools)) != len(pools):
+            raise xp.ConfigurationError(f"JobGroup jobs {names} name the same Vertex worker pool twice.")
+        if 0 not in pools:
+            raise xp.ConfigurationError("A JobGroup with Vertex roles needs a 'chief' job (worker pool 0).")
+        return pools
+    if len(requests) > 4:
+        raise xp.ConfigurationError(f"A Vertex CustomJob has at most 4 worker pools; this JobGroup has {len(requests)} jobs.")
+    return list(range(len(requests)))
+
+
+def worker_pool(request: xp.LaunchRequest, pool: int) -> dict[str, Any]:
+    executor: Vertex = request.executor  # type: ignore[assignment]
+    exe: VertexExecutable = request.executable  # type: ignore[assignment]
+    if not isinstance(exe, VertexExecutable):
+        raise xp.ConfigurationError(f"{request.full_name}: package it for xgcp.Vertex.Spec() before adding it.")
+    requirements = executor.requirements
+    if executor.machine_type:
+        machine = next(m for m in machines.CPU_MACHINES + machines.ACCELERATOR_MACHINES
+                       if m.machine_type == executor.machine_type)
+    else:
+        machine = machines.select_machine(requirements)
+    machine_spec: dict[str, Any] = {"machine_type": machine.machine_type}
+    if machine.vertex_accelerator:
+        machine_spec["accelerator_type"] = machine.vertex_accelerator
+        machine_spec["accelerator_count"] = machine.accelerator_count
+    topology = requirements.extras.get("topology") or machine.tpu_topology
+    if topology and machine.accelerator and machine.accelerator.startswith("TPU"):
+        machine_spec["tpu_topology"] = str(topology)
+    replicas = requirements.replicas
+    if pool == 0 and replicas != 1:
+        raise xp.ConfigurationError(
+            f"{request.full_name}: Vertex's first worker pool (the chief) runs 1 replica, not {replicas}; "
+            "put the other replicas in a 'worker' job of a JobGroup.")
+    container: dict[str, Any] = {"image_uri": exe.image_uri, "args": list(request.args),
+                                 "env": [{"name": k, "value": v} for k, v in request.env.items()]}
+    if exe.command:
+        container["command"] = list(exe.command)
+    spec: dict[str, Any] = {"container_spec": container, "machine_spec": machine_spec, "replica_count": replicas}
+    if executor.boot_disk_type or executor.boot_disk_size_gb:
+        spec["disk_spec"] = {"boot_disk_type": executor.boot_disk_type or "pd-ssd",
+                             "boot_disk_size_gb": executor.boot_disk_size_gb or 100}
+    return spec
+
+
+def _default(executor: Vertex, target: Target, field: str) -> Any:
+    value = getattr(executor, field)
+    return value if value not in (None, {}) else target.defaults.get(field, getattr(target, field, None))
+
+
+def custom_job(requests: Sequence[xp.LaunchRequest], target: Target, store: str, title: str,
+               request_id: str) -> dict[str, Any]:
+    """The CustomJob for one work unit (one request, or a JobGroup's requests). Job-wide fields
+    (scheduling, service account, TensorBoard...) come from the executor of pool 0, the chief."""
+    pools = pool_order(requests)
+    executor: Vertex = requests[pools.index(0)].executor  # type: ignore[assignment]
+    specs: list[dict[str, Any]] = [{} for _ in range(max(pools) + 1)]
+    for request, pool in zip(requests, pools):
+        specs[pool] = worker_pool(request, pool)
+    job_spec: dict[str, Any] = {"worker_pool_specs": specs}
+    scheduling: dict[str, Any] = {}
+    if executor.timeout_secs:
+        scheduling["timeout"] = datetime.timedelta(seconds=executor.timeout_secs)
+    if executor.restart_job_on_worker_restart:
+        scheduling["restart_job_on_worker_restart"] = True
+    if executor.scheduling != "standard":
+        scheduling["strategy"] = STRATEGY[executor.scheduling]
+    if executor.max_wait_secs:
+        scheduling["max_wait_duration"] = datetime.timedelta(seconds=executor.max_wait_secs)
+    if scheduling:
+        job_spec["scheduling"] = scheduling
+    service_account = _default(executor, target, "service_account")
+    if service_account:
+        job_spec["service_account"] = service_account
+    network = _default(executor, target, "network")
+    if network:
+        job_spec["network"] = network
+    output = executor.base_output_dir or (executor.tensorboard and executor.tensorboard.base_output_directory)
+    if output:
+        job_spec["base_output_directory"] = {"output_uri_prefix": output}
+    if executor.tensorboard:
+        if not service_account:
+            raise xp.ConfigurationError("Vertex TensorBoard needs a service account: set Vertex(service_account=...) "
+                                        "or service_account in the target.")
+        job_spec["tensorboard"] = executor.tensorboard.name
+    if executor.enable_web_access:
+        job_spec["enable_web_access"] = True
+    first = requests[0]
+    labels = {**target.defaults.get("labels", {}), **executor.labels,
+              LABEL_STORE: store, LABEL_EXPERIMENT: str(first.experiment_id), LABEL_UNIT: str(first.work_unit_id),
+              LABEL_REQUEST: request_id}
+    name = f"{label_value(title) or 'xcore'}-{first.experiment_id}-{first.work_unit_id}"
+    return {"display_name": name[:128], "job_spec": job_spec, "labels": labels}
+
+
+def location_of(executor: Vertex) -> str | None:
+    """``Vertex(location=...)``, else XManager's ``JobRequirements(location=...)``, else the target's."""
+    return executor.location or executor.requirements.location
+
+
+def plan(requests: Sequence[xp.LaunchRequest], store: str, title: str,
+         resolve_target: Any) -> list[PlannedJob | tuple[list[xp.LaunchRequest], str]]:
+    """Group requests by work unit and build each CustomJob; a unit that cannot be built
+    comes back as (requests, reason)."""
+    units: dict[tuple[int, int], list[xp.LaunchRequest]] = {}
+    for request in requests:
+        units.setdefault((request.experiment_id, request.work_unit_id), []).append(request)
+    planned: list[PlannedJob | tuple[list[xp.LaunchRequest], str]] = []
+    for unit in units.values():
+        executor: Vertex = unit[0].executor  # type: ignore[assignment]
+        try:
+            places = {(r.executor.target, r.executor.project, location_of(r.executor)) for r in unit}  # type: ignore[arg-type]
+            if len(places) > 1:
+                raise xp.ConfigurationError("The jobs of one JobGroup must use the same Vertex target, project and location.")
+            target = resolve_target(executor.target, executor.project, location_of(executor))
+            request_id = new_request_id()
+            body = custom_job(unit, target, store, title, request_id)
+            pools = pool_order(unit)
+        except xp.XcoreError as exc:
+            planned.append((unit, str(exc)))
+            continue
+        planned.append(PlannedJob(body, list(zip(unit, pools)), target.project, target.location, request_id, target))
+    return planned

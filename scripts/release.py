@@ -49,6 +49,7 @@ DISTRIBUTIONS = {
         Distribution(CORE, ".", "xcore", "console_scripts:xcore"),
         Distribution("xcore-xlocal", "plugins/xlocal", "xlocal", "xcore:xlocal"),
         Distribution("xcore-xhpc", "plugins/xhpc", "xhpc", "xcore:xhpc"),
+        Distribution("xcore-xgcp", "plugins/xgcp", "xgcp", "xcore:xgcp"),
         Distribution("xcore-inline", "examples/plugins/xcore-inline", "xinline", "xcore:inline"),
     )
 }

@@ -5,9 +5,8 @@
 
 import sys
 
-import xgcp
-
 import xcore as xm
+import xgcp
 
 image = sys.argv[1]
 with xm.create_experiment("vertex gpu sweep") as experiment:

@@ -9,9 +9,8 @@ and xm_local.create_experiment -> xm.create_experiment.
 
 import sys
 
-import xgcp as xm_local
-
 import xcore as xm
+import xgcp as xm_local
 
 # image URI, projects/P/locations/L/tensorboards/ID, gs://bucket/dir, service account (TensorBoard needs one)
 image, tensorboard, bucket, service_account = sys.argv[1:5]

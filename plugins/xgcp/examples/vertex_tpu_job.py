@@ -2,9 +2,8 @@
 
 import sys
 
-import xgcp
-
 import xcore as xm
+import xgcp
 
 with xm.create_experiment("vertex tpu") as experiment:
     [exe] = experiment.package([xm.container(xgcp.Vertex.Spec(), sys.argv[1])])

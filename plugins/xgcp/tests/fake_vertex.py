@@ -289,7 +289,7 @@ class FakeVertex:
                 readers.append(reader)
             self.processes[name] = [p for _, p in procs]
         failed = None
-        for (task, proc), reader in zip(procs, readers):
+        for (task, proc), reader in zip(procs, readers, strict=True):
             code = proc.wait()
             reader.join()
             if code != 0 and failed is None:

@@ -6,9 +6,9 @@ import sys
 from pathlib import Path
 
 import pytest
-import xgcp
 
 import xcore as xm
+import xgcp
 from xcore.testing.contract import ContractSuite, ContractTarget
 
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import datetime
 
 import pytest
-import xgcp
-from xgcp import build, config, machines
 
 import xcore as xm
+import xgcp
 from xcore.plugin import ConfigurationError, ResourceSpecError
 from xcore.testing import make_request
+from xgcp import build, config, machines
 
 
 @pytest.mark.parametrize(("requirements", "machine", "accelerator"), [
@@ -92,7 +92,8 @@ def _target(**defaults):
 
 
 def test_tpu_job_body_with_topology_and_flex_start():
-    exe = xgcp.VertexExecutable(name="train", image_uri="europe-docker.pkg.dev/p/r/train:1", command=["python", "-m", "t"])
+    exe = xgcp.VertexExecutable(name="train", image_uri="europe-docker.pkg.dev/p/r/train:1",
+                                command=["python", "-m", "t"])
     executor = xgcp.Vertex(requirements=xm.JobRequirements(tpu_v5e=4), scheduling="flex-start", max_wait_secs=1800,
                            restart_job_on_worker_restart=True)
     body = build.custom_job([make_request(exe, executor, ["--steps", "10"])], _target(), "store1", "My Sweep!", "rid")
@@ -179,9 +180,9 @@ def test_package_leaves_executor_specs_it_does_not_own_to_others(tmp_path):
     """The core asks every plugin when no plugin owns an executor spec: xgcp must answer None
     (not its own 'cannot build images' error), so the user gets the core's error."""
     import attrs
-    from xgcp import hooks
 
     from xcore.testing import make_packaging_context
+    from xgcp import hooks
 
     @attrs.frozen
     class OtherSpec(xm.ExecutorSpec):

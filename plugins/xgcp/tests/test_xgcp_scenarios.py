@@ -10,10 +10,10 @@ import time
 from typing import Any
 
 import pytest
-import xgcp
 from xgcp_testkit import jobs, logs, states, wait, xcore_cli
 
 import xcore as xm
+import xgcp
 from xcore.testing.contract import HOSTILE_ARGS, HOSTILE_ENV
 
 Status = xm.Status

@@ -136,14 +136,16 @@ def log_entries(project: str, job_id: str, pool: int, target: config.Target | No
     session = AuthorizedSession(config.credentials(endpoint))
     base = (f'resource.type="ml_job" AND resource.labels.job_id="{job_id}" '
             f'AND resource.labels.task_name="workerpool{pool}-0"')
-    cursor, seen = "", set()
+    cursor, seen = "", set[str]()
     settle = 0.0 if config.is_emulator(endpoint) else 10.0  # Cloud Logging ingests with a delay
     done_at: float | None = None
     while True:
         token = None
         while True:
-            body = {"resourceNames": [f"projects/{project}"], "orderBy": "timestamp asc", "pageSize": 1000,
-                    "filter": base + (f' AND timestamp>="{cursor}"' if cursor else "")}
+            body: dict[str, Any] = {
+                "resourceNames": [f"projects/{project}"], "orderBy": "timestamp asc", "pageSize": 1000,
+                "filter": base + (f' AND timestamp>="{cursor}"' if cursor else ""),
+            }
             if token:
                 body["pageToken"] = token
             response = session.post(f"{endpoint}/v2/entries:list", json=body, timeout=60)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime
 import re
 import secrets
+import typing
 from collections.abc import Sequence
 from typing import Any
 
@@ -26,7 +27,8 @@ ROLE_POOLS = {"chief": 0, "worker": 1, "workers": 1, "ps": 2, "parameter_server"
               "evaluator": 3, "evaluators": 3}
 STRATEGY = {"standard": "STANDARD", "spot": "SPOT", "flex-start": "FLEX_START"}
 
-LABEL_STORE, LABEL_EXPERIMENT, LABEL_UNIT, LABEL_REQUEST = "xcore_store", "xcore_experiment", "xcore_unit", "xcore_request"
+LABEL_STORE, LABEL_EXPERIMENT = "xcore_store", "xcore_experiment"
+LABEL_UNIT, LABEL_REQUEST = "xcore_unit", "xcore_request"
 
 
 @attrs.define
@@ -59,7 +61,8 @@ def pool_order(requests: Sequence[xp.LaunchRequest]) -> list[int]:
             raise xp.ConfigurationError("A JobGroup with Vertex roles needs a 'chief' job (worker pool 0).")
         return pools
     if len(requests) > 4:
-        raise xp.ConfigurationError(f"A Vertex CustomJob has at most 4 worker pools; this JobGroup has {len(requests)} jobs.")
+        raise xp.ConfigurationError(
+            f"A Vertex CustomJob has at most 4 worker pools; this JobGroup has {len(requests)} jobs.")
     return list(range(len(requests)))
 
 
@@ -109,7 +112,7 @@ def custom_job(requests: Sequence[xp.LaunchRequest], target: Target, store: str,
     pools = pool_order(requests)
     executor: Vertex = requests[pools.index(0)].executor  # type: ignore[assignment]
     specs: list[dict[str, Any]] = [{} for _ in range(max(pools) + 1)]
-    for request, pool in zip(requests, pools):
+    for request, pool in zip(requests, pools, strict=True):
         specs[pool] = worker_pool(request, pool)
     job_spec: dict[str, Any] = {"worker_pool_specs": specs}
     scheduling: dict[str, Any] = {}
@@ -163,9 +166,11 @@ def plan(requests: Sequence[xp.LaunchRequest], store: str, title: str,
     for unit in units.values():
         executor: Vertex = unit[0].executor  # type: ignore[assignment]
         try:
-            places = {(r.executor.target, r.executor.project, location_of(r.executor)) for r in unit}  # type: ignore[arg-type]
+            executors = [typing.cast(Vertex, r.executor) for r in unit]
+            places = {(e.target, e.project, location_of(e)) for e in executors}
             if len(places) > 1:
-                raise xp.ConfigurationError("The jobs of one JobGroup must use the same Vertex target, project and location.")
+                raise xp.ConfigurationError(
+                    "The jobs of one JobGroup must use the same Vertex target, project and location.")
             target = resolve_target(executor.target, executor.project, location_of(executor))
             request_id = new_request_id()
             body = custom_job(unit, target, store, title, request_id)
@@ -173,5 +178,6 @@ def plan(requests: Sequence[xp.LaunchRequest], store: str, title: str,
         except xp.XcoreError as exc:
             planned.append((unit, str(exc)))
             continue
-        planned.append(PlannedJob(body, list(zip(unit, pools)), target.project, target.location, request_id, target))
+        planned.append(PlannedJob(body, list(zip(unit, pools, strict=True)), target.project, target.location,
+                                  request_id, target))
     return planned

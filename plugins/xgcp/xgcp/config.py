@@ -77,7 +77,8 @@ def load_targets() -> tuple[dict[str, Target], str | None]:
         unknown = set(table) - fields
         if unknown:
             raise xp.ConfigurationError(
-                f"{path}: target {name!r} has unknown keys {', '.join(sorted(unknown))}; known: {', '.join(sorted(fields))}.")
+                f"{path}: target {name!r} has unknown keys {', '.join(sorted(unknown))}; "
+                f"known: {', '.join(sorted(fields))}.")
         if "project" not in table:
             raise xp.ConfigurationError(f"{path}: target {name!r} needs project = \"...\".")
         targets[name] = Target(name=name, **table)

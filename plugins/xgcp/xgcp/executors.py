@@ -86,7 +86,8 @@ class Vertex(xp.Executor):
     location: str | None = None
     service_account: str | None = attrs.field(default=None, validator=_pattern(r"[^@\s]+@[^@\s]+", "an email"))
     network: str | None = attrs.field(
-        default=None, validator=_pattern(r"projects/[^/]+/global/networks/[^/]+", "projects/NUMBER/global/networks/NAME"))
+        default=None,
+        validator=_pattern(r"projects/[^/]+/global/networks/[^/]+", "projects/NUMBER/global/networks/NAME"))
     labels: dict[str, str] = attrs.field(factory=dict, validator=_check_labels)
     machine_type: str | None = None
     boot_disk_type: str | None = attrs.field(default=None, validator=_one_of(BOOT_DISK_TYPES))
@@ -103,7 +104,8 @@ class Vertex(xp.Executor):
         from xgcp import machines
 
         if self.boot_disk_size_gb is not None and not 100 <= self.boot_disk_size_gb <= 64000:
-            raise xp.ConfigurationError(f"Vertex(boot_disk_size_gb={self.boot_disk_size_gb}): Vertex takes 100 to 64000.")
+            raise xp.ConfigurationError(
+                f"Vertex(boot_disk_size_gb={self.boot_disk_size_gb}): Vertex takes 100 to 64000.")
         if self.max_wait_secs is not None and self.scheduling != "flex-start":
             raise xp.ConfigurationError("Vertex(max_wait_secs=...) applies to scheduling='flex-start' only.")
         if not 1 <= self.create_parallelism <= 64:

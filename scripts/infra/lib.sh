@@ -6,6 +6,7 @@
 #   slurm      partitions debug (default) and short (MaxTime 10 min), node "localhost"
 #   sge        SGE_ROOT=/var/lib/gridengine SGE_CELL=default, queue all.q
 #   docker     local base image xcore-python:3.11
+#   browser    /usr/bin/chromium and /usr/bin/chromedriver (Debian packages)
 set -euo pipefail
 
 INFRA_STATE=/var/lib/xcore-infra
@@ -26,6 +27,7 @@ export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH
 PKGS_sshd="openssh-server openssh-client rsync"
 PKGS_slurm="slurm-wlm slurm-client slurmctld slurmd slurmdbd munge mariadb-server mariadb-client"
 PKGS_sge="gridengine-master gridengine-exec gridengine-client"
+PKGS_browser="chromium chromium-driver fonts-dejavu-core"
 PKGS_docker="docker.io busybox-static python3.11 python3-pip-whl python3-setuptools-whl ca-certificates"
 
 SERVICE_NAME=${SERVICE_NAME:-infra}

@@ -41,6 +41,8 @@ def build_parser(with_plugins: bool = True) -> argparse.ArgumentParser:
 
     p = sub.add_parser("show", help="show an experiment's work units")
     p.add_argument("experiment", help="experiment id")
+    p.add_argument("--sort", help="order by a result or argument, e.g. loss (ascending) or -accuracy (descending)")
+    p.add_argument("--top", type=int, help="only the first N work units (after --sort)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func="xcore.cli.commands:show")
 
@@ -86,6 +88,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if argv[:1] == ["launch"] and "--" in argv:  # everything after -- belongs to the script
             split = argv.index("--")
             argv, script_args = argv[:split], argv[split + 1 :]
+        argv = [f"--sort={a}" if i and argv[i - 1] == "--sort" and a.startswith("-") else a
+                for i, a in enumerate(argv) if not (a == "--sort" and i + 1 < len(argv) and argv[i + 1].startswith("-"))]
         args, unknown = parser.parse_known_args(argv)
         if unknown:
             hint = " Put the launch script's own arguments after --." if args.command == "launch" else ""

@@ -8,7 +8,7 @@ source scripts/python.sh
 ensure_venv
 drop_renamed_core
 echo "==> installing xcore, plugins and test tools into .venv"
-packages=(-e '.[test]' -e 'plugins/xlocal[docker]' -e plugins/xhpc)
+packages=(-e '.[test,ui]' -e 'plugins/xlocal[docker]' -e plugins/xhpc)
 .venv/bin/python -m pip install --quiet --disable-pip-version-check "${packages[@]}" pytest-timeout
 
 if [ "$(id -u)" = 0 ] && [ -z "${XCORE_SKIP_INFRA:-}" ]; then

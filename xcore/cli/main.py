@@ -62,6 +62,17 @@ def build_parser(with_plugins: bool = True) -> argparse.ArgumentParser:
     p.add_argument("--follow", "-f", action="store_true", help="keep printing until the job ends")
     p.set_defaults(func="xcore.cli.commands:logs")
 
+    p = sub.add_parser("ui", help="a local web dashboard of experiments (needs xcore-core[ui])",
+                       description="Serve a web dashboard over the metadata store: experiments, work units with "
+                       "their results, plots, timelines, logs, cancel.")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to listen on (default 127.0.0.1; any other needs a token, generated if not given)")
+    p.add_argument("--port", type=int, default=8765, help="port (default 8765; 0 picks a free one)")
+    p.add_argument("--token", help="require this token (also XCORE_UI_TOKEN); open the printed URL once")
+    p.add_argument("--read-only", action="store_true", help="hide cancel: look, don't touch")
+    p.add_argument("--poll", type=float, default=3.0, help="seconds between status refreshes (default 3)")
+    p.set_defaults(func="xcore.ui.server:run")
+
     p = sub.add_parser("plugins", help="list installed plugins")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func="xcore.cli.commands:plugins")

@@ -26,6 +26,7 @@ from xcore.records import (
     LeaseRecord,
     NewJob,
     StatusEvent,
+    UnitSummary,
     WorkUnitRecord,
 )
 from xcore.status import JobState, Status, combine
@@ -580,6 +581,22 @@ class SqliteStore(MetadataStore):
                 if row["work_unit_id"] in units:
                     units[row["work_unit_id"]].jobs.append(self._job(row))
             return list(units.values())
+
+    def unit_summaries(self, experiment_id: int) -> list[UnitSummary]:
+        query = (
+            "SELECT w.id, w.role, w.args, w.status, w.created_at, MIN(j.started_at),"
+            " CASE WHEN COUNT(j.id) > 0 AND COUNT(j.ended_at) = COUNT(j.id) THEN MAX(j.ended_at) END,"
+            " GROUP_CONCAT(CASE WHEN j.status != 'COMPLETED' AND j.message != '' THEN j.message END, '; ')"
+            " FROM work_units w LEFT JOIN jobs j ON j.experiment_id = w.experiment_id AND j.work_unit_id = w.id"
+            " WHERE w.experiment_id = ? GROUP BY w.id ORDER BY w.id"
+        )
+        statuses = {s.value: s for s in Status}
+        with self._reading():
+            return [
+                UnitSummary(row[0], row[1], _json_or_reason(row[2]), statuses.get(row[3], Status.UNKNOWN),
+                            _number(row[4]), row[5], row[6], row[7] or "")
+                for row in self._db.execute(query, (experiment_id,))
+            ]
 
     def active_jobs(self, experiment_ids: Sequence[int]) -> list[JobRecord]:
         marks = ",".join("?" * len(experiment_ids))

@@ -13,9 +13,10 @@ from xcore.records import (
     LeaseRecord,
     NewJob,
     StatusEvent,
+    UnitSummary,
     WorkUnitRecord,
 )
-from xcore.status import JobState
+from xcore.status import JobState, Status
 
 
 class MetadataStore(abc.ABC):
@@ -90,6 +91,15 @@ class MetadataStore(abc.ABC):
     @abc.abstractmethod
     def job_history(self, job_id: int) -> list[StatusEvent]:
         """Every status change of a job, oldest first."""
+
+    def unit_summaries(self, experiment_id: int) -> list[UnitSummary]:
+        """Every work unit of the experiment as one row, by id (for tables of big sweeps). This
+        default folds ``work_units``; a store should answer it with one aggregate query."""
+        return [
+            UnitSummary(u.id, u.role, u.args, u.status, u.created_at, u.started_at, u.ended_at,
+                        "; ".join(j.message for j in u.jobs if j.message and j.status is not Status.COMPLETED))
+            for u in self.work_units(experiment_id)
+        ]
 
     # Trial results (see ``xcore.results``): the scalars a program printed as
     # ``XCORE_RESULT {"loss": 0.1}`` lines, collected from its log. Tracker links (see

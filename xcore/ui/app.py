@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import hmac
 import json
+import os
 import secrets
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -109,6 +111,24 @@ def create_app(store: MetadataStore, host: PluginHost, *, read_only: bool = Fals
     env.globals.update(fmt_time=_fmt_time, fmt_duration=_fmt_duration, cell=data.cell, is_web_link=_is_web_link,
                        read_only=read_only, poll_ms=int(poll_seconds * 1000), statuses=list(Status.__members__))
     csrf = secrets.token_urlsafe(32)
+    cache_secs = float(os.environ.get("XCORE_UI_CACHE_SECS", "2"))
+    cache: dict[int, tuple[float, list[data.UnitRow]]] = {}
+    cache_lock = threading.Lock()
+
+    def rows_of(experiment_id: int, fresh: bool = False) -> list[data.UnitRow]:
+        """An experiment's rows, read at most every XCORE_UI_CACHE_SECS (default 2 s) however
+        many pages, sorts and polls ask: a 10,000-trial sweep is read once per interval."""
+        now = time.monotonic()
+        with cache_lock:
+            hit = cache.get(experiment_id)
+        if hit is not None and not fresh and now - hit[0] < cache_secs:
+            return hit[1]
+        rows = data.unit_rows(store, experiment_id)
+        with cache_lock:
+            cache[experiment_id] = (now, rows)
+            for old in sorted(cache, key=lambda k: cache[k][0])[:-16]:  # keep the 16 most recent
+                del cache[old]
+        return rows
 
     def render(request: Request, name: str, context: dict[str, Any], status_code: int = 200) -> Response:
         return templates.TemplateResponse(request, name, {"csrf": csrf, **context}, status_code=status_code)
@@ -126,7 +146,7 @@ def create_app(store: MetadataStore, host: PluginHost, *, read_only: bool = Fals
 
     def _units_view(request: Request, experiment_id: int) -> dict[str, Any]:
         params = request.query_params
-        rows = data.unit_rows(store, experiment_id)
+        rows = rows_of(experiment_id)
         arg_names, result_names = data.columns(rows)
         sort = params.get("sort", "id")
         shown = data.sort_rows(data.filter_rows(rows, status=params.get("status", ""), q=params.get("q", "")), sort)
@@ -154,14 +174,15 @@ def create_app(store: MetadataStore, host: PluginHost, *, read_only: bool = Fals
             record = store.get_experiment(experiment_id)
         except NotFoundError:
             return JSONResponse({"error": "not found"}, status_code=404)
-        results = store.results(experiment_id)
-        version = json.dumps([sorted(record.status_counts.items()), sum(len(v) for v in results.values())])
+        rows = rows_of(experiment_id)
+        version = json.dumps([sorted(record.status_counts.items()), sum(len(r.results) for r in rows),
+                              sum(len(r.message) for r in rows)])
         return JSONResponse({"status": record.status.value, "counts": dict(data.status_counts(record)),
                              "version": version})
 
     def chart(request: Request) -> Response:
         experiment_id = request.path_params["experiment_id"]
-        rows = data.unit_rows(store, experiment_id)
+        rows = rows_of(experiment_id)
         arg_names, result_names = data.columns(rows)
         return JSONResponse({
             "args": arg_names, "results": result_names,
@@ -224,6 +245,8 @@ def create_app(store: MetadataStore, host: PluginHost, *, read_only: bool = Fals
             cancel_jobs(store, host, [j for u in units for j in u.jobs])
 
         await run_in_threadpool(run)
+        with cache_lock:
+            cache.pop(experiment_id, None)
         target = f"/experiments/{experiment_id}" + (f"/units/{unit_id}" if unit_id is not None else "")
         return RedirectResponse(target, status_code=303)
 

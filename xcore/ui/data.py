@@ -11,7 +11,7 @@ from typing import Any
 
 import attrs
 
-from xcore.records import ExperimentRecord, WorkUnitRecord
+from xcore.records import ExperimentRecord, UnitSummary
 from xcore.results import result_names
 from xcore.status import Status
 from xcore.store import MetadataStore
@@ -72,23 +72,30 @@ class UnitRow:
     ended_at: float | None
     duration: float | None
     message: str
-    exit_codes: list[int | None]
 
 
 def unit_rows(store: MetadataStore, experiment_id: int, work_unit_ids: Sequence[int] | None = None) -> list[UnitRow]:
-    units = store.work_units(experiment_id, work_unit_ids)
+    """One row per work unit, from one aggregate query (``unit_summaries``) plus the results
+    and links, so a 10,000-trial sweep is read without loading every job's stored specs."""
+    if work_unit_ids is None:
+        summaries = store.unit_summaries(experiment_id)
+    else:
+        wanted = set(work_unit_ids)
+        summaries = [u for u in store.unit_summaries(experiment_id) if u.id in wanted] if len(wanted) > 50 else [
+            UnitSummary(u.id, u.role, u.args, u.status, u.created_at, u.started_at, u.ended_at,
+                        "; ".join(j.message for j in u.jobs if j.message and j.status is not Status.COMPLETED))
+            for u in store.work_units(experiment_id, work_unit_ids)]
     results = store.results(experiment_id, work_unit_ids)
     links = store.links(experiment_id, work_unit_ids)
-    return [_row(u, results.get(u.id, {}), links.get(u.id, {})) for u in units]
+    return [_row(u, results.get(u.id, {}), links.get(u.id, {})) for u in summaries]
 
 
-def _row(unit: WorkUnitRecord, results: dict[str, float | None], links: dict[str, str]) -> UnitRow:
+def _row(unit: UnitSummary, results: dict[str, float | None], links: dict[str, str]) -> UnitRow:
     args = unit.args if isinstance(unit.args, dict) else ({} if unit.args in (None, [], "") else {"args": unit.args})
-    messages = [j.message for j in unit.jobs if j.message and j.status is not Status.COMPLETED]
     return UnitRow(
-        id=unit.id, role=unit.role, status=unit.status.value, args=args, raw_args=unit.args, results=results,
+        id=unit.id, role=unit.role, status=unit.status._value_, args=args, raw_args=unit.args, results=results,
         links=links, created_at=unit.created_at, started_at=unit.started_at, ended_at=unit.ended_at,
-        duration=unit.duration, message="; ".join(messages), exit_codes=unit.exit_codes,
+        duration=unit.duration, message=unit.message,
     )
 
 

@@ -75,6 +75,7 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise XcoreError(f"Cannot listen on {args.host}:{args.port}: {exc.strerror or exc}. "
                          f"Choose another --port (0 picks a free one).") from None
+    sock.listen(2048)  # connections queue from now on, so the printed URL works at once
     port = sock.getsockname()[1]
     shown = f"[{args.host}]" if ":" in args.host and not args.host.startswith("[") else args.host
     url = f"http://{shown}:{port}/" + (f"?token={token}" if token else "")

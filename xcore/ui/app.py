@@ -90,6 +90,8 @@ def _fmt_time(value: float | None) -> str:
 def _fmt_duration(value: float | None) -> str:
     if value is None:
         return ""
+    if value < 60:
+        return f"{value:.1f}s"
     value = int(value)
     hours, rest = divmod(value, 3600)
     return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60}:{rest % 60:02d}"

@@ -97,7 +97,7 @@ function drawTimeline(chart) {
   const traces = [bar("queued", queued, COLORS.QUEUED)];
   for (const [status, g] of Object.entries(byStatus)) traces.push(bar(status.toLowerCase(), g, COLORS[status] || "#333"));
   window.Plotly.react(element, traces, {
-    barmode: "overlay", margin: {t: 10, r: 10, b: 40, l: 60}, height: 280, xaxis: {type: "date"},
+    barmode: "overlay", margin: {t: 10, r: 10, b: 55, l: 60}, height: 280, xaxis: {type: "date"},
     yaxis: {autorange: "reversed", type: "category", showticklabels: units.length <= 60}, legend: {orientation: "h"},
   }, {displaylogo: false, responsive: true});
 }

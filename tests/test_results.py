@@ -82,7 +82,8 @@ def test_wandb_neptune_tensorboard_env_and_links():
     assert env["WANDB_RUN_GROUP"] == "xcore-7" and env["WANDB_NAME"] == "xcore-7/3"
     assert env["WANDB_TAGS"] == "a,b c" and env["WANDB_API_KEY"] == "k"
     assert links["wandb"] == f"https://wandb.ai/me/proj/runs/{env['WANDB_RUN_ID']}"
-    assert env["NEPTUNE_CUSTOM_RUN_ID"] in links["neptune"].replace("%22", '"') or "neptune.ai/ws/proj" in links["neptune"]
+    assert links["neptune"].startswith("https://app.neptune.ai/ws/proj/runs/table?query=")
+    assert env["NEPTUNE_CUSTOM_RUN_ID"] in links["neptune"] and env["NEPTUNE_PROJECT"] == "ws/proj"
     assert env["TENSORBOARD_LOGDIR"] == links["tensorboard"] == "/shared/tb/xcore-7/3"
     assert json.loads(env["XCORE_RUN_TAGS"]) == ["a", "b,c"]
 

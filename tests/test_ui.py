@@ -8,14 +8,12 @@ import re
 import sys
 
 import pytest
+from starlette.testclient import TestClient  # xcore-core[ui], installed by scripts/test.sh
 
 import xcore as xm
 from xcore.experiment import open_store
 from xcore.plugins import get_host
 from xcore.testing import fake, plugin_host
-
-from starlette.testclient import TestClient  # xcore-core[ui], installed by scripts/test.sh
-
 from xcore.ui.app import create_app
 from xcore.ui.sample import sample_sweep
 

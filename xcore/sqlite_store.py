@@ -731,7 +731,8 @@ class SqliteStore(MetadataStore):
             if final:
                 db.execute("UPDATE jobs SET results_at = ? WHERE id = ?", (now, job_id))
 
-    def results(self, experiment_id: int, work_unit_ids: Sequence[int] | None = None) -> dict[int, dict[str, float | None]]:
+    def results(self, experiment_id: int,
+                work_unit_ids: Sequence[int] | None = None) -> dict[int, dict[str, float | None]]:
         params: list[Any] = [experiment_id]
         where = ""
         if work_unit_ids is not None:

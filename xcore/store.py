@@ -114,7 +114,8 @@ class MetadataStore(abc.ABC):
         Values are floats, or None for a non-finite or non-numeric value."""
 
     @abc.abstractmethod
-    def results(self, experiment_id: int, work_unit_ids: Sequence[int] | None = None) -> dict[int, dict[str, float | None]]:
+    def results(self, experiment_id: int,
+                work_unit_ids: Sequence[int] | None = None) -> dict[int, dict[str, float | None]]:
         """``{work_unit_id: {name: value}}`` for these work units (all when None); work units
         without results are absent. When jobs of one work unit report the same name, the value
         recorded last wins."""
@@ -125,7 +126,7 @@ class MetadataStore(abc.ABC):
         whose results were not yet recorded with ``final=True``: the jobs whose logs still
         need reading."""
 
-    def record_links(self, links: Sequence[tuple[int, str, str]]) -> None:
+    def record_links(self, links: Sequence[tuple[int, str, str]]) -> None:  # noqa: B027 - optional
         """Store ``(job_id, name, url)`` tracker links (overwrite by ``(job_id, name)``). A
         store without links may ignore them: launches still work, nothing links to trackers."""
 

@@ -91,6 +91,17 @@ def build_parser(with_plugins: bool = True) -> argparse.ArgumentParser:
     return parser
 
 
+def _join_negative_sort(argv: list[str]) -> list[str]:
+    """``--sort -loss`` means descending loss, not an option ``-loss``: pass it as ``--sort=-loss``."""
+    joined: list[str] = []
+    for arg in argv:
+        if joined and joined[-1] == "--sort" and arg.startswith("-"):
+            joined[-1] = f"--sort={arg}"
+        else:
+            joined.append(arg)
+    return joined
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
@@ -99,8 +110,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if argv[:1] == ["launch"] and "--" in argv:  # everything after -- belongs to the script
             split = argv.index("--")
             argv, script_args = argv[:split], argv[split + 1 :]
-        argv = [f"--sort={a}" if i and argv[i - 1] == "--sort" and a.startswith("-") else a
-                for i, a in enumerate(argv) if not (a == "--sort" and i + 1 < len(argv) and argv[i + 1].startswith("-"))]
+        argv = _join_negative_sort(argv)
         args, unknown = parser.parse_known_args(argv)
         if unknown:
             hint = " Put the launch script's own arguments after --." if args.command == "launch" else ""

@@ -163,7 +163,8 @@ class InMemoryStore(MetadataStore):
             if final:
                 self._results_final.add(job_id)
 
-    def results(self, experiment_id: int, work_unit_ids: Sequence[int] | None = None) -> dict[int, dict[str, float | None]]:
+    def results(self, experiment_id: int,
+                work_unit_ids: Sequence[int] | None = None) -> dict[int, dict[str, float | None]]:
         with self._lock:
             found: dict[int, dict[str, float | None]] = {}
             for job_id, values in self._results.items():

@@ -108,3 +108,42 @@ def test_tracker_env_reaches_the_job_but_never_overrides_the_users(xcore_home, m
 @pytest.mark.parametrize("value", ["<script>", "a\nb"])
 def test_result_names_are_data(value):
     assert results.parse_line("XCORE_RESULT " + json.dumps({value: 1})) == {value: 1.0}
+
+
+def test_a_log_that_cannot_be_read_now_is_read_later(xcore_home, monkeypatch):
+    plugin_host({"fake": fake})
+    experiment_id = _sweep(2)
+    store, host = open_store(), get_host()
+
+    def unreachable(*args, **kwargs):
+        raise OSError("backend unreachable")
+
+    monkeypatch.setattr(host, "job_logs", unreachable)
+    assert results.collect(store, host, experiment_id) == 0
+    assert len(store.results_pending(experiment_id)) == 2 and store.results(experiment_id) == {}
+    monkeypatch.undo()
+    assert results.collect(store, host, experiment_id) == 2
+    assert store.results_pending(experiment_id) == [] and set(store.results(experiment_id)) == {1, 2}
+
+
+def test_a_version_2_store_migrates_and_keeps_its_records(tmp_path):
+    import sqlite3
+
+    from xcore.sqlite_store import MIGRATIONS, SqliteStore
+
+    path = tmp_path / "old.db"
+    db = sqlite3.connect(path)
+    for migration in MIGRATIONS[:2]:
+        db.executescript(migration)
+    db.execute("INSERT INTO experiments (title, created_at) VALUES ('old', 1.0)")
+    db.execute("PRAGMA user_version = 2")
+    db.commit()
+    db.close()
+    store = SqliteStore(path)
+    assert store.get_experiment(1).title == "old"
+    from xcore.records import NewJob
+
+    [job_id] = store.add_work_unit(1, 1, "work_unit", {"lr": 0.1}, "", [NewJob("job", "k", {}, {}, [], {})])
+    store.record_results(job_id, {"loss": 0.5}, final=True)
+    store.record_links([(job_id, "wandb", "https://wandb.ai/x")])
+    assert store.results(1) == {1: {"loss": 0.5}} and store.links(1) == {1: {"wandb": "https://wandb.ai/x"}}

@@ -96,3 +96,30 @@ def test_token_and_host_checks(client):
 
 def test_missing_experiment_is_a_404_page(client):
     assert client().get("/experiments/99").status_code == 404
+
+
+def test_xcore_ui_on_a_public_address_requires_a_token(xcore_home):
+    import subprocess
+    import urllib.error
+    import urllib.request
+
+    from xcore.ui.server import is_loopback
+
+    assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
+    assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.2")
+    ui = subprocess.Popen([sys.executable, "-m", "xcore.cli.main", "ui", "--host", "0.0.0.0", "--port", "0"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = ui.stdout.readline()
+        match = re.search(r"http://0\.0\.0\.0:(\d+)/\?token=(\S+)", line)
+        assert match, line
+        base = f"http://127.0.0.1:{match.group(1)}/"
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(base)
+        assert refused.value.code == 401
+        request = urllib.request.Request(base, headers={"Authorization": f"Bearer {match.group(2)}"})
+        assert urllib.request.urlopen(request).status == 200
+    finally:
+        ui.terminate()
+        ui.wait(10)
+    assert "reachable from other machines" in ui.stderr.read()

@@ -37,6 +37,7 @@ LAUNCH = textwrap.dedent('''
                                                 xm.binary(xlocal.Local.Spec(), sys.executable, args=["-c", sleep])])
         experiment.add(xm.Job(talker, xlocal.Local(), args={{"note": HOSTILE}}))
         experiment.add(xm.Job(sleeper, xlocal.Local(), args={{"note": "sleeps"}}))
+        experiment.add(xm.Job(sleeper, xlocal.Local(), args={{"note": "sleeps too"}}))
 ''')
 
 
@@ -76,7 +77,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, objec
         ui.terminate()
         ui.wait(10)
         subprocess.run([sys.executable, "-m", "xcore.cli.main", "cancel", str(sweep_id + 1)], env=env,
-                       capture_output=True, timeout=60)  # the sleeper, if a test failed before cancelling it
+                       capture_output=True, timeout=60)  # the sleepers, if a test failed before cancelling them
 
 
 @pytest.fixture(scope="module")
@@ -191,3 +192,20 @@ def test_cancel_a_running_unit(server, browser):
     _until(lambda: _reload_has(browser, "#unit-status", "CANCELLED"), timeout=30, what="CANCELLED")
     assert not browser.find_elements(By.ID, "cancel-unit")
     _shot(browser, "05-cancelled")
+
+
+def test_the_experiment_page_updates_itself(server, browser):
+    from selenium.webdriver.common.by import By
+
+    browser.get(f"{server['url']}/experiments/{server['live']}")
+    row = '#units tr[data-unit="3"] .status'
+    _until(lambda: browser.find_element(By.CSS_SELECTOR, row).text in ("PENDING", "RUNNING"), what="unit 3 active")
+    browser.execute_script("window.__notReloaded = true")
+    subprocess.run([sys.executable, "-m", "xcore.cli.main", "cancel", f"{server['live']}/3"], env=server["env"],
+                   check=True, capture_output=True, timeout=60)
+    _until(lambda: browser.find_element(By.CSS_SELECTOR, row).text == "CANCELLED", timeout=20,
+           what="the row to turn CANCELLED without a reload")
+    assert browser.execute_script("return window.__notReloaded === true")
+    assert "1 cancelled" in browser.find_element(By.ID, "counts").text or "2 cancelled" in \
+        browser.find_element(By.ID, "counts").text
+    _shot(browser, "06-live-update")

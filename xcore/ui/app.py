@@ -9,6 +9,7 @@ import os
 import secrets
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlencode
@@ -176,9 +177,9 @@ def create_app(store: MetadataStore, host: PluginHost, *, read_only: bool = Fals
             record = store.get_experiment(experiment_id)
         except NotFoundError:
             return JSONResponse({"error": "not found"}, status_code=404)
-        rows = rows_of(experiment_id)
-        version = json.dumps([sorted(record.status_counts.items()), sum(len(r.results) for r in rows),
-                              sum(len(r.message) for r in rows)])
+        rows = rows_of(experiment_id)  # the rows the table is rendered from, so a change is never missed
+        version = json.dumps([sorted(Counter(r.status for r in rows).items()), sum(len(r.results) for r in rows),
+                              sum(len(r.message) for r in rows), len(rows)])
         return JSONResponse({"status": record.status.value, "counts": dict(data.status_counts(record)),
                              "version": version})
 

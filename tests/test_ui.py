@@ -67,6 +67,10 @@ def test_server_side_pagination_and_filters(client):
     assert re.findall(r'data-unit="(\d+)"', page) == ["7"]
     assert http.get("/?q=nothing-like-this").text.count('data-id="') == 0
     assert http.get("/?q=ui").text.count('data-id="') == 1  # by tag
+    sample_sweep(open_store(), 1, title="someone else's", user="other")
+    assert re.findall(r'data-id="(\d+)"', http.get("/?user=other").text) == ["2"]
+    assert re.findall(r'data-id="(\d+)"', http.get("/?status=completed").text) == ["2"]  # 1 unit, completed
+    assert re.findall(r'data-id="(\d+)"', http.get("/?status=failed").text) == ["1"]  # a failed unit among them
 
 
 def test_cancel_needs_the_csrf_token_and_is_hidden_when_read_only(client):

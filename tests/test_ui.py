@@ -4,6 +4,7 @@ The browser tests are in test_ui_browser.py."""
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 
@@ -127,3 +128,17 @@ def test_xcore_ui_on_a_public_address_requires_a_token(xcore_home):
         ui.terminate()
         ui.wait(10)
     assert "reachable from other machines" in ui.stderr.read()
+
+
+def test_a_token_you_give_is_never_printed(xcore_home):
+    import subprocess
+
+    ui = subprocess.Popen([sys.executable, "-m", "xcore.cli.main", "ui", "--host", "0.0.0.0", "--port", "0"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          env={**os.environ, "XCORE_UI_TOKEN": "my-own-secret-token-123"})
+    try:
+        line = ui.stdout.readline()
+    finally:
+        ui.terminate()
+        ui.wait(10)
+    assert "http://0.0.0.0:" in line and "my-own-secret" not in line + ui.stderr.read() + ui.stdout.read()

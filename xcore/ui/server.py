@@ -57,8 +57,9 @@ def run(args: argparse.Namespace) -> int:
 
     token = args.token or os.environ.get("XCORE_UI_TOKEN") or None
     exposed = not is_loopback(args.host)
-    if exposed and not token:
-        token = secrets.token_urlsafe(24)
+    generated = exposed and not token
+    if generated:
+        token = secrets.token_urlsafe(24)  # printed once in the URL: the only way to hand it over
     if token is not None and len(token) < 16:
         raise XcoreError("--token must be at least 16 characters (or leave it out to get a random one).")
     store = _store()
@@ -78,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
     sock.listen(2048)  # connections queue from now on, so the printed URL works at once
     port = sock.getsockname()[1]
     shown = f"[{args.host}]" if ":" in args.host and not args.host.startswith("[") else args.host
-    url = f"http://{shown}:{port}/" + (f"?token={token}" if token else "")
+    url = f"http://{shown}:{port}/" + (f"?token={token}" if generated else "")  # a token you chose is never echoed
     mode = " (read-only)" if args.read_only else ""
     print(f"xcore ui{mode}: {url}", flush=True)
     if exposed:

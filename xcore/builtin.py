@@ -1,13 +1,17 @@
 """Built-in behaviour, registered as the plugin named "xcore": the backend-neutral
-executable specs, the embedded SQLite metadata store and the PostgreSQL team store."""
+executable specs, the embedded SQLite metadata store, the PostgreSQL team store and the
+W&B, Neptune and TensorBoard tracker integrations."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from xcore.kinds import KindRegistrar
 from xcore.markers import hookimpl
 from xcore.store import MetadataStore
+
+if TYPE_CHECKING:
+    from xcore.trackers import JobTracking, TrackedJob
 
 
 @hookimpl
@@ -48,3 +52,10 @@ def xcore_open_store(url: str, options: dict[str, Any]) -> MetadataStore | None:
     if not path:
         raise ValueError(f"XCORE_STORE={url!r} names no file: write sqlite:////absolute/path/xcore.db.")
     return SqliteStore(path, migrate=bool(options.get("migrate", True)))
+
+
+@hookimpl
+def xcore_job_tracking(job: TrackedJob) -> JobTracking | None:
+    from xcore.trackers.builtin import tracking
+
+    return tracking(job)

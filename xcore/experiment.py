@@ -412,6 +412,17 @@ class Experiment:
         self, unit: ExperimentUnit, prepared: list[tuple[str, Job, SequentialArgs, dict[str, str]]],
         role_name: str | None, stored_args: Any, identity: str, replace_unlaunched: bool = False,
     ) -> LaunchFuture:
+        from xcore.trackers import TrackedJob, job_tracking
+
+        links: list[tuple[int, str, str]] = []  # (index in prepared, name, url) until ids are known
+        tracked = []
+        for index, (name, job, argv, env) in enumerate(prepared):
+            extra = job_tracking(self._host, TrackedJob(
+                self.experiment_id, self._record.title, tuple(self._record.tags), unit.work_unit_id, name,
+                unit.args, env, os.environ))
+            links += [(index, link_name, url) for link_name, url in extra.links.items()]
+            tracked.append((name, job, argv, {**extra.env, **env}) if extra.env else (name, job, argv, env))
+        prepared = tracked
         new_jobs = [
             NewJob(
                 name=name,
@@ -430,6 +441,8 @@ class Experiment:
         else:
             job_ids = self._store.add_work_unit(self.experiment_id, unit.work_unit_id, role_name, stored_args,
                                                 identity, new_jobs, lease_id=lease)
+        if links:
+            self._store.record_links([(job_ids[index], name, url) for index, name, url in links])
         unit._job_names.update(name for name, *_ in prepared)
         future: concurrent.futures.Future = concurrent.futures.Future()
         ticket = UnitTicket(future, unit, len(prepared))

@@ -69,6 +69,7 @@ if TYPE_CHECKING:
     from xcore.kinds import KindRegistrar
     from xcore.status import JobState
     from xcore.store import MetadataStore
+    from xcore.trackers import JobTracking, TrackedJob
 
 from xcore.markers import hookspec
 
@@ -227,6 +228,30 @@ def xcore_job_logs(handle_kind: str, handle: JobHandle, follow: bool) -> Iterato
     :param follow: keep yielding new output until the job is terminal and all of it was read.
     :return: an iterator of ``str`` chunks decoded incrementally from UTF-8 (never a split
         character; invalid bytes as U+FFFD): ``xcore.plugin.follow_file`` does it for a file.
+    """
+
+
+# -------------------------------------------------------------------------------------------
+# Trackers
+# -------------------------------------------------------------------------------------------
+
+
+@hookspec
+def xcore_job_tracking(job: TrackedJob) -> JobTracking | None:
+    """Add environment variables and links to a job, for an experiment tracker.
+
+    Called for every job when it is recorded, before it is launched, on every plugin (not
+    routed by kind: a tracker works with any backend); the answers are merged. The built-in
+    W&B, Neptune and TensorBoard integrations (``xcore.trackers.builtin``) use it.
+
+    :param job: ``xcore.trackers.TrackedJob``: experiment id, title and tags, work unit id,
+        job name, the unit's args, the job's own ``env`` and the launcher's ``launcher_env``
+        (where a tracker's settings are read); ``run_group``/``run_name`` give the names to use.
+    :return: ``xcore.trackers.JobTracking(env={...}, links={"mytracker": url})``, or None to add
+        nothing. Env never overrides a variable the user set for the job; secret-named
+        variables are redacted in the store like any other. Links are stored with the job and
+        shown by ``xcore show`` and ``xcore ui``. Import no tracker library here: it need
+        not be installed where xcore runs.
     """
 
 

@@ -90,6 +90,28 @@ class WorkUnitRecord:
 
 
 @attrs.define
+class UnitSummary:
+    """A work unit as a table row (the dashboard's): its jobs folded into one status, the
+    earliest start, the latest end (None while any job has not ended) and the messages of
+    jobs that did not complete, without the jobs' stored specs."""
+
+    id: int
+    role: str
+    args: Any
+    status: Status
+    created_at: float
+    started_at: float | None
+    ended_at: float | None
+    message: str = ""
+
+    @property
+    def duration(self) -> float | None:
+        if self.started_at is None:
+            return None
+        return (self.ended_at if self.ended_at is not None else _now()) - self.started_at
+
+
+@attrs.define
 class ExperimentRecord:
     id: int
     title: str

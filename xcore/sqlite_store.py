@@ -13,7 +13,7 @@ import secrets
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,7 @@ from xcore.records import (
     LeaseRecord,
     NewJob,
     StatusEvent,
+    UnitSummary,
     WorkUnitRecord,
 )
 from xcore.status import JobState, Status, combine
@@ -120,6 +121,29 @@ MIGRATIONS: list[str] = [
         job_ids TEXT NOT NULL,
         created_at REAL NOT NULL
     );
+    """,
+    # 4: trial results reported by the programs (xcore.results) and tracker links per job
+    """
+    ALTER TABLE jobs ADD COLUMN results_at REAL;
+    CREATE TABLE job_results (
+        job_id INTEGER NOT NULL REFERENCES jobs(id),
+        experiment_id INTEGER NOT NULL,
+        work_unit_id INTEGER NOT NULL,
+        name TEXT NOT NULL,
+        value REAL,
+        at REAL NOT NULL,
+        PRIMARY KEY (job_id, name)
+    );
+    CREATE INDEX job_results_by_unit ON job_results(experiment_id, work_unit_id);
+    CREATE TABLE job_links (
+        job_id INTEGER NOT NULL REFERENCES jobs(id),
+        experiment_id INTEGER NOT NULL,
+        work_unit_id INTEGER NOT NULL,
+        name TEXT NOT NULL,
+        url TEXT NOT NULL,
+        PRIMARY KEY (job_id, name)
+    );
+    CREATE INDEX job_links_by_unit ON job_links(experiment_id, work_unit_id);
     """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -579,6 +603,22 @@ class SqliteStore(MetadataStore):
                     units[row["work_unit_id"]].jobs.append(self._job(row))
             return list(units.values())
 
+    def unit_summaries(self, experiment_id: int) -> list[UnitSummary]:
+        query = (
+            "SELECT w.id, w.role, w.args, w.status, w.created_at, MIN(j.started_at),"
+            " CASE WHEN COUNT(j.id) > 0 AND COUNT(j.ended_at) = COUNT(j.id) THEN MAX(j.ended_at) END,"
+            " GROUP_CONCAT(CASE WHEN j.status != 'COMPLETED' AND j.message != '' THEN j.message END, '; ')"
+            " FROM work_units w LEFT JOIN jobs j ON j.experiment_id = w.experiment_id AND j.work_unit_id = w.id"
+            " WHERE w.experiment_id = ? GROUP BY w.id ORDER BY w.id"
+        )
+        statuses = {s.value: s for s in Status}
+        with self._reading():
+            return [
+                UnitSummary(row[0], row[1], _json_or_reason(row[2]), statuses.get(row[3], Status.UNKNOWN),
+                            _number(row[4]), row[5], row[6], row[7] or "")
+                for row in self._db.execute(query, (experiment_id,))
+            ]
+
     def active_jobs(self, experiment_ids: Sequence[int]) -> list[JobRecord]:
         marks = ",".join("?" * len(experiment_ids))
         active = [s.value for s in Status if s.is_active]
@@ -764,6 +804,71 @@ class SqliteStore(MetadataStore):
                          for e in history.events.get(job.id, [])],
                     )
         return Imported(source.id, experiment_id, clash)
+
+    # -- results and links ---------------------------------------------------------------
+
+    def record_results(self, job_id: int, results: Mapping[str, float | None], *, final: bool = False) -> None:
+        now = time.time()
+        with self._write() as db:
+            row = db.execute("SELECT experiment_id, work_unit_id FROM jobs WHERE id = ?", (job_id,)).fetchone()
+            if row is None:
+                raise NotFoundError(f"No job {job_id} in {self.path}.")
+            db.executemany(
+                "INSERT INTO job_results (job_id, experiment_id, work_unit_id, name, value, at) VALUES (?,?,?,?,?,?)"
+                " ON CONFLICT (job_id, name) DO UPDATE SET value = excluded.value, at = excluded.at",
+                [(job_id, row[0], row[1], name, value, now) for name, value in results.items()],
+            )
+            if final:
+                db.execute("UPDATE jobs SET results_at = ? WHERE id = ?", (now, job_id))
+
+    def results(self, experiment_id: int,
+                work_unit_ids: Sequence[int] | None = None) -> dict[int, dict[str, float | None]]:
+        params: list[Any] = [experiment_id]
+        where = ""
+        if work_unit_ids is not None:
+            where = f" AND work_unit_id IN ({','.join('?' * len(work_unit_ids))})"
+            params += list(work_unit_ids)
+        found: dict[int, dict[str, float | None]] = {}
+        with self._reading():
+            for row in self._db.execute(
+                f"SELECT work_unit_id, name, value FROM job_results WHERE experiment_id = ?{where} ORDER BY at, job_id",
+                params,
+            ):
+                found.setdefault(row[0], {})[row[1]] = row[2]
+        return found
+
+    def results_pending(self, experiment_id: int) -> list[int]:
+        terminal = [s.value for s in Status if s.is_terminal]
+        with self._reading():
+            return [r[0] for r in self._db.execute(
+                f"SELECT id FROM jobs WHERE experiment_id = ? AND results_at IS NULL AND handle IS NOT NULL"
+                f" AND status IN ({','.join('?' * len(terminal))}) ORDER BY id", [experiment_id, *terminal])]
+
+    def record_links(self, links: Sequence[tuple[int, str, str]]) -> None:
+        if not links:
+            return
+        with self._write() as db:
+            db.executemany(
+                "INSERT INTO job_links (job_id, experiment_id, work_unit_id, name, url)"
+                " SELECT id, experiment_id, work_unit_id, ?, ? FROM jobs WHERE id = ?"
+                " ON CONFLICT (job_id, name) DO UPDATE SET url = excluded.url",
+                [(name, url, job_id) for job_id, name, url in links],
+            )
+
+    def links(self, experiment_id: int, work_unit_ids: Sequence[int] | None = None) -> dict[int, dict[str, str]]:
+        params: list[Any] = [experiment_id]
+        where = ""
+        if work_unit_ids is not None:
+            where = f" AND work_unit_id IN ({','.join('?' * len(work_unit_ids))})"
+            params += list(work_unit_ids)
+        found: dict[int, dict[str, str]] = {}
+        with self._reading():
+            for row in self._db.execute(
+                f"SELECT work_unit_id, name, url FROM job_links WHERE experiment_id = ?{where} ORDER BY job_id, name",
+                params,
+            ):
+                found.setdefault(row[0], {})[row[1]] = row[2]
+        return found
 
 
 def _number(value: Any) -> float:

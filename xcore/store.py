@@ -4,7 +4,7 @@ provide another (a server database) through the ``xcore_open_store`` hook."""
 from __future__ import annotations
 
 import abc
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -15,9 +15,10 @@ from xcore.records import (
     LeaseRecord,
     NewJob,
     StatusEvent,
+    UnitSummary,
     WorkUnitRecord,
 )
-from xcore.status import JobState
+from xcore.status import JobState, Status
 
 
 @attrs.frozen
@@ -130,6 +131,48 @@ class MetadataStore(abc.ABC):
     @abc.abstractmethod
     def job_history(self, job_id: int) -> list[StatusEvent]:
         """Every status change of a job, oldest first."""
+
+    def unit_summaries(self, experiment_id: int) -> list[UnitSummary]:
+        """Every work unit of the experiment as one row, by id (for tables of big sweeps). This
+        default folds ``work_units``; a store should answer it with one aggregate query."""
+        return [
+            UnitSummary(u.id, u.role, u.args, u.status, u.created_at, u.started_at, u.ended_at,
+                        "; ".join(j.message for j in u.jobs if j.message and j.status is not Status.COMPLETED))
+            for u in self.work_units(experiment_id)
+        ]
+
+    # Trial results (see ``xcore.results``): the scalars a program printed as
+    # ``XCORE_RESULT {"loss": 0.1}`` lines, collected from its log. Tracker links (see
+    # ``xcore.trackers``): named URLs per job, recorded when the job is.
+
+    @abc.abstractmethod
+    def record_results(self, job_id: int, results: Mapping[str, float | None], *, final: bool = False) -> None:
+        """Store the job's latest value of each named result (insert or overwrite by
+        ``(job_id, name)``; names not given keep their value). ``final=True`` also marks the
+        job's results as collected for good, so ``results_pending`` no longer lists it (set it
+        once the job is terminal and its whole log was read, even when it reported nothing).
+        Values are floats, or None for a non-finite or non-numeric value."""
+
+    @abc.abstractmethod
+    def results(self, experiment_id: int,
+                work_unit_ids: Sequence[int] | None = None) -> dict[int, dict[str, float | None]]:
+        """``{work_unit_id: {name: value}}`` for these work units (all when None); work units
+        without results are absent. When jobs of one work unit report the same name, the value
+        recorded last wins."""
+
+    @abc.abstractmethod
+    def results_pending(self, experiment_id: int) -> list[int]:
+        """Ids of the experiment's jobs that are terminal, were launched (have a handle), and
+        whose results were not yet recorded with ``final=True``: the jobs whose logs still
+        need reading."""
+
+    def record_links(self, links: Sequence[tuple[int, str, str]]) -> None:  # noqa: B027 - optional
+        """Store ``(job_id, name, url)`` tracker links (overwrite by ``(job_id, name)``). A
+        store without links may ignore them: launches still work, nothing links to trackers."""
+
+    def links(self, experiment_id: int, work_unit_ids: Sequence[int] | None = None) -> dict[int, dict[str, str]]:
+        """``{work_unit_id: {name: url}}`` of the tracker links of these work units' jobs."""
+        return {}
 
     # Launcher leases (see ``xcore.orphans``). A store without them returns None from
     # ``open_lease``: launches still work, but a killed launcher's jobs are not resolved.

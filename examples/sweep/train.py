@@ -1,4 +1,4 @@
-"""A real, tiny training loop: fit y = 3x - 2 with mini-batch SGD and write the final loss.
+"""A real, tiny training loop: fit y = 3x - 2 with mini-batch SGD and report the final loss and accuracy.
 
 Run by the sweep example once per trial; standard library only.
 """
@@ -35,7 +35,11 @@ def main() -> None:
     output = Path(args.output_dir)
     output.mkdir(parents=True, exist_ok=True)
     (output / "metrics.json").write_text(json.dumps({"loss": loss, "w": w, "b": b, **vars(args)}))
+    # accuracy: the share of points predicted within 0.2 of their target
+    accuracy = sum(abs(w * x + b - y) < 0.2 for x, y in data) / len(data)
     print(f"final loss {loss:.5f} (w={w:.3f}, b={b:.3f})")
+    # xcore's result convention (see xcore/results.py): `xcore show` and `xcore ui` show these
+    print("XCORE_RESULT " + json.dumps({"loss": loss, "accuracy": accuracy}), flush=True)
 
 
 if __name__ == "__main__":

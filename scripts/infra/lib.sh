@@ -8,6 +8,7 @@
 #   docker     local base image xcore-python:3.11
 #   postgres   127.0.0.1:5432, role xcore (password in /var/lib/xcore-infra/postgres/password),
 #              database xcore_test, URL in /var/lib/xcore-infra/postgres/url (root only)
+#   browser    /usr/bin/chromium and /usr/bin/chromedriver (Debian packages)
 set -euo pipefail
 
 INFRA_STATE=/var/lib/xcore-infra
@@ -31,6 +32,7 @@ export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH
 PKGS_sshd="openssh-server openssh-client rsync"
 PKGS_slurm="slurm-wlm slurm-client slurmctld slurmd slurmdbd munge mariadb-server mariadb-client"
 PKGS_sge="gridengine-master gridengine-exec gridengine-client"
+PKGS_browser="chromium chromium-driver fonts-dejavu-core"
 PKGS_docker="docker.io busybox-static python3.11 python3-pip-whl python3-setuptools-whl ca-certificates"
 PKGS_postgres="postgresql postgresql-client"
 

@@ -252,9 +252,16 @@ def show(args: argparse.Namespace) -> int:
             f"Experiment {experiment_id} has no work unit {unit_id} (see `xcore show {experiment_id}`).")
     refresh_jobs(store, get_host(), [j for u in units for j in u.jobs])
     record = store.get_experiment(experiment_id)
+    from xcore import results as results_module
+
+    results_module.collect(store, get_host(), experiment_id)
+    wanted = None if unit_id is None else [unit_id]
+    results, links = store.results(experiment_id, wanted), store.links(experiment_id, wanted)
+    units = _sorted_units(units, results, getattr(args, "sort", None), getattr(args, "top", None))
     if args.json:
         data = _experiment_json(record)
-        data["work_units"] = [_unit_json(u) for u in units]
+        data["work_units"] = [{**_unit_json(u), "results": results.get(u.id, {}), "links": links.get(u.id, {})}
+                              for u in units]
         _print_json(data)
         return EXIT_OK
     print(f"Experiment {record.id}: {printable(record.title)}")
@@ -274,22 +281,65 @@ def show(args: argparse.Namespace) -> int:
         print(f"  launch   FAILED: {printable(record.launch_error)}")
     print()
     rows: list[tuple[object, ...]] = []
+    names = results_module.result_names(results)
     for unit in units:
-        for job in unit.jobs or (None,):
+        values = tuple(_format_result(results.get(unit.id, {}).get(n)) for n in names)
+        for job in unit.jobs or [None]:
             name = f"{unit.id}" if job is None or len(unit.jobs) <= 1 else f"{unit.id}/{job.name}"
             if unit.role == "auxiliary":
                 name += " (aux)"
             if job is None:
-                rows.append((name, unit.status.value, "-", "-", "", _format_args(unit.args)))
+                rows.append((name, unit.status.value, "-", "-", *values, "", _format_args(unit.args)))
                 continue
             rows.append((name, job.status.value, "-" if job.exit_code is None else job.exit_code,
-                         format_duration(job.duration), job.message if job.status is not Status.COMPLETED else "",
-                         _format_args(unit.args)))
+                         format_duration(job.duration), *values,
+                         job.message if job.status is not Status.COMPLETED else "", _format_args(unit.args)))
     if rows:
-        print(render_table(["WU", "STATUS", "EXIT", "DURATION", "MESSAGE", "ARGS"], rows))
+        print(render_table(["WU", "STATUS", "EXIT", "DURATION", *(n.upper() for n in names), "MESSAGE", "ARGS"],
+                           rows))
     else:
         print("(no work units)")
+    link_rows = [(unit.id, name, url) for unit in units for name, url in links.get(unit.id, {}).items()]
+    if link_rows:
+        print()
+        print(render_table(["WU", "TRACKER", "LINK"], link_rows))
     return EXIT_OK
+
+
+def _format_result(value: float | None) -> str:
+    return "-" if value is None else f"{value:.6g}"
+
+
+def _sorted_units(units: list[WorkUnitRecord], results: dict[int, dict[str, float | None]], sort: str | None,
+                  top: int | None) -> list[WorkUnitRecord]:
+    """``--sort NAME`` (ascending) or ``-NAME`` (descending) by a result, an argument, or
+    ``id``/``status``/``duration``; units without the value come last. ``--top N`` keeps N."""
+    if top is not None and top < 1:
+        raise XcoreError(f"--top must be 1 or more, got {top}.")
+    if sort:
+        descending = sort.startswith("-")
+        key = sort.lstrip("-+")
+        known = {n for values in results.values() for n in values}
+        known |= {k for u in units if isinstance(u.args, dict) for k in u.args} | {"id", "status", "duration"}
+        if key not in known:
+            raise XcoreError(f"Cannot sort by {key!r}: use a result, an argument or id/status/duration "
+                             f"({', '.join(sorted(known))}).")
+
+        def value(unit: WorkUnitRecord) -> Any:
+            if key in results.get(unit.id, {}):
+                return results[unit.id][key]
+            if isinstance(unit.args, dict) and key in unit.args:
+                return unit.args[key]
+            return {"id": unit.id, "status": unit.status.value, "duration": unit.duration}.get(key)
+
+        present = [u for u in units if value(u) is not None]
+        missing = [u for u in units if value(u) is None]
+        try:
+            present.sort(key=value, reverse=descending)
+        except TypeError:  # mixed types (an argument that is a number here, a string there)
+            present.sort(key=lambda u: str(value(u)), reverse=descending)
+        units = present + missing
+    return units[:top] if top is not None else units
 
 
 # -- wait, cancel, logs ----------------------------------------------------------------------

@@ -45,6 +45,8 @@ def build_parser(with_plugins: bool = True) -> argparse.ArgumentParser:
 
     p = sub.add_parser("show", help="show an experiment's work units")
     p.add_argument("experiment", help="experiment id")
+    p.add_argument("--sort", help="order by a result or argument, e.g. loss (ascending) or -accuracy (descending)")
+    p.add_argument("--top", type=int, help="only the first N work units (after --sort)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func="xcore.cli.commands:show")
 
@@ -63,6 +65,17 @@ def build_parser(with_plugins: bool = True) -> argparse.ArgumentParser:
     p.add_argument("--job", help="which job of a job group (default: all)")
     p.add_argument("--follow", "-f", action="store_true", help="keep printing until the job ends")
     p.set_defaults(func="xcore.cli.commands:logs")
+
+    p = sub.add_parser("ui", help="a local web dashboard of experiments (needs xcore-core[ui])",
+                       description="Serve a web dashboard over the metadata store: experiments, work units with "
+                       "their results, plots, timelines, logs, cancel.")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to listen on (default 127.0.0.1; any other needs a token, generated if not given)")
+    p.add_argument("--port", type=int, default=8765, help="port (default 8765; 0 picks a free one)")
+    p.add_argument("--token", help="require this token (also XCORE_UI_TOKEN); open the printed URL once")
+    p.add_argument("--read-only", action="store_true", help="hide cancel: look, don't touch")
+    p.add_argument("--poll", type=float, default=3.0, help="seconds between status refreshes (default 3)")
+    p.set_defaults(func="xcore.ui.server:run")
 
     p = sub.add_parser("plugins", help="list installed plugins")
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -86,6 +99,17 @@ def build_parser(with_plugins: bool = True) -> argparse.ArgumentParser:
     return parser
 
 
+def _join_negative_sort(argv: list[str]) -> list[str]:
+    """``--sort -loss`` means descending loss, not an option ``-loss``: pass it as ``--sort=-loss``."""
+    joined: list[str] = []
+    for arg in argv:
+        if joined and joined[-1] == "--sort" and arg.startswith("-"):
+            joined[-1] = f"--sort={arg}"
+        else:
+            joined.append(arg)
+    return joined
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
@@ -94,6 +118,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if argv[:1] == ["launch"] and "--" in argv:  # everything after -- belongs to the script
             split = argv.index("--")
             argv, script_args = argv[:split], argv[split + 1 :]
+        argv = _join_negative_sort(argv)
         args, unknown = parser.parse_known_args(argv)
         if unknown:
             hint = " Put the launch script's own arguments after --." if args.command == "launch" else ""

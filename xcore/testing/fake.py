@@ -177,6 +177,14 @@ def xcore_job_logs(handle_kind: str, handle: FakeHandle, follow: bool) -> Iterat
 
 
 @hookimpl
+def xcore_job_tracking(job: Any) -> Any:
+    """A link per job, as a tracker plugin adds (shown by ``xcore show`` and ``xcore ui``)."""
+    from xcore.trackers import JobTracking
+
+    return JobTracking(links={"fake": f"https://tracker.invalid/{job.run_name}"})
+
+
+@hookimpl
 def xcore_add_commands(subparsers: Any) -> None:
     parser = subparsers.add_parser("fake-jobs", help="list the fake backend's job records (tests only)")
     parser.set_defaults(func=_list_jobs)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from xcore.errors import ConfigurationError, NotFoundError
@@ -31,6 +31,9 @@ class InMemoryStore(MetadataStore):
         self._jobs: dict[int, JobRecord] = {}
         self._events: list[StatusEvent] = []
         self._last_job_id = 0
+        self._results: dict[int, dict[str, float | None]] = {}  # by job id, in recording order
+        self._results_final: set[int] = set()
+        self._links: dict[int, dict[str, str]] = {}
 
     def create_experiment(self, title: str, *, tags: Sequence[str] = (), notes: str = "",
                           script_path: str | None = None, script_sha256: str | None = None,
@@ -185,6 +188,43 @@ class InMemoryStore(MetadataStore):
     def import_history(self, history: ExperimentHistory) -> Imported:
         raise ConfigurationError("The in-memory test store cannot import history; copy into a SQLite or "
                                  "PostgreSQL store instead.")
+
+    def record_results(self, job_id: int, results: Mapping[str, float | None], *, final: bool = False) -> None:
+        with self._lock:
+            self._job(job_id)
+            self._results.setdefault(job_id, {}).update(results)
+            if final:
+                self._results_final.add(job_id)
+
+    def results(self, experiment_id: int,
+                work_unit_ids: Sequence[int] | None = None) -> dict[int, dict[str, float | None]]:
+        with self._lock:
+            found: dict[int, dict[str, float | None]] = {}
+            for job_id, values in self._results.items():
+                job = self._jobs[job_id]
+                if job.experiment_id == experiment_id and (work_unit_ids is None or job.work_unit_id in work_unit_ids):
+                    found.setdefault(job.work_unit_id, {}).update(values)
+            return found
+
+    def results_pending(self, experiment_id: int) -> list[int]:
+        with self._lock:
+            return [job.id for job in self._jobs.values() if job.experiment_id == experiment_id
+                    and job.status.is_terminal and job.handle is not None and job.id not in self._results_final]
+
+    def record_links(self, links: Sequence[tuple[int, str, str]]) -> None:
+        with self._lock:
+            for job_id, name, url in links:
+                self._job(job_id)
+                self._links.setdefault(job_id, {})[name] = url
+
+    def links(self, experiment_id: int, work_unit_ids: Sequence[int] | None = None) -> dict[int, dict[str, str]]:
+        with self._lock:
+            found: dict[int, dict[str, str]] = {}
+            for job_id, values in self._links.items():
+                job = self._jobs[job_id]
+                if job.experiment_id == experiment_id and (work_unit_ids is None or job.work_unit_id in work_unit_ids):
+                    found.setdefault(job.work_unit_id, {}).update(values)
+            return found
 
 
 class MemoryStorePlugin:

@@ -1,0 +1,149 @@
+"""Trial results (``XCORE_RESULT`` lines read from logs), ``xcore show`` columns, sort and top,
+and tracker env/links, through the fake backend and the real SQLite store."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+import xcore as xm
+from xcore import results
+from xcore.cli.main import main
+from xcore.experiment import open_store
+from xcore.plugins import get_host
+from xcore.testing import fake, plugin_host
+from xcore.trackers import TrackedJob
+from xcore.trackers.builtin import tracking
+
+
+def test_parse_lines_last_value_wins_and_bad_lines_are_ignored():
+    chunks = ['noise\nXCORE_RESULT {"loss": 1.5, "acc', 'uracy": 0.5}\n', "XCORE_RESULT not json\n",
+              'XCORE_RESULT {"loss": 0.25, "nan": NaN, "name": "x", "ok": true}', "\nXCORE_RESULT [1]\n"]
+    assert results.parse_chunks(chunks) == {"loss": 0.25, "accuracy": 0.5, "nan": None, "name": None, "ok": 1.0}
+    assert results.parse_line("say XCORE_RESULT {\"a\": 1}") is None  # the marker starts the line
+
+
+TRIAL = ("import json, sys; i = int(sys.argv[1].split('=')[1]); "
+         "print('XCORE_RESULT', json.dumps({'loss': 1 / i, 'accuracy': i / 10}))")
+
+
+def _sweep(n: int) -> int:
+    with xm.create_experiment("results") as experiment:
+        [exe] = experiment.package([xm.binary(fake.FakeSpec(), sys.executable, args=["-c", TRIAL])])
+        for i in range(1, n + 1):
+            experiment.add(xm.Job(exe, fake.FakeExecutor(), args={"i": i}))
+    experiment.wait_until_complete()
+    return experiment.experiment_id
+
+
+def test_show_adds_results_columns_sorts_and_keeps_the_top(xcore_home, capsys):
+    plugin_host({"fake": fake})
+    experiment_id = _sweep(4)
+    assert main(["show", str(experiment_id), "--json", "--sort", "-loss", "--top", "2"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [u["id"] for u in data["work_units"]] == [1, 2]
+    assert data["work_units"][0]["results"] == {"loss": 1.0, "accuracy": 0.1}
+    assert data["work_units"][0]["links"] == {"fake": f"https://tracker.invalid/xcore-{experiment_id}/1"}
+    assert main(["show", str(experiment_id), "--sort", "loss", "--top", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "LOSS" in out and "ACCURACY" in out and "0.25" in out and "https://tracker.invalid" in out
+    store = open_store()
+    assert store.results_pending(experiment_id) == []  # read once, then never again
+    assert store.results(experiment_id)[3] == {"loss": 1 / 3, "accuracy": 0.3}
+    assert main(["show", str(experiment_id), "--sort", "nosuch"]) == 1
+    assert "Cannot sort by 'nosuch'" in capsys.readouterr().err
+
+
+def test_results_are_kept_per_job_and_overwritten_by_name(xcore_home):
+    plugin_host({"fake": fake})
+    experiment_id = _sweep(1)
+    store = open_store()
+    assert results.collect(store, get_host(), experiment_id) == 1
+    job_id = store.work_units(experiment_id)[0].jobs[0].id
+    store.record_results(job_id, {"loss": 9.0, "extra": 1.0})
+    assert store.results(experiment_id) == {1: {"loss": 9.0, "accuracy": 0.1, "extra": 1.0}}
+
+
+def _job(env: dict[str, str]) -> TrackedJob:
+    return TrackedJob(7, "sweep <x>", ("a", "b,c"), 3, "job", {"lr": 0.1}, {}, env)
+
+
+def test_trackers_are_off_unless_configured():
+    assert tracking(_job({})) is None
+
+
+def test_wandb_neptune_tensorboard_env_and_links():
+    answer = tracking(_job({"WANDB_PROJECT": "proj", "WANDB_ENTITY": "me", "WANDB_API_KEY": "k",
+                            "NEPTUNE_PROJECT": "ws/proj", "XCORE_TENSORBOARD_DIR": "/shared/tb"}))
+    assert answer is not None
+    env, links = answer.env, answer.links
+    assert env["WANDB_RUN_GROUP"] == "xcore-7" and env["WANDB_NAME"] == "xcore-7/3"
+    assert env["WANDB_TAGS"] == "a,b c" and env["WANDB_API_KEY"] == "k"
+    assert links["wandb"] == f"https://wandb.ai/me/proj/runs/{env['WANDB_RUN_ID']}"
+    assert links["neptune"].startswith("https://app.neptune.ai/ws/proj/runs/table?query=")
+    assert env["NEPTUNE_CUSTOM_RUN_ID"] in links["neptune"] and env["NEPTUNE_PROJECT"] == "ws/proj"
+    assert env["TENSORBOARD_LOGDIR"] == links["tensorboard"] == "/shared/tb/xcore-7/3"
+    assert json.loads(env["XCORE_RUN_TAGS"]) == ["a", "b,c"]
+
+
+def test_tracker_env_reaches_the_job_but_never_overrides_the_users(xcore_home, monkeypatch):
+    plugin_host({"fake": fake})
+    monkeypatch.setenv("WANDB_PROJECT", "proj")
+    monkeypatch.setenv("WANDB_ENTITY", "me")
+    with xm.create_experiment("tracked") as experiment:
+        [exe] = experiment.package([xm.binary(fake.FakeSpec(), sys.executable)])
+        code = "import os; print(os.environ['WANDB_RUN_GROUP'], os.environ['WANDB_PROJECT'])"
+        experiment.add(xm.Job(exe, fake.FakeExecutor(), args=["-c", code], env_vars={"WANDB_PROJECT": "mine"}))
+    experiment.wait_until_complete()
+    store = open_store()
+    [unit] = store.work_units(experiment.experiment_id)
+    assert unit.jobs[0].env["WANDB_PROJECT"] == "mine"
+    assert unit.jobs[0].env["WANDB_RUN_GROUP"] == f"xcore-{experiment.experiment_id}"
+    assert "wandb" in store.links(experiment.experiment_id)[1]
+    assert "fake" in store.links(experiment.experiment_id)[1]
+
+
+@pytest.mark.parametrize("value", ["<script>", "a\nb"])
+def test_result_names_are_data(value):
+    assert results.parse_line("XCORE_RESULT " + json.dumps({value: 1})) == {value: 1.0}
+
+
+def test_a_log_that_cannot_be_read_now_is_read_later(xcore_home, monkeypatch):
+    plugin_host({"fake": fake})
+    experiment_id = _sweep(2)
+    store, host = open_store(), get_host()
+
+    def unreachable(*args, **kwargs):
+        raise OSError("backend unreachable")
+
+    monkeypatch.setattr(host, "job_logs", unreachable)
+    assert results.collect(store, host, experiment_id) == 0
+    assert len(store.results_pending(experiment_id)) == 2 and store.results(experiment_id) == {}
+    monkeypatch.undo()
+    assert results.collect(store, host, experiment_id) == 2
+    assert store.results_pending(experiment_id) == [] and set(store.results(experiment_id)) == {1, 2}
+
+
+def test_a_version_2_store_migrates_and_keeps_its_records(tmp_path):
+    import sqlite3
+
+    from xcore.sqlite_store import MIGRATIONS, SqliteStore
+
+    path = tmp_path / "old.db"
+    db = sqlite3.connect(path)
+    for migration in MIGRATIONS[:2]:
+        db.executescript(migration)
+    db.execute("INSERT INTO experiments (title, created_at) VALUES ('old', 1.0)")
+    db.execute("PRAGMA user_version = 2")
+    db.commit()
+    db.close()
+    store = SqliteStore(path)
+    assert store.get_experiment(1).title == "old"
+    from xcore.records import NewJob
+
+    [job_id] = store.add_work_unit(1, 1, "work_unit", {"lr": 0.1}, "", [NewJob("job", "k", {}, {}, [], {})])
+    store.record_results(job_id, {"loss": 0.5}, final=True)
+    store.record_links([(job_id, "wandb", "https://wandb.ai/x")])
+    assert store.results(1) == {1: {"loss": 0.5}} and store.links(1) == {1: {"wandb": "https://wandb.ai/x"}}

@@ -1,0 +1,211 @@
+"""The dashboard in a real browser: Debian's Chromium driven by Selenium through Debian's
+chromedriver (``scripts/infra/setup.sh browser``; nothing downloads a browser). A real
+``xcore ui`` process serves a store holding a 100-trial sweep and a live xlocal experiment
+with a hostile title and argument. Screenshots of each page go to test-artifacts/ui/."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from core_helpers import REPO
+from xcore.testing import require_service
+
+HOSTILE = "<script>window.__xss=1</script><img src=x onerror=\"window.__xss=2\">'\"&"
+ARTIFACTS = Path(os.environ.get("XCORE_TEST_ARTIFACTS", REPO / "test-artifacts")) / "ui"
+CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
+
+LAUNCH = textwrap.dedent('''
+    import sys
+    import xcore as xm
+    import xlocal
+
+    HOSTILE = {hostile!r}
+    with xm.create_experiment("live " + HOSTILE, tags=["browser"]) as experiment:
+        talk = "import json; print('hello log'); print('XCORE_RESULT', json.dumps({{'loss': 0.5}}))"
+        sleep = "import time; print('sleeping', flush=True); time.sleep(300)"
+        [talker, sleeper] = experiment.package([xm.binary(xlocal.Local.Spec(), sys.executable, args=["-c", talk]),
+                                                xm.binary(xlocal.Local.Spec(), sys.executable, args=["-c", sleep])])
+        experiment.add(xm.Job(talker, xlocal.Local(), args={{"note": HOSTILE}}))
+        experiment.add(xm.Job(sleeper, xlocal.Local(), args={{"note": "sleeps"}}))
+        experiment.add(xm.Job(sleeper, xlocal.Local(), args={{"note": "sleeps too"}}))
+''')
+
+
+def _until(condition, timeout: float = 20.0, what: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.1)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, object]]:
+    root = tmp_path_factory.mktemp("ui-browser")
+    env = {**os.environ, "XCORE_HOME": str(root / "home"), "XCORE_CONFIG_DIR": str(root / "config"),
+           "XCORE_QUIET": "1"}
+    env.pop("XCORE_STORE", None)
+    seed = ("from xcore.experiment import open_store; from xcore.ui.sample import sample_sweep; "
+            "print(sample_sweep(open_store(), 100, title='lr x batch sweep (100 trials)', tags=['sweep']))")
+    sweep_id = int(subprocess.run([sys.executable, "-c", seed], env=env, check=True, capture_output=True,
+                                  text=True).stdout)
+    script = root / "live_launch.py"
+    script.write_text(LAUNCH.format(hostile=HOSTILE))
+    subprocess.run([sys.executable, "-m", "xcore.cli.main", "launch", str(script)], env=env, check=True,
+                   capture_output=True, text=True, timeout=120)
+    ui = subprocess.Popen([sys.executable, "-m", "xcore.cli.main", "ui", "--port", "0", "--poll", "0.5"], env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = ui.stdout.readline() if ui.stdout else ""
+        match = re.search(r"(http://\S+)", line)
+        assert match, f"xcore ui printed no URL: {line!r}"
+        yield {"url": match.group(1).rstrip("/"), "sweep": sweep_id, "live": sweep_id + 1, "env": env}
+    finally:
+        ui.terminate()
+        ui.wait(10)
+        subprocess.run([sys.executable, "-m", "xcore.cli.main", "cancel", str(sweep_id + 1)], env=env,
+                       capture_output=True, timeout=60)  # the sleepers, if a test failed before cancelling them
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    require_service("browser", bool(CHROMIUM and CHROMEDRIVER),
+                    "run `sudo bash scripts/infra/setup.sh browser` (Debian chromium + chromium-driver)")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,1000",
+                 "--disable-gpu", "--no-first-run", "--disable-extensions"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver.set_page_load_timeout(30)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def _shot(driver, name: str) -> None:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    driver.save_screenshot(str(ARTIFACTS / f"{name}.png"))
+
+
+def _no_script_ran(driver) -> None:
+    assert driver.execute_script("return window.__xss === undefined"), "a hostile value ran as script"
+
+
+def test_experiments_list(server, browser):
+    from selenium.webdriver.common.by import By
+
+    browser.get(server["url"] + "/")
+    titles = [e.text for e in browser.find_elements(By.CSS_SELECTOR, "#experiments a.title")]
+    assert titles[0] == "live " + HOSTILE  # newest first, and the title is text
+    assert "lr x batch sweep (100 trials)" in titles
+    _no_script_ran(browser)
+    _shot(browser, "01-experiments")
+
+
+def test_sweep_page_sorts_by_a_result_and_draws_plot_and_timeline(server, browser):
+    from selenium.webdriver.common.by import By
+
+    browser.get(f"{server['url']}/experiments/{server['sweep']}")
+    _until(lambda: browser.find_elements(By.CSS_SELECTOR, "#plot .main-svg"), what="the plot")
+    _until(lambda: browser.find_elements(By.CSS_SELECTOR, "#timeline .main-svg"), what="the timeline")
+    assert "page 1 of 2" in browser.find_element(By.CSS_SELECTOR, "#units-table .pager").text
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#units tbody tr")) == 50
+    browser.find_element(By.CSS_SELECTOR, 'a.sort[data-sort="result:loss"]').click()
+    _until(lambda: "sort=result%3Aloss" in browser.current_url, what="the sorted page")
+
+    def losses() -> list[float]:
+        return [float(c.text) for c in browser.find_elements(By.CSS_SELECTOR, '#units td[data-result="loss"]')
+                if c.text]
+
+    ascending = losses()
+    assert len(ascending) > 10 and ascending == sorted(ascending)
+    browser.find_element(By.CSS_SELECTOR, 'a.sort[data-sort="result:loss"]').click()
+    _until(lambda: "sort=-result%3Aloss" in browser.current_url, what="the descending sort")
+    descending = losses()
+    assert descending == sorted(descending, reverse=True) and descending[0] > ascending[0]
+    _until(lambda: browser.find_elements(By.CSS_SELECTOR, "#plot .main-svg"), what="the plot")
+    time.sleep(0.5)  # let Plotly finish drawing before the screenshot
+    _shot(browser, "02-sweep")
+
+
+def test_hostile_argument_renders_as_text(server, browser):
+    from selenium.webdriver.common.by import By
+
+    browser.get(f"{server['url']}/experiments/{server['live']}")
+    _until(lambda: browser.find_elements(By.CSS_SELECTOR, "#units tbody tr"), what="the units")
+    assert browser.find_element(By.TAG_NAME, "h1").text.endswith("live " + HOSTILE)
+    cells = [c.text for c in browser.find_elements(By.CSS_SELECTOR, "#units td.arg")]
+    assert any(HOSTILE in c for c in cells), cells
+    assert not browser.find_elements(By.CSS_SELECTOR, "#units img")  # the <img> is text, not an element
+    _no_script_ran(browser)
+    _shot(browser, "03-hostile")
+
+
+def test_log_is_shown(server, browser):
+    from selenium.webdriver.common.by import By
+
+    browser.get(f"{server['url']}/experiments/{server['live']}/units/1")
+    _until(lambda: "hello log" in browser.find_element(By.ID, "log").text, what="the log")
+    _until(lambda: _reload_has(browser, "#results", "0.5"), timeout=20, what="the reported result")
+    _no_script_ran(browser)
+    _shot(browser, "04-log")
+
+
+def _reload_has(browser, selector: str, text: str) -> bool:
+    from selenium.webdriver.common.by import By
+
+    browser.refresh()
+    found = browser.find_elements(By.CSS_SELECTOR, selector)
+    return bool(found) and text in found[0].text
+
+
+def test_cancel_a_running_unit(server, browser):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    page = f"{server['url']}/experiments/{server['live']}/units/2"
+    browser.get(page)
+    _until(lambda: _reload_has(browser, "#unit-status", "RUNNING") and "sleeping" in
+           browser.find_element(By.ID, "log").text, timeout=30, what="the sleeper to run")
+    browser.find_element(By.ID, "cancel-unit").click()
+    alert = WebDriverWait(browser, 5).until(lambda d: d.switch_to.alert)
+    assert "Cancel work unit" in alert.text
+    alert.accept()
+    _until(lambda: _reload_has(browser, "#unit-status", "CANCELLED"), timeout=30, what="CANCELLED")
+    assert not browser.find_elements(By.ID, "cancel-unit")
+    _shot(browser, "05-cancelled")
+
+
+def test_the_experiment_page_updates_itself(server, browser):
+    from selenium.webdriver.common.by import By
+
+    browser.get(f"{server['url']}/experiments/{server['live']}")
+    row = '#units tr[data-unit="3"] .status'
+    _until(lambda: browser.find_element(By.CSS_SELECTOR, row).text in ("PENDING", "RUNNING"), what="unit 3 active")
+    browser.execute_script("window.__notReloaded = true")
+    subprocess.run([sys.executable, "-m", "xcore.cli.main", "cancel", f"{server['live']}/3"], env=server["env"],
+                   check=True, capture_output=True, timeout=60)
+    _until(lambda: browser.find_element(By.CSS_SELECTOR, row).text == "CANCELLED", timeout=20,
+           what="the row to turn CANCELLED without a reload")
+    assert browser.execute_script("return window.__notReloaded === true")
+    assert "1 cancelled" in browser.find_element(By.ID, "counts").text or "2 cancelled" in \
+        browser.find_element(By.ID, "counts").text
+    _shot(browser, "06-live-update")

@@ -1,0 +1,116 @@
+"""Trial results: how a program reports scalars without depending on xcore.
+
+The convention, the same on every backend: the program prints a line
+
+    XCORE_RESULT {"loss": 0.0123, "accuracy": 0.97}
+
+to its standard output or error (a JSON object of names to numbers, on one line, the marker
+at the start of the line). It may print such lines any number of times; for each name the
+last value wins. xcore reads them from the job's log through the backend's ``xcore_job_logs``
+hook, so nothing needs installing where the job runs and no backend needs to do anything:
+once a job is terminal (when ``xcore show`` or the dashboard first sees it so), and on demand
+for running jobs. Values are stored as floats; ``NaN``/``Infinity`` and non-numbers are kept as
+null; booleans count as 0/1. A line that is not valid JSON is ignored (it is output, not a
+result).
+
+From Python, without xcore::
+
+    print("XCORE_RESULT " + json.dumps({"loss": loss}), flush=True)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from xcore.errors import XcoreError
+from xcore.plugins import PluginHost
+from xcore.records import JobRecord
+from xcore.store import MetadataStore
+
+MARKER = "XCORE_RESULT"
+MAX_LINE = 64 * 1024  # longer lines are not results (and are not buffered whole)
+
+
+def parse_line(line: str) -> dict[str, float | None] | None:
+    """The results on one line, or None when the line is not a result line."""
+    text = line.strip()
+    if not text.startswith(MARKER):
+        return None
+    try:
+        data = json.loads(text[len(MARKER):])
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    return {str(name): _number(value) for name, value in data.items()}
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, (int, float)):
+        number = float(value)
+        return number if math.isfinite(number) else None
+    return None
+
+
+def parse_chunks(chunks: Iterable[str]) -> dict[str, float | None]:
+    """Every result in a stream of log chunks (lines may be split across chunks); last wins."""
+    found: dict[str, float | None] = {}
+    pending = ""
+    for chunk in chunks:
+        pending += chunk
+        *lines, pending = pending.split("\n")
+        for line in lines:
+            values = parse_line(line)
+            if values:
+                found.update(values)
+        if len(pending) > MAX_LINE:
+            pending = "-"  # a huge partial line: never a result; keep memory flat
+    values = parse_line(pending)
+    if values:
+        found.update(values)
+    return found
+
+
+def read_job_results(host: PluginHost, job: JobRecord) -> dict[str, float | None]:
+    """Read the job's log (what was written so far) and return its results."""
+    if job.handle is None or not job.handle_kind:
+        return {}
+    handle = host.serializer.load(job.handle)
+    return parse_chunks(host.job_logs(job.handle_kind, handle, False))
+
+
+def collect(store: MetadataStore, host: PluginHost, experiment_id: int, *,
+            running: Sequence[JobRecord] = ()) -> int:
+    """Read the results of the experiment's terminal jobs not read yet (once per job: then
+    ``final``) and of ``running`` jobs (recorded, read again next time). A log that cannot be
+    read now (backend unreachable) is retried next time. Returns how many jobs were read."""
+    pending = set(store.results_pending(experiment_id))
+    jobs: list[JobRecord] = list(running)
+    if pending:
+        jobs += [job for unit in store.work_units(experiment_id) for job in unit.jobs if job.id in pending]
+    read = 0
+    for job in jobs:
+        final = job.id in pending
+        try:
+            values = read_job_results(host, job)
+        except (XcoreError, OSError):
+            continue
+        except Exception:  # noqa: BLE001 - a handle this version cannot rebuild: nothing to read, ever
+            values = {}
+        if values or final:
+            store.record_results(job.id, values, final=final)
+        read += 1
+    return read
+
+
+def result_names(results: dict[int, dict[str, float | None]]) -> list[str]:
+    """Every result name, in first-seen order (the columns of a table)."""
+    names: dict[str, None] = {}
+    for values in results.values():
+        names.update(dict.fromkeys(values))
+    return list(names)

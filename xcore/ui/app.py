@@ -1,0 +1,296 @@
+"""The dashboard's ASGI app: pages, JSON for charts and live updates, cancel, and the safety
+rules (loopback Host check, token, CSRF, escaping via Jinja2 autoescape, a strict CSP)."""
+
+from __future__ import annotations
+
+import hmac
+import json
+import os
+import secrets
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlencode
+
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.base import BaseHTTPMiddleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
+from starlette.routing import Route
+from starlette.templating import Jinja2Templates
+
+from xcore.errors import NotFoundError
+from xcore.plugins import PluginHost
+from xcore.status import Status
+from xcore.store import MetadataStore
+from xcore.ui import data
+
+HERE = Path(__file__).resolve().parent
+LOOPBACK = ["127.0.0.1", "localhost", "::1", "[::1]"]
+COOKIE = "xcore_ui_token"
+LOG_LIMIT = 2 * 1024 * 1024  # characters of a log sent at once
+CSP = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+       "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
+
+
+def _plotly_js() -> Path:
+    import plotly
+
+    return Path(plotly.__file__).resolve().parent / "package_data" / "plotly.min.js"
+
+
+class _Security(BaseHTTPMiddleware):
+    """Token check (when set) and security headers on every response."""
+
+    def __init__(self, app: Any, token: str | None) -> None:
+        super().__init__(app)
+        self.token = token
+
+    async def dispatch(self, request: Request, call_next: Any) -> Response:
+        if self.token:
+            given = request.query_params.get("token")
+            if given is not None and hmac.compare_digest(given, self.token):
+                query = {k: v for k, v in request.query_params.items() if k != "token"}
+                target = request.url.path + (f"?{urlencode(query)}" if query else "")
+                response: Response = RedirectResponse(target, status_code=303)
+                response.set_cookie(COOKIE, self.token, httponly=True, samesite="strict")
+                return self._headers(response)
+            cookie = request.cookies.get(COOKIE, "")
+            bearer = request.headers.get("authorization", "").removeprefix("Bearer ")
+            if not (hmac.compare_digest(cookie, self.token) or hmac.compare_digest(bearer, self.token)):
+                return self._headers(PlainTextResponse(
+                    "xcore ui: this dashboard needs its token: open the URL `xcore ui` printed (…/?token=...).",
+                    status_code=401))
+        return self._headers(await call_next(request))
+
+    @staticmethod
+    def _headers(response: Response) -> Response:
+        response.headers["Content-Security-Policy"] = CSP
+        response.headers["X-Content-Type-Options"] = "nosniff"
+        response.headers["Referrer-Policy"] = "no-referrer"
+        response.headers["X-Frame-Options"] = "DENY"
+        response.headers.setdefault("Cache-Control", "no-store")
+        return response
+
+
+def _int(value: str | None, default: int) -> int:
+    try:
+        return int(value) if value is not None else default
+    except ValueError:
+        return default
+
+
+def _fmt_time(value: float | None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(value)) if value else ""
+
+
+def _fmt_duration(value: float | None) -> str:
+    if value is None:
+        return ""
+    if value < 60:
+        return f"{value:.1f}s"
+    value = int(value)
+    hours, rest = divmod(value, 3600)
+    return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60}:{rest % 60:02d}"
+
+
+def _is_web_link(url: str) -> bool:
+    return url.lower().startswith(("https://", "http://"))
+
+
+def create_app(store: MetadataStore, host: PluginHost, *, read_only: bool = False, token: str | None = None,
+               allowed_hosts: list[str] | None = None, poll_seconds: float = 3.0) -> Starlette:
+    """The dashboard over ``store``. ``token``: required on every request (cookie after the
+    first ``?token=``). ``allowed_hosts``: Host headers accepted (loopback names by default,
+    against DNS rebinding)."""
+    import jinja2
+
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(HERE / "templates")), autoescape=True)
+    templates = Jinja2Templates(env=env)
+    env.globals.update(fmt_time=_fmt_time, fmt_duration=_fmt_duration, cell=data.cell, is_web_link=_is_web_link,
+                       read_only=read_only, poll_ms=int(poll_seconds * 1000), statuses=list(Status.__members__))
+    csrf = secrets.token_urlsafe(32)
+    cache_secs = float(os.environ.get("XCORE_UI_CACHE_SECS", "2"))
+    cache: dict[int, tuple[float, list[data.UnitRow]]] = {}
+    cache_lock = threading.Lock()
+
+    def rows_of(experiment_id: int, fresh: bool = False) -> list[data.UnitRow]:
+        """An experiment's rows, read at most every XCORE_UI_CACHE_SECS (default 2 s) however
+        many pages, sorts and polls ask: a 10,000-trial sweep is read once per interval."""
+        now = time.monotonic()
+        with cache_lock:
+            hit = cache.get(experiment_id)
+        if hit is not None and not fresh and now - hit[0] < cache_secs:
+            return hit[1]
+        rows = data.unit_rows(store, experiment_id)
+        with cache_lock:
+            cache[experiment_id] = (now, rows)
+            for old in sorted(cache, key=lambda k: cache[k][0])[:-16]:  # keep the 16 most recent
+                del cache[old]
+        return rows
+
+    def render(request: Request, name: str, context: dict[str, Any], status_code: int = 200) -> Response:
+        return templates.TemplateResponse(request, name, {"csrf": csrf, **context}, status_code=status_code)
+
+    def not_found(request: Request, message: str) -> Response:
+        return render(request, "error.html", {"message": message}, status_code=404)
+
+    def experiments(request: Request) -> Response:
+        params = request.query_params
+        page = data.experiments_page(store, q=params.get("q", ""), status=params.get("status", ""),
+                                     user=params.get("user", ""), page=_int(params.get("page"), 1))
+        return render(request, "list.html", {"page": page, "q": params.get("q", ""),
+                                             "status": params.get("status", ""), "user": params.get("user", ""),
+                                             "counts": data.status_counts, "query": _query(request)})
+
+    def _units_view(request: Request, experiment_id: int) -> dict[str, Any]:
+        params = request.query_params
+        rows = rows_of(experiment_id)
+        arg_names, result_names = data.columns(rows)
+        sort = params.get("sort", "id")
+        shown = data.sort_rows(data.filter_rows(rows, status=params.get("status", ""), q=params.get("q", "")), sort)
+        return {"rows": rows, "page": data.paginate(shown, _int(params.get("page"), 1)), "arg_names": arg_names,
+                "result_names": result_names, "sort": sort, "status": params.get("status", ""),
+                "q": params.get("q", ""), "query": _query(request), "experiment_id": experiment_id,
+                "matching": len(shown)}
+
+    def experiment(request: Request) -> Response:
+        experiment_id = request.path_params["experiment_id"]
+        try:
+            record = store.get_experiment(experiment_id)
+        except NotFoundError:
+            return not_found(request, f"No experiment {experiment_id}.")
+        view = _units_view(request, experiment_id)
+        return render(request, "experiment.html", {"record": record, "counts": data.status_counts(record), **view})
+
+    def table(request: Request) -> Response:
+        experiment_id = request.path_params["experiment_id"]
+        return render(request, "_table.html", _units_view(request, experiment_id))
+
+    def summary(request: Request) -> Response:
+        experiment_id = request.path_params["experiment_id"]
+        try:
+            record = store.get_experiment(experiment_id)
+        except NotFoundError:
+            return JSONResponse({"error": "not found"}, status_code=404)
+        rows = rows_of(experiment_id)  # the rows the table is rendered from, so a change is never missed
+        version = json.dumps([sorted(Counter(r.status for r in rows).items()), sum(len(r.results) for r in rows),
+                              sum(len(r.message) for r in rows), len(rows)])
+        return JSONResponse({"status": record.status.value, "counts": dict(data.status_counts(record)),
+                             "version": version})
+
+    def chart(request: Request) -> Response:
+        experiment_id = request.path_params["experiment_id"]
+        rows = rows_of(experiment_id)
+        arg_names, result_names = data.columns(rows)
+        return JSONResponse({
+            "args": arg_names, "results": result_names,
+            "units": [{"id": r.id, "status": r.status, "args": r.args, "results": r.results,
+                       "created": r.created_at, "started": r.started_at, "ended": r.ended_at}
+                      for r in rows if r.role == "work_unit"],
+        })
+
+    def unit(request: Request) -> Response:
+        experiment_id, unit_id = request.path_params["experiment_id"], request.path_params["unit_id"]
+        try:
+            record = store.get_experiment(experiment_id)
+        except NotFoundError:
+            return not_found(request, f"No experiment {experiment_id}.")
+        units = store.work_units(experiment_id, [unit_id])
+        if not units:
+            return not_found(request, f"Experiment {experiment_id} has no work unit {unit_id}.")
+        [row] = data.unit_rows(store, experiment_id, [unit_id])
+        history = {job.id: store.job_history(job.id) for job in units[0].jobs}
+        return render(request, "unit.html", {"record": record, "unit": units[0], "row": row, "history": history})
+
+    def log(request: Request) -> Response:
+        experiment_id, unit_id = request.path_params["experiment_id"], request.path_params["unit_id"]
+        units = store.work_units(experiment_id, [unit_id])
+        jobs = [j for u in units for j in u.jobs if j.name == request.query_params.get("job", j.name)]
+        if not jobs:
+            return JSONResponse({"error": "no such job"}, status_code=404)
+        job = jobs[0]
+        offset = max(0, _int(request.query_params.get("offset"), 0))
+        if job.handle is None:
+            return JSONResponse({"text": f"(never launched: {job.message or job.status.value})\n", "offset": 0,
+                                 "done": True})
+        try:
+            handle = host.serializer.load(job.handle)
+            text = "".join(host.job_logs(job.handle_kind or "", handle, False))
+        except Exception as exc:  # noqa: BLE001 - shown in the page instead of the log
+            return JSONResponse({"text": f"(cannot read the log: {exc})\n", "offset": offset, "done": True})
+        chunk = text[offset:]
+        start = offset
+        if len(chunk) > LOG_LIMIT:
+            start = len(text) - LOG_LIMIT
+            chunk = text[start:]
+        return JSONResponse({"text": chunk, "start": start, "offset": len(text), "done": job.status.is_terminal})
+
+    async def cancel(request: Request) -> Response:
+        if read_only:
+            return PlainTextResponse("This dashboard is read-only (--read-only).", status_code=403)
+        body = await request.body()  # a urlencoded form; parsed here, no multipart library needed
+        given = parse_qs(body.decode("utf-8", "replace")).get("csrf", [""])[0] if len(body) < 4096 else ""
+        if not hmac.compare_digest(given, csrf):
+            return PlainTextResponse("Bad or missing CSRF token: reload the page and try again.", status_code=403)
+        experiment_id = request.path_params["experiment_id"]
+        unit_id = request.path_params.get("unit_id")
+        from starlette.concurrency import run_in_threadpool
+
+        from xcore.experiment import cancel_jobs
+
+        def run() -> None:
+            units = store.work_units(experiment_id, None if unit_id is None else [unit_id])
+            cancel_jobs(store, host, [j for u in units for j in u.jobs])
+
+        await run_in_threadpool(run)
+        with cache_lock:
+            cache.pop(experiment_id, None)
+        target = f"/experiments/{experiment_id}" + (f"/units/{unit_id}" if unit_id is not None else "")
+        return RedirectResponse(target, status_code=303)
+
+    def static(request: Request) -> Response:
+        name = request.path_params["name"]
+        if name == "plotly.min.js":
+            path = _plotly_js()
+        elif name in ("ui.js", "ui.css"):
+            path = HERE / "static" / name
+        else:
+            return PlainTextResponse("not found", status_code=404)
+        response = FileResponse(path)
+        response.headers["Cache-Control"] = "max-age=3600"
+        return response
+
+    routes = [
+        Route("/", experiments),
+        Route("/experiments/{experiment_id:int}", experiment),
+        Route("/experiments/{experiment_id:int}/table", table),
+        Route("/experiments/{experiment_id:int}/cancel", cancel, methods=["POST"]),
+        Route("/experiments/{experiment_id:int}/units/{unit_id:int}", unit),
+        Route("/experiments/{experiment_id:int}/units/{unit_id:int}/log", log),
+        Route("/experiments/{experiment_id:int}/units/{unit_id:int}/cancel", cancel, methods=["POST"]),
+        Route("/api/experiments/{experiment_id:int}/summary", summary),
+        Route("/api/experiments/{experiment_id:int}/chart", chart),
+        Route("/static/{name}", static),
+    ]
+    middleware = [
+        Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts or LOOPBACK),
+        Middleware(_Security, token=token),
+    ]
+    return Starlette(routes=routes, middleware=middleware)
+
+
+def _query(request: Request) -> Any:
+    """``query(page=2)``: the current query string with some parameters changed."""
+    current = dict(request.query_params)
+    current.pop("token", None)
+
+    def build(**changes: Any) -> str:
+        merged = {**current, **{k: v for k, v in changes.items()}}
+        return "?" + urlencode({k: v for k, v in merged.items() if v not in (None, "")})
+
+    return build

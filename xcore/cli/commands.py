@@ -284,7 +284,8 @@ def show(args: argparse.Namespace) -> int:
     names = results_module.result_names(results)
     for unit in units:
         values = tuple(_format_result(results.get(unit.id, {}).get(n)) for n in names)
-        for job in unit.jobs or [None]:
+        jobs: list[JobRecord | None] = list(unit.jobs) or [None]
+        for job in jobs:
             name = f"{unit.id}" if job is None or len(unit.jobs) <= 1 else f"{unit.id}/{job.name}"
             if unit.role == "auxiliary":
                 name += " (aux)"

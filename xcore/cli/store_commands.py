@@ -12,7 +12,7 @@ if TYPE_CHECKING:  # `xcore --help` builds this parser: keep its imports light
 EXIT_OK, EXIT_FAILED = 0, 1
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("store", help="the metadata store: info, migrate, copy",
                        description="Inspect, migrate or copy the metadata store (XCORE_STORE).")
     store_sub = p.add_subparsers(dest="store_command", metavar="STORE_COMMAND", required=True)

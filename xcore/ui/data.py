@@ -125,7 +125,8 @@ def sort_key(column: str) -> Any:
 def sort_rows(rows: list[UnitRow], sort: str) -> list[UnitRow]:
     descending = sort.startswith("-")
     key = sort_key(sort.lstrip("-"))
-    present, missing = [], []
+    present: list[UnitRow] = []
+    missing: list[UnitRow] = []
     for row in rows:
         value = key(row)
         (missing if value is None or (isinstance(value, float) and math.isnan(value)) else present).append(row)

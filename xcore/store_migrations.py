@@ -9,7 +9,7 @@ works between any two stores of the current version.
   first recorded: copies are idempotent), an index on ``experiments.user`` (``list --user``).
 - 3: launcher leases and submission intents (``launch_leases``, ``launch_intents``,
   ``jobs.lease_id``), so a killed launcher's work is adopted or failed by the next command.
-  SQLite only so far: the PostgreSQL store is at 2 and has no leases yet.
+  Leases are never copied: ``xcore store copy`` moves recorded history, not running launchers.
 
 A store older than the code is migrated forward in one transaction: on open for the personal
 SQLite file, by ``xcore store migrate`` for a shared server (so one person decides when every
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from xcore.errors import ConfigurationError
 
-SCHEMA_VERSION = 3  # the newest version any store has
+SCHEMA_VERSION = 3  # both stores' version: each asserts it has exactly this many migrations
 
 
 class SchemaVersionError(ConfigurationError):

@@ -151,15 +151,18 @@ def _password(url: str) -> str:
     return psycopg.conninfo.conninfo_to_dict(url)["password"]
 
 
-def test_postgres_store_of_schema_1_is_migrated_by_the_command(pg_url):
-    """A team store is not migrated behind the team's back: the error names the command."""
+@pytest.mark.parametrize("old", [1, 2])
+def test_postgres_store_of_an_old_schema_is_migrated_by_the_command(pg_url, old):
+    """A team store is not migrated behind the team's back: the error names the command.
+    (2 is what the first PostgreSQL store release created: no leases yet.)"""
     import psycopg
 
     from xcore import postgres_store
 
     with psycopg.connect(pg_url, autocommit=True) as conn:
-        conn.execute(postgres_store.MIGRATIONS[0])
-        conn.execute("UPDATE schema_version SET version = 1")
+        for migration in postgres_store.MIGRATIONS[:old]:
+            conn.execute(migration)
+        conn.execute("UPDATE schema_version SET version = %s", (old,))
         conn.execute("INSERT INTO experiments (id, title, \"user\", created_at) VALUES (1, 'old', 'ann', 1.5)")
         conn.execute("INSERT INTO work_units (experiment_id, id, role, args, created_at)"
                      " VALUES (1, 1, 'work_unit', '{\"lr\": 0.1}', 2)")
@@ -172,7 +175,7 @@ def test_postgres_store_of_schema_1_is_migrated_by_the_command(pg_url):
     assert listed.returncode == 1 and "xcore store migrate" in listed.stderr
     result = run_xcore("store", "migrate", env={"XCORE_STORE": pg_url})
     assert result.returncode == 0, result.stderr
-    assert f"migrated from schema version 1 to {SCHEMA_VERSION}" in result.stdout
+    assert f"migrated from schema version {old} to {SCHEMA_VERSION}" in result.stdout
     assert _password(pg_url) not in result.stdout + result.stderr
     store = open_url(pg_url)
     assert store.get_experiment(1).title == "old"
@@ -181,6 +184,9 @@ def test_postgres_store_of_schema_1_is_migrated_by_the_command(pg_url):
     assert [e.status for e in store.job_history(1)] == [Status.LAUNCHING]
     assert [r.id for r in store.list_experiments(user="ann")] == [1]
     assert store.create_experiment("new").id == 2
+    lease = store.open_lease(2, "h", 1, None)  # leases work; the old job belongs to none
+    [job] = store.add_work_unit(2, 1, "work_unit", {}, "", [new_job()], lease_id=lease)
+    assert [j.id for j in store.lease_orphans(lease)[1]] == [job]
     again = run_xcore("store", "migrate", env={"XCORE_STORE": pg_url})
     assert "is current; nothing to do" in again.stdout
 

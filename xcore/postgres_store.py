@@ -8,6 +8,9 @@ pass through. The password never reaches any message: URLs are shown redacted.
 Semantics match ``SqliteStore``: every method is one transaction; experiment ids are allocated
 under a transaction-scoped advisory lock (no gaps); jobs a poller records are locked
 (``FOR UPDATE``, in id order) so pollers on many machines append each status change once.
+Launcher leases too: ``claim_lease`` is one conditional ``UPDATE``, so of two processes that
+read the same expired lease the second waits for the first's row lock, finds the row changed
+and claims nothing.
 
 A dropped connection or a restarting server is retried until ``XCORE_STORE_RETRY_SECS``
 (default 60 s) passes; then the caller gets ``StoreUnavailableError``. A retried write first

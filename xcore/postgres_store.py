@@ -502,8 +502,10 @@ class PostgresStore(MetadataStore):
         return self._transaction(work)
 
     def heartbeat(self, lease_id: int) -> None:
-        self._transaction(lambda cur, _: cur.execute(
-            "UPDATE launch_leases SET heartbeat = %s WHERE id = %s", (time.time(), lease_id)))
+        def work(cur: psycopg.Cursor[dict[str, Any]], _: bool) -> None:
+            cur.execute("UPDATE launch_leases SET heartbeat = %s WHERE id = %s", (time.time(), lease_id))
+
+        self._transaction(work)
 
     def close_lease(self, lease_id: int) -> None:
         def work(cur: psycopg.Cursor[dict[str, Any]], _: bool) -> None:
@@ -619,7 +621,8 @@ class PostgresStore(MetadataStore):
 
         record = self.get_experiment(experiment_id)
         origin, store_id, events = self._transaction(work)
-        return ExperimentHistory(record, self.work_units(experiment_id), events, origin or f"{store_id}/{experiment_id}")
+        return ExperimentHistory(record, self.work_units(experiment_id), events,
+                                 origin or f"{store_id}/{experiment_id}")
 
     def import_history(self, history: ExperimentHistory) -> Imported:
         source = history.experiment

@@ -393,11 +393,10 @@ def small_disk(tmp_path: Path):
 
 def _fill(disk: Path) -> Path:
     filler = disk / "filler"
-    with open(filler, "wb") as out:
+    with open(filler, "wb", buffering=0) as out:  # unbuffered: closing it has nothing left to flush
         try:
             while True:
                 out.write(b"\0" * 65536)
-                out.flush()
         except OSError:
             pass
     return filler

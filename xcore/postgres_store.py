@@ -421,9 +421,10 @@ class PostgresStore(MetadataStore):
         (which also closes the submission intent, if given)."""
         if not launched and intent_id is None:
             return
+        now = time.time()  # once: a retried transaction records the same times
 
         def work(cur: psycopg.Cursor[dict[str, Any]], _: bool) -> None:
-            _mark_launched(cur, launched)
+            _mark_launched(cur, launched, now)
             if intent_id is not None:
                 cur.execute("DELETE FROM launch_intents WHERE id = %s", (intent_id,))
 
@@ -432,9 +433,10 @@ class PostgresStore(MetadataStore):
     def record_states(self, states: Sequence[tuple[int, JobState]], *, intent_id: int | None = None) -> None:
         if not states and intent_id is None:
             return
+        now = time.time()
 
         def work(cur: psycopg.Cursor[dict[str, Any]], _: bool) -> None:
-            _record_states(cur, states, self.url)
+            _record_states(cur, states, self.url, now)
             if intent_id is not None:
                 cur.execute("DELETE FROM launch_intents WHERE id = %s", (intent_id,))
 
@@ -577,9 +579,11 @@ class PostgresStore(MetadataStore):
 
     def resolve_lease(self, lease_id: int, launched: Sequence[tuple[int, str, dict[str, Any], str | None]],
                       failed: Sequence[tuple[int, JobState]], launch_error: str) -> None:
+        now = time.time()
+
         def work(cur: psycopg.Cursor[dict[str, Any]], _: bool) -> None:
-            _mark_launched(cur, launched)
-            _record_states(cur, failed, self.url)
+            _mark_launched(cur, launched, now)
+            _record_states(cur, failed, self.url, now)
             cur.execute("DELETE FROM launch_leases WHERE id = %s RETURNING experiment_id", (lease_id,))
             row = cur.fetchone()
             if row is not None and launch_error:
@@ -728,11 +732,10 @@ def _insert_jobs(cur: psycopg.Cursor[dict[str, Any]], experiment_id: int, work_u
 
 
 def _mark_launched(cur: psycopg.Cursor[dict[str, Any]],
-                   launched: Sequence[tuple[int, str, dict[str, Any], str | None]]) -> None:
+                   launched: Sequence[tuple[int, str, dict[str, Any], str | None]], now: float) -> None:
     """Store handles; a job still LAUNCHING becomes PENDING (marking twice appends nothing)."""
     if not launched:
         return
-    now = time.time()
     rows = _lock_jobs(cur, [job_id for job_id, *_ in launched], "id, status")
     cur.executemany(
         "UPDATE jobs SET handle_kind = %s, handle = %s, log_path = %s, launched_at = %s,"
@@ -747,11 +750,11 @@ def _mark_launched(cur: psycopg.Cursor[dict[str, Any]],
     _refresh_units(cur, list(rows))
 
 
-def _record_states(cur: psycopg.Cursor[dict[str, Any]], states: Sequence[tuple[int, JobState]], where: str) -> None:
+def _record_states(cur: psycopg.Cursor[dict[str, Any]], states: Sequence[tuple[int, JobState]], where: str,
+                   now: float) -> None:
     """Store the newest state of jobs (locked in id order); a change of status is appended to the history."""
     if not states:
         return
-    now = time.time()
     rows = _lock_jobs(cur, [job_id for job_id, _ in states], "id, status, started_at, ended_at")
     updates, events = [], []
     for job_id, state in states:

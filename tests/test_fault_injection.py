@@ -19,6 +19,7 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -111,7 +112,8 @@ LOCKER = textwrap.dedent(
 class Scenario:
     """One launch of SCRIPT with its control directory, environment and the store it writes."""
 
-    def __init__(self, tmp_path: Path, home: Path, mode: str, **env: str) -> None:
+    def __init__(self, tmp_path: Path, home: Path, mode: str, store_url: str | None = None, **env: str) -> None:
+        self.store_url = store_url  # XCORE_STORE for every command (None: the SQLite file in ``home``)
         self.ctl = tmp_path / "ctl"
         self.ran = tmp_path / "ran"
         self.ctl.mkdir()
@@ -122,7 +124,7 @@ class Scenario:
         self.env = {
             **os.environ, "XCORE_HOME": str(home), "FI_CTL": str(self.ctl), "FI_N": str(N), "FI_MODE": mode,
             "FI_JOB": JOB, "FI_RAN": str(self.ran), "XCORE_BATCH_MAX_AGE": "60", "XCORE_QUIET": "1",
-            "XLOCAL_SLOTS": "16", **env,
+            "XLOCAL_SLOTS": "16", **self.store_env, **env,
         }
         self.proc: subprocess.Popen[str] | None = None
 
@@ -155,19 +157,30 @@ class Scenario:
         return self.proc.returncode, err, time.monotonic() - started
 
     @property
+    def store_env(self) -> dict[str, str]:
+        return {"XCORE_STORE": self.store_url} if self.store_url else {}
+
+    @property
     def experiment(self) -> int:
         return int((self.ctl / "experiment").read_text())
 
     def xcore(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-        return run_xcore(*args, env={"XCORE_HOME": str(self.home), "FI_RAN": str(self.ran), "FI_JOB": JOB},
-                         timeout=timeout)
+        return run_xcore(*args, env={"XCORE_HOME": str(self.home), "FI_RAN": str(self.ran), "FI_JOB": JOB,
+                                     **self.store_env}, timeout=timeout)
 
-    def jobs(self) -> list[sqlite3.Row]:
+    def jobs(self) -> list[Any]:
+        """The experiment's job rows, read straight from the store's table."""
+        query = "SELECT id, work_unit_id, status, message, handle FROM jobs WHERE experiment_id = {} ORDER BY id"
+        if self.store_url:
+            import psycopg
+            from psycopg.rows import dict_row
+
+            with psycopg.connect(self.store_url, row_factory=dict_row) as conn:
+                return conn.execute(query.format("%s"), (self.experiment,)).fetchall()
         db = sqlite3.connect(self.home / "xcore.db")
         db.row_factory = sqlite3.Row
         try:
-            return db.execute("SELECT id, work_unit_id, status, message, handle FROM jobs WHERE experiment_id = ?"
-                              " ORDER BY id", (self.experiment,)).fetchall()
+            return db.execute(query.format("?"), (self.experiment,)).fetchall()
         finally:
             db.close()
 
@@ -208,8 +221,11 @@ def _wait_all_ran(ran: Path, count: int, timeout: float = 60) -> None:
 # -- item 2: a killed launcher ----------------------------------------------------------------
 
 
-def test_killed_launcher_work_is_adopted_or_failed_and_relaunchable(tmp_path: Path, xcore_home: Path) -> None:
-    scenario = Scenario(tmp_path, xcore_home, "kill", FI_JOB_HOLD="60", XLOCAL_SLOTS="64")
+@pytest.mark.parametrize("store", ["sqlite", "postgresql"])
+def test_killed_launcher_work_is_adopted_or_failed_and_relaunchable(tmp_path: Path, xcore_home: Path, store: str,
+                                                                    request: pytest.FixtureRequest) -> None:
+    store_url = request.getfixturevalue("pg_url") if store == "postgresql" else None
+    scenario = Scenario(tmp_path, xcore_home, "kill", store_url, FI_JOB_HOLD="60", XLOCAL_SLOTS="64")
     launcher = scenario.start()
     scenario.wait_for("ready")  # A recorded, B with the runner and unrecorded, C queued
     launcher.send_signal(signal.SIGKILL)
@@ -252,7 +268,8 @@ def test_killed_launcher_work_is_adopted_or_failed_and_relaunchable(tmp_path: Pa
                 experiment.add(xm.Job(exe, xlocal.Local(), args={{"unit": i}}), identity=f"u{{i}}")
     """))
     rerun = run_xcore("launch", "--wait", str(relaunch),
-                      env={"XCORE_HOME": str(xcore_home), "FI_RAN": str(scenario.ran), "FI_JOB": JOB})
+                      env={"XCORE_HOME": str(xcore_home), "FI_RAN": str(scenario.ran), "FI_JOB": JOB,
+                           **scenario.store_env})
     jobs = scenario.jobs()
     final = scenario.report("identity relaunch after the kill", **{
         "exit code of relaunch --wait": rerun.returncode,
@@ -377,11 +394,10 @@ def small_disk(tmp_path: Path):
 
 def _fill(disk: Path) -> Path:
     filler = disk / "filler"
-    with open(filler, "wb") as out:
+    with open(filler, "wb", buffering=0) as out:  # unbuffered: closing it has nothing left to flush
         try:
             while True:
                 out.write(b"\0" * 65536)
-                out.flush()
         except OSError:
             pass
     return filler

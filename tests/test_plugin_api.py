@@ -152,6 +152,7 @@ def test_in_memory_store_behaves_like_the_store():
 
     [job_id] = store.add_work_unit(experiment.id, 1, "work_unit", {"lr": 1}, "", [NewJob("job", "k", {}, {}, [], {})])
     store.mark_launched([(job_id, "fake.FakeHandle", {"record": "x"}, "/log")])
+    store.mark_launched([(job_id, "fake.FakeHandle", {"record": "x"}, "/log")])  # twice: one PENDING event
     assert store.get_experiment(experiment.id).status_counts == {"PENDING": 1}
     store.record_states([(job_id, xp.JobState(xp.Status.COMPLETED, "exit code 0", 0))])
     store.record_states([(job_id, xp.JobState(xp.Status.RUNNING))])  # finished stays finished
@@ -161,6 +162,8 @@ def test_in_memory_store_behaves_like_the_store():
                                                               xp.Status.COMPLETED]
     assert store.active_jobs([experiment.id]) == []
     assert [e.title for e in store.list_experiments(tag="a")] == ["t"]
+    store.create_experiment("theirs", user="bob")
+    assert [e.title for e in store.list_experiments(user="bob")] == ["theirs"]  # `xcore list --user bob`
     with pytest.raises(xp.XcoreError):
         store.get_experiment(99)
 

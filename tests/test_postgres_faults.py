@@ -88,6 +88,36 @@ def test_commit_with_a_lost_reply_is_not_recorded_twice(pg_url):
         assert [e.status for e in store.job_history(job_id)] == [Status.LAUNCHING, Status.PENDING, Status.RUNNING]
 
 
+def test_lease_writes_with_a_lost_reply_are_not_recorded_twice(pg_url):
+    """Every lease write retried after its commit: one lease, one claim, one event per change."""
+    store = LostReplyStore(pg_url)
+    store._losing = True
+    exp = store.create_experiment("lost replies, leased")
+    lease = store.open_lease(exp.id, "h", 7, 1.0)
+    store.heartbeat(lease)
+    [a, b] = store.add_work_unit(exp.id, 1, "work_unit", {}, "u1", [new_job("a"), new_job("b")], lease_id=lease)
+    [c] = store.add_work_unit(exp.id, 2, "work_unit", {}, "u2", [new_job("c")], lease_id=lease)
+    intent = store.begin_intent(lease, "k", [a])
+    store.mark_launched([(a, "k", {"a": 1}, None)], intent_id=intent)
+    intent = store.begin_intent(lease, "k", [b])
+    store.record_states([(b, JobState(Status.FAILED, "failed to launch: refused"))], intent_id=intent)
+    store.begin_intent(lease, "k", [c])  # in flight when the launcher dies
+    [stale] = store.leases()
+    assert store.claim_lease(stale, "resolver", 8, 2.0)
+    store.resolve_lease(lease, [(c, "k", {"c": 1}, None)], [], "")
+    again = store.open_lease(exp.id, "h", 9, 3.0)
+    [b2] = store.add_jobs(exp.id, 1, [new_job("b")], lease_id=again, replace_unlaunched=True)
+    store.close_lease(again)
+    store._losing = False
+    assert store.leases() == []
+    with psycopg.connect(pg_url) as conn:
+        assert conn.execute("SELECT COUNT(*) FROM launch_intents").fetchone() == (0,)
+    assert [[j.id for j in u.jobs] for u in store.work_units(exp.id)] == [[a, b2], [c]]
+    assert [e.status for e in store.job_history(c)] == [Status.LAUNCHING, Status.PENDING]
+    assert [e.status for e in store.job_history(b2)] == [Status.LAUNCHING]
+    assert store.info().jobs == 3
+
+
 def _writer(url: str, units: int, submitted_path: str, out: multiprocessing.Queue) -> None:
     """A launcher: record a work unit, submit it (to a file standing in for the backend), record
     the handle. A failure is reported, never hidden."""

@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import multiprocessing
+import os
 import sqlite3
+import time
 from collections import Counter
+from contextlib import closing
+from typing import Any
 
 import pytest
 from store_contract_helpers import new_job, open_url
 
 from xcore.errors import NotFoundError
 from xcore.status import JobState, Status
+from xcore.store_migrations import SCHEMA_VERSION
 
 
 def test_ids_start_at_one_and_fields_round_trip(store_url):
@@ -31,7 +36,7 @@ def test_ids_start_at_one_and_fields_round_trip(store_url):
     assert unit.jobs[0].env == {"K": "v"} and unit.jobs[0].args == ["--a=1"]
     with pytest.raises(NotFoundError, match="xcore list"):
         store.get_experiment(99)
-    with pytest.raises((ValueError, sqlite3.IntegrityError)):  # a work unit id is recorded once, never twice
+    with pytest.raises(ValueError):  # a work unit id is recorded once, never twice (the caller's mistake)
         store.add_work_unit(1, 1, "work_unit", {}, "", [new_job()])
     assert len(store.work_units(1)) == 1
 
@@ -81,7 +86,8 @@ def test_list_filters_and_user(store_url):
     assert len(store.list_experiments(limit=1)) == 1
     assert [r.id for r in store.list_experiments(status="LAUNCHING", limit=None)] == [3, 2, 1]
     info = store.info()
-    assert (info.schema_version, info.experiments, info.jobs) == (2, 3, 0)
+    assert (info.schema_version, info.code_schema_version, info.experiments, info.jobs) == (
+        SCHEMA_VERSION, SCHEMA_VERSION, 3, 0)
     assert "@" not in info.url or "<redacted>" in info.url
 
 
@@ -146,3 +152,140 @@ def test_concurrent_launchers_get_gap_free_ids(store_url):
     assert (info.experiments, info.work_units, info.jobs, info.status_events) == (6, 240, 240, 480)
     events = Counter((e.job_id, e.status) for j in all_jobs[:40] for e in store.job_history(j))
     assert set(events.values()) == {1}
+
+
+# -- launcher leases (see xcore.orphans) -----------------------------------------------------------
+
+
+def _rows(url: str, sql: str) -> list[tuple]:
+    """Read a table the interface does not show (submission intents) straight from the store."""
+    if url.startswith("sqlite:///"):
+        with closing(sqlite3.connect(url.removeprefix("sqlite:///"))) as db:
+            return db.execute(sql).fetchall()
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        return conn.execute(sql).fetchall()
+
+
+def test_lease_heartbeat_intents_orphans_and_resolution(store_url):
+    store = open_url(store_url)
+    exp = store.create_experiment("leased")
+    lease = store.open_lease(exp.id, "host-a", 4242, 1000.5)
+    assert isinstance(lease, int)
+    [before] = store.leases()
+    assert (before.id, before.experiment_id, before.host, before.pid, before.proc_start, before.state) == (
+        lease, exp.id, "host-a", 4242, 1000.5, "open")
+    time.sleep(0.01)
+    store.heartbeat(lease)
+    [after] = store.leases()
+    assert after.heartbeat > before.heartbeat and after.state == "open"
+
+    [a] = store.add_work_unit(exp.id, 1, "work_unit", {}, "u1", [new_job("a")], lease_id=lease)  # recorded
+    [b1, b2] = store.add_work_unit(exp.id, 2, "work_unit", {}, "u2", [new_job("b1"), new_job("b2")],
+                                   lease_id=lease)  # handed to the backend, not recorded (in flight)
+    store.add_work_unit(exp.id, 3, "work_unit", {}, "u3", [])
+    [c, r] = store.add_jobs(exp.id, 3, [new_job("c"), new_job("r")], lease_id=lease)  # c queued, r refused
+    [free] = store.add_work_unit(exp.id, 4, "work_unit", {}, "", [new_job()])  # no lease: never an orphan
+    intent_a = store.begin_intent(lease, "xlocal.Local", [a])
+    store.mark_launched([(a, "k", {"pid": 1}, "/log/a")], intent_id=intent_a)
+    intent_r = store.begin_intent(lease, "xlocal.Local", [r])
+    store.record_states([(r, JobState(Status.FAILED, "failed to launch: refused"))], intent_id=intent_r)
+    intent_b = store.begin_intent(lease, "xhpc.Slurm", [b1, b2])
+    assert _rows(store_url, "SELECT id FROM launch_intents") == [(intent_b,)]  # closed with their records
+
+    orphans = store.lease_orphans(lease)
+    in_flight, queued = orphans
+    assert [(kind, [j.id for j in jobs]) for kind, jobs in in_flight] == [("xhpc.Slurm", [b1, b2])]
+    assert [j.id for j in queued] == [c] and free not in [j.id for j in queued]
+    assert in_flight[0][1][0].env == {"K": "v"}  # whole records: the resolver re-creates the requests
+
+    adopted = [(b1, "k", {"pid": 2}, "/log/b1")]
+    failed = [(b2, JobState(Status.FAILED, "failed to launch: never arrived")),
+              (c, JobState(Status.FAILED, "failed to launch: queued"))]
+    with pytest.raises(NotFoundError):  # a resolution that fails half-way records nothing of it
+        store.resolve_lease(lease, adopted, [*failed, (10_000, JobState(Status.FAILED, "x"))], "stopped")
+    assert store.lease_orphans(lease) == orphans and [x.id for x in store.leases()] == [lease]
+    assert store.get_experiment(exp.id).launch_status == "LAUNCHING"
+
+    store.resolve_lease(lease, adopted, failed, "the launcher stopped")
+    assert store.leases() == [] and _rows(store_url, "SELECT COUNT(*) FROM launch_intents") == [(0,)]
+    assert store.lease_orphans(lease) == ([], [])
+    jobs = {j.id: j for unit in store.work_units(exp.id) for j in unit.jobs}
+    assert (jobs[b1].status, jobs[b1].handle, jobs[b1].log_path) == (Status.PENDING, {"pid": 2}, "/log/b1")
+    assert [jobs[j].status for j in (b2, c, free)] == [Status.FAILED, Status.FAILED, Status.LAUNCHING]
+    assert jobs[c].message == "failed to launch: queued" and jobs[c].handle is None
+    assert [e.status for e in store.job_history(b1)] == [Status.LAUNCHING, Status.PENDING]
+    record = store.get_experiment(exp.id)
+    assert (record.launch_status, record.launch_error) == ("LAUNCH_FAILED", "the launcher stopped")
+
+
+def test_closed_lease_leaves_nothing_behind(store_url):
+    store = open_url(store_url)
+    exp = store.create_experiment("closed")
+    lease = store.open_lease(exp.id, "h", 1, None)
+    [job] = store.add_work_unit(exp.id, 1, "work_unit", {}, "", [new_job()], lease_id=lease)
+    store.begin_intent(lease, "xlocal.Local", [job])
+    store.close_lease(lease)
+    store.close_lease(lease)  # twice: nothing to do
+    assert store.leases() == [] and _rows(store_url, "SELECT COUNT(*) FROM launch_intents") == [(0,)]
+    record = store.get_experiment(exp.id)
+    assert record.launch_status == "LAUNCHING" and record.launch_error == ""
+
+
+def _claim_all(url: str, barrier: Any, out: Any) -> None:
+    store = open_url(url)
+    seen = store.leases()  # every claimer read the same expired leases...
+    barrier.wait(60)  # ...and claims them at the same instant
+    out.put((os.getpid(), [lease.id for lease in seen if store.claim_lease(lease, "claimer", os.getpid(), 1.5)]))
+    store.close()
+
+
+def test_each_expired_lease_is_claimed_by_exactly_one_of_many_processes(store_url):
+    """3 processes that read the same 30 leases claim them at once: each lease is won once."""
+    store = open_url(store_url)
+    exp = store.create_experiment("dead launchers")
+    opened = [store.open_lease(exp.id, "gone-host", 100 + i, 5.0) for i in range(30)]
+    stale = store.leases()
+    ctx = multiprocessing.get_context("spawn")
+    barrier, out = ctx.Barrier(3), ctx.Queue()
+    procs = [ctx.Process(target=_claim_all, args=(store_url, barrier, out)) for _ in range(3)]
+    for proc in procs:
+        proc.start()
+    won = [out.get(timeout=120) for _ in procs]
+    for proc in procs:
+        proc.join(60)
+        assert proc.exitcode == 0
+    print(f"\nleases won per process: {[len(w) for _, w in won]}")
+    assert Counter(lease for _, w in won for lease in w) == Counter(opened)  # every lease exactly once
+    winner = {lease: pid for pid, w in won for lease in w}
+    now = store.leases()
+    assert all(x.state == "resolving" and x.host == "claimer" and x.pid == winner[x.id] and x.proc_start == 1.5
+               for x in now)
+    assert not any(store.claim_lease(x, "late", 1, None) for x in stale)  # a stale record never claims
+    assert store.claim_lease(now[0], "late", 1, None)  # the current one does (its claimer died too)
+
+
+def test_identity_relaunch_replaces_only_jobs_that_never_reached_a_backend(store_url):
+    store = open_url(store_url)
+    exp = store.create_experiment("relaunch")
+    first = store.open_lease(exp.id, "h", 1, None)
+    [ran, never, stopped, waiting] = store.add_work_unit(
+        exp.id, 1, "work_unit", {}, "u1", [new_job(n) for n in ("ran", "never", "stopped", "waiting")], lease_id=first)
+    [other] = store.add_work_unit(exp.id, 2, "work_unit", {}, "u2", [new_job()], lease_id=first)
+    store.mark_launched([(ran, "k", {"pid": 1}, None)])
+    store.record_states([(ran, JobState(Status.FAILED, "exit code 1", 1)),
+                         (never, JobState(Status.FAILED, "failed to launch: the launcher stopped")),
+                         (stopped, JobState(Status.CANCELLED, "interrupted before submission")),
+                         (other, JobState(Status.FAILED, "failed to launch: the launcher stopped"))])
+    second = store.open_lease(exp.id, "h", 2, None)
+    new = store.add_jobs(exp.id, 1, [new_job("never"), new_job("stopped")], lease_id=second,
+                         replace_unlaunched=True)
+    [unit, unit2] = store.work_units(exp.id)
+    assert [j.id for j in unit.jobs] == [ran, waiting, *new]  # ran reached a backend; waiting has not ended
+    assert store.job_history(never) == [] and store.job_history(stopped) == []
+    assert [j.id for j in unit2.jobs] == [other]  # only the relaunched unit changes
+    assert [j.id for j in store.lease_orphans(second)[1]] == new
+    assert [j.id for j in store.lease_orphans(first)[1]] == [waiting]
+    assert store.get_experiment(exp.id).status_counts == {"LAUNCHING": 1, "FAILED": 1}
+    assert min(new) > max(ran, never, stopped, waiting, other)  # ids are never reused

@@ -10,6 +10,7 @@ from store_contract_helpers import new_job, open_url
 
 from core_helpers import run_xcore
 from xcore.status import JobState, Status
+from xcore.store_migrations import SCHEMA_VERSION
 
 
 def _fill(url: str, titles: list[str]) -> None:
@@ -83,7 +84,8 @@ def test_store_info_and_list_by_user(pg_url, tmp_path):
     env = {"XCORE_STORE": pg_url}
     info = run_xcore("store", "info", env=env)
     assert info.returncode == 0, info.stderr
-    assert "postgresql://xcore:<redacted>@127.0.0.1" in info.stdout and "schema version  2" in info.stdout
+    assert "postgresql://xcore:<redacted>@127.0.0.1" in info.stdout
+    assert f"schema version  {SCHEMA_VERSION} (this xcore: {SCHEMA_VERSION})" in info.stdout
     assert json.loads(run_xcore("store", "info", "--json", env=env).stdout)["experiments"] == 2
     mine = json.loads(run_xcore("list", "--mine", "--json", env=env).stdout)
     assert [r["title"] for r in mine] == ["mine"]
@@ -92,3 +94,4 @@ def test_store_info_and_list_by_user(pg_url, tmp_path):
     assert run_xcore("list", "--user", "x", "--mine", env=env).returncode == 2  # one or the other
     sqlite_info = run_xcore("store", "info", f"sqlite:///{tmp_path / 'x.db'}")
     assert "backend         sqlite" in sqlite_info.stdout
+    assert f"schema version  {SCHEMA_VERSION} (this xcore: {SCHEMA_VERSION})" in sqlite_info.stdout  # one numbering

@@ -13,6 +13,7 @@ import pytest
 from store_contract_helpers import new_job, open_url
 
 from core_helpers import REPO, run_xcore
+from xcore.errors import StoreError
 from xcore.sqlite_store import SqliteStore
 from xcore.status import JobState, Status
 from xcore.store_migrations import SCHEMA_VERSION, SchemaVersionError
@@ -107,8 +108,9 @@ def test_failed_sqlite_migration_changes_nothing(tmp_path):
     db.execute("CREATE INDEX experiments_by_user ON experiments(title)")  # the migration's last step will fail
     db.commit()
     db.close()
-    with pytest.raises(sqlite3.OperationalError, match="experiments_by_user"):
+    with pytest.raises(StoreError, match="experiments_by_user") as raised:
         SqliteStore(path)
+    assert isinstance(raised.value.__cause__, sqlite3.OperationalError)
     db = sqlite3.connect(path)
     assert db.execute("PRAGMA user_version").fetchone()[0] == 1
     assert "origin" not in [r[1] for r in db.execute("PRAGMA table_info(experiments)")]
@@ -149,15 +151,18 @@ def _password(url: str) -> str:
     return psycopg.conninfo.conninfo_to_dict(url)["password"]
 
 
-def test_postgres_store_of_schema_1_is_migrated_by_the_command(pg_url):
-    """A team store is not migrated behind the team's back: the error names the command."""
+@pytest.mark.parametrize("old", [1, 2])
+def test_postgres_store_of_an_old_schema_is_migrated_by_the_command(pg_url, old):
+    """A team store is not migrated behind the team's back: the error names the command.
+    (2 is what the first PostgreSQL store release created: no leases yet.)"""
     import psycopg
 
     from xcore import postgres_store
 
     with psycopg.connect(pg_url, autocommit=True) as conn:
-        conn.execute(postgres_store.MIGRATIONS[0])
-        conn.execute("UPDATE schema_version SET version = 1")
+        for migration in postgres_store.MIGRATIONS[:old]:
+            conn.execute(migration)
+        conn.execute("UPDATE schema_version SET version = %s", (old,))
         conn.execute("INSERT INTO experiments (id, title, \"user\", created_at) VALUES (1, 'old', 'ann', 1.5)")
         conn.execute("INSERT INTO work_units (experiment_id, id, role, args, created_at)"
                      " VALUES (1, 1, 'work_unit', '{\"lr\": 0.1}', 2)")
@@ -170,7 +175,7 @@ def test_postgres_store_of_schema_1_is_migrated_by_the_command(pg_url):
     assert listed.returncode == 1 and "xcore store migrate" in listed.stderr
     result = run_xcore("store", "migrate", env={"XCORE_STORE": pg_url})
     assert result.returncode == 0, result.stderr
-    assert "migrated from schema version 1 to 2" in result.stdout
+    assert f"migrated from schema version {old} to {SCHEMA_VERSION}" in result.stdout
     assert _password(pg_url) not in result.stdout + result.stderr
     store = open_url(pg_url)
     assert store.get_experiment(1).title == "old"
@@ -179,6 +184,9 @@ def test_postgres_store_of_schema_1_is_migrated_by_the_command(pg_url):
     assert [e.status for e in store.job_history(1)] == [Status.LAUNCHING]
     assert [r.id for r in store.list_experiments(user="ann")] == [1]
     assert store.create_experiment("new").id == 2
+    lease = store.open_lease(2, "h", 1, None)  # leases work; the old job belongs to none
+    [job] = store.add_work_unit(2, 1, "work_unit", {}, "", [new_job()], lease_id=lease)
+    assert [j.id for j in store.lease_orphans(lease)[1]] == [job]
     again = run_xcore("store", "migrate", env={"XCORE_STORE": pg_url})
     assert "is current; nothing to do" in again.stdout
 
@@ -188,5 +196,6 @@ def test_store_migrate_command_on_an_old_sqlite_file(tmp_path):
     _make_v1_store(tmp_path, path)
     result = run_xcore("store", "migrate", f"sqlite:///{path}")
     assert result.returncode == 0, result.stderr
-    assert "migrated from schema version 1 to 2 (1 experiments" in result.stdout
-    assert "schema version  2 (this xcore: 2)" in run_xcore("store", "info", f"sqlite:///{path}").stdout
+    assert f"migrated from schema version 1 to {SCHEMA_VERSION} (1 experiments" in result.stdout
+    assert f"schema version  {SCHEMA_VERSION} (this xcore: {SCHEMA_VERSION})" in run_xcore(
+        "store", "info", f"sqlite:///{path}").stdout

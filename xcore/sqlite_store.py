@@ -146,14 +146,15 @@ MIGRATIONS: list[str] = [
     CREATE INDEX job_links_by_unit ON job_links(experiment_id, work_unit_id);
     """,
 ]
-SCHEMA_VERSION = len(MIGRATIONS)
-assert SCHEMA_VERSION == store_migrations.SCHEMA_VERSION
+SCHEMA_VERSION = store_migrations.SCHEMA_VERSION  # one number for both stores
+assert len(MIGRATIONS) == SCHEMA_VERSION
 
 _JOB_COLUMNS = (
     "id", "experiment_id", "work_unit_id", "name", "executor_kind", "executor", "executable", "args", "env",
     "status", "message", "exit_code", "handle_kind", "handle", "log_path", "created_at", "launched_at",
     "started_at", "ended_at", "lease_id",
 )
+_COPIED_JOB_COLUMNS = _JOB_COLUMNS[:-1]  # a lease belongs to a launcher of this store: never copied
 _EXPERIMENT_FIELDS = {"title", "tags", "notes", "launch_status", "launch_error"}
 
 
@@ -273,6 +274,8 @@ class SqliteStore(MetadataStore):
     def _errors(self, action: str) -> Iterator[None]:
         try:
             yield
+        except sqlite3.IntegrityError as exc:  # e.g. a work unit id recorded twice: the caller's mistake
+            raise ValueError(f"The metadata store {self.path} refused the record: {exc}.") from exc
         except sqlite3.Error as exc:
             raise StoreError(self._explain(exc, action)) from exc
 
@@ -791,7 +794,8 @@ class SqliteStore(MetadataStore):
                 )
                 for job in unit.jobs:
                     cursor = db.execute(
-                        f"INSERT INTO jobs ({', '.join(_JOB_COLUMNS)}) VALUES ({','.join('?' * len(_JOB_COLUMNS))})",
+                        f"INSERT INTO jobs ({', '.join(_COPIED_JOB_COLUMNS)})"
+                        f" VALUES ({','.join('?' * len(_COPIED_JOB_COLUMNS))})",
                         (None if clash else job.id, experiment_id, unit.id, job.name, job.executor_kind,
                          json.dumps(job.executor), json.dumps(job.executable), json.dumps(job.args),
                          json.dumps(job.env), job.status.value, job.message, job.exit_code, job.handle_kind,

@@ -9,6 +9,7 @@ works between any two stores of the current version.
   first recorded: copies are idempotent), an index on ``experiments.user`` (``list --user``).
 - 3: launcher leases and submission intents (``launch_leases``, ``launch_intents``,
   ``jobs.lease_id``), so a killed launcher's work is adopted or failed by the next command.
+  Leases are never copied: ``xcore store copy`` moves recorded history, not running launchers.
 - 4: trial results and tracker links (``job_results``, ``job_links``, ``jobs.results_at``).
 
 A store older than the code is migrated forward in one transaction: on open for the personal
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 from xcore.errors import ConfigurationError
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 4  # both stores' version: each asserts it has exactly this many migrations
 
 
 class SchemaVersionError(ConfigurationError):

@@ -81,6 +81,7 @@ class InMemoryStore(MetadataStore):
                 self._events[:] = [e for e in self._events if e.job_id not in old]
                 for job_id in old:
                     del self._jobs[job_id]
+                self._events[:] = [e for e in self._events if e.job_id not in gone]
             ids = []
             for job in jobs:
                 self._last_job_id += 1  # ids are never reused, even after a replacement
@@ -107,9 +108,9 @@ class InMemoryStore(MetadataStore):
             for job_id, kind, handle, log_path in launched:
                 job = self._job(job_id)
                 job.handle_kind, job.handle, job.log_path, job.launched_at = kind, copy.deepcopy(handle), log_path, now
-                if job.status is Status.LAUNCHING:
+                if job.status is Status.LAUNCHING:  # marking twice appends nothing
                     job.status, job.message = Status.PENDING, "submitted"
-                self._events.append(StatusEvent(job_id, Status.PENDING, "submitted", None, now))
+                    self._events.append(StatusEvent(job_id, Status.PENDING, "submitted", None, now))
 
     def record_states(self, states: Sequence[tuple[int, JobState]], *, intent_id: int | None = None) -> None:
         now = time.time()
@@ -139,7 +140,7 @@ class InMemoryStore(MetadataStore):
             return record
 
     def list_experiments(self, *, status: str | None = None, title: str | None = None, tag: str | None = None,
-                         limit: int | None = 20) -> list[ExperimentRecord]:
+                         limit: int | None = 20, user: str | None = None) -> list[ExperimentRecord]:
         with self._lock:
             found = []
             for experiment_id in sorted(self._experiments, reverse=True):
@@ -147,6 +148,8 @@ class InMemoryStore(MetadataStore):
                 if title and title.lower() not in record.title.lower():
                     continue
                 if tag and tag not in record.tags:
+                    continue
+                if user is not None and record.user != user:
                     continue
                 if status and record.status.value != status.upper():
                     continue

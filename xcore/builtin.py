@@ -12,9 +12,11 @@ from xcore.store import MetadataStore
 
 @hookimpl
 def xcore_register_kinds(registry: KindRegistrar) -> None:
-    from xcore import executables
+    from xcore import bazel, executables
 
     for cls in (
+        bazel.BazelBinary,
+        bazel.BazelContainer,
         executables.Binary,
         executables.PythonModule,
         executables.Container,

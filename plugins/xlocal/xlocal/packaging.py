@@ -8,6 +8,7 @@ import shutil
 import sys
 from pathlib import Path
 
+from xcore.bazel import BazelBinary, BazelContainer
 from xcore.errors import PackagingError
 from xcore.executables import Binary, Container, Dockerfile, PythonContainer, PythonModule
 from xcore.execution import PackagingContext
@@ -102,4 +103,38 @@ def package_container(packageable: Packageable, spec: Container, context: Packag
                 f"{exc.explanation or exc}. Check the name (`docker images`), or build or load the image first."
             ) from None
     return LocalContainer(name=spec.name, image=spec.image_path, image_id=image_id,
+                          args=packageable.args, env_vars=packageable.env_vars)
+
+
+# -- Bazel targets ---------------------------------------------------------------------------
+
+
+def package_bazel_binary(packageable: Packageable, spec: BazelBinary, context: PackagingContext) -> LocalProcess:
+    """``bazel build`` the target; the job runs the file it built, from the workspace root."""
+    from xcore import bazel
+
+    workspace = bazel.find_workspace()
+    built = bazel.build([spec.label], spec.bazel_args, workspace, context.progress)
+    path = bazel.single_output(spec.label, built[spec.label], "binary")
+    if not os.access(path, os.X_OK):
+        raise PackagingError(f"Bazel target {spec.label} built {path}, which is not executable.")
+    return LocalProcess(name=spec.name, command=[path], args=packageable.args, env_vars=packageable.env_vars)
+
+
+def package_bazel_container(packageable: Packageable, spec: BazelContainer, context: PackagingContext) -> LocalContainer:
+    """``bazel build`` the image tarball and ``docker load`` it into the local engine."""
+    from xcore import bazel
+    from xlocal import images
+
+    built = bazel.build([spec.label], spec.bazel_args, None, context.progress)
+    tarball = bazel.single_output(spec.label, built[spec.label], "container")
+    client = images.connect()
+    context.progress.update("loading image", detail=os.path.basename(tarball))
+    with open(tarball, "rb") as data:
+        loaded = client.images.load(data)
+    if not loaded:
+        raise PackagingError(f"{tarball} (from {spec.label}) holds no image the engine could load.")
+    image = loaded[0]
+    tag = image.tags[0] if image.tags else image.id
+    return LocalContainer(name=spec.name, image=tag, image_id=image.id,
                           args=packageable.args, env_vars=packageable.env_vars)

@@ -347,6 +347,8 @@ class Experiment:
 
     def _finish(self, exc: BaseException | None) -> None:
         for task in self._generator_tasks:
+            if task.cancelled():  # launch.cancel(): ignored, as XManager ignores cancelled tasks
+                continue
             try:
                 task.result()
             except BaseException as error:  # recorded below, first error re-raised

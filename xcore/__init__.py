@@ -84,6 +84,7 @@ _EXPORTS: dict[str, str] = {
     "vCPU": "xcore.units", "KB": "xcore.units", "MB": "xcore.units", "GB": "xcore.units",
     "TB": "xcore.units", "PB": "xcore.units", "KiB": "xcore.units", "MiB": "xcore.units",
     "GiB": "xcore.units", "TiB": "xcore.units", "PiB": "xcore.units",
+    "Sec": "xcore.units", "Min": "xcore.units", "Hr": "xcore.units",
     # status
     "Status": "xcore.status",
     "JobState": "xcore.status",
@@ -140,5 +141,5 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the real names
                                  ResourceDict, ResourceQuantity, ResourceType, ServiceTier, Topology, TpuType)
     from xcore.status import ExperimentUnitStatus, JobState, Status, WorkUnitStatus
     from xcore.store import MetadataStore
-    from xcore.units import GB, KB, MB, PB, TB, GiB, KiB, MiB, PiB, TiB, vCPU
+    from xcore.units import GB, KB, MB, PB, TB, GiB, Hr, KiB, Min, MiB, PiB, Sec, TiB, vCPU
     from xcore.utils import ShellSafeArg, run_in_asyncio_loop

@@ -391,6 +391,8 @@ class Experiment:
         """Add a work unit (or an auxiliary unit) and queue its jobs for launch."""
         if isinstance(job, AuxiliaryUnitJob):
             role, job = job.role, job.job
+        if isinstance(job, JobConfig):  # e.g. an array job: one unit with its expanded jobs
+            job = job.expand()
         if identity and identity in self._identities:
             existing = self._identities[identity]
             done: concurrent.futures.Future = concurrent.futures.Future()
@@ -423,6 +425,8 @@ class Experiment:
         return self._record_and_queue(unit, prepared, role_name, stored_args, identity)
 
     def _add_jobs(self, unit: ExperimentUnit, job: Job | JobGroup, args: Mapping[str, Any] | None) -> LaunchFuture:
+        if isinstance(job, JobConfig):
+            job = job.expand()
         prepared = self._prepare(job, args, prefix="", taken=unit._job_names)
         return self._record_and_queue(unit, prepared, None, None, "")
 

@@ -147,7 +147,16 @@ class JobGroup:
 
 
 class JobConfig:
-    """Base for custom job descriptions that expand into jobs (e.g. an HPC array job)."""
+    """Base for custom job descriptions that expand into jobs (e.g. an HPC array job).
+
+    A subclass that defines ``expand()`` (returning a Job or JobGroup) can be given to
+    ``experiment.add`` and ``work_unit.add`` directly.
+    """
+
+    def expand(self) -> Job | JobGroup:
+        raise TypeError(
+            f"{type(self).__name__} is a JobConfig that xcore cannot launch: it defines no expand() into jobs."
+        )
 
 
 JobGeneratorType = Callable[..., Awaitable[Any]]

@@ -13,6 +13,7 @@ packages=(-e '.[test]' -e 'plugins/xlocal[docker]' -e plugins/xhpc)
 if [ "$(id -u)" = 0 ] && [ -z "${XCORE_SKIP_INFRA:-}" ]; then
   echo "==> starting test services (scripts/infra/setup.sh)"
   bash scripts/infra/setup.sh all
+  bash scripts/infra/bazel.sh  # Bazel for the BazelBinary tests
 else
   echo "==> not root (or XCORE_SKIP_INFRA set): tests that need Slurm, SGE, sshd or Docker will skip"
 fi

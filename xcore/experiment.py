@@ -127,8 +127,11 @@ class ContextAnnotations:
 
 
 class MetadataContext:
-    def __init__(self, annotations: ContextAnnotations) -> None:
+    """An experiment's metadata: ``annotations`` (title, tags, notes) and its ``creator``."""
+
+    def __init__(self, annotations: ContextAnnotations, creator: str | None = None) -> None:
         self.annotations = annotations
+        self.creator = creator if creator is not None else _user()
 
 
 # -- awaitables ------------------------------------------------------------------------------

@@ -141,3 +141,55 @@ def test_lxm3_style_array_job_on_real_slurm(cluster, tmp_path: Path) -> None:
     host = get_host()
     logs = sorted("".join(host.job_logs(j.handle_kind, host.serializer.load(j.handle), False)).strip() for j in jobs)
     assert logs == ["seed ['--seed=0'] t0", "seed ['--seed=1'] t1", "seed ['--seed=2'] t2"]
+
+
+# -- an lxm3 launcher, ported with `xcore port`, on this machine and on the real Slurm -----------
+
+LXM3_EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "lxm3_cluster"
+
+
+def _xcore(*args: str, cwd: Path) -> "subprocess.CompletedProcess[str]":
+    import os
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "xcore.cli.main", *args], capture_output=True, text=True,
+                          timeout=300, cwd=cwd, env={**os.environ, "XCORE_QUIET": "1"})
+
+
+def _ported_example(tmp_path: Path) -> Path:
+    import shutil
+
+    work = tmp_path / "lxm3_example"
+    shutil.copytree(LXM3_EXAMPLE, work)
+    ported = _xcore("port", "--write", "launcher.py", cwd=work)
+    assert ported.returncode == 0, ported.stderr
+    assert "from xhpc import xm_cluster" in (work / "launcher.py").read_text()
+    return work
+
+
+def _task_outputs(experiment_id: str, cwd: Path) -> list[str]:
+    import json
+
+    shown = json.loads(_xcore("show", experiment_id, "--json", cwd=cwd).stdout)
+    [unit] = shown["work_units"]
+    return sorted(_xcore("logs", f"{experiment_id}/{unit['id']}", "--job", job["name"], cwd=cwd).stdout.strip()
+                  for job in unit["jobs"])
+
+
+def test_ported_lxm3_launcher_runs_locally(tmp_path, monkeypatch):
+    monkeypatch.setenv("XCORE_HOME", str(tmp_path / "home"))
+    work = _ported_example(tmp_path)
+    result = _xcore("launch", "--wait", "launcher.py", "--", "--seeds=3", cwd=work)
+    assert result.returncode == 0, result.stderr
+    assert _task_outputs("1", work) == [
+        "['--seed=0'] task-0", "['--seed=1'] task-1", "['--seed=2'] task-2"]
+
+
+@pytest.mark.infra("slurm")
+@pytest.mark.parametrize("cluster", [("slurm", "local")], indirect=True, ids=["slurm-login"])
+def test_ported_lxm3_launcher_runs_on_real_slurm(cluster, tmp_path: Path) -> None:
+    work = _ported_example(tmp_path)
+    result = _xcore("launch", "--wait", "launcher.py", "--", "--seeds=2", "--launch_on_cluster", cwd=work)
+    assert result.returncode == 0, result.stderr
+    assert _task_outputs("1", work) == ["['--seed=0'] task-0", "['--seed=1'] task-1"]

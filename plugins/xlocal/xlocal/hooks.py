@@ -39,6 +39,8 @@ def xcore_package(packageable: Any, context: Any) -> Any:
         return packaging.package_bazel_binary(packageable, spec, context)
     if isinstance(spec, BazelContainer):
         return packaging.package_bazel_container(packageable, spec, context)
+    if type(spec).__name__ == "PythonPackage" and hasattr(spec, "pip_args"):  # xhpc's (lxm3's) on Local
+        return packaging.package_python_package(packageable, spec, context)
     if isinstance(spec, Binary):
         return packaging.package_binary(packageable, spec)
     if isinstance(spec, PythonModule):

@@ -138,3 +138,56 @@ def package_bazel_container(packageable: Packageable, spec: BazelContainer, cont
     tag = image.tags[0] if image.tags else image.id
     return LocalContainer(name=spec.name, image=tag, image_id=image.id,
                           args=packageable.args, env_vars=packageable.env_vars)
+
+
+# -- lxm3's PythonPackage (xhpc.PythonPackage) on this machine ----------------------------------
+
+
+def package_python_package(packageable: Packageable, spec: object, context: PackagingContext) -> LocalProcess:
+    """``pip install --no-deps`` the project into a cached directory put first on PYTHONPATH,
+    then run the entrypoint, as lxm3's ``Local`` does; rebuilt when a file of the project changes."""
+    import hashlib
+    import subprocess
+    import tempfile
+
+    from xcore.executables import ModuleName
+
+    project = Path(spec.path).expanduser().resolve()  # type: ignore[attr-defined]
+    if not any((project / f).is_file() for f in ("pyproject.toml", "setup.py", "setup.cfg")):
+        raise PackagingError(
+            f"PythonPackage(path={spec.path!r}): {project} has no pyproject.toml, setup.py or setup.cfg, so pip "  # type: ignore[attr-defined]
+            "cannot install it. Add a pyproject.toml, or use xm.python_module(...) to run the directory as is."
+        )
+    pip_args = list(spec.pip_args)  # type: ignore[attr-defined]
+    extra = list(spec.extra_packages)  # type: ignore[attr-defined]
+    digest = hashlib.sha256(repr((str(project), pip_args, extra)).encode())
+    for path in sorted(project.rglob("*")):
+        parts = path.relative_to(project).parts
+        if path.is_file() and not any(p in (".git", "__pycache__", "build", ".venv") or p.endswith(".egg-info")
+                                      for p in parts):
+            stat = path.stat()
+            digest.update(f"{path.relative_to(project)}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
+    target = context.cache_dir / "xlocal-python-packages" / digest.hexdigest()[:32]
+    if not target.is_dir():
+        context.progress.update("building", detail=f"pip install --no-deps {project}")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix="build-", dir=target.parent) as tmp:
+            out = Path(tmp) / "out"
+            argv = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                    "--target", str(out), *pip_args, str(project), *extra]
+            done = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+            if done.returncode != 0:
+                raise PackagingError(f"Building {project} failed (`{' '.join(argv[2:])}`):\n{done.stderr.strip()[-2000:]}")
+            try:
+                out.rename(target)
+            except OSError:  # built meanwhile by another launcher
+                if not target.is_dir():
+                    raise
+    env = dict(packageable.env_vars)
+    env["PYTHONPATH"] = str(target) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    entrypoint = spec.entrypoint  # type: ignore[attr-defined]
+    if isinstance(entrypoint, ModuleName):
+        command = [sys.executable, "-m", entrypoint.module_name]
+    else:
+        command = ["/bin/sh", "-c", "\n".join(entrypoint.commands), spec.name]  # type: ignore[attr-defined]
+    return LocalProcess(name=spec.name, command=command, args=packageable.args, env_vars=env)  # type: ignore[attr-defined]

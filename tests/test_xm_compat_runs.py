@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import sys
 import time
 
 import pytest
+import xlocal
+from core_helpers import run_xcore, write_script
 
 import xcore as xm
-import xlocal
 from xcore.status import Status
-
-from core_helpers import run_xcore, write_script
 
 PY = sys.executable
 
@@ -47,9 +47,8 @@ def test_job_generators_run_on_the_scripts_own_event_loop():
 def test_a_sync_with_inside_a_coroutine_is_refused():
     async def main():
         experiment = xm.create_experiment("wrong with")
-        with pytest.raises(RuntimeError, match="async with"):
-            with experiment:
-                pass
+        with pytest.raises(RuntimeError, match="async with"), experiment:
+            pass
 
     asyncio.run(main())
 
@@ -77,7 +76,7 @@ def test_cancelling_a_generator_launch_stops_it_and_its_jobs():
             time.sleep(0.05)
         assert launch.cancel() is True
         assert launch.cancelled() and launch.done()
-        with pytest.raises(Exception):
+        with pytest.raises(concurrent.futures.CancelledError):
             launch.result()
     assert time.monotonic() - started < 30  # the 60 s sleep was not awaited
     jobs = launch.unit._jobs()
@@ -111,7 +110,7 @@ def test_debug_interrupt_stops_only_that_unit():
 
 
 def _status(experiment, unit_id):
-    return [j.status for j in experiment.work_units[unit_id]._jobs()][0]
+    return next(j.status for j in experiment.work_units[unit_id]._jobs())
 
 
 def test_full_job_names_and_launched_jobs():
@@ -128,7 +127,7 @@ def test_full_job_names_and_launched_jobs():
     experiment.wait_until_complete(timeout=60)
     xid = experiment.experiment_id
     assert unit.get_full_job_name("redis") == f"{xid}_1_redis"
-    server = [j for j in unit._jobs() if j.name == "server"][0]
+    server = next(j for j in unit._jobs() if j.name == "server")
     assert server.args[-1] == f"--peer={xid}_1_redis"
     launched = unit.launched_jobs
     assert sorted(j.name for j in launched) == ["redis", "server"]

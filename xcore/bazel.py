@@ -168,7 +168,8 @@ def build(labels: Sequence[str], bazel_args: Sequence[str] = (), workspace: Path
         command = build_command(labels, bazel_args, events, bazel)
         if progress is not None:
             progress.update("bazel build", detail=" ".join(labels))
-        done = subprocess.run(command, cwd=workspace, stdin=subprocess.DEVNULL, capture_output=True, text=True)
+        done = subprocess.run(command, cwd=workspace, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                              check=False)
         if done.returncode != 0:
             tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-15:])
             raise PackagingError(f"`bazel build {' '.join(labels)}` failed in {workspace} (exit {done.returncode}):\n{tail}")

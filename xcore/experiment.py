@@ -572,7 +572,7 @@ def _is_async_callable(job: Any) -> bool:
         return False
     return (
         inspect.iscoroutinefunction(job) or inspect.isasyncgenfunction(job)
-        or inspect.iscoroutinefunction(getattr(job, "__call__", None))
+        or (callable(job) and inspect.iscoroutinefunction(type(job).__call__))
     )
 
 

@@ -84,7 +84,7 @@ def _exports(module: str) -> set[str] | None:
 
     try:
         imported = importlib.import_module(module)
-    except Exception:  # e.g. a plugin that is not installed
+    except ImportError:  # e.g. a plugin that is not installed
         return None
     names = set(getattr(imported, "__all__", None) or dir(imported))
     exports = getattr(imported, "_EXPORTS", None)

@@ -15,7 +15,7 @@ import math
 import operator
 import re
 from collections.abc import Iterator, Mapping, MutableMapping
-from typing import Any, Union
+from typing import Any
 
 from xcore import units
 from xcore.errors import ResourceSpecError
@@ -214,7 +214,7 @@ class Topology:
         return hash(self._name)
 
 
-ResourceQuantity = Union[int, float, str, Topology]
+ResourceQuantity = int | float | str | Topology
 
 _ALIASES = {"GPU": "LOCAL_GPU"}  # xcore spelling: JobRequirements(gpu=1)
 _BYTE_RESOURCES = {"MEMORY", "EPHEMERAL_STORAGE"}

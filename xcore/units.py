@@ -19,4 +19,4 @@ Sec = 1
 Min = 60
 Hr = 60 * 60
 
-__all__ = ["Sec", "Min", "Hr", "vCPU", "KB", "MB", "GB", "TB", "PB", "KiB", "MiB", "GiB", "TiB", "PiB"]
+__all__ = ["GB", "KB", "MB", "PB", "TB", "GiB", "Hr", "KiB", "MiB", "Min", "PiB", "Sec", "TiB", "vCPU"]

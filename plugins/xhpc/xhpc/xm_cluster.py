@@ -18,7 +18,15 @@ import attrs
 
 from xcore.args import SequentialArgs
 from xcore.executables import CommandList, ModuleName
-from xcore.job_blocks import Executable, ExecutableSpec, Executor, ExecutorSpec, Job, JobConfig, JobGroup
+from xcore.job_blocks import (
+    Executable,
+    ExecutableSpec,
+    Executor,
+    ExecutorSpec,
+    Job,
+    JobConfig,
+    JobGroup,
+)
 from xcore.resources import JobRequirements
 from xhpc.executables import Fileset, PythonPackage, UniversalPackage
 from xhpc.executables import SingularityContainer as _XhpcSingularityContainer
@@ -43,7 +51,7 @@ class DockerOptions:
     extra_options: list[str] = attrs.field(factory=list, converter=list)
 
 
-def SingularityContainer_(  # noqa: N802 - lxm3's spelling, with its options argument
+def SingularityContainer_(
     entrypoint: Any, image_path: str, options: SingularityOptions | None = None
 ) -> _XhpcSingularityContainer:
     """``SingularityContainer(entrypoint, image_path)``, optionally with SingularityOptions."""
@@ -205,12 +213,13 @@ class GridEngine(_Factory):
         environments = dict(parallel_environments or {})
         if len(environments) > 1:
             raise ValueError("xm_cluster.GridEngine: xhpc supports one parallel environment per job.")
-        fields: dict[str, Any] = dict(
-            requirements=_requirements(requirements), resources={k: str(v) for k, v in (resources or {}).items()},
-            queue=queue, project=project, account=account, modules=list(modules),
-            max_parallel_tasks=max_parallel_tasks, reserve=bool(reserved),
-            directives=list(extra_directives) + list(xhpc_fields.pop("directives", [])),
-        )
+        fields: dict[str, Any] = {
+            "requirements": _requirements(requirements),
+            "resources": {k: str(v) for k, v in (resources or {}).items()},
+            "queue": queue, "project": project, "account": account, "modules": list(modules),
+            "max_parallel_tasks": max_parallel_tasks, "reserve": bool(reserved),
+            "directives": list(extra_directives) + list(xhpc_fields.pop("directives", [])),
+        }
         if environments:
             [(name, slots)] = environments.items()
             fields["parallel_environment"] = name
@@ -322,12 +331,6 @@ def get_current_experiment() -> Any:
     return experiment
 
 
-JobRequirements = JobRequirements
-ModuleName = ModuleName
-CommandList = CommandList
-Fileset = Fileset
-PythonPackage = PythonPackage
-UniversalPackage = UniversalPackage
 SingularityContainer = SingularityContainer_  # type: ignore[assignment]
 
 __all__ = [

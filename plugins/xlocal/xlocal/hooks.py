@@ -30,9 +30,8 @@ def xcore_package(packageable: Any, context: Any) -> Any:
 
     if not isinstance(packageable.executor_spec, LocalSpec):
         return None
-    from xlocal import packaging
-
     from xcore.bazel import BazelBinary, BazelContainer
+    from xlocal import packaging
 
     spec = packageable.executable_spec
     if isinstance(spec, BazelBinary):

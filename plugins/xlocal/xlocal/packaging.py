@@ -175,7 +175,7 @@ def package_python_package(packageable: Packageable, spec: object, context: Pack
             out = Path(tmp) / "out"
             argv = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
                     "--target", str(out), *pip_args, str(project), *extra]
-            done = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+            done = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL, check=False)
             if done.returncode != 0:
                 raise PackagingError(f"Building {project} failed (`{' '.join(argv[2:])}`):\n{done.stderr.strip()[-2000:]}")
             try:

@@ -153,3 +153,16 @@ def test_job_status_does_not_depend_on_stream_output():
         experiment.add(xm.Job(exe, xlocal.Local()))
     jobs = experiment.wait_until_complete(timeout=60)
     assert [j.status for j in jobs] == [Status.COMPLETED]
+
+
+def test_unit_identity_and_job_level_identity_are_accepted():
+    with xm.create_experiment("identity") as experiment:
+        [exe] = experiment.package([python_job("pass")])
+
+        async def generator(work_unit):
+            await work_unit.add(xm.Job(exe, xlocal.Local()), identity="job-a")
+
+        first = experiment.add(generator, identity="unit-a").result()
+        again = experiment.add(generator, identity="unit-a").result()
+    assert first is again and first.identity == "unit-a"
+    assert xm.get_experiment(experiment.experiment_id).work_units[1].identity == "unit-a"

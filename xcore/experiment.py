@@ -208,6 +208,7 @@ class ExperimentUnit:
         self.role = role
         self.args = args
         self._job_names: set[str] = set()
+        self._identity = ""
 
     @property
     def work_unit_id(self) -> int:
@@ -225,8 +226,14 @@ class ExperimentUnit:
         """A job's name made unique across experiments and units: ``{xid}_{unit}_{job}``."""
         return f"{self.experiment_unit_name}_{job_name}"
 
-    def add(self, job: Job | JobGroup, args: Mapping[str, Any] | None = None) -> LaunchFuture:
-        """Add jobs to this unit (from inside a job generator)."""
+    @property
+    def identity(self) -> str:
+        """The identity given to ``experiment.add(..., identity=...)``, else ''."""
+        return self._identity
+
+    def add(self, job: Job | JobGroup, args: Mapping[str, Any] | None = None, *, identity: str = "") -> LaunchFuture:
+        """Add jobs to this unit (from inside a job generator). ``identity`` is accepted for
+        XManager compatibility; units, not jobs, are deduplicated by identity in xcore."""
         return self.experiment._add_jobs(self, job, args)
 
     def _jobs(self) -> list[JobRecord]:
@@ -421,6 +428,7 @@ class Experiment:
         self._units[unit_id] = unit
         if identity:
             self._identities[identity] = unit
+            unit._identity = identity
         if is_generator:
             self._store.add_work_unit(self.experiment_id, unit_id, role_name, stored_args, identity, [])
             future = self._run_generator(job, unit, dict(args or {}))
@@ -664,6 +672,7 @@ def get_experiment(experiment_id: int) -> Experiment:
         experiment._units[stored.id] = unit
         if stored.identity:
             experiment._identities[stored.identity] = unit
+            unit._identity = stored.identity
     return experiment
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -119,6 +121,14 @@ def test_a_bazel_launcher_builds_with_real_bazel_after_porting(tmp_path):
     shutil.copytree(EXAMPLES / "bazel_workspace", work)
     assert run_xcore("port", "--write", str(work / "launcher.py")).returncode == 0
     out = tmp_path / "printed.txt"
-    result = run_xcore("launch", "--wait", str(work / "launcher.py"), "--", f"--output={out}", cwd=work)
+    bazel_root = Path(tempfile.mkdtemp(prefix="xbz"))  # short: Bazel's server socket lives there
+    startup = [f"--output_user_root={bazel_root}", "--max_idle_secs=60"]
+    try:
+        result = run_xcore("launch", "--wait", str(work / "launcher.py"), "--", f"--output={out}", cwd=work,
+                           env={"XCORE_BAZEL_STARTUP_ARGS": " ".join(startup)})
+    finally:
+        subprocess.run(["bazel", *startup, "shutdown"], cwd=work, capture_output=True, check=False, timeout=120)
+        subprocess.run(["chmod", "-R", "u+w", str(bazel_root)], check=False)
+        shutil.rmtree(bazel_root, ignore_errors=True)
     assert result.returncode == 0, result.stderr
     assert out.read_text().splitlines() == ["3", "--greeting=hello world", "--n=1", "--n=2"]

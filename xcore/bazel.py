@@ -88,6 +88,11 @@ def bazel_container(
 # -- building --------------------------------------------------------------------------------
 
 
+def bazel_path() -> str | None:
+    """The Bazel to run: ``XCORE_BAZEL`` (a path or a name on PATH), else ``bazel``."""
+    return shutil.which(os.environ.get("XCORE_BAZEL", "bazel"))
+
+
 def find_workspace(start: Path | None = None) -> Path:
     """The Bazel workspace holding ``start`` (default: the launch script's directory, else
     the working directory). ``XCORE_BAZEL_WORKSPACE`` overrides."""
@@ -106,9 +111,18 @@ def find_workspace(start: Path | None = None) -> Path:
     )
 
 
-def build_command(labels: Sequence[str], bazel_args: Sequence[str], events_file: str, bazel: str = "bazel") -> list[str]:
+def build_command(labels: Sequence[str], bazel_args: Sequence[str], events_file: str, bazel: str = "bazel",
+                  startup_args: Sequence[str] = ()) -> list[str]:
     """The argv of one ``bazel build`` for ``labels`` that records its outputs in ``events_file``."""
-    return [bazel, "build", f"--build_event_json_file={events_file}", *bazel_args, "--", *labels]
+    return [bazel, *startup_args, "build", f"--build_event_json_file={events_file}", *bazel_args, "--", *labels]
+
+
+def startup_args() -> list[str]:
+    """Bazel startup options from ``XCORE_BAZEL_STARTUP_ARGS`` (shell words), e.g.
+    ``--output_user_root=/scratch/bazel --max_idle_secs=600``."""
+    import shlex
+
+    return shlex.split(os.environ.get("XCORE_BAZEL_STARTUP_ARGS", ""))
 
 
 def outputs_from_events(lines: Sequence[str]) -> dict[str, list[str]]:
@@ -157,7 +171,7 @@ def _canonical(label: str) -> str:
 def build(labels: Sequence[str], bazel_args: Sequence[str] = (), workspace: Path | None = None,
           progress: Any = None) -> dict[str, list[str]]:
     """Build ``labels`` in one ``bazel build``; return each label's output files."""
-    bazel = shutil.which(os.environ.get("XCORE_BAZEL", "bazel"))
+    bazel = bazel_path()
     if bazel is None:
         raise PackagingError(
             "Bazel targets need `bazel` on PATH (install Bazel or bazelisk, or set XCORE_BAZEL to its path)."
@@ -165,7 +179,7 @@ def build(labels: Sequence[str], bazel_args: Sequence[str] = (), workspace: Path
     workspace = workspace or find_workspace()
     with tempfile.TemporaryDirectory(prefix="xcore-bazel-") as tmp:
         events = os.path.join(tmp, "events.json")
-        command = build_command(labels, bazel_args, events, bazel)
+        command = build_command(labels, bazel_args, events, bazel, startup_args())
         if progress is not None:
             progress.update("bazel build", detail=" ".join(labels))
         done = subprocess.run(command, cwd=workspace, stdin=subprocess.DEVNULL, capture_output=True, text=True,

@@ -101,11 +101,10 @@ def test_unpackaged_lxm3_specs_fail_at_package_with_a_clear_error(tmp_path, monk
 
     monkeypatch.setenv("XCORE_HOME", str(tmp_path / "home"))
     reset_host()
+    from xcore.experiment import package
+
     spec = xm_cluster.PexBinary(xm_cluster.ModuleName("pkg.main"))
     with pytest.raises(PackagingError, match="PexBinary"):
-        xm.get_experiment  # noqa: B018 - the module is importable without an experiment
-        from xcore.experiment import package
-
         package([xm.Packageable(spec, xm_cluster.Slurm.Spec())])
     reset_host()
 

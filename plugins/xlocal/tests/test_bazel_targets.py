@@ -11,9 +11,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import xlocal
 
 import xcore as xm
-import xlocal
 from xcore.errors import PackagingError
 from xcore.experiment import package
 from xcore.testing import require_service
@@ -82,8 +82,7 @@ def test_a_bazel_container_is_loaded_and_run(workspace):
         up = False
     require_service("dockerd", up, f"run `sudo bash scripts/infra/docker.sh` (builds {BASE_IMAGE})")
     with open(workspace / "base.tar", "wb") as out:
-        for chunk in client.images.get(BASE_IMAGE).save(named=True):
-            out.write(chunk)
+        out.writelines(client.images.get(BASE_IMAGE).save(named=True))
     (workspace / "BUILD").write_text('genrule(name = "image", srcs = ["base.tar"], outs = ["image.tar"], cmd = "cp $< $@")\n')
     with xm.create_experiment("bazel container") as experiment:
         [exe] = experiment.package([xm.bazel_container(xlocal.Local.Spec(), "//:image")])

@@ -41,7 +41,12 @@ def bazel_root():
 
 
 @pytest.fixture
-def workspace(bazel_root, monkeypatch) -> Path:
+def workspace(bazel_root, tmp_path, monkeypatch) -> Path:
+    import xcore.plugins
+
+    monkeypatch.setenv("XCORE_HOME", str(tmp_path / "home"))  # a private store for each test
+    monkeypatch.setenv("XCORE_QUIET", "1")
+    xcore.plugins.reset_host()
     root, startup = bazel_root
     for stale in root.iterdir():
         if stale.name not in ("WORKSPACE",) and not stale.name.startswith("bazel-"):

@@ -27,6 +27,7 @@ fi
 if [ "$(id -u)" = 0 ] && [ -z "${XCORE_SKIP_INFRA:-}" ]; then
   echo "==> starting test services (scripts/infra/setup.sh)"
   bash scripts/infra/setup.sh all
+  bash scripts/infra/bazel.sh  # Bazel for the BazelBinary tests
 else
   echo "==> not root (or XCORE_SKIP_INFRA set): tests that need Slurm, SGE, sshd, Docker or PostgreSQL will skip"
 fi

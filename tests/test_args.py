@@ -6,20 +6,22 @@ from xcore.serialization import args_from_json, args_to_json
 
 def test_dict_args_render_like_xmanager():
     args = SequentialArgs.from_collection({"lr": 0.1, "fast": True, "slow": False, "name": "a b"})
-    assert args.to_list() == ["--lr=0.1", "--fast", "--noslow", "--name=a b"]
+    assert args.to_argv() == ["--lr=0.1", "--fast", "--noslow", "--name=a b"]
+    # XManager's to_list() shell-quotes by default (for pasting into a command line).
+    assert args.to_list() == ["--lr=0.1", "--fast", "--noslow", "--name='a b'"]
 
 
 def test_merge_keeps_first_position_and_overrides_value():
     merged = merge_args(["train"], {"lr": 0.1, "seed": 1}, ["extra"], {"lr": 0.5})
-    assert merged.to_list() == ["train", "--lr=0.5", "--seed=1", "extra"]
+    assert merged.to_argv() == ["train", "--lr=0.5", "--seed=1", "extra"]
 
 
 def test_float_rendering_is_repr_exact():
-    assert SequentialArgs.from_collection({"lr": 0.1 * 3}).to_list() == ["--lr=0.30000000000000004"]
+    assert SequentialArgs.from_collection({"lr": 0.1 * 3}).to_argv() == ["--lr=0.30000000000000004"]
 
 
 def test_string_instead_of_list_is_rejected_with_a_hint():
-    with pytest.raises(TypeError, match=r"\['--flag'\]"):
+    with pytest.raises((TypeError, ValueError), match=r"\['--flag'\]"):
         SequentialArgs.from_collection("--flag")
 
 

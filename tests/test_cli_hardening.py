@@ -162,7 +162,8 @@ with xm.create_experiment("typed ok") as e:
                  env_vars={{"N": 3}}))
 """)
     assert run_xcore("launch", "--wait", str(script)).returncode == 0
-    assert run_xcore("logs", "1/1").stdout == "['--f=0.5', '--n=None', '--p=/d', \"--l=[1, 'a']\", '--nob'] 3\n"
+    # As in XManager: None leaves the flag out, a flat list repeats it.
+    assert run_xcore("logs", "1/1").stdout == "['--f=0.5', '--p=/d', '--l=1', '--l=a', '--nob'] 3\n"
 
 
 # -- item 13 (terminal part): user text never reaches the terminal as control sequences ------

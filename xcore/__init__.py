@@ -30,6 +30,11 @@ _EXPORTS: dict[str, str] = {
     "ContextAnnotations": "xcore.experiment",
     "WorkUnitCompletedAwaitable": "xcore.experiment",
     "LaunchFuture": "xcore.experiment",
+    "LaunchedJob": "xcore.core",
+    "core": "xcore.core",
+    "job_operators": "xcore.job_operators",
+    "ShellSafeArg": "xcore.utils",
+    "run_in_asyncio_loop": "xcore.utils",
     # job blocks
     "ExecutableSpec": "xcore.job_blocks",
     "Executable": "xcore.job_blocks",
@@ -41,6 +46,8 @@ _EXPORTS: dict[str, str] = {
     "JobConfig": "xcore.job_blocks",
     "JobGeneratorType": "xcore.job_blocks",
     "JobType": "xcore.job_blocks",
+    "Constraint": "xcore.job_blocks",
+    "get_args_for_all_jobs": "xcore.job_blocks",
     "SequentialArgs": "xcore.args",
     "UserArgs": "xcore.args",
     "merge_args": "xcore.args",
@@ -53,6 +60,10 @@ _EXPORTS: dict[str, str] = {
     "Dockerfile": "xcore.executables",
     "ModuleName": "xcore.executables",
     "CommandList": "xcore.executables",
+    "BazelBinary": "xcore.bazel",
+    "BazelContainer": "xcore.bazel",
+    "bazel_binary": "xcore.bazel",
+    "bazel_container": "xcore.bazel",
     "binary": "xcore.packagables",
     "python_module": "xcore.packagables",
     "container": "xcore.packagables",
@@ -61,9 +72,19 @@ _EXPORTS: dict[str, str] = {
     # resources and units
     "JobRequirements": "xcore.resources",
     "ResourceType": "xcore.resources",
+    "AcceleratorType": "xcore.resources",
+    "GpuType": "xcore.resources",
+    "TpuType": "xcore.resources",
+    "Topology": "xcore.resources",
+    "InvalidTpuTopologyError": "xcore.resources",
+    "Architecture": "xcore.resources",
+    "ServiceTier": "xcore.resources",
+    "ResourceDict": "xcore.resources",
+    "ResourceQuantity": "xcore.resources",
     "vCPU": "xcore.units", "KB": "xcore.units", "MB": "xcore.units", "GB": "xcore.units",
     "TB": "xcore.units", "PB": "xcore.units", "KiB": "xcore.units", "MiB": "xcore.units",
     "GiB": "xcore.units", "TiB": "xcore.units", "PiB": "xcore.units",
+    "Sec": "xcore.units", "Min": "xcore.units", "Hr": "xcore.units",
     # status
     "Status": "xcore.status",
     "JobState": "xcore.status",
@@ -89,6 +110,8 @@ _EXPORTS: dict[str, str] = {
     "ExperimentUnitError": "xcore.errors",
     "ExperimentUnitFailedError": "xcore.errors",
     "ExperimentUnitNotCompletedError": "xcore.errors",
+    "ReloadError": "xcore.errors",
+    "DebugInterrupt": "xcore.errors",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]
@@ -98,7 +121,10 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 
 if TYPE_CHECKING:  # static type checkers and IDEs see the real names
+    from xcore import core, job_operators
     from xcore.args import SequentialArgs, UserArgs, merge_args
+    from xcore.bazel import BazelBinary, BazelContainer, bazel_binary, bazel_container
+    from xcore.core import LaunchedJob
     from xcore.errors import *  # noqa: F403
     from xcore.executables import (
         Binary,
@@ -141,9 +167,12 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the real names
         JobType,
         Packageable,
     )
+    from xcore.job_blocks import Constraint, get_args_for_all_jobs
     from xcore.markers import hookimpl
     from xcore.packagables import binary, container, dockerfile_container, python_container, python_module
-    from xcore.resources import JobRequirements, ResourceType
+    from xcore.resources import (AcceleratorType, Architecture, GpuType, InvalidTpuTopologyError, JobRequirements,
+                                 ResourceDict, ResourceQuantity, ResourceType, ServiceTier, Topology, TpuType)
     from xcore.status import ExperimentUnitStatus, JobState, Status, WorkUnitStatus
     from xcore.store import MetadataStore
-    from xcore.units import GB, KB, MB, PB, TB, GiB, KiB, MiB, PiB, TiB, vCPU
+    from xcore.units import GB, KB, MB, PB, TB, GiB, Hr, KiB, Min, MiB, PiB, Sec, TiB, vCPU
+    from xcore.utils import ShellSafeArg, run_in_asyncio_loop

@@ -1,13 +1,20 @@
 """Job arguments in list and dict form, merged like XManager's ``SequentialArgs``.
 
 ``{'lr': 0.1, 'fast': True}`` renders as ``['--lr=0.1', '--fast']``; ``False`` renders as
-``--nofast`` (absl style). Later keyword values override earlier ones but keep the
+``--nofast`` (absl style), a flat list ``{'c': [3, 4]}`` repeats the flag (``--c=3 --c=4``)
+and ``None`` leaves the flag out. Later keyword values override earlier ones but keep the
 first position, so merged argument lists are stable.
+
+``to_list()`` shell-quotes by default, as XManager's does (for scripts that paste args into a
+command line); xcore itself renders with ``plain_escaper``, since argv is never a shell line.
 """
 
 from __future__ import annotations
 
+import enum
 import os
+import shlex
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Union
 
@@ -26,16 +33,59 @@ class _Keyword:
     name: str
 
 
-def _plain(value: Any) -> str:
+def plain_escaper(value: Any) -> str:
+    """Render one value for argv as is: no quoting (xcore never builds a shell line)."""
+    from xcore.utils import ShellSafeArg
+
+    if isinstance(value, ShellSafeArg):
+        return value.arg
+    if isinstance(value, enum.Enum):
+        return str(value.name)
     return value if isinstance(value, str) else str(value)
 
 
-_SCALARS = (str, int, float, bool, type(None), os.PathLike)
+def shell_escaper(value: Any) -> str:
+    """XManager's default escaper: shell-quote, except ShellSafeArg; enums render by name."""
+    from xcore.utils import ShellSafeArg
+
+    if isinstance(value, ShellSafeArg):
+        return value.arg
+    if isinstance(value, enum.Enum):
+        return shlex.quote(str(value.name))
+    return shlex.quote(str(value))
+
+
+def trivial_kwargs_joiner(key: str, value: str) -> str:
+    return f"{key}={value}"
+
+
+_warned_none: set[str] = set()
+
+
+def _warn_none(name: str) -> None:
+    if name not in _warned_none:
+        _warned_none.add(name)
+        print(f'warning: {name}=None leaves the flag --{name} out; write {name}="None" to pass the text None.',
+              file=sys.stderr)
+
+
+def _is_flat_sequence(value: Any) -> bool:
+    return type(value) in (list, tuple) and not any(type(v) in (list, tuple) for v in value)
+
+
+_SCALARS = (str, int, float, bool, type(None), os.PathLike, enum.Enum)
 
 
 def check_arg_value(value: Any, where: str) -> None:
     """Refuse what would only reach the job as a Python ``str()``/``repr()`` (objects, bytes,
     sets) and NUL bytes, which no process can receive. ``where`` names the argument."""
+    from xcore.utils import ShellSafeArg
+
+    if isinstance(value, ShellSafeArg):
+        check_arg_value(value.arg, where)
+        return
+    if isinstance(value, enum.Enum):
+        return
     if isinstance(value, _SCALARS):
         text = os.fspath(value) if isinstance(value, os.PathLike) else value
         if isinstance(text, (str, bytes)) and ("\0" in text if isinstance(text, str) else b"\0" in text):
@@ -63,7 +113,11 @@ def check_arg_value(value: Any, where: str) -> None:
     )
 
 
-@attrs.define
+class ArgsStringError(TypeError, ValueError):
+    """A bare string given as args (XManager raises ValueError; earlier xcore a TypeError)."""
+
+
+@attrs.define(eq=False, repr=False)
 class SequentialArgs:
     """An ordered mix of positional and keyword arguments."""
 
@@ -83,10 +137,12 @@ class SequentialArgs:
                 result._set_keyword(str(key), value)
             return result
         if isinstance(collection, (str, bytes)):
-            raise TypeError(
+            raise ArgsStringError(
                 f"args must be a list or a dict, got the string {collection!r}; "
                 f"write [{collection!r}] for one positional argument."
             )
+        if not isinstance(collection, Iterable):
+            raise TypeError(f"Unsupported args collection: {collection!r}; give a list, a dict or SequentialArgs.")
         for value in collection:
             result._add_positional(value)
         return result
@@ -111,32 +167,94 @@ class SequentialArgs:
 
     def to_list(
         self,
-        escaper: Callable[[Any], str] = _plain,
-        kwargs_joiner: Callable[[str, str], str] = lambda key, value: f"{key}={value}",
+        escaper: Callable[[Any], str] = shell_escaper,
+        kwargs_joiner: Callable[[str, str], str] = trivial_kwargs_joiner,
     ) -> list[str]:
-        """Render to argv strings. The default escaper does no quoting: argv is never a shell line."""
+        """Render to command-line strings, as XManager does: shell-quoted by default
+        (pass ``xcore.args.plain_escaper`` or ``str`` for raw argv)."""
         rendered: list[str] = []
         for item in self._items:
             if isinstance(item, _Positional):
                 rendered.append(escaper(self.regular_args[item.index]))
                 continue
             value = self.keyword_args[item.name]
-            if value is True:
-                rendered.append(escaper(f"--{item.name}"))
-            elif value is False:
-                rendered.append(escaper(f"--no{item.name}"))
+            flag = f"--{item.name}"
+            if value is None:
+                _warn_none(item.name)
+            elif isinstance(value, bool):
+                rendered.append(escaper(flag if value else f"--no{item.name}"))
+            elif _is_flat_sequence(value):
+                rendered += [kwargs_joiner(escaper(flag), escaper(v)) for v in value]
             else:
-                rendered.append(kwargs_joiner(escaper(f"--{item.name}"), escaper(value)))
+                rendered.append(kwargs_joiner(escaper(flag), escaper(value)))
         return rendered
 
-    def to_dict(self, kwargs_only: bool = False) -> dict[str, Any] | list[Any]:
-        """The JSON-ready form stored in the metadata store."""
-        if kwargs_only or not self.regular_args:
+    def to_argv(self) -> list[str]:
+        """The exact argv strings a job receives (no quoting)."""
+        return self.to_list(plain_escaper)
+
+    def to_dict(self, kwargs_only: bool = False) -> dict[str, Any]:
+        """XManager's dict view: keyword args by name; each positional arg maps to True."""
+        if kwargs_only:
+            return dict(self.keyword_args)
+        from xcore.utils import ShellSafeArg
+
+        result: dict[str, Any] = {}
+        for item in self._items:
+            if isinstance(item, _Positional):
+                value = self.regular_args[item.index]
+                result[value.arg if isinstance(value, ShellSafeArg) else str(value)] = True
+            else:
+                result[item.name] = self.keyword_args[item.name]
+        return result
+
+    def to_stored(self) -> dict[str, Any] | list[Any]:
+        """The JSON-ready form ``xcore show`` lists: a dict, or a list when there are positionals."""
+        if not self.regular_args:
             return dict(self.keyword_args)
         return [
             self.regular_args[i.index] if isinstance(i, _Positional) else {i.name: self.keyword_args[i.name]}
             for i in self._items
         ]
+
+    def rewrite_args(self, rewrite: Callable[[str], str]) -> SequentialArgs:
+        """A copy with ``rewrite`` applied to every str value (positional or keyword)."""
+        result = SequentialArgs()
+        for item in self._items:
+            if isinstance(item, _Positional):
+                value = self.regular_args[item.index]
+                result._add_positional(rewrite(value) if isinstance(value, str) else value)
+            else:
+                value = self.keyword_args[item.name]
+                result._set_keyword(item.name, rewrite(value) if isinstance(value, str) else value)
+        return result
+
+    def remove_args(self, removed_args: str) -> SequentialArgs:
+        """A copy without the keyword arg named ``removed_args`` and without positional args
+        equal to that string."""
+        result = SequentialArgs()
+        for item in self._items:
+            if isinstance(item, _Positional):
+                value = self.regular_args[item.index]
+                if not (isinstance(value, str) and value == removed_args):
+                    result._add_positional(value)
+            elif item.name != removed_args:
+                result._set_keyword(item.name, self.keyword_args[item.name])
+        return result
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SequentialArgs):
+            return NotImplemented
+        return self._entries() == other._entries()
+
+    def _entries(self) -> list[tuple[str, Any]]:
+        return [
+            ("", self.regular_args[i.index]) if isinstance(i, _Positional) else (i.name, self.keyword_args[i.name])
+            for i in self._items
+        ]
+
+    def __repr__(self) -> str:
+        return f"[{', '.join(self.to_list(repr))}]"
 
     def validate(self) -> None:
         """Check every value with ``check_arg_value``, naming the argument at fault."""
@@ -152,7 +270,8 @@ class SequentialArgs:
 
 
 def merge_args(*collections: UserArgs) -> SequentialArgs:
-    """Merge several arg collections left to right into a new SequentialArgs."""
+    """Merge several arg collections left to right into a new SequentialArgs: positional args
+    append, a keyword given again takes the new value at its first position."""
     result = SequentialArgs()
     for collection in collections:
         result.merge(SequentialArgs.from_collection(collection))

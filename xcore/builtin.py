@@ -16,9 +16,11 @@ if TYPE_CHECKING:
 
 @hookimpl
 def xcore_register_kinds(registry: KindRegistrar) -> None:
-    from xcore import executables
+    from xcore import bazel, executables
 
     for cls in (
+        bazel.BazelBinary,
+        bazel.BazelContainer,
         executables.Binary,
         executables.PythonModule,
         executables.Container,

@@ -43,6 +43,10 @@ class NotFoundError(XcoreError, KeyError):
 class ExperimentUnitError(XcoreError, RuntimeError):
     """A work unit could not be created or launched (XManager name)."""
 
+    def __init__(self, message: object = "", *, work_unit: object = None) -> None:
+        super().__init__(message)
+        self.work_unit = work_unit
+
 
 class ExperimentUnitFailedError(ExperimentUnitError):
     """A work unit finished unsuccessfully (XManager name)."""
@@ -54,3 +58,12 @@ class ExperimentUnitNotCompletedError(ExperimentUnitError):
 
 class StoreError(XcoreError):
     """The metadata store cannot be opened, read or written (corrupt, read-only, full, locked)."""
+
+
+class ReloadError(ExperimentUnitError):
+    """A check failed while reloading an experiment unit (XManager name)."""
+
+
+class DebugInterrupt(BaseException):
+    """Raise it inside a job generator to stop that unit's launch on purpose (XManager name):
+    the unit is stopped and the rest of the experiment goes on."""

@@ -29,10 +29,11 @@ from typing import Any
 
 import attrs
 
-from xcore import paths, vcs
+from xcore import core, paths, vcs
 from xcore.args import SequentialArgs
 from xcore.errors import (
     ConfigurationError,
+    DebugInterrupt,
     ExperimentUnitError,
     ExperimentUnitFailedError,
     ExperimentUnitNotCompletedError,
@@ -126,8 +127,11 @@ class ContextAnnotations:
 
 
 class MetadataContext:
-    def __init__(self, annotations: ContextAnnotations) -> None:
+    """An experiment's metadata: ``annotations`` (title, tags, notes) and its ``creator``."""
+
+    def __init__(self, annotations: ContextAnnotations, creator: str | None = None) -> None:
         self.annotations = annotations
+        self.creator = creator if creator is not None else _user()
 
 
 # -- awaitables ------------------------------------------------------------------------------
@@ -141,16 +145,38 @@ class LaunchFuture:
         self._future = future
         self._launcher = launcher
         self.unit = unit
+        self._cancelled = False
 
     def result(self, timeout: float | None = None) -> Any:
+        if self._cancelled:
+            raise concurrent.futures.CancelledError()
         if not self._future.done():
             self._launcher.flush()
         return self._future.result(timeout)
 
     def done(self) -> bool:
-        return self._future.done()
+        return self._cancelled or self._future.done()
+
+    def cancelled(self) -> bool:
+        return self._cancelled
+
+    def cancel(self) -> bool:
+        """Cancel this launch, as cancelling XManager's ``add()`` future does: a job generator
+        still running is cancelled, and whatever the unit already submitted is stopped.
+        Returns False if the launch had already finished (nothing is cancelled then)."""
+        if self._cancelled:
+            return True
+        if self._future.done():
+            return False
+        self._cancelled = True
+        self._future.cancel()  # a job generator's task; a plain unit's future is not cancellable
+        if hasattr(self.unit, "stop"):
+            self.unit.stop()
+        return True
 
     def __await__(self) -> Generator[Any, None, Any]:
+        if self._cancelled:
+            raise asyncio.CancelledError()
         if not self._future.done():
             yield from asyncio.get_running_loop().run_in_executor(None, self._launcher.flush).__await__()
         return (yield from asyncio.wrap_future(self._future).__await__())
@@ -182,6 +208,7 @@ class ExperimentUnit:
         self.role = role
         self.args = args
         self._job_names: set[str] = set()
+        self._identity = ""
 
     @property
     def work_unit_id(self) -> int:
@@ -195,8 +222,18 @@ class ExperimentUnit:
     def context(self) -> MetadataContext:
         return self.experiment.context
 
-    def add(self, job: Job | JobGroup, args: Mapping[str, Any] | None = None) -> LaunchFuture:
-        """Add jobs to this unit (from inside a job generator)."""
+    def get_full_job_name(self, job_name: str) -> str:
+        """A job's name made unique across experiments and units: ``{xid}_{unit}_{job}``."""
+        return f"{self.experiment_unit_name}_{job_name}"
+
+    @property
+    def identity(self) -> str:
+        """The identity given to ``experiment.add(..., identity=...)``, else ''."""
+        return self._identity
+
+    def add(self, job: Job | JobGroup, args: Mapping[str, Any] | None = None, *, identity: str = "") -> LaunchFuture:
+        """Add jobs to this unit (from inside a job generator). ``identity`` is accepted for
+        XManager compatibility; units, not jobs, are deduplicated by identity in xcore."""
         return self.experiment._add_jobs(self, job, args)
 
     def _jobs(self) -> list[JobRecord]:
@@ -211,8 +248,12 @@ class ExperimentUnit:
         return ExperimentUnitStatus(status, "; ".join(messages))
 
     @property
-    def launched_jobs(self) -> list[JobRecord]:
-        return [j for j in self._jobs() if j.handle is not None]
+    def launched_jobs(self) -> list[core.LaunchedJob]:
+        """One ``LaunchedJob`` (name, backend address, log location) per submitted job."""
+        return [
+            core.LaunchedJob(name=j.name, address=_address(j.handle), logs=j.log_path)
+            for j in self._jobs() if j.handle is not None
+        ]
 
     def wait_until_complete(self) -> WorkUnitCompletedAwaitable:
         return WorkUnitCompletedAwaitable(self)
@@ -268,6 +309,8 @@ class Experiment:
         self._dump_cache: dict[int, tuple[object, dict[str, Any]]] = {}
         self._checked_executors: dict[int, object] = {}  # kept alive so ids stay unique
         self._generator_loop: asyncio.AbstractEventLoop | None = None
+        self._owns_generator_loop = False
+        self._context_tokens: list[Any] = []
         self._generator_tasks: list[concurrent.futures.Future] = []
         self._flush_scheduled: set[int] = set()  # event loops with a flush queued (see _schedule_flush)
         self.context = MetadataContext(ContextAnnotations(store, record))
@@ -287,16 +330,35 @@ class Experiment:
 
     # context management, sync and async
     def __enter__(self) -> Experiment:
+        if _in_coroutine():
+            raise RuntimeError("When using an experiment from a coroutine use `async with`, not `with`.")
+        self._context_tokens.append(core._current_experiment.set(self))
         return self
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+        self._reset_context()
         self._finish(exc)
 
     async def __aenter__(self) -> Experiment:
+        # Job generators run on this loop, the script's own, as in XManager.
+        self._generator_loop = asyncio.get_running_loop()
+        self._context_tokens.append(core._current_experiment.set(self))
         return self
 
     async def __aexit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+        self._reset_context()
+        if self._generator_tasks:
+            await asyncio.gather(*(asyncio.wrap_future(t) for t in list(self._generator_tasks)),
+                                 return_exceptions=True)
         await asyncio.get_running_loop().run_in_executor(None, self._finish, exc)
+
+    def _reset_context(self) -> None:
+        if self._context_tokens:
+            token = self._context_tokens.pop()
+            try:
+                core._current_experiment.reset(token)
+            except ValueError:  # exited in another context (e.g. another task): just clear it
+                core._current_experiment.set(None)
 
     def _finish(self, exc: BaseException | None) -> None:
         if self._launcher.submitted and self.experiment_id not in created_experiment_ids:
@@ -311,13 +373,15 @@ class Experiment:
                                        "were not launched (recorded as cancelled).")
         else:
             for task in self._generator_tasks:
+                if task.cancelled():  # launch.cancel(): ignored, as XManager ignores cancelled tasks
+                    continue
                 try:
                     task.result()
                 except BaseException as task_error:  # recorded below, first error re-raised
                     self._launcher.errors.append(task_error)
             self._launcher.close()
         self._progress.clear()
-        if self._generator_loop is not None:
+        if self._generator_loop is not None and self._owns_generator_loop:
             self._generator_loop.call_soon_threadsafe(self._generator_loop.stop)
         error = exc or (self._launcher.errors[0] if self._launcher.errors else None)
         try:
@@ -361,6 +425,8 @@ class Experiment:
         """Add a work unit (or an auxiliary unit) and queue its jobs for launch."""
         if isinstance(job, AuxiliaryUnitJob):
             role, job = job.role, job.job
+        if isinstance(job, JobConfig):  # e.g. an array job: one unit with its expanded jobs
+            job = job.expand()
         if identity and identity in self._identities:
             existing = self._identities[identity]
             if not self._never_launched(existing):
@@ -370,7 +436,7 @@ class Experiment:
             if isinstance(job, (Job, JobGroup)):  # it never reached a backend: run it now
                 prepared = self._prepare(job, args, prefix="")
                 return self._record_and_queue(existing, prepared, None, None, "", replace_unlaunched=True)
-        is_generator = inspect.iscoroutinefunction(job) or inspect.isasyncgenfunction(job)
+        is_generator = _is_async_callable(job)
         if not is_generator and callable(job) and not isinstance(job, (Job, JobGroup)):
             raise ValueError(f"Job generators must be `async def` functions; {job!r} is not.")
         if not is_generator and not isinstance(job, (Job, JobGroup)):
@@ -392,6 +458,7 @@ class Experiment:
         self._units[unit_id] = unit
         if identity:
             self._identities[identity] = unit
+            unit._identity = identity
         if is_generator:
             self._store.add_work_unit(self.experiment_id, unit_id, role_name, stored_args, identity, [])
             future = self._run_generator(job, unit, dict(args or {}))
@@ -405,6 +472,8 @@ class Experiment:
         return bool(jobs) and all(j.handle is None and j.status.is_terminal for j in jobs)
 
     def _add_jobs(self, unit: ExperimentUnit, job: Job | JobGroup, args: Mapping[str, Any] | None) -> LaunchFuture:
+        if isinstance(job, JobConfig):
+            job = job.expand()
         prepared = self._prepare(job, args, prefix="", taken=unit._job_names)
         return self._record_and_queue(unit, prepared, None, None, "")
 
@@ -429,7 +498,7 @@ class Experiment:
                 executor_kind=self._host.kinds.kind_of(job.executor),
                 executor=self._dump(job.executor),
                 executable=self._dump(job.executable),
-                args=argv.to_list(),
+                args=argv.to_argv(),
                 env=redact_env(env),
             )
             for name, job, argv, env in prepared
@@ -516,13 +585,19 @@ class Experiment:
         return cached[1]
 
     def _run_generator(self, generator: Any, unit: ExperimentUnit, kwargs: dict[str, Any]) -> concurrent.futures.Future:
-        if self._generator_loop is None:
+        if self._generator_loop is None or self._generator_loop.is_closed():
             loop = asyncio.new_event_loop()
             threading.Thread(target=loop.run_forever, name="xcore-generators", daemon=True).start()
             self._generator_loop = loop
+            self._owns_generator_loop = True
 
         async def run() -> ExperimentUnit:
-            await generator(unit, **kwargs)
+            core._current_experiment.set(self)
+            core._current_experiment_unit.set(unit)
+            try:
+                await generator(unit, **kwargs)
+            except DebugInterrupt:  # XManager: stop this unit, keep the experiment going
+                unit.stop(message="Launch interrupted by debug mode.")
             return unit
 
         task = asyncio.run_coroutine_threadsafe(run(), self._generator_loop)
@@ -561,6 +636,33 @@ class Experiment:
         """Cancel every unit of the experiment."""
         self._launcher.flush()
         cancel_jobs(self._store, self._host, self._all_jobs(include_auxiliary=True))
+
+
+def _in_coroutine() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+def _is_async_callable(job: Any) -> bool:
+    if isinstance(job, (Job, JobGroup, JobConfig)):
+        return False
+    return (
+        inspect.iscoroutinefunction(job) or inspect.isasyncgenfunction(job)
+        or (callable(job) and inspect.iscoroutinefunction(type(job).__call__))
+    )
+
+
+def _address(handle: Mapping[str, Any] | None) -> str | None:
+    """The backend's own id for a job, from its stored handle, as text."""
+    if not handle:
+        return None
+    for key in ("job_id", "container_id", "pid", "id"):
+        if handle.get(key) is not None:
+            return str(handle[key])
+    return None
 
 
 def cancel_jobs(store: MetadataStore, host: PluginHost, jobs: Sequence[JobRecord]) -> int:
@@ -644,6 +746,7 @@ def get_experiment(experiment_id: int) -> Experiment:
         experiment._units[stored.id] = unit
         if stored.identity:
             experiment._identities[stored.identity] = unit
+            unit._identity = stored.identity
     return experiment
 
 
@@ -684,7 +787,7 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, Mapping):
         return {str(k): _jsonable(v) for k, v in value.items()}
     if isinstance(value, SequentialArgs):
-        return _jsonable(value.to_dict())
+        return _jsonable(value.to_stored())
     if isinstance(value, (list, tuple)):
         return [_jsonable(v) for v in value]
     return repr(value)
@@ -695,6 +798,6 @@ def _jsonable_unit_args(job: Job | JobGroup, args: Mapping[str, Any] | None) -> 
     if args:
         return _jsonable(args)
     if isinstance(job, Job):
-        return _jsonable(job.args.to_dict())
+        return _jsonable(job.args.to_stored())
     return {name: _jsonable_unit_args(member, None) for name, member in job.jobs.items()}
 

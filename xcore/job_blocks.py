@@ -9,8 +9,8 @@ Backends subclass these and register each subclass under a unique kind (see ``ki
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, ClassVar
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, ClassVar, TypeVar
 
 import attrs
 
@@ -122,27 +122,59 @@ class Job:
             raise TypeError(f"Job.executor must be an Executor such as xlocal.Local(), got {self.executor!r}.")
 
 
-class JobGroup:
-    """Jobs that form one work unit and are launched together: ``JobGroup(train=job1, eval=job2)``."""
+class Constraint:
+    """Where a job group may run relative to itself (same machine, same network, ...).
 
-    def __init__(self, **jobs: Job | JobGroup) -> None:
-        if not jobs:
-            raise ValueError("JobGroup needs at least one job: JobGroup(name=xm.Job(...)).")
+    Backends define concrete constraints; ``JobGroup(..., constraints=[...])`` carries them.
+    """
+
+
+class JobGroup:
+    """Jobs that form one work unit and are launched together: ``JobGroup(train=job1, eval=job2)``.
+
+    As in XManager, a group may start empty and be filled later (``group.jobs['eval'] = job``);
+    members are checked when the group is added to an experiment.
+    """
+
+    def __init__(self, *, constraints: Sequence[Constraint] | None = None, **jobs: Job | JobGroup) -> None:
         for name, job in jobs.items():
             if not isinstance(job, (Job, JobGroup)):
                 raise TypeError(f"JobGroup member {name!r} must be a Job or JobGroup, got {type(job).__name__}.")
         self.jobs: dict[str, Job | JobGroup] = dict(jobs)
+        self.constraints: list[Constraint] = list(constraints) if constraints else []
 
     def __repr__(self) -> str:
         return f"JobGroup({', '.join(self.jobs)})"
 
 
 class JobConfig:
-    """Base for custom job descriptions that expand into jobs (e.g. an HPC array job)."""
+    """Base for custom job descriptions that expand into jobs (e.g. an HPC array job).
+
+    A subclass that defines ``expand()`` (returning a Job or JobGroup) can be given to
+    ``experiment.add`` and ``work_unit.add`` directly.
+    """
+
+    def expand(self) -> Job | JobGroup:
+        raise TypeError(
+            f"{type(self).__name__} is a JobConfig that xcore cannot launch: it defines no expand() into jobs."
+        )
 
 
 JobGeneratorType = Callable[..., Awaitable[Any]]
 JobType = Job | JobGroup | JobGeneratorType | JobConfig
+JobTypeVar = TypeVar("JobTypeVar", Job, JobGroup, JobGeneratorType, JobConfig)
+
+
+def is_job_generator(job: object) -> bool:
+    return callable(job) and not isinstance(job, (Job, JobGroup, JobConfig))
+
+
+def get_args_for_all_jobs(job: JobType, args: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``add(..., args=...)`` value that gives every job of ``job`` the same flags:
+    ``{'args': args}`` for a job, nested by member name for a group."""
+    if isinstance(job, JobGroup):
+        return {name: get_args_for_all_jobs(member, args) for name, member in job.jobs.items()}
+    return {"args": dict(args)}
 
 
 def job_args_with_overrides(job: Job, overrides: Mapping[str, Any] | None) -> tuple[SequentialArgs, dict[str, str]]:

@@ -9,14 +9,16 @@ from typing import Any
 
 def lazy_exports(package: str, exports: Mapping[str, str]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """Return ``__getattr__`` and ``__dir__`` for ``package`` that import ``name`` from
-    ``exports[name]`` (a module path) on first use and cache it in the package."""
+    ``exports[name]`` (a module path) on first use and cache it in the package. A name whose
+    module is ``package.name`` is that submodule itself."""
     namespace = importlib.import_module(package).__dict__
 
     def __getattr__(name: str) -> Any:
         module = exports.get(name)
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(module), name)
+        imported = importlib.import_module(module)
+        value = imported if module == f"{package}.{name}" else getattr(imported, name)  # a submodule
         namespace[name] = value
         return value
 

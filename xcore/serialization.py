@@ -2,14 +2,25 @@
 
 from __future__ import annotations
 
+import enum
 from typing import Any
 
 import attrs
 import cattrs
 
-from xcore.args import SequentialArgs, _Positional
+from xcore.args import SequentialArgs, _Positional, plain_escaper
+from xcore.utils import ShellSafeArg
 from xcore.kinds import CATEGORIES, KindRegistry
 from xcore.resources import JobRequirements
+
+
+def _json_value(value: Any) -> Any:
+    """ShellSafeArg and enum values are stored as the text they render to."""
+    if isinstance(value, (ShellSafeArg, enum.Enum)):
+        return plain_escaper(value)
+    if isinstance(value, (list, tuple)):
+        return [_json_value(v) for v in value]
+    return value
 
 
 def args_to_json(args: SequentialArgs) -> list[Any]:
@@ -17,9 +28,9 @@ def args_to_json(args: SequentialArgs) -> list[Any]:
     out: list[Any] = []
     for item in args._items:
         if isinstance(item, _Positional):
-            out.append({"_": args.regular_args[item.index]})
+            out.append({"_": _json_value(args.regular_args[item.index])})
         else:
-            out.append({item.name: args.keyword_args[item.name]})
+            out.append({item.name: _json_value(args.keyword_args[item.name])})
     return out
 
 

@@ -14,4 +14,9 @@ GiB = 2**30
 TiB = 2**40
 PiB = 2**50
 
-__all__ = ["vCPU", "KB", "MB", "GB", "TB", "PB", "KiB", "MiB", "GiB", "TiB", "PiB"]
+# Durations in seconds (lxm3's units: ``walltime=10 * xm.Min``).
+Sec = 1
+Min = 60
+Hr = 60 * 60
+
+__all__ = ["GB", "KB", "MB", "PB", "TB", "GiB", "Hr", "KiB", "MiB", "Min", "PiB", "Sec", "TiB", "vCPU"]

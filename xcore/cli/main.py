@@ -77,6 +77,16 @@ def build_parser(with_plugins: bool = True) -> argparse.ArgumentParser:
     p.add_argument("--poll", type=float, default=3.0, help="seconds between status refreshes (default 3)")
     p.set_defaults(func="xcore.ui.server:run")
 
+    p = sub.add_parser("port", help="rewrite an XManager or lxm3 launch script's imports for xcore",
+                       description="Rewrite an XManager or lxm3 launch script's imports for xcore, keeping "
+                       "comments and formatting. Prints what changed (a diff on stdout, one line per change on "
+                       "stderr) and what could not be mapped; the file is only changed with --write. Exit 1 if "
+                       "some name could not be mapped. Needs libcst: pip install 'xcore[port]'.")
+    p.add_argument("script", help="the launch script to port")
+    p.add_argument("--write", "-w", action="store_true", help="rewrite SCRIPT in place")
+    p.add_argument("--output", "-o", help="write the ported script to this file instead")
+    p.set_defaults(func="xcore.port:command")
+
     p = sub.add_parser("plugins", help="list installed plugins")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func="xcore.cli.commands:plugins")

@@ -223,3 +223,18 @@ def test_create_options_errors_say_what_to_do(tmp_path):
         create_options(client, _request(xlocal.Local(requirements=xm.JobRequirements(tpu_v4=8))), "n")
     image_default = xlocal.LocalContainer(name="i", image="img:1")
     assert create_options(client, _request(xlocal.Local(), image_default, args=()), "n")["command"] is None
+
+
+def test_mount_gcs_path_mounts_home_gcs_like_xmanager(tmp_path, monkeypatch):
+    docker = pytest.importorskip("docker")
+    import xlocal
+    from xlocal.containers import create_options
+
+    client = docker.DockerClient(base_url=f"unix://{tmp_path}/offline.sock", version="1.41")  # no engine call
+    monkeypatch.setenv("HOME", str(tmp_path))
+    binds = lambda options: create_options(client, _request(xlocal.Local(docker_options=options)), "n")[
+        "host_config"].get("Binds", [])
+    assert binds(xlocal.DockerOptions()) == []  # no ~/gcs: nothing to mount
+    (tmp_path / "gcs").mkdir()
+    assert binds(xlocal.DockerOptions()) == [f"{tmp_path}/gcs:/gcs:rw"]
+    assert binds(xlocal.DockerOptions(mount_gcs_path=False)) == []

@@ -22,6 +22,10 @@ from xcore.lazy import lazy_exports
 __version__ = "0.1.0"
 
 _EXPORTS = {
+    # xm_local's experiment functions (xcore's own: experiments are backend-neutral)
+    "create_experiment": "xcore.experiment",
+    "get_experiment": "xcore.experiment",
+    "list_experiments": "xcore.experiment",
     "Local": "xlocal.executors",
     "LocalSpec": "xlocal.executors",
     "DockerOptions": "xlocal.executors",

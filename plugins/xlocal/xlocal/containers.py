@@ -107,6 +107,9 @@ def create_options(client: Any, request: LaunchRequest, name: str) -> dict[str, 
         if "/" in source or source.startswith((".", "~")):
             source = os.path.abspath(os.path.expanduser(source))
         binds[source] = {"bind": target, "mode": mode}
+    gcs = os.path.expanduser("~/gcs")
+    if options.mount_gcs_path and os.path.isdir(gcs) and "/gcs" not in {b["bind"] for b in binds.values()}:
+        binds.setdefault(gcs, {"bind": "/gcs", "mode": "rw"})  # XManager's convention
     if options.mount_docker_socket:
         url = engine_url()
         if not url.startswith("unix://"):

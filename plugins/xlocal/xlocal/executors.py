@@ -7,7 +7,8 @@ from typing import ClassVar
 
 import attrs
 
-from xcore.job_blocks import Executor, ExecutorSpec
+from xcore.job_blocks import Executor, ExecutorSpec, _to_requirements
+from xcore.resources import JobRequirements
 
 
 @attrs.frozen
@@ -19,8 +20,12 @@ def _optional_path(value: object) -> object:
     return os.fspath(value) if isinstance(value, os.PathLike) else value
 
 
+def _dict_or_empty(value: object) -> dict[object, object]:
+    return {} if value is None else dict(value)  # type: ignore[call-overload]
+
+
 def _volume_paths(volumes: object) -> dict[object, object]:
-    return {_optional_path(host): _optional_path(target) for host, target in dict(volumes).items()}  # type: ignore[call-overload]
+    return {_optional_path(host): _optional_path(target) for host, target in _dict_or_empty(volumes).items()}
 
 
 @attrs.frozen
@@ -40,18 +45,24 @@ class DockerOptions:
       ``docker run``.
     - ``interactive`` is accepted for XManager compatibility but not supported: containers run
       detached (use ``docker exec -it NAME sh`` on a running job).
+    - ``mount_gcs_path`` (XManager's, default True): when ``~/gcs`` exists on this machine it
+      is mounted at ``/gcs`` in the container.
+
+    The first four fields are XManager's, in its order: ``DockerOptions(ports, volumes,
+    mount_gcs_path, interactive)``.
     """
 
-    ports: dict[int, int] = attrs.field(factory=dict)
+    ports: dict[int, int] = attrs.field(factory=dict, converter=_dict_or_empty)
     volumes: dict[str, str] = attrs.field(factory=dict, converter=_volume_paths)
-    network: str | None = None
+    mount_gcs_path: bool = True
     interactive: bool = False
-    mount_docker_socket: bool = False
-    init: bool = True
-    shm_size: str | None = None
-    user: str | None = None
-    working_dir: str | None = None
-    publish_address: str = "127.0.0.1"
+    network: str | None = attrs.field(default=None, kw_only=True)
+    mount_docker_socket: bool = attrs.field(default=False, kw_only=True)
+    init: bool = attrs.field(default=True, kw_only=True)
+    shm_size: str | None = attrs.field(default=None, kw_only=True)
+    user: str | None = attrs.field(default=None, kw_only=True)
+    working_dir: str | None = attrs.field(default=None, kw_only=True)
+    publish_address: str = attrs.field(default="127.0.0.1", kw_only=True)
 
 
 def _positive_or_none(instance: object, attribute: attrs.Attribute, value: int | None) -> None:
@@ -59,7 +70,7 @@ def _positive_or_none(instance: object, attribute: attrs.Attribute, value: int |
         raise ValueError(f"Local({attribute.name}=...) must be a whole number >= 1, got {value!r}.")
 
 
-@attrs.define(kw_only=True)
+@attrs.define
 class Local(Executor):
     """Run jobs as detached processes (or containers) on this machine.
 
@@ -73,12 +84,20 @@ class Local(Executor):
     processes only; the requirements' CPU and memory become container limits and GPUs device
     requests; ``docker_options`` sets ports, volumes and network; ``kill_grace_secs`` is the
     stop timeout before SIGKILL.
+
+    As XManager's ``xm_local.Local``, the first three fields may be given by position:
+    ``Local(requirements, docker_options, experimental_stream_output)``; the others are
+    keyword-only. ``experimental_stream_output=True`` copies each process job's output,
+    prefixed with its name, to the launcher's terminal while the launcher runs (default False:
+    jobs are detached and logged, see ``xcore logs``).
     """
 
     Spec: ClassVar[type[ExecutorSpec]] = LocalSpec
     batch_max_age: ClassVar[float] = 1.0  # starting early is cheap here: queued jobs wait at most 1 s
-    max_parallel: int | None = attrs.field(default=None, validator=_positive_or_none)
-    cwd: str | None = attrs.field(default=None, converter=_optional_path)
-    inherit_env: bool = True
+    requirements: JobRequirements = attrs.field(factory=JobRequirements, converter=_to_requirements)
     docker_options: DockerOptions | None = None
-    kill_grace_secs: float = 5.0
+    experimental_stream_output: bool = False
+    max_parallel: int | None = attrs.field(default=None, validator=_positive_or_none, kw_only=True)
+    cwd: str | None = attrs.field(default=None, converter=_optional_path, kw_only=True)
+    inherit_env: bool = attrs.field(default=True, kw_only=True)
+    kill_grace_secs: float = attrs.field(default=5.0, kw_only=True)

@@ -30,9 +30,16 @@ def xcore_package(packageable: Any, context: Any) -> Any:
 
     if not isinstance(packageable.executor_spec, LocalSpec):
         return None
+    from xcore.bazel import BazelBinary, BazelContainer
     from xlocal import packaging
 
     spec = packageable.executable_spec
+    if isinstance(spec, BazelBinary):
+        return packaging.package_bazel_binary(packageable, spec, context)
+    if isinstance(spec, BazelContainer):
+        return packaging.package_bazel_container(packageable, spec, context)
+    if type(spec).__name__ == "PythonPackage" and hasattr(spec, "pip_args"):  # xhpc's (lxm3's) on Local
+        return packaging.package_python_package(packageable, spec, context)
     if isinstance(spec, Binary):
         return packaging.package_binary(packageable, spec)
     if isinstance(spec, PythonModule):
@@ -56,8 +63,25 @@ def xcore_launch(executor_kind: str, requests: Sequence[Any], context: Any) -> A
     if not containers:
         from xlocal import processes
 
-        return processes.launch(requests, context)
-    return _launch_mixed(requests, containers, context)
+        handles = processes.launch(requests, context)
+    else:
+        handles = _launch_mixed(requests, containers, context)
+    _stream_output(requests, handles)
+    return handles
+
+
+def _stream_output(requests: Sequence[Any], handles: Sequence[Any]) -> None:
+    """Follow the output of process jobs whose executor asks for it (XManager's option)."""
+    from xlocal.handles import ProcessHandle
+
+    wanted = [
+        (f"{r.work_unit_id}/{r.job_name}", h) for r, h in zip(requests, handles)
+        if getattr(r.executor, "experimental_stream_output", False) and isinstance(h, ProcessHandle)
+    ]
+    if wanted:
+        from xlocal import streaming
+
+        streaming.follow(wanted)
 
 
 def _launch_mixed(requests: Sequence[Any], container_indexes: list[int], context: Any) -> list[Any]:

@@ -8,6 +8,7 @@ import shutil
 import sys
 from pathlib import Path
 
+from xcore.bazel import BazelBinary, BazelContainer
 from xcore.errors import PackagingError
 from xcore.executables import Binary, Container, Dockerfile, PythonContainer, PythonModule
 from xcore.execution import PackagingContext
@@ -103,3 +104,90 @@ def package_container(packageable: Packageable, spec: Container, context: Packag
             ) from None
     return LocalContainer(name=spec.name, image=spec.image_path, image_id=image_id,
                           args=packageable.args, env_vars=packageable.env_vars)
+
+
+# -- Bazel targets ---------------------------------------------------------------------------
+
+
+def package_bazel_binary(packageable: Packageable, spec: BazelBinary, context: PackagingContext) -> LocalProcess:
+    """``bazel build`` the target; the job runs the file it built, from the workspace root."""
+    from xcore import bazel
+
+    workspace = bazel.find_workspace()
+    built = bazel.build([spec.label], spec.bazel_args, workspace, context.progress)
+    path = bazel.single_output(spec.label, built[spec.label], "binary")
+    if not os.access(path, os.X_OK):
+        raise PackagingError(f"Bazel target {spec.label} built {path}, which is not executable.")
+    return LocalProcess(name=spec.name, command=[path], args=packageable.args, env_vars=packageable.env_vars)
+
+
+def package_bazel_container(packageable: Packageable, spec: BazelContainer, context: PackagingContext) -> LocalContainer:
+    """``bazel build`` the image tarball and ``docker load`` it into the local engine."""
+    from xcore import bazel
+    from xlocal import images
+
+    built = bazel.build([spec.label], spec.bazel_args, None, context.progress)
+    tarball = bazel.single_output(spec.label, built[spec.label], "container")
+    client = images.connect()
+    context.progress.update("loading image", detail=os.path.basename(tarball))
+    with open(tarball, "rb") as data:
+        loaded = client.images.load(data)
+    if not loaded:
+        raise PackagingError(f"{tarball} (from {spec.label}) holds no image the engine could load.")
+    image = loaded[0]
+    tag = image.tags[0] if image.tags else image.id
+    return LocalContainer(name=spec.name, image=tag, image_id=image.id,
+                          args=packageable.args, env_vars=packageable.env_vars)
+
+
+# -- lxm3's PythonPackage (xhpc.PythonPackage) on this machine ----------------------------------
+
+
+def package_python_package(packageable: Packageable, spec: object, context: PackagingContext) -> LocalProcess:
+    """``pip install --no-deps`` the project into a cached directory put first on PYTHONPATH,
+    then run the entrypoint, as lxm3's ``Local`` does; rebuilt when a file of the project changes."""
+    import hashlib
+    import subprocess
+    import tempfile
+
+    from xcore.executables import ModuleName
+
+    project = Path(spec.path).expanduser().resolve()  # type: ignore[attr-defined]
+    if not any((project / f).is_file() for f in ("pyproject.toml", "setup.py", "setup.cfg")):
+        raise PackagingError(
+            f"PythonPackage(path={spec.path!r}): {project} has no pyproject.toml, setup.py or setup.cfg, so pip "  # type: ignore[attr-defined]
+            "cannot install it. Add a pyproject.toml, or use xm.python_module(...) to run the directory as is."
+        )
+    pip_args = list(spec.pip_args)  # type: ignore[attr-defined]
+    extra = list(spec.extra_packages)  # type: ignore[attr-defined]
+    digest = hashlib.sha256(repr((str(project), pip_args, extra)).encode())
+    for path in sorted(project.rglob("*")):
+        parts = path.relative_to(project).parts
+        if path.is_file() and not any(p in (".git", "__pycache__", "build", ".venv") or p.endswith(".egg-info")
+                                      for p in parts):
+            stat = path.stat()
+            digest.update(f"{path.relative_to(project)}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
+    target = context.cache_dir / "xlocal-python-packages" / digest.hexdigest()[:32]
+    if not target.is_dir():
+        context.progress.update("building", detail=f"pip install --no-deps {project}")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix="build-", dir=target.parent) as tmp:
+            out = Path(tmp) / "out"
+            argv = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                    "--target", str(out), *pip_args, str(project), *extra]
+            done = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL, check=False)
+            if done.returncode != 0:
+                raise PackagingError(f"Building {project} failed (`{' '.join(argv[2:])}`):\n{done.stderr.strip()[-2000:]}")
+            try:
+                out.rename(target)
+            except OSError:  # built meanwhile by another launcher
+                if not target.is_dir():
+                    raise
+    env = dict(packageable.env_vars)
+    env["PYTHONPATH"] = str(target) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    entrypoint = spec.entrypoint  # type: ignore[attr-defined]
+    if isinstance(entrypoint, ModuleName):
+        command = [sys.executable, "-m", entrypoint.module_name]
+    else:
+        command = ["/bin/sh", "-c", "\n".join(entrypoint.commands), spec.name]  # type: ignore[attr-defined]
+    return LocalProcess(name=spec.name, command=command, args=packageable.args, env_vars=env)  # type: ignore[attr-defined]

@@ -1,0 +1,56 @@
+"""XManager's ``xm.core`` names that are not classes of the experiment itself: the
+experiment and unit a piece of launch code runs in, ``LaunchedJob`` and two errors."""
+
+from __future__ import annotations
+
+import contextvars
+from typing import Any
+
+import attrs
+
+from xcore.errors import (
+    DebugInterrupt,
+    ExperimentUnitError,
+    ExperimentUnitFailedError,
+    ExperimentUnitNotCompletedError,
+    NotFoundError,
+    ReloadError,
+)
+
+_current_experiment: contextvars.ContextVar[Any] = contextvars.ContextVar("_xm_current_experiment", default=None)
+_current_experiment_unit: contextvars.ContextVar[Any] = contextvars.ContextVar(
+    "_xm_current_experiment_unit", default=None
+)
+
+
+def get_current_experiment() -> Any:
+    """The experiment whose ``with`` block (or job generator) is running, else None."""
+    return _current_experiment.get()
+
+
+def get_current_experiment_unit() -> Any:
+    """The unit whose job generator is running, else None."""
+    return _current_experiment_unit.get()
+
+
+def get_xid_from_context() -> int:
+    """The id of the experiment whose context is active, or -1 outside any."""
+    experiment = _current_experiment.get()
+    return experiment.experiment_id if experiment is not None else -1
+
+
+@attrs.define(kw_only=True)
+class LaunchedJob:
+    """A read-only view of one launched job: its name, an address (the backend's id for it)
+    and where its logs are."""
+
+    name: str
+    address: str | None = None
+    logs: str | None = None
+
+
+__all__ = [
+    "DebugInterrupt", "ExperimentUnitError", "ExperimentUnitFailedError", "ExperimentUnitNotCompletedError",
+    "LaunchedJob", "NotFoundError", "ReloadError", "get_current_experiment", "get_current_experiment_unit",
+    "get_xid_from_context",
+]

@@ -59,7 +59,8 @@ def _make_v1_store(tmp_path: Path, path: Path) -> dict:
         db.execute("PRAGMA user_version = 1")
         db.execute("INSERT INTO experiments (title, tags, user, host, git_dirty, created_at) "
                    "VALUES ('old sweep ü', '[\"t\"]', 'ann', 'h', 0, 1.5)")
-        db.execute("INSERT INTO work_units (experiment_id, id, role, args, created_at) VALUES (1, 1, 'work_unit', ?, 2)",
+        db.execute("INSERT INTO work_units (experiment_id, id, role, args, created_at)"
+                   " VALUES (1, 1, 'work_unit', ?, 2)",
                    (json.dumps({"lr": 0.1}),))
         db.execute("INSERT INTO jobs (experiment_id, work_unit_id, name, executor_kind, executor, executable, args,"
                    " env, created_at) VALUES (1, 1, 'a', 'k', '{}', '{}', '[]', '{}', 2)")

@@ -14,7 +14,20 @@ import xcore as xm
 from xcore import job_operators
 
 # The 75 public names of XManager's ``xm`` package (0.8.x): classes, helpers, units, modules.
-XM_NAMES = ["AcceleratorType", "Architecture", "AuxiliaryUnit", "AuxiliaryUnitJob", "AuxiliaryUnitRole", "BazelBinary", "BazelContainer", "Binary", "BinaryDependency", "CommandList", "Constraint", "Container", "ContextAnnotations", "DebugInterrupt", "Dockerfile", "Executable", "ExecutableSpec", "Executor", "ExecutorSpec", "Experiment", "ExperimentUnit", "ExperimentUnitError", "ExperimentUnitFailedError", "ExperimentUnitNotCompletedError", "ExperimentUnitRole", "ExperimentUnitStatus", "GB", "GiB", "GpuType", "Importance", "InvalidTpuTopologyError", "Job", "JobConfig", "JobGeneratorType", "JobGroup", "JobRequirements", "JobType", "KB", "KiB", "LaunchedJob", "MB", "MetadataContext", "MiB", "ModuleName", "NotFoundError", "PB", "Packageable", "PiB", "PythonContainer", "ReloadError", "ResourceDict", "ResourceQuantity", "ResourceType", "SequentialArgs", "ServiceTier", "ShellSafeArg", "TB", "TiB", "Topology", "TpuType", "UserArgs", "WorkUnit", "WorkUnitCompletedAwaitable", "WorkUnitRole", "bazel_binary", "bazel_container", "binary", "container", "dockerfile_container", "get_args_for_all_jobs", "job_operators", "merge_args", "python_container", "run_in_asyncio_loop", "vCPU"]
+XM_NAMES = [
+    "AcceleratorType", "Architecture", "AuxiliaryUnit", "AuxiliaryUnitJob", "AuxiliaryUnitRole", "BazelBinary",
+    "BazelContainer", "Binary", "BinaryDependency", "CommandList", "Constraint", "Container",
+    "ContextAnnotations", "DebugInterrupt", "Dockerfile", "Executable", "ExecutableSpec", "Executor",
+    "ExecutorSpec", "Experiment", "ExperimentUnit", "ExperimentUnitError", "ExperimentUnitFailedError",
+    "ExperimentUnitNotCompletedError", "ExperimentUnitRole", "ExperimentUnitStatus", "GB", "GiB", "GpuType",
+    "Importance", "InvalidTpuTopologyError", "Job", "JobConfig", "JobGeneratorType", "JobGroup",
+    "JobRequirements", "JobType", "KB", "KiB", "LaunchedJob", "MB", "MetadataContext", "MiB", "ModuleName",
+    "NotFoundError", "PB", "Packageable", "PiB", "PythonContainer", "ReloadError", "ResourceDict",
+    "ResourceQuantity", "ResourceType", "SequentialArgs", "ServiceTier", "ShellSafeArg", "TB", "TiB",
+    "Topology", "TpuType", "UserArgs", "WorkUnit", "WorkUnitCompletedAwaitable", "WorkUnitRole", "bazel_binary",
+    "bazel_container", "binary", "container", "dockerfile_container", "get_args_for_all_jobs", "job_operators",
+    "merge_args", "python_container", "run_in_asyncio_loop", "vCPU",
+]
 
 
 def test_every_public_xm_name_exists():

@@ -9,8 +9,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from core_helpers import run_xcore
 
+from core_helpers import run_xcore
 from xcore.port import port_source
 from xcore.testing import require_service
 

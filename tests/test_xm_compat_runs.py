@@ -8,10 +8,10 @@ import sys
 import time
 
 import pytest
-import xlocal
-from core_helpers import run_xcore, write_script
 
 import xcore as xm
+import xlocal
+from core_helpers import run_xcore, write_script
 from xcore.status import Status
 
 PY = sys.executable

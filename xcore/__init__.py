@@ -156,6 +156,7 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the real names
         list_experiments,
     )
     from xcore.job_blocks import (
+        Constraint,
         Executable,
         ExecutableSpec,
         Executor,
@@ -166,13 +167,24 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the real names
         JobGroup,
         JobType,
         Packageable,
+        get_args_for_all_jobs,
     )
-    from xcore.job_blocks import Constraint, get_args_for_all_jobs
     from xcore.markers import hookimpl
     from xcore.packagables import binary, container, dockerfile_container, python_container, python_module
-    from xcore.resources import (AcceleratorType, Architecture, GpuType, InvalidTpuTopologyError, JobRequirements,
-                                 ResourceDict, ResourceQuantity, ResourceType, ServiceTier, Topology, TpuType)
+    from xcore.resources import (
+        AcceleratorType,
+        Architecture,
+        GpuType,
+        InvalidTpuTopologyError,
+        JobRequirements,
+        ResourceDict,
+        ResourceQuantity,
+        ResourceType,
+        ServiceTier,
+        Topology,
+        TpuType,
+    )
     from xcore.status import ExperimentUnitStatus, JobState, Status, WorkUnitStatus
     from xcore.store import MetadataStore
-    from xcore.units import GB, KB, MB, PB, TB, GiB, Hr, KiB, Min, MiB, PiB, Sec, TiB, vCPU
+    from xcore.units import GB, KB, MB, PB, TB, GiB, Hr, KiB, MiB, Min, PiB, Sec, TiB, vCPU
     from xcore.utils import ShellSafeArg, run_in_asyncio_loop

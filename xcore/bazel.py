@@ -70,7 +70,9 @@ def bazel_binary(
     env_vars: Mapping[str, Any] | None = None,
 ) -> Packageable:
     """A Bazel target that produces a self-contained binary."""
-    return Packageable(BazelBinary(label, tuple(dependencies), tuple(bazel_args)), executor_spec, args, env_vars)
+    # mypy's attrs plugin mistypes fields with converter=tuple (see packagables.py)
+    return Packageable(BazelBinary(label, tuple(dependencies), tuple(bazel_args)),  # type: ignore[arg-type]
+                       executor_spec, args, env_vars)
 
 
 def bazel_container(
@@ -82,7 +84,8 @@ def bazel_container(
     env_vars: Mapping[str, Any] | None = None,
 ) -> Packageable:
     """A Bazel target that produces an image tarball."""
-    return Packageable(BazelContainer(label, tuple(bazel_args)), executor_spec, args, env_vars)
+    return Packageable(BazelContainer(label, tuple(bazel_args)),  # type: ignore[arg-type]  # as above
+                       executor_spec, args, env_vars)
 
 
 # -- building --------------------------------------------------------------------------------
@@ -186,7 +189,8 @@ def build(labels: Sequence[str], bazel_args: Sequence[str] = (), workspace: Path
                               check=False)
         if done.returncode != 0:
             tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-15:])
-            raise PackagingError(f"`bazel build {' '.join(labels)}` failed in {workspace} (exit {done.returncode}):\n{tail}")
+            raise PackagingError(
+                f"`bazel build {' '.join(labels)}` failed in {workspace} (exit {done.returncode}):\n{tail}")
         lines = Path(events).read_text(encoding="utf-8").splitlines() if os.path.exists(events) else []
     outputs = {_canonical(k): v for k, v in outputs_from_events(lines).items()}
     result = {}

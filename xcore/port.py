@@ -132,7 +132,7 @@ def port_source(source: str) -> PortResult:
             text = f"import {target}" + (f" as {asname}" if asname != target else "")
         return cst.parse_statement(text).body[0]
 
-    class Porter(cst.CSTTransformer):
+    class Porter(cst.CSTTransformer):  # type: ignore[name-defined]  # libcst is imported lazily (Any)
         METADATA_DEPENDENCIES = (PositionProvider,)
 
         current_line = 0
@@ -234,7 +234,7 @@ def port_source(source: str) -> PortResult:
                 out.insert(0, node.with_changes(names=kept))
             return out
 
-    class UseChecker(cst.CSTVisitor):
+    class UseChecker(cst.CSTVisitor):  # type: ignore[name-defined]  # libcst is imported lazily (Any)
         METADATA_DEPENDENCIES = (PositionProvider,)
 
         def visit_Attribute(self, node: Any) -> None:

@@ -45,7 +45,7 @@ class UnknownResourceError(ResourceSpecError, KeyError):
 class _CaseInsensitiveEnumMeta(enum.EnumMeta):
     """``ResourceType['cpu']`` and ``ServiceTier['batch']`` work; unknown names raise KeyError."""
 
-    def __getitem__(cls, name: str) -> Any:  # type: ignore[override]
+    def __getitem__(cls, name: str) -> Any:
         try:
             return super().__getitem__(name.upper() if isinstance(name, str) else name)
         except KeyError:
@@ -81,7 +81,7 @@ class _ResourceTypeBase(enum.Enum, metaclass=_CaseInsensitiveEnumMeta):
 
 # typeshed's Enum.__new__ does not model the functional API on a subclass, and mypy cannot see
 # computed members: to mypy the class is Any.
-ResourceType: Any = _ResourceTypeBase(  # type: ignore[call-overload]
+ResourceType: Any = _ResourceTypeBase(  # type: ignore[call-arg]
     "ResourceType", list(_BASE_TYPES + _GPU_TABLE + _TPU_TABLE), module=__name__
 )
 """Every resource a job may request; ``RAM`` and ``DISK`` are aliases of ``MEMORY`` and
@@ -137,9 +137,9 @@ def _subset(name: str, members: list[Any]) -> type:
     return _SubsetMeta(name, (), namespace)
 
 
-TpuType = _subset("TpuType", [ResourceType[n] for n in _TPU_TYPES])
-GpuType = _subset("GpuType", [ResourceType[n] for n in _GPU_TYPES if n != "LOCAL_GPU"])
-AcceleratorType = _subset("AcceleratorType", [ResourceType[n] for n in _GPU_TYPES + _TPU_TYPES])
+TpuType: Any = _subset("TpuType", [ResourceType[n] for n in _TPU_TYPES])
+GpuType: Any = _subset("GpuType", [ResourceType[n] for n in _GPU_TYPES if n != "LOCAL_GPU"])
+AcceleratorType: Any = _subset("AcceleratorType", [ResourceType[n] for n in _GPU_TYPES + _TPU_TYPES])
 
 
 class ResourceDict(MutableMapping):
@@ -328,7 +328,7 @@ class JobRequirements:
             if isinstance(key, str) and key.lower() == "replicas":
                 if replicas is not None:
                     raise ResourceSpecError("replicas has been specified twice.")
-                replicas = value
+                replicas = value  # type: ignore[assignment]  # checked to be an int >= 1 below
                 continue
             rtype = parse_resource_type(key)
             scalar, topology = _parse(rtype.name, value)
@@ -340,7 +340,8 @@ class JobRequirements:
                 self.accelerator = rtype
                 self.topology = topology or Topology(f"{scalar:g}")
             elif topology is not None:
-                raise ResourceSpecError(f"A topology ({value!r}) was given for {rtype.name}, which is not an accelerator.")
+                raise ResourceSpecError(
+                    f"A topology ({value!r}) was given for {rtype.name}, which is not an accelerator.")
             if rtype in self.task_requirements:
                 raise ResourceSpecError(f"Resource {rtype.name} is requested twice in JobRequirements.")
             self.task_requirements[rtype] = scalar
@@ -456,7 +457,8 @@ class JobRequirements:
     def __repr__(self) -> str:
         parts = []
         for resource, value in self.task_requirements.items():
-            if resource in TpuType or (resource is self.accelerator and self.topology and len(self.topology.dimensions) > 1):
+            multi_dimensional = self.topology is not None and len(self.topology.dimensions) > 1
+            if resource in TpuType or (resource is self.accelerator and multi_dimensional):
                 parts.append(f"{resource.name.lower()}={self.topology!r}")
             else:
                 parts.append(f"{resource.name.lower()}={value!r}")

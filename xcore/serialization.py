@@ -9,9 +9,9 @@ import attrs
 import cattrs
 
 from xcore.args import SequentialArgs, _Positional, plain_escaper
-from xcore.utils import ShellSafeArg
 from xcore.kinds import CATEGORIES, KindRegistry
 from xcore.resources import JobRequirements
+from xcore.utils import ShellSafeArg
 
 
 def _json_value(value: Any) -> Any:

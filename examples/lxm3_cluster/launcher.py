@@ -9,10 +9,8 @@ Port it first, then run it on this machine or on a cluster from clusters.toml:
 Each task of the array job prints its flags and its TASK environment variable.
 """
 
-from absl import app
-from absl import flags
-from lxm3 import xm
-from lxm3 import xm_cluster
+from absl import app, flags
+from lxm3 import xm, xm_cluster
 
 _LAUNCH_ON_CLUSTER = flags.DEFINE_boolean('launch_on_cluster', False, 'Submit to Slurm instead of running here.')
 _SEEDS = flags.DEFINE_integer('seeds', 2, 'How many tasks the array job has.')

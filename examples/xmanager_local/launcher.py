@@ -12,10 +12,11 @@ passed to `xm_local.Local` by position, a job generator filling an empty `xm.Job
 
 import sys
 
-from absl import app
-from absl import flags
-from xmanager import xm  # XManager's launch API
-from xmanager import xm_local
+from absl import app, flags
+from xmanager import (
+  xm,  # XManager's launch API
+  xm_local,
+)
 
 _OUTPUT_DIR = flags.DEFINE_string('output_dir', '/tmp/xm-demo', 'Where each job writes what it received.')
 

@@ -81,7 +81,6 @@ class InMemoryStore(MetadataStore):
                 self._events[:] = [e for e in self._events if e.job_id not in old]
                 for job_id in old:
                     del self._jobs[job_id]
-                self._events[:] = [e for e in self._events if e.job_id not in gone]
             ids = []
             for job in jobs:
                 self._last_job_id += 1  # ids are never reused, even after a replacement

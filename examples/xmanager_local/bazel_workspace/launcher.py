@@ -6,10 +6,8 @@ The target `//:arg_printer` (BUILD here) builds offline: a genrule that makes a
 shell script executable, so it needs no toolchain download.
 """
 
-from absl import app
-from absl import flags
-from xmanager import xm
-from xmanager import xm_local
+from absl import app, flags
+from xmanager import xm, xm_local
 
 _OUTPUT = flags.DEFINE_string('output', '/tmp/arg_printer.txt', 'File the program writes its argv to.')
 

@@ -6,8 +6,6 @@ The launch API keeps XManager's names, so ``from xmanager import xm`` becomes
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from xcore.lazy import lazy_exports
 
 __version__ = "0.1.0"
@@ -118,6 +116,8 @@ __all__ = sorted(_EXPORTS) + ["__version__"]
 
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+
+TYPE_CHECKING = False  # type checkers treat this as typing.TYPE_CHECKING; importing typing costs startup
 
 
 if TYPE_CHECKING:  # static type checkers and IDEs see the real names

@@ -47,13 +47,9 @@ def xcore_open_store(url: str, options: dict[str, Any]) -> MetadataStore | None:
         return PostgresStore(url, migrate=bool(options.get("migrate", False)))
     if not url.startswith("sqlite:"):
         return None
-    from xcore.sqlite_store import SqliteStore
+    from xcore.sqlite_store import open_url
 
-    # SQLAlchemy's spelling: sqlite:///relative.db and sqlite:////absolute/path.db
-    path = url.removeprefix("sqlite:///") if url.startswith("sqlite:///") else url.removeprefix("sqlite:")
-    if not path:
-        raise ValueError(f"XCORE_STORE={url!r} names no file: write sqlite:////absolute/path/xcore.db.")
-    return SqliteStore(path, migrate=bool(options.get("migrate", True)))
+    return open_url(url, migrate=bool(options.get("migrate", True)))
 
 
 @hookimpl

@@ -5,6 +5,12 @@ Environment switches (read when the host is created):
 
 - ``XCORE_PLUGINS=a,b``: load only these entry-point plugins (empty: none, built-ins only).
 - ``XCORE_DISABLE_PLUGINS=a,b``: do not load these.
+
+Installed plugins are found from entry-point metadata when the host is created but imported
+only the first time something needs them (a kind, a hook, ``xcore plugins``), so commands
+that need no plugin (``xcore --help``, ``xcore list`` on the built-in store) import none.
+Plugins may declare their CLI commands in the ``xcore.commands`` entry-point group
+(``NAME = "module:add_parser"``) so ``xcore --help`` lists them without importing them.
 """
 
 from __future__ import annotations
@@ -12,13 +18,13 @@ from __future__ import annotations
 import os
 import traceback
 from collections.abc import Iterator, Mapping, Sequence
-from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
 import attrs
 import pluggy
 
 from xcore import hookspecs
+from xcore.entry_points import COMMANDS_GROUP, PLUGINS_GROUP, EntryPoint, declared_commands, scan, switch
 from xcore.errors import LaunchError, PackagingError, PluginLoadError, UnknownKindError, XcoreError
 from xcore.kinds import KindRegistry
 
@@ -31,7 +37,7 @@ if TYPE_CHECKING:
     from xcore.status import JobState
     from xcore.store import MetadataStore
 
-ENTRY_POINT_GROUP = "xcore"
+ENTRY_POINT_GROUP = PLUGINS_GROUP
 
 PLUGIN_API_VERSION = "1.0"
 """The hook contract this core implements: ``MAJOR.MINOR``. A plugin declares the version it
@@ -87,11 +93,7 @@ class PluginInfo:
         return f"{self.name!r} ({dist})"
 
 
-def _switch(env: Mapping[str, str], name: str) -> set[str] | None:
-    value = env.get(name)
-    if value is None:
-        return None
-    return {part.strip() for part in value.split(",") if part.strip()}
+_switch = switch
 
 
 class PluginHost:
@@ -99,16 +101,42 @@ class PluginHost:
 
     def __init__(self, env: Mapping[str, str] | None = None, *, load_entry_points: bool = True) -> None:
         self._env = os.environ if env is None else env
-        self.pm = pluggy.PluginManager("xcore")
-        self.pm.add_hookspecs(hookspecs)
-        self.infos: dict[str, PluginInfo] = {}
+        self._pm = pluggy.PluginManager("xcore")
+        self._pm.add_hookspecs(hookspecs)
+        self._infos: dict[str, PluginInfo] = {}
         self._kinds: KindRegistry | None = None
         self._serializer: Serializer | None = None
         from xcore import builtin
 
         self.register(builtin, name="xcore", builtin=True)
-        if load_entry_points:
+        self._entry_points: list[EntryPoint] = (
+            scan({PLUGINS_GROUP, COMMANDS_GROUP}) if load_entry_points else [])
+        self._pending = load_entry_points
+
+    @property
+    def pm(self) -> pluggy.PluginManager:
+        self.load_plugins()
+        return self._pm
+
+    @property
+    def infos(self) -> dict[str, PluginInfo]:
+        self.load_plugins()
+        return self._infos
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the installed plugins were imported (they are, on first need)."""
+        return not self._pending
+
+    def load_plugins(self) -> None:
+        """Import the installed plugins (once)."""
+        if self._pending:
+            self._pending = False
             self._load_entry_points()
+
+    def declared_commands(self) -> dict[str, EntryPoint]:
+        """CLI commands plugins declare in metadata (``xcore.commands``), without importing them."""
+        return declared_commands(self._env, self._entry_points)
 
     # -- loading -------------------------------------------------------------------------
 
@@ -116,40 +144,39 @@ class PluginHost:
                  version: str | None = None) -> None:
         """Register a plugin object (module or instance); used for built-ins and by tests."""
         info = PluginInfo(name, distribution, version, builtin)
-        self.infos[name] = info
+        self._infos[name] = info
         problem = api_version_problem(plugin)
         if problem:
             info.status, info.error = "failed", f"{info.label} {problem}"
             return
         try:
-            self.pm.register(plugin, name=name)
-            self.pm.check_pending()
+            self._pm.register(plugin, name=name)
+            self._pm.check_pending()
         except pluggy.PluginValidationError as exc:
-            if self.pm.is_registered(plugin):
-                self.pm.unregister(plugin)
+            if self._pm.is_registered(plugin):
+                self._pm.unregister(plugin)
             info.status, info.error = "failed", f"{exc}"
             return
         info.hooks = sorted(
-            impl_name for impl_name, caller in vars(self.pm.hook).items()
+            impl_name for impl_name, caller in vars(self._pm.hook).items()
             if not impl_name.startswith("_") and any(i.plugin_name == name for i in caller.get_hookimpls()))
         self._kinds = None
 
     def _load_entry_points(self) -> None:
         only = _switch(self._env, "XCORE_PLUGINS")
         disabled = _switch(self._env, "XCORE_DISABLE_PLUGINS") or set()
-        for ep in sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
-            if ep.name in self.infos:
+        plugins = [ep for ep in self._entry_points if ep.group == ENTRY_POINT_GROUP]
+        for ep in sorted(plugins, key=lambda e: e.name):
+            if ep.name in self._infos:
                 continue  # the same distribution seen twice on sys.path
-            dist = getattr(ep, "dist", None)
-            dist_name = dist.metadata["Name"] if dist is not None else None
-            version = dist.version if dist is not None else None
+            dist_name, version = ep.distribution, ep.version
             if (only is not None and ep.name not in only) or ep.name in disabled:
-                self.infos[ep.name] = PluginInfo(ep.name, dist_name, version, status="disabled")
+                self._infos[ep.name] = PluginInfo(ep.name, dist_name, version, status="disabled")
                 continue
             try:
                 plugin = ep.load()
             except Exception as exc:  # a broken plugin must not break unrelated commands
-                self.infos[ep.name] = PluginInfo(
+                self._infos[ep.name] = PluginInfo(
                     ep.name, dist_name, version, status="failed",
                     error=f"{type(exc).__name__}: {exc}\n" + "".join(traceback.format_exception(exc)[-3:]),
                 )
@@ -292,6 +319,11 @@ class PluginHost:
         return chunks
 
     def open_store(self, url: str, options: dict[str, Any] | None = None) -> MetadataStore:
+        if url.startswith("sqlite:") and self._pending:  # the built-in store: no plugin import needed
+            from xcore.sqlite_store import open_url
+
+            return open_url(url)
+
         from xcore.redaction import redact_url
 
         store = self.pm.hook.xcore_open_store(url=url, options=options or {})
@@ -302,8 +334,12 @@ class PluginHost:
             )
         return store
 
-    def add_commands(self, subparsers: argparse._SubParsersAction) -> None:
-        self.pm.hook.xcore_add_commands(subparsers=subparsers)
+    def add_commands(self, subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+        """Commands of plugins that do not declare theirs in metadata (those are added by name)."""
+        declared = {ep.distribution for ep in self.declared_commands().values()}
+        skip = [p for name, p in self.pm.list_name_plugin() if name in self.infos
+                and self.infos[name].distribution in declared]
+        self.pm.subset_hook_caller("xcore_add_commands", remove_plugins=skip)(subparsers=subparsers)
 
     def plugins(self) -> list[PluginInfo]:
         try:

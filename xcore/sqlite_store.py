@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import sqlite3
 import threading
 import time
@@ -206,7 +205,7 @@ class SqliteStore(MetadataStore):
             paths.private_file(Path(f"{self.path}{suffix}"))
 
     def _create(self) -> None:
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.{secrets.token_hex(4)}.new")
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.{os.urandom(4).hex()}.new")
         try:
             os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, paths.PRIVATE_FILE))
             db = sqlite3.connect(tmp, isolation_level=None)
@@ -885,3 +884,12 @@ def _json_or_reason(text: Any) -> Any:
         return json.loads(text)
     except Exception as exc:  # noqa: BLE001 - shown in place of the value
         return f"<{records.unreadable(exc)}>"
+
+
+def open_url(url: str, *, migrate: bool = True) -> SqliteStore:
+    """The store a ``sqlite:`` URL names. SQLAlchemy's spelling: sqlite:///relative.db and
+    sqlite:////absolute/path.db."""
+    path = url.removeprefix("sqlite:///") if url.startswith("sqlite:///") else url.removeprefix("sqlite:")
+    if not path:
+        raise ValueError(f"XCORE_STORE={url!r} names no file: write sqlite:////absolute/path/xcore.db.")
+    return SqliteStore(path, migrate=migrate)

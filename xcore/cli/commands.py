@@ -17,24 +17,57 @@ import attrs
 
 from xcore.cli.tables import format_duration, format_time, plural, printable, render_table
 from xcore.errors import NotFoundError, XcoreError
-from xcore.launcher import Terminated
-from xcore.plugins import get_host
 from xcore.progress import Progress
 from xcore.records import ExperimentRecord, JobRecord, WorkUnitRecord, unreadable
 from xcore.status import Status
 from xcore.store import MetadataStore
-from xcore.tracking import refresh_jobs, wait_for
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_TIMEOUT = 0, 1, 2, 124
 EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
 
 
-def _store() -> MetadataStore:
-    from xcore.experiment import open_store
-    from xcore.orphans import resolve_orphans
+# The plugin host, the launcher and the trackers load on first need, so a command that needs
+# no plugin (e.g. `xcore list` on the built-in store) imports none of them.
 
-    store = open_store(get_host())
-    resolve_orphans(store, get_host())  # work of launchers that were killed: adopt it or mark it failed
+
+def get_host() -> Any:
+    from xcore.plugins import get_host as host
+
+    return host()
+
+
+def refresh_jobs(*args: Any, **kwargs: Any) -> list[JobRecord]:
+    from xcore import tracking
+
+    return tracking.refresh_jobs(*args, **kwargs)
+
+
+def wait_for(*args: Any, **kwargs: Any) -> list[JobRecord]:
+    from xcore import tracking
+
+    return tracking.wait_for(*args, **kwargs)
+
+
+def _store() -> MetadataStore:
+    from xcore import paths
+
+    url = paths.store_url()
+    if url.startswith("sqlite:"):  # the built-in store (the host would pick it too): no plugin needed
+        from xcore.sqlite_store import open_url
+
+        store: MetadataStore = open_url(url)
+    else:
+        from xcore.experiment import open_store
+
+        store = open_store(get_host())
+    try:
+        leases = bool(store.leases())
+    except Exception:  # noqa: BLE001 - an old or unusual store: resolve_orphans decides
+        leases = True
+    if leases:  # work of launchers that were killed: adopt it or mark it failed
+        from xcore.orphans import resolve_orphans
+
+        resolve_orphans(store, get_host())
     return store
 
 
@@ -101,6 +134,8 @@ def launch(args: argparse.Namespace) -> int:
         _mark_unfinished_failed(store, created, error)
         _report_launch_error(script, error, created, store, args.traceback)
         if isinstance(error, KeyboardInterrupt):
+            from xcore.launcher import Terminated
+
             return EXIT_TERMINATED if isinstance(error, Terminated) else EXIT_INTERRUPTED
         return EXIT_FAILED
     for experiment_id in created:
@@ -140,6 +175,8 @@ def _terminate_as_interrupt() -> Any:
     if threading.current_thread() is not threading.main_thread():
         return None
 
+    from xcore.launcher import Terminated
+
     def handler(signum: int, frame: Any) -> None:
         raise Terminated("terminated")
 
@@ -148,6 +185,8 @@ def _terminate_as_interrupt() -> Any:
 
 def _report_launch_error(script: Path, error: BaseException, created: list[int], store: MetadataStore,
                          full: bool) -> None:
+    from xcore.launcher import Terminated
+
     if isinstance(error, SystemExit):
         detail = f"it exited with status {error.code}"
     elif isinstance(error, KeyboardInterrupt):

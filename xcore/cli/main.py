@@ -6,13 +6,21 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from xcore import __version__
+
+if TYPE_CHECKING:
+    from xcore.entry_points import EntryPoint
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_TIMEOUT = 0, 1, 2, 124
 
 
-def build_parser(with_plugins: bool = True) -> argparse.ArgumentParser:
+def build_parser(with_plugins: bool = True, command: str | None = None) -> argparse.ArgumentParser:
+    """The parser. Plugin commands declared in metadata are listed without importing their
+    plugin; only ``command``'s own plugin is imported, and all plugins only when ``command``
+    is neither a core command nor a declared one (a plugin that adds it through the hook).
+    ``command=None``: every command, all plugins loaded; ``""``: the command line names none."""
     parser = argparse.ArgumentParser(
         prog="xcore",
         description="Launch and track machine-learning experiments on any compute backend.",
@@ -91,22 +99,64 @@ def build_parser(with_plugins: bool = True) -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func="xcore.cli.commands:plugins")
 
-    from xcore.cli.plugin_template import add_parser as add_plugin_parser
-
-    add_plugin_parser(sub)
+    _add_plugin_authoring(sub)
 
     from xcore.cli import store_commands
 
     store_commands.add_parser(sub)
 
     if with_plugins:
-        from xcore.plugins import get_host
+        from xcore.entry_points import declared_commands
 
-        host = get_host()
+        for name, ep in declared_commands().items():
+            if name in sub.choices:
+                continue
+            if command is None or name == command:
+                _add_declared_command(sub, name, ep)
+            else:
+                sub.add_parser(name, help=f"(plugin {ep.distribution}: xcore {name} --help)")
+        if command is None or (command and command not in sub.choices):  # maybe a plugin's, added by its hook
+            from xcore.plugins import get_host
+
+            get_host().add_commands(sub)
+    return parser
+
+
+def _add_declared_command(sub: argparse._SubParsersAction, name: str, ep: EntryPoint) -> None:  # type: ignore[type-arg]
+    from xcore.errors import PluginLoadError
+
+    try:
+        ep.load()(sub)  # type: ignore[operator]
+    except Exception as exc:
+        raise PluginLoadError(f"Plugin {ep.distribution} {ep.version} failed to add its command {name!r}: "
+                              f"{type(exc).__name__}: {exc} (hide it with XCORE_DISABLE_PLUGINS)") from exc
+
+
+def _add_plugin_authoring(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """``xcore plugin new``; its module (templates, metadata) loads only when it runs."""
+    plugin = sub.add_parser("plugin", help="tools for plugin authors")
+    commands = plugin.add_subparsers(dest="plugin_command", metavar="COMMAND")
+    plugin.set_defaults(func=lambda args: plugin.print_help() or 2)
+    new = commands.add_parser("new", help="generate a new plugin distribution (xcore-NAME/)",
+                              description="Generate xcore-NAME/: a working executor, its entry point and "
+                              "tests that run the plugin contract suite.")
+    new.add_argument("name", help="the plugin's name: its kinds are NAME.*, its package NAME")
+    new.add_argument("--dir", default=".", help="where to create xcore-NAME/ (default: here)")
+    new.set_defaults(func="xcore.cli.plugin_template:new_command")
+
+
+def _command_of(argv: Sequence[str]) -> str | None:
+    """The subcommand named in ``argv`` (the first word that is not an option), if any."""
+    return next((arg for arg in argv if not arg.startswith("-")), None)
+
+
+def _print_plugin_warnings() -> None:
+    """Plugins that failed to load, once they were loaded (commands that need none load none)."""
+    plugins = sys.modules.get("xcore.plugins")  # never imported: no plugin was loaded
+    host = getattr(plugins, "_host", None)
+    if host is not None and host.loaded:
         for warning in host.failure_warnings():
             print(warning, file=sys.stderr)
-        host.add_commands(sub)
-    return parser
 
 
 def _join_negative_sort(argv: list[str]) -> list[str]:
@@ -123,7 +173,7 @@ def _join_negative_sort(argv: list[str]) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        parser = build_parser()
+        parser = build_parser(command=_command_of(argv) or "")
         script_args: list[str] = []
         if argv[:1] == ["launch"] and "--" in argv:  # everything after -- belongs to the script
             split = argv.index("--")
@@ -144,7 +194,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             module, name = func.split(":")
             func = getattr(importlib.import_module(module), name)
-        return int(func(args) or 0)
+        try:
+            return int(func(args) or 0)
+        finally:
+            _print_plugin_warnings()
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

@@ -1,0 +1,92 @@
+"""The CLI's startup path imports no plugin and no heavy module it does not need.
+
+Each check runs the real CLI in a fresh interpreter and reads ``sys.modules`` at exit, so an
+import added anywhere on the path (a plugin's hook module, asyncio, attrs, ...) fails it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from core_helpers import run_xcore
+
+HEAVY = ("asyncio", "attrs", "cattrs", "pluggy", "importlib.metadata", "email", "zipfile",
+         "xcore.experiment", "xcore.plugins", "xcore.launcher")
+PLUGINS = ("xlocal", "xhpc", "xinline")
+
+
+def _modules_after(argv: list[str], home: Path) -> tuple[set[str], str]:
+    """Run ``xcore ARGV`` in a fresh interpreter; the modules loaded when it ended, and its stdout."""
+    code = textwrap.dedent(f"""
+        import json, os, sys
+        from xcore.cli.main import main
+        try:
+            code = main({argv!r})
+        except SystemExit as exc:
+            code = exc.code
+        with open(os.environ["MODULES_OUT"], "w") as f:
+            json.dump(sorted(sys.modules), f)
+        sys.exit(code)
+    """)
+    out = home / "modules.json"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                            env={**os.environ, "XCORE_HOME": str(home), "MODULES_OUT": str(out)})
+    assert result.returncode == 0, result.stderr
+    return set(json.loads(out.read_text())), result.stdout
+
+
+def _offenders(modules: set[str], names: tuple[str, ...]) -> list[str]:
+    return sorted(m for m in modules if any(m == n or m.startswith(n + ".") for n in names))
+
+
+def test_help_imports_no_plugin_and_no_heavy_module(tmp_path):
+    modules, out = _modules_after(["--help"], tmp_path)
+    assert _offenders(modules, PLUGINS) == []
+    assert _offenders(modules, HEAVY) == []
+    assert "launch" in out and "list" in out
+
+
+def test_help_lists_plugin_commands_declared_in_metadata_without_importing_them(tmp_path):
+    modules, out = _modules_after(["--help"], tmp_path)
+    assert "cluster" in out  # xhpc declares `cluster` in its xcore.commands entry points
+    assert _offenders(modules, ("xhpc",)) == []
+
+
+def test_list_on_empty_store_imports_no_plugin_and_no_asyncio(tmp_path):
+    modules, _ = _modules_after(["list"], tmp_path)
+    assert _offenders(modules, PLUGINS) == []
+    assert _offenders(modules, ("asyncio", "cattrs", "pluggy", "importlib.metadata", "xcore.experiment")) == []
+
+
+def test_declared_plugin_command_runs_and_imports_its_plugin(tmp_path):
+    result = run_xcore("cluster", "--help", env={"XCORE_HOME": str(tmp_path)})
+    assert result.returncode == 0, result.stderr
+    assert "list" in result.stdout and "check" in result.stdout
+
+
+def test_plugin_command_added_only_by_hook_still_runs(tmp_path, monkeypatch):
+    """A plugin that declares no ``xcore.commands`` entry point: its command is found by
+    loading the plugins when the command is not a known one."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "hooky.py").write_text(textwrap.dedent("""
+        from xcore.markers import hookimpl
+
+        @hookimpl
+        def xcore_add_commands(subparsers):
+            p = subparsers.add_parser("hooky-hello", help="say hello")
+            p.set_defaults(func=lambda args: print("hello from hooky") or 0)
+    """))
+    info = site / "xcore_hooky-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: xcore-hooky\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[xcore]\nhooky = hooky\n")
+    env = {"XCORE_HOME": str(tmp_path / "home"), "PYTHONPATH": str(site)}
+    result = run_xcore("hooky-hello", env=env)
+    assert result.returncode == 0, result.stderr
+    assert "hello from hooky" in result.stdout

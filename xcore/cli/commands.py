@@ -4,11 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import runpy
-import signal
 import sys
-import threading
-import traceback
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -101,6 +97,8 @@ def _refresh_experiments(store: MetadataStore, experiment_ids: list[int]) -> Non
 
 
 def launch(args: argparse.Namespace) -> int:
+    import runpy
+    import signal
     from xcore import experiment as experiment_module
 
     script = Path(args.script)
@@ -172,6 +170,8 @@ def _one_line(error: BaseException) -> str:
 
 def _terminate_as_interrupt() -> Any:
     """SIGTERM stops a launch like Ctrl-C: queued jobs are not submitted, submitted ones are recorded."""
+    import signal
+    import threading
     if threading.current_thread() is not threading.main_thread():
         return None
 
@@ -185,6 +185,8 @@ def _terminate_as_interrupt() -> Any:
 
 def _report_launch_error(script: Path, error: BaseException, created: list[int], store: MetadataStore,
                          full: bool) -> None:
+    import traceback
+
     from xcore.launcher import Terminated
 
     if isinstance(error, SystemExit):

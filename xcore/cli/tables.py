@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import shutil
 import sys
 import time
 from collections.abc import Sequence
@@ -31,6 +30,8 @@ def render_table(headers: Sequence[str], rows: Sequence[Sequence[object]], *, ma
     cells = [[printable(h) for h in headers]] + [["" if c is None else printable(c) for c in row] for row in rows]
     widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
     if max_width is None and sys.stdout.isatty():
+        import shutil  # only for a terminal: shutil imports bz2/lzma, which `xcore list | cat` never needs
+
         max_width = shutil.get_terminal_size((120, 20)).columns
     width = max_width or 0
     fixed = sum(widths[:-1]) + 2 * (len(widths) - 1)

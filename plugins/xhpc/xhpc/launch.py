@@ -33,7 +33,7 @@ import attrs
 from xcore.errors import LaunchError
 from xcore.execution import LaunchContext, LaunchRequest
 
-from xhpc import config, scripts
+from xhpc import array_limits, config, scripts
 from xhpc.config import Cluster
 from xhpc.executables import ClusterExecutable
 from xhpc.executors import ClusterExecutor, with_defaults
@@ -196,10 +196,11 @@ def _launch_group(cluster: Cluster, executor: ClusterExecutor, group: list[Launc
         f"umask 077 && mkdir -p {_sp(staging)}/artifacts {_sp(staging)}/runs && cd {_sp(staging)} && "
         "chmod 700 artifacts runs && pwd && "
         + "".join(f"[ -e artifacts/{s} ] || echo missing {s}; " for s in shas)
-        + "true"
+        + "true" + array_limits.query(cluster, context.state_dir)
     )
     result = retrying(lambda: transport.check(check, "Preparing the staging directory"))
     lines = result.out.strip().splitlines()
+    array_limits.learn(cluster, context.state_dir, lines)
     if not lines:
         raise LaunchError(f"Cluster {cluster.name!r}: the staging directory {staging} could not be resolved.")
     root = lines[0].strip()
@@ -229,7 +230,7 @@ def _launch_group(cluster: Cluster, executor: ClusterExecutor, group: list[Launc
     data, offsets = scripts.encode_tasks(cwd, command, common, tasks)
     name = executor.job_name or _default_name(context, first)
     script_text = scripts.job_script(executor, name, run_dir, offsets)
-    limit = cluster.array_limit
+    limit = array_limits.limit(cluster, context.state_dir)
     chunks = [Chunk(k, off, min(limit, len(group) - off)) for k, off in enumerate(range(0, len(group), limit))]
     submitted_at = time.time()
     # Which xcore job is which task: lets a later process adopt them if this launcher dies (adoption.py).

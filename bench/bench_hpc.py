@@ -199,11 +199,51 @@ def bench_dead_task(script: Path) -> dict:
     return out
 
 
+def launch_ratios(sizes: list[int], runs: int) -> int:
+    """`xcore launch` of N tasks over SSH against raw `ssh host sbatch --array` of N, alternated."""
+    os.environ["XHPC_BENCH_NAME"] = BENCH_NAME
+    targets = {1000: 2.0, 10000: 4.0}
+    rows = []
+    with temp_home("xcore-bench-hpc-") as tmp:
+        write_config(Path(os.environ["XCORE_CONFIG_DIR"]), tmp / "staging")
+        script = tmp / "sweep.py"
+        script.write_text(SWEEP)
+        try:
+            xcore_launch(script, "slurm", "1", "command", "true")  # warm: pyc, staging dirs, array limit
+            cancel_own("slurm")
+            for n in sizes:
+                raw, ours = [], []
+                for _ in range(runs):
+                    t = time.perf_counter()
+                    out = subprocess.run(SSH + [f"sbatch --parsable -J {BENCH_NAME} --array=0-{n - 1} -o /dev/null "
+                                                "--wrap true"], check=True, capture_output=True, text=True).stdout
+                    raw.append(time.perf_counter() - t)
+                    subprocess.run(SSH + [f"scancel {int(out.strip().split(';')[0])}"], capture_output=True)
+                    ours.append(xcore_launch(script, "slurm", str(n), "command", "true"))
+                    cancel_own("slurm")
+                rows.append((n, median(ours), median(raw), targets.get(n)))
+        finally:
+            cancel_own("slurm")
+    print(f"launch over SSH, median of {runs} alternated runs (load average "
+          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())})")
+    for n, ours, raw, target in rows:
+        ratio = ours / raw
+        mark = "" if target is None else f"target {target:.0f}x  {verdict(ratio <= target)}"
+        print(f"  {n:>6} tasks: `xcore launch` {ours:.3f} s, raw `ssh sbatch --array` {raw:.3f} s, "
+              f"ratio {ratio:.2f}  {mark}")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--tasks", type=int, default=1000)
+    parser.add_argument("--launch-only", default="",
+                        help="comma-separated sweep sizes, e.g. 1000,10000: only the SSH launch against raw "
+                             "`ssh sbatch --array` (issue 14: within 2x at 1,000, 4x at 10,000)")
     args = parser.parse_args()
+    if args.launch_only:
+        return launch_ratios([int(n) for n in args.launch_only.split(",")], args.runs)
     os.environ["XHPC_BENCH_NAME"] = BENCH_NAME
     with temp_home("xcore-bench-hpc-") as tmp:
         write_config(Path(os.environ["XCORE_CONFIG_DIR"]), tmp / "staging")

@@ -262,7 +262,7 @@ def _experiment_json(record: ExperimentRecord) -> dict[str, Any]:
 
 
 def _job_json(job: JobRecord) -> dict[str, Any]:
-    data = attrs.asdict(job)
+    data = attrs.asdict(job, recurse=False)  # fields are JSON already: no deep copy per job
     data["status"] = job.status.value
     data["duration"] = job.duration
     return data

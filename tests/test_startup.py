@@ -15,7 +15,7 @@ from pathlib import Path
 
 from core_helpers import run_xcore
 
-HEAVY = ("asyncio", "attrs", "cattrs", "pluggy", "importlib.metadata", "email", "zipfile",
+HEAVY = ("asyncio", "attrs", "cattrs", "pluggy", "importlib.metadata", "email", "zipfile", "shutil", "bz2", "lzma",
          "xcore.experiment", "xcore.plugins", "xcore.launcher")
 PLUGINS = ("xlocal", "xhpc", "xinline")
 
@@ -60,7 +60,7 @@ def test_help_lists_plugin_commands_declared_in_metadata_without_importing_them(
 def test_list_on_empty_store_imports_no_plugin_and_no_asyncio(tmp_path):
     modules, _ = _modules_after(["list"], tmp_path)
     assert _offenders(modules, PLUGINS) == []
-    assert _offenders(modules, ("asyncio", "cattrs", "pluggy", "importlib.metadata", "xcore.experiment")) == []
+    assert _offenders(modules, ("asyncio", "cattrs", "pluggy", "importlib.metadata", "xcore.experiment", "bz2")) == []
 
 
 def test_declared_plugin_command_runs_and_imports_its_plugin(tmp_path):

@@ -16,17 +16,42 @@ if TYPE_CHECKING:
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_TIMEOUT = 0, 1, 2, 124
 
 
+class _Formatter(argparse.HelpFormatter):
+    """argparse's formatter without ``shutil`` (which imports bz2 and lzma): same width rule."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: int | None = None) -> None:
+        if width is None:
+            try:
+                width = int(os.environ.get("COLUMNS", "")) or os.get_terminal_size(sys.__stdout__.fileno()).columns
+            except (ValueError, OSError, AttributeError):
+                width = 80
+            width -= 2
+        super().__init__(prog, indent_increment, max_help_position, width)
+
+
+class _RawFormatter(_Formatter, argparse.RawDescriptionHelpFormatter):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        if kwargs.get("formatter_class") in (None, argparse.HelpFormatter):
+            kwargs["formatter_class"] = _Formatter
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+
+
 def build_parser(with_plugins: bool = True, command: str | None = None) -> argparse.ArgumentParser:
     """The parser. Plugin commands declared in metadata are listed without importing their
     plugin; only ``command``'s own plugin is imported, and all plugins only when ``command``
     is neither a core command nor a declared one (a plugin that adds it through the hook).
     ``command=None``: every command, all plugins loaded; ``""``: the command line names none."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="xcore",
         description="Launch and track machine-learning experiments on any compute backend.",
         epilog="Examples:\n  xcore launch examples/sweep/launch.py --wait\n  xcore list\n  xcore show 3\n"
         "  xcore logs 3/7 --follow\n\nState lives in XCORE_HOME (default ~/.local/share/xcore).",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=_RawFormatter,
     )
     parser.add_argument("--version", action="version", version=f"xcore {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")

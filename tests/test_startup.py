@@ -15,7 +15,7 @@ from pathlib import Path
 
 from core_helpers import run_xcore
 
-HEAVY = ("asyncio", "attrs", "cattrs", "pluggy", "importlib.metadata", "email", "zipfile", "shutil", "bz2", "lzma",
+HEAVY = ("typing", "asyncio", "attrs", "cattrs", "pluggy", "importlib.metadata", "email", "zipfile", "shutil", "bz2", "lzma",
          "xcore.experiment", "xcore.plugins", "xcore.launcher")
 PLUGINS = ("xlocal", "xhpc", "xinline")
 

@@ -1,0 +1,120 @@
+"""Per-unit cost of ``experiment.add`` at 100, 1,000 and 10,000 units, and the launcher's
+peak memory at 10,000, on the fake backend (``xcore.testing.fake``; jobs are held, nothing runs).
+
+The baseline, measured in the same process and alternated with xcore, is the floor any
+recording launcher pays: one raw ``sqlite3`` row per unit and per job (JSON args), in one
+transaction per unit, into a throw-away database. Targets (issue 14): under 0.1 ms per add;
+linear in N (per-unit cost at 10,000 within 1.5x of that at 100). Peak memory of a child
+process launching 10,000 held tasks end to end: under 60 MiB.
+
+Run from a regular install: PYTHON bench/bench_add.py [REPEATS] [--profile]
+"""
+
+from __future__ import annotations
+
+import cProfile
+import json
+import os
+import pstats
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import PYTHON, temp_home, verdict  # noqa: E402
+
+REPEATS = int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1].isdigit() else 3
+PROFILE = "--profile" in sys.argv
+SIZES = (100, 1_000, 10_000)
+
+
+def xcore_adds(n: int, profile: cProfile.Profile | None = None) -> float:
+    """Seconds for ``n`` adds (launch excluded: it happens when the ``with`` block closes)."""
+    import xcore as xm
+    from xcore.testing import fake, plugin_host
+
+    plugin_host({"fake": fake})
+    with xm.create_experiment("bench-add") as experiment:
+        [exe] = experiment.package([xm.binary(fake.FakeSpec(), "true")])
+        executor = fake.FakeExecutor(hold=True)
+        if profile:
+            profile.enable()
+        start = time.perf_counter()
+        for i in range(n):
+            experiment.add(xm.Job(exe, executor, args={"seed": i, "lr": 0.1}))
+        seconds = time.perf_counter() - start
+        if profile:
+            profile.disable()
+    return seconds
+
+
+def raw_sqlite(n: int) -> float:
+    """The floor: what recording ``n`` units and jobs costs in plain sqlite3."""
+    with tempfile.TemporaryDirectory() as tmp:
+        db = sqlite3.connect(os.path.join(tmp, "raw.db"), isolation_level=None)
+        db.execute("PRAGMA journal_mode = WAL")
+        db.execute("PRAGMA synchronous = NORMAL")
+        db.execute("CREATE TABLE units (id INTEGER PRIMARY KEY, args TEXT)")
+        db.execute("CREATE TABLE jobs (id INTEGER PRIMARY KEY, unit INTEGER, args TEXT, status TEXT)")
+        start = time.perf_counter()
+        for i in range(n):
+            args = {"seed": i, "lr": 0.1}
+            db.execute("BEGIN IMMEDIATE")
+            db.execute("INSERT INTO units (id, args) VALUES (?, ?)", (i, json.dumps(args)))
+            db.execute("INSERT INTO jobs (unit, args, status) VALUES (?, ?, 'LAUNCHING')",
+                       (i, json.dumps(["--seed", str(i), "--lr", "0.1"])))
+            db.execute("COMMIT")
+        seconds = time.perf_counter() - start
+        db.close()
+    return seconds
+
+
+PEAK_SCRIPT = """
+import sys
+import xcore as xm
+from xcore.testing import fake, plugin_host
+plugin_host({"fake": fake})
+with xm.create_experiment("bench-peak") as experiment:
+    [exe] = experiment.package([xm.binary(fake.FakeSpec(), "true")])
+    executor = fake.FakeExecutor(hold=True)
+    for i in range(int(sys.argv[1])):
+        experiment.add(xm.Job(exe, executor, args={"seed": i, "lr": 0.1}))
+print(next(line.split()[1] for line in open("/proc/self/status") if line.startswith("VmHWM:")))
+"""
+
+
+def main() -> int:
+    print(f"experiment.add, fake backend, median of {REPEATS} (cpu count {os.cpu_count()}, load average "
+          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())})")
+    per_unit: dict[int, float] = {}
+    with temp_home():
+        for n in SIZES:
+            ours, raw = [], []
+            for _ in range(REPEATS):  # alternated, so load drift hits both
+                ours.append(xcore_adds(n))
+                raw.append(raw_sqlite(n))
+            xs, rs = statistics.median(ours), statistics.median(raw)
+            per_unit[n] = xs / n * 1000
+            print(f"  N={n:>6}: xcore {per_unit[n]:.3f} ms/add, raw sqlite3 {rs / n * 1000:.3f} ms/unit, "
+                  f"ratio {xs / rs:.2f}  [{verdict(per_unit[n] < 0.1)}] target < 0.1 ms/add")
+        linear = per_unit[SIZES[-1]] / per_unit[SIZES[0]]
+        print(f"  linearity: per-add at {SIZES[-1]} / at {SIZES[0]} = {linear:.2f}  "
+              f"[{verdict(linear <= 1.5)}] target <= 1.5")
+        if PROFILE:
+            profile = cProfile.Profile()
+            xcore_adds(10_000, profile)
+            pstats.Stats(profile).sort_stats("cumulative").print_stats(25)
+        out = subprocess.run([PYTHON, "-c", PEAK_SCRIPT, "10000"], capture_output=True, text=True, check=True)
+        peak = int(out.stdout.split()[-1]) / 1024
+        hwm = 'print(next(line.split()[1] for line in open("/proc/self/status") if line.startswith("VmHWM:")))'
+        base = subprocess.run([PYTHON, "-c", hwm], capture_output=True, text=True, check=True)
+        print(f"  launcher peak RSS (VmHWM), 10,000 held tasks end to end: {peak:.1f} MiB (bare python "
+              f"{int(base.stdout) / 1024:.1f} MiB)  [{verdict(peak < 60)}] target < 60 MiB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

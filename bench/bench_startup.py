@@ -55,7 +55,8 @@ def main() -> int:
         target = CASES[name][1]
         ratio = med / base
         mark = "" if target is None else verdict(ratio <= target)
-        print(f"{name:40s} {med:10.1f} {base:12.1f} {ratio:6.2f} {'' if target is None else f'{target:.1f}x':>7s}  {mark}")
+        shown = "" if target is None else f"{target:.1f}x"
+        print(f"{name:40s} {med:10.1f} {base:12.1f} {ratio:6.2f} {shown:>7s}  {mark}")
     return 0
 
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 
 import xcore as xm
-from xcore.testing import fake, plugin_host
-
 from xcore.cli.main import main
+from xcore.testing import fake, plugin_host
 
 
 def test_shared_executor_and_executable_are_one_table_entry_each(xcore_home, capsys):

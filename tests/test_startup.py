@@ -15,7 +15,8 @@ from pathlib import Path
 
 from core_helpers import run_xcore
 
-HEAVY = ("typing", "asyncio", "attrs", "cattrs", "pluggy", "importlib.metadata", "email", "zipfile", "shutil", "bz2", "lzma",
+HEAVY = ("typing", "asyncio", "attrs", "cattrs", "pluggy", "importlib.metadata", "email", "zipfile", "shutil", "bz2",
+         "lzma",
          "xcore.experiment", "xcore.plugins", "xcore.launcher")
 PLUGINS = ("xlocal", "xhpc", "xinline")
 
@@ -40,7 +41,16 @@ def _modules_after(argv: list[str], home: Path) -> tuple[set[str], str]:
     return set(json.loads(out.read_text())), result.stdout
 
 
+def _at_interpreter_start() -> set[str]:
+    """What the interpreter loads before any xcore code (site, and e.g. setuptools' editable-install
+    finders, which import typing): not the CLI's doing, so not counted against it."""
+    code = "import json, sys; print(json.dumps(sorted(sys.modules)))"
+    return set(json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                         timeout=60, check=True).stdout))
+
+
 def _offenders(modules: set[str], names: tuple[str, ...]) -> list[str]:
+    modules = modules - _at_interpreter_start()
     return sorted(m for m in modules if any(m == n or m.startswith(n + ".") for n in names))
 
 

@@ -334,7 +334,7 @@ class PluginHost:
             )
         return store
 
-    def add_commands(self, subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    def add_commands(self, subparsers: argparse._SubParsersAction) -> None:
         """Commands of plugins that do not declare theirs in metadata (those are added by name)."""
         declared = {ep.distribution for ep in self.declared_commands().values()}
         skip = [p for name, p in self.pm.list_name_plugin() if name in self.infos

@@ -99,6 +99,7 @@ def _refresh_experiments(store: MetadataStore, experiment_ids: list[int]) -> Non
 def launch(args: argparse.Namespace) -> int:
     import runpy
     import signal
+
     from xcore import experiment as experiment_module
 
     script = Path(args.script)

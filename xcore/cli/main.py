@@ -24,7 +24,7 @@ class _Formatter(argparse.HelpFormatter):
                  width: int | None = None) -> None:
         if width is None:
             try:
-                width = int(os.environ.get("COLUMNS", "")) or os.get_terminal_size(sys.__stdout__.fileno()).columns
+                width = int(os.environ.get("COLUMNS", "")) or os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
             except (ValueError, OSError, AttributeError):
                 width = 80
             width -= 2
@@ -148,7 +148,7 @@ def build_parser(with_plugins: bool = True, command: str | None = None) -> argpa
     return parser
 
 
-def _add_declared_command(sub: argparse._SubParsersAction, name: str, ep: EntryPoint) -> None:  # type: ignore[type-arg]
+def _add_declared_command(sub: argparse._SubParsersAction, name: str, ep: EntryPoint) -> None:
     from xcore.errors import PluginLoadError
 
     try:
@@ -158,7 +158,7 @@ def _add_declared_command(sub: argparse._SubParsersAction, name: str, ep: EntryP
                               f"{type(exc).__name__}: {exc} (hide it with XCORE_DISABLE_PLUGINS)") from exc
 
 
-def _add_plugin_authoring(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def _add_plugin_authoring(sub: argparse._SubParsersAction) -> None:
     """``xcore plugin new``; its module (templates, metadata) loads only when it runs."""
     plugin = sub.add_parser("plugin", help="tools for plugin authors")
     commands = plugin.add_subparsers(dest="plugin_command", metavar="COMMAND")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # `xcore --help` builds this parser: keep its imports light
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # `xcore --help` builds this parser: keep its imports light (not even typing)
     from xcore.store import MetadataStore
 
 EXIT_OK, EXIT_FAILED = 0, 1

@@ -758,8 +758,17 @@ class SqliteStore(MetadataStore):
             ):
                 events.setdefault(r["job_id"], []).append(
                     StatusEvent(r["job_id"], Status(r["status"]), r["message"], r["exit_code"], r["at"]))
+            results = [(r[0], r[1], r[2], r[3]) for r in self._db.execute(
+                "SELECT job_id, name, value, at FROM job_results WHERE experiment_id = ? ORDER BY at, job_id, name",
+                (experiment_id,))]
+            final = {r[0]: r[1] for r in self._db.execute(
+                "SELECT id, results_at FROM jobs WHERE experiment_id = ? AND results_at IS NOT NULL",
+                (experiment_id,))}
+            links = [(r[0], r[1], r[2]) for r in self._db.execute(
+                "SELECT job_id, name, url FROM job_links WHERE experiment_id = ? ORDER BY job_id, name",
+                (experiment_id,))]
             return ExperimentHistory(record, self.work_units(experiment_id), events,
-                                     origin or f"{store_id}/{experiment_id}")
+                                     origin or f"{store_id}/{experiment_id}", results, final, links)
 
     def import_history(self, history: ExperimentHistory) -> Imported:
         source = history.experiment
@@ -782,6 +791,7 @@ class SqliteStore(MetadataStore):
             experiment_id = int(cursor.lastrowid or 0)
             jobs = [job for unit in history.units for job in unit.jobs]
             clash = bool(jobs) and bool(self._rows_by_id(db, [j.id for j in jobs], "id"))
+            new_ids: dict[int, int] = {}
             for unit in history.units:
                 db.execute(
                     "INSERT INTO work_units (experiment_id, id, role, args, identity, status, created_at)"
@@ -803,6 +813,19 @@ class SqliteStore(MetadataStore):
                         [(cursor.lastrowid, e.status.value, e.message, e.exit_code, e.at)
                          for e in history.events.get(job.id, [])],
                     )
+                    new_ids[job.id] = int(cursor.lastrowid or 0)
+            units = {job.id: job.work_unit_id for job in jobs}
+            db.executemany("UPDATE jobs SET results_at = ? WHERE id = ?",
+                           [(at, new_ids[j]) for j, at in history.results_final.items() if j in new_ids])
+            db.executemany(
+                "INSERT INTO job_results (job_id, experiment_id, work_unit_id, name, value, at) VALUES (?,?,?,?,?,?)",
+                [(new_ids[j], experiment_id, units[j], name, value, at)
+                 for j, name, value, at in history.results if j in new_ids],
+            )
+            db.executemany(
+                "INSERT INTO job_links (job_id, experiment_id, work_unit_id, name, url) VALUES (?,?,?,?,?)",
+                [(new_ids[j], experiment_id, units[j], name, url) for j, name, url in history.links if j in new_ids],
+            )
         return Imported(source.id, experiment_id, clash)
 
     # -- results and links ---------------------------------------------------------------

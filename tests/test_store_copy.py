@@ -92,7 +92,8 @@ def test_store_info_and_list_by_user(pg_url, tmp_path):
     env = {"XCORE_STORE": pg_url}
     info = run_xcore("store", "info", env=env)
     assert info.returncode == 0, info.stderr
-    assert "postgresql://xcore:<redacted>@127.0.0.1" in info.stdout and f"schema version  {SCHEMA_VERSION}" in info.stdout
+    assert "postgresql://xcore:<redacted>@127.0.0.1" in info.stdout
+    assert f"schema version  {SCHEMA_VERSION}" in info.stdout
     assert json.loads(run_xcore("store", "info", "--json", env=env).stdout)["experiments"] == 2
     mine = json.loads(run_xcore("list", "--mine", "--json", env=env).stdout)
     assert [r["title"] for r in mine] == ["mine"]

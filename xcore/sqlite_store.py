@@ -154,6 +154,7 @@ _JOB_COLUMNS = (
     "status", "message", "exit_code", "handle_kind", "handle", "log_path", "created_at", "launched_at",
     "started_at", "ended_at", "lease_id",
 )
+_COPIED_COLUMNS = tuple(c for c in _JOB_COLUMNS if c != "lease_id")
 _EXPERIMENT_FIELDS = {"title", "tags", "notes", "launch_status", "launch_error"}
 
 
@@ -800,8 +801,9 @@ class SqliteStore(MetadataStore):
                      unit.created_at),
                 )
                 for job in unit.jobs:
-                    cursor = db.execute(
-                        f"INSERT INTO jobs ({', '.join(_JOB_COLUMNS)}) VALUES ({','.join('?' * len(_JOB_COLUMNS))})",
+                    cursor = db.execute(  # a copied job has no launcher lease here
+                        f"INSERT INTO jobs ({', '.join(_COPIED_COLUMNS)})"
+                        f" VALUES ({','.join('?' * len(_COPIED_COLUMNS))})",
                         (None if clash else job.id, experiment_id, unit.id, job.name, job.executor_kind,
                          json.dumps(job.executor), json.dumps(job.executable), json.dumps(job.args),
                          json.dumps(job.env), job.status.value, job.message, job.exit_code, job.handle_kind,

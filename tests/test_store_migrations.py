@@ -170,7 +170,7 @@ def test_postgres_store_of_schema_1_is_migrated_by_the_command(pg_url):
     assert listed.returncode == 1 and "xcore store migrate" in listed.stderr
     result = run_xcore("store", "migrate", env={"XCORE_STORE": pg_url})
     assert result.returncode == 0, result.stderr
-    assert "migrated from schema version 1 to 2" in result.stdout
+    assert f"migrated from schema version 1 to {postgres_store.SCHEMA_VERSION}" in result.stdout
     assert _password(pg_url) not in result.stdout + result.stderr
     store = open_url(pg_url)
     assert store.get_experiment(1).title == "old"
@@ -188,5 +188,6 @@ def test_store_migrate_command_on_an_old_sqlite_file(tmp_path):
     _make_v1_store(tmp_path, path)
     result = run_xcore("store", "migrate", f"sqlite:///{path}")
     assert result.returncode == 0, result.stderr
-    assert "migrated from schema version 1 to 2 (1 experiments" in result.stdout
-    assert "schema version  2 (this xcore: 2)" in run_xcore("store", "info", f"sqlite:///{path}").stdout
+    assert f"migrated from schema version 1 to {SCHEMA_VERSION} (1 experiments" in result.stdout
+    info = run_xcore("store", "info", f"sqlite:///{path}").stdout
+    assert f"schema version  {SCHEMA_VERSION} (this xcore: {SCHEMA_VERSION})" in info

@@ -118,6 +118,28 @@ def test_lease_writes_with_a_lost_reply_are_not_recorded_twice(pg_url):
     assert store.info().jobs == 3
 
 
+def test_results_and_links_with_a_lost_reply_are_recorded_once(pg_url):
+    store = LostReplyStore(pg_url)
+    exp = store.create_experiment("lost result replies")
+    [a, b] = store.add_work_unit(exp.id, 1, "work_unit", {}, "", [new_job("a"), new_job("b")])
+    store.mark_launched([(a, "k", {}, None), (b, "k", {}, None)])
+    store.record_states([(a, JobState(Status.COMPLETED, "", 0)), (b, JobState(Status.COMPLETED, "", 0))])
+    store._losing = True  # every write below commits, then runs again as a retry
+    store.record_results(a, {"loss": 0.5, "accuracy": 0.75}, final=True)
+    store.record_results(b, {"loss": 0.25})
+    store.record_links([(a, "wandb", "https://wandb.ai/a"), (b, "wandb", "https://wandb.ai/b")])
+    store._losing = False
+    rows = admin_sql(f"SELECT (SELECT COUNT(*) FROM {_schema(pg_url)}.job_results),"
+                     f" (SELECT COUNT(*) FROM {_schema(pg_url)}.job_links)")
+    assert rows == [(3, 2)]  # recorded once each, although each write ran twice
+    assert store.results(exp.id) == {1: {"loss": 0.25, "accuracy": 0.75}}
+    assert store.results_pending(exp.id) == [b] and store.links(exp.id) == {1: {"wandb": "https://wandb.ai/b"}}
+
+
+def _schema(url: str) -> str:
+    return url.rsplit("search_path%3D", 1)[1]
+
+
 def _writer(url: str, units: int, submitted_path: str, out: multiprocessing.Queue) -> None:
     """A launcher: record a work unit, submit it (to a file standing in for the backend), record
     the handle. A failure is reported, never hidden."""

@@ -1,5 +1,5 @@
 """Trial results (``XCORE_RESULT`` lines read from logs), ``xcore show`` columns, sort and top,
-and tracker env/links, through the fake backend and the real SQLite store."""
+and tracker env/links, through the fake backend and each real store (SQLite, PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,14 @@ from xcore.plugins import get_host
 from xcore.testing import fake, plugin_host
 from xcore.trackers import TrackedJob
 from xcore.trackers.builtin import tracking
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def any_store(request: pytest.FixtureRequest, xcore_home, monkeypatch) -> str:
+    """Run the test on the personal SQLite store, then on a fresh PostgreSQL store."""
+    if request.param == "postgresql":
+        monkeypatch.setenv("XCORE_STORE", request.getfixturevalue("pg_url"))
+    return request.param
 
 
 def test_parse_lines_last_value_wins_and_bad_lines_are_ignored():
@@ -38,7 +46,7 @@ def _sweep(n: int) -> int:
     return experiment.experiment_id
 
 
-def test_show_adds_results_columns_sorts_and_keeps_the_top(xcore_home, capsys):
+def test_show_adds_results_columns_sorts_and_keeps_the_top(any_store, capsys):
     plugin_host({"fake": fake})
     experiment_id = _sweep(4)
     assert main(["show", str(experiment_id), "--json", "--sort", "-loss", "--top", "2"]) == 0
@@ -56,10 +64,11 @@ def test_show_adds_results_columns_sorts_and_keeps_the_top(xcore_home, capsys):
     assert "Cannot sort by 'nosuch'" in capsys.readouterr().err
 
 
-def test_results_are_kept_per_job_and_overwritten_by_name(xcore_home):
+def test_results_are_kept_per_job_and_overwritten_by_name(any_store):
     plugin_host({"fake": fake})
     experiment_id = _sweep(1)
     store = open_store()
+    assert type(store).__name__ == {"sqlite": "SqliteStore", "postgresql": "PostgresStore"}[any_store]
     assert results.collect(store, get_host(), experiment_id) == 1
     job_id = store.work_units(experiment_id)[0].jobs[0].id
     store.record_results(job_id, {"loss": 9.0, "extra": 1.0})
@@ -88,7 +97,7 @@ def test_wandb_neptune_tensorboard_env_and_links():
     assert json.loads(env["XCORE_RUN_TAGS"]) == ["a", "b,c"]
 
 
-def test_tracker_env_reaches_the_job_but_never_overrides_the_users(xcore_home, monkeypatch):
+def test_tracker_env_reaches_the_job_but_never_overrides_the_users(any_store, monkeypatch):
     plugin_host({"fake": fake})
     monkeypatch.setenv("WANDB_PROJECT", "proj")
     monkeypatch.setenv("WANDB_ENTITY", "me")
@@ -110,7 +119,7 @@ def test_result_names_are_data(value):
     assert results.parse_line("XCORE_RESULT " + json.dumps({value: 1})) == {value: 1.0}
 
 
-def test_a_log_that_cannot_be_read_now_is_read_later(xcore_home, monkeypatch):
+def test_a_log_that_cannot_be_read_now_is_read_later(any_store, monkeypatch):
     plugin_host({"fake": fake})
     experiment_id = _sweep(2)
     store, host = open_store(), get_host()

@@ -15,6 +15,7 @@ from store_contract_helpers import new_job, open_url
 
 from xcore.errors import NotFoundError
 from xcore.status import JobState, Status
+from xcore.store import MetadataStore
 from xcore.store_migrations import SCHEMA_VERSION
 
 
@@ -289,3 +290,66 @@ def test_identity_relaunch_replaces_only_jobs_that_never_reached_a_backend(store
     assert [j.id for j in store.lease_orphans(first)[1]] == [waiting]
     assert store.get_experiment(exp.id).status_counts == {"LAUNCHING": 1, "FAILED": 1}
     assert min(new) > max(ran, never, stopped, waiting, other)  # ids are never reused
+
+
+def test_results_overwrite_by_name_and_the_last_recorded_wins(store_url):
+    store = open_url(store_url)
+    exp = store.create_experiment("results")
+    other = store.create_experiment("other")
+    [a, b] = store.add_work_unit(exp.id, 1, "work_unit", {}, "", [new_job("a"), new_job("b")])
+    [c] = store.add_work_unit(exp.id, 2, "work_unit", {}, "", [new_job("c")])
+    [never] = store.add_work_unit(exp.id, 3, "work_unit", {}, "", [new_job("never launched")])
+    [elsewhere] = store.add_work_unit(other.id, 1, "work_unit", {}, "", [new_job()])
+    store.mark_launched([(j, "k", {"j": j}, None) for j in (a, b, c, elsewhere)])
+    assert store.results_pending(exp.id) == []  # nothing terminal yet
+    store.record_states([(a, JobState(Status.COMPLETED, "", 0)), (b, JobState(Status.FAILED, "x", 1)),
+                         (c, JobState(Status.COMPLETED, "", 0)), (never, JobState(Status.FAILED, "no", None)),
+                         (elsewhere, JobState(Status.COMPLETED, "", 0))])
+    assert store.results_pending(exp.id) == [a, b, c]  # launched and terminal: their logs need reading
+    store.record_results(a, {"loss": 1.0, "accuracy": 0.5})
+    store.record_results(a, {"loss": 0.5, "odd": None})  # overwrites loss, keeps accuracy
+    store.record_results(b, {"loss": 0.25}, final=True)  # recorded last: wins for the unit
+    store.record_results(c, {}, final=True)  # reported nothing, still read for good
+    store.record_results(elsewhere, {"loss": 7.0}, final=True)
+    assert store.results(exp.id) == {1: {"loss": 0.25, "accuracy": 0.5, "odd": None}}
+    assert store.results(exp.id, [2, 3]) == {} and store.results(other.id) == {1: {"loss": 7.0}}
+    assert store.results_pending(exp.id) == [a]
+    store.record_results(a, {}, final=True)
+    assert store.results_pending(exp.id) == [] and store.results_pending(other.id) == []
+    with pytest.raises(NotFoundError):
+        store.record_results(10_000, {"loss": 1.0})
+    store.close()
+    again = open_url(store_url)  # a new connection reads the same
+    assert again.results(exp.id, [1]) == {1: {"loss": 0.25, "accuracy": 0.5, "odd": None}}
+
+
+def test_links_overwrite_by_name(store_url):
+    store = open_url(store_url)
+    exp = store.create_experiment("links")
+    [a] = store.add_work_unit(exp.id, 1, "work_unit", {}, "", [new_job("a")])
+    [b] = store.add_work_unit(exp.id, 2, "work_unit", {}, "", [new_job("b")])
+    store.record_links([])
+    assert store.links(exp.id) == {}
+    url = "https://wandb.ai/me/p/runs/ü?q='x' $y"
+    store.record_links([(a, "wandb", "old"), (b, "tensorboard", "/tb/2")])
+    store.record_links([(a, "wandb", url), (a, "neptune", "n")])
+    assert store.links(exp.id) == {1: {"wandb": url, "neptune": "n"}, 2: {"tensorboard": "/tb/2"}}
+    assert store.links(exp.id, [2]) == {2: {"tensorboard": "/tb/2"}} and store.links(exp.id + 1) == {}
+
+
+def test_unit_summaries_match_the_folded_work_units(store_url):
+    store = open_url(store_url)
+    exp = store.create_experiment("summaries")
+    [a, b] = store.add_work_unit(exp.id, 1, "work_unit", {"lr": 0.1}, "", [new_job("a"), new_job("b")])
+    [c] = store.add_work_unit(exp.id, 2, "auxiliary", {"x": "ü"}, "", [new_job("c")])
+    store.add_work_unit(exp.id, 3, "work_unit", {}, "", [])  # no jobs: no start, no end
+    store.mark_launched([(a, "k", {}, None), (b, "k", {}, None), (c, "k", {}, None)])
+    store.record_states([(a, JobState(Status.RUNNING)), (b, JobState(Status.RUNNING)), (c, JobState(Status.RUNNING))])
+    store.record_states([(a, JobState(Status.FAILED, "exit 2", 2)), (b, JobState(Status.FAILED, "exit 3", 3)),
+                         (c, JobState(Status.COMPLETED, "done", 0))])
+    summaries = store.unit_summaries(exp.id)
+    assert summaries == MetadataStore.unit_summaries(store, exp.id)  # one query, the same answer
+    assert [(s.id, s.status, s.message) for s in summaries] == [
+        (1, Status.FAILED, "exit 2; exit 3"), (2, Status.COMPLETED, ""), (3, Status.LAUNCHING, "")]
+    assert summaries[0].started_at is not None and summaries[0].ended_at is not None
+    assert summaries[2].started_at is None and summaries[2].ended_at is None

@@ -21,6 +21,9 @@ def _fill(url: str, titles: list[str]) -> None:
         [b, c] = store.add_work_unit(exp.id, 2, "work_unit", {"lr": 0.2}, "", [new_job("b"), new_job("c")])
         store.mark_launched([(a, "k", {"pid": 1}, "/log/a"), (b, "k", {"pid": 2}, None), (c, "k", {}, None)])
         store.record_states([(a, JobState(Status.COMPLETED, "exit code 0", 0)), (b, JobState(Status.FAILED, "x", 3))])
+        store.record_results(a, {"loss": 0.5, "nan": None}, final=True)
+        store.record_results(b, {"loss": 0.25})  # not final: still pending after the copy
+        store.record_links([(a, "wandb", "https://wandb.ai/x/ü?a=1&b"), (c, "tensorboard", "/tb/ $x")])
     store.close()
 
 
@@ -41,7 +44,10 @@ def _content(url: str) -> list[dict]:
                 data["history"] = [(e.status, e.message, e.exit_code, e.at) for e in history.events[job.id]]
                 jobs.append(data)
             units.append({"id": unit.id, "args": unit.args, "role": unit.role, "jobs": jobs})
-        out.append({"experiment": exp, "units": units, "origin": history.origin})
+        pending = {job.id: unit.id for unit in history.units for job in unit.jobs}
+        out.append({"experiment": exp, "units": units, "origin": history.origin,
+                    "results": store.results(record.id), "links": store.links(record.id),
+                    "pending": [pending[j] for j in store.results_pending(record.id)]})
     store.close()
     return out
 
@@ -57,6 +63,8 @@ def test_copy_sqlite_to_postgres_and_back_idempotently(tmp_path, pg_url):
     password = psycopg.conninfo.conninfo_to_dict(pg_url)["password"]
     assert password not in first.stdout + first.stderr and "<redacted>" in first.stdout
     assert _content(pg_url) == _content(sqlite_url)
+    assert _content(pg_url)[0]["results"] == {1: {"loss": 0.5, "nan": None}, 2: {"loss": 0.25}}
+    assert _content(pg_url)[0]["links"][2] == {"tensorboard": "/tb/ $x"} and _content(pg_url)[0]["pending"] == [2]
     assert [r.id for r in open_url(pg_url).list_experiments()] == [2, 1]  # ids kept: they were free
 
     again = run_xcore("store", "copy", sqlite_url, pg_url)

@@ -25,7 +25,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import psycopg
@@ -34,7 +34,7 @@ from psycopg.rows import dict_row
 
 from xcore import store_migrations
 from xcore.errors import ConfigurationError, NotFoundError, XcoreError
-from xcore.records import ExperimentRecord, JobRecord, LeaseRecord, NewJob, StatusEvent, WorkUnitRecord
+from xcore.records import ExperimentRecord, JobRecord, LeaseRecord, NewJob, StatusEvent, UnitSummary, WorkUnitRecord
 from xcore.redaction import redact_text, redact_url
 from xcore.status import JobState, Status, combine
 from xcore.store import ExperimentHistory, Imported, MetadataStore, StoreInfo
@@ -133,6 +133,29 @@ MIGRATIONS: list[str] = [
         created_at DOUBLE PRECISION NOT NULL
     );
     CREATE INDEX launch_intents_by_lease ON launch_intents(lease_id);
+    """,
+    # 4: trial results and tracker links
+    """
+    ALTER TABLE jobs ADD COLUMN results_at DOUBLE PRECISION;
+    CREATE TABLE job_results (
+        job_id BIGINT NOT NULL REFERENCES jobs(id),
+        experiment_id BIGINT NOT NULL,
+        work_unit_id INTEGER NOT NULL,
+        name TEXT NOT NULL,
+        value DOUBLE PRECISION,
+        at DOUBLE PRECISION NOT NULL,
+        PRIMARY KEY (job_id, name)
+    );
+    CREATE INDEX job_results_by_unit ON job_results(experiment_id, work_unit_id);
+    CREATE TABLE job_links (
+        job_id BIGINT NOT NULL REFERENCES jobs(id),
+        experiment_id BIGINT NOT NULL,
+        work_unit_id INTEGER NOT NULL,
+        name TEXT NOT NULL,
+        url TEXT NOT NULL,
+        PRIMARY KEY (job_id, name)
+    );
+    CREATE INDEX job_links_by_unit ON job_links(experiment_id, work_unit_id);
     """,
 ]
 SCHEMA_VERSION = store_migrations.SCHEMA_VERSION  # one number for both stores
@@ -443,7 +466,8 @@ class PostgresStore(MetadataStore):
         self._transaction(work)
 
     def work_units(self, experiment_id: int, work_unit_ids: Sequence[int] | None = None) -> list[WorkUnitRecord]:
-        unit_filter, job_filter, params = "", "", [experiment_id]
+        unit_filter, job_filter = "", ""
+        params: list[Any] = [experiment_id]
         if work_unit_ids is not None:
             unit_filter, job_filter = " AND id = ANY(%s)", " AND work_unit_id = ANY(%s)"
             params.append(list(work_unit_ids))
@@ -462,6 +486,25 @@ class PostgresStore(MetadataStore):
                 if row["work_unit_id"] in units:
                     units[row["work_unit_id"]].jobs.append(_job(row))
             return list(units.values())
+
+        return self._transaction(work)
+
+    def unit_summaries(self, experiment_id: int) -> list[UnitSummary]:
+        query = (
+            "SELECT w.id, w.role, w.args, w.status, w.created_at, MIN(j.started_at) AS started_at,"
+            " CASE WHEN COUNT(j.id) > 0 AND COUNT(j.ended_at) = COUNT(j.id) THEN MAX(j.ended_at) END AS ended_at,"
+            " string_agg(CASE WHEN j.status <> 'COMPLETED' AND j.message <> '' THEN j.message END, '; '"
+            " ORDER BY j.id) AS message"
+            " FROM work_units w LEFT JOIN jobs j ON j.experiment_id = w.experiment_id AND j.work_unit_id = w.id"
+            " WHERE w.experiment_id = %s GROUP BY w.experiment_id, w.id ORDER BY w.id"
+        )
+        statuses = {s.value: s for s in Status}
+
+        def work(cur: psycopg.Cursor[dict[str, Any]], _: bool) -> list[UnitSummary]:
+            cur.execute(query, (experiment_id,))
+            return [UnitSummary(r["id"], r["role"], json.loads(r["args"]), statuses.get(r["status"], Status.UNKNOWN),
+                                r["created_at"], r["started_at"], r["ended_at"], r["message"] or "")
+                    for r in cur.fetchall()]
 
         return self._transaction(work)
 
@@ -609,7 +652,7 @@ class PostgresStore(MetadataStore):
         return self._transaction(work)
 
     def export_history(self, experiment_id: int) -> ExperimentHistory:
-        def work(cur: psycopg.Cursor[dict[str, Any]], _: bool) -> tuple[str | None, str, dict[int, list[StatusEvent]]]:
+        def work(cur: psycopg.Cursor[dict[str, Any]], _: bool) -> ExperimentHistory:
             cur.execute("SELECT origin FROM experiments WHERE id = %s", (experiment_id,))
             row = cur.fetchone()
             origin = row["origin"] if row else None
@@ -621,12 +664,21 @@ class PostgresStore(MetadataStore):
             for r in cur:
                 events.setdefault(r["job_id"], []).append(
                     StatusEvent(r["job_id"], Status(r["status"]), r["message"], r["exit_code"], r["at"]))
-            return origin, store_id, events
+            cur.execute("SELECT job_id, name, value, at FROM job_results WHERE experiment_id = %s"
+                        " ORDER BY at, job_id, name", (experiment_id,))
+            results = [(r["job_id"], r["name"], r["value"], r["at"]) for r in cur.fetchall()]
+            cur.execute("SELECT id, results_at FROM jobs WHERE experiment_id = %s AND results_at IS NOT NULL",
+                        (experiment_id,))
+            final = {r["id"]: r["results_at"] for r in cur.fetchall()}
+            cur.execute("SELECT job_id, name, url FROM job_links WHERE experiment_id = %s ORDER BY job_id, name",
+                        (experiment_id,))
+            links = [(r["job_id"], r["name"], r["url"]) for r in cur.fetchall()]
+            return ExperimentHistory(record, units, events, origin or f"{store_id}/{experiment_id}",
+                                     results, final, links)
 
         record = self.get_experiment(experiment_id)
-        origin, store_id, events = self._transaction(work)
-        return ExperimentHistory(record, self.work_units(experiment_id), events,
-                                 origin or f"{store_id}/{experiment_id}")
+        units = self.work_units(experiment_id)
+        return self._transaction(work)
 
     def import_history(self, history: ExperimentHistory) -> Imported:
         source = history.experiment
@@ -636,9 +688,10 @@ class PostgresStore(MetadataStore):
             cur.execute("SELECT pg_advisory_xact_lock(%s)", (_EXPERIMENT_LOCK,))
             cur.execute("SELECT value FROM store_meta WHERE key = 'store_id'")
             store_id = _one(cur)["value"]
-            home, _, home_id = history.origin.partition("/")
+            home, _sep, home_id = history.origin.partition("/")
+            same_store: bool = home == store_id
             cur.execute("SELECT 1 FROM experiments WHERE origin = %s OR (%s AND id = %s)",
-                        (history.origin, home == store_id, int(home_id) if home_id.isdigit() else -1))
+                        (history.origin, same_store, int(home_id) if home_id.isdigit() else -1))
             if cur.fetchone():
                 return Imported(source.id, None)
             cur.execute("SELECT EXISTS (SELECT 1 FROM experiments WHERE id = %s) AS taken,"
@@ -668,6 +721,7 @@ class PostgresStore(MetadataStore):
                  for u in history.units],
             )
             columns = _COPIED_JOB_COLUMNS[1:] if clash else _COPIED_JOB_COLUMNS
+            new_ids: dict[int, int] = {}
             for job in jobs:
                 values = (job.id, experiment_id, job.work_unit_id, job.name, job.executor_kind,
                           json.dumps(job.executor), json.dumps(job.executable), json.dumps(job.args),
@@ -681,12 +735,108 @@ class PostgresStore(MetadataStore):
                     "INSERT INTO job_events (job_id, status, message, exit_code, at) VALUES (%s, %s, %s, %s, %s)",
                     [(new_id, e.status.value, e.message, e.exit_code, e.at) for e in history.events.get(job.id, [])],
                 )
+                new_ids[job.id] = new_id
+            units = {job.id: job.work_unit_id for job in jobs}
+            cur.executemany("UPDATE jobs SET results_at = %s WHERE id = %s",
+                            [(at, new_ids[j]) for j, at in history.results_final.items() if j in new_ids])
+            cur.executemany(
+                "INSERT INTO job_results (job_id, experiment_id, work_unit_id, name, value, at)"
+                " VALUES (%s, %s, %s, %s, %s, %s)",
+                [(new_ids[j], experiment_id, units[j], name, value, at)
+                 for j, name, value, at in history.results if j in new_ids],
+            )
+            cur.executemany(
+                "INSERT INTO job_links (job_id, experiment_id, work_unit_id, name, url) VALUES (%s, %s, %s, %s, %s)",
+                [(new_ids[j], experiment_id, units[j], name, url) for j, name, url in history.links if j in new_ids],
+            )
             return Imported(source.id, experiment_id, clash)
+
+        return self._transaction(work)
+
+    # -- results and links ---------------------------------------------------------------
+    # Every write is an upsert by (job_id, name), so a retried transaction whose first commit
+    # went through writes the same rows again instead of adding any.
+
+    def record_results(self, job_id: int, results: Mapping[str, float | None], *, final: bool = False) -> None:
+        now = time.time()
+
+        def work(cur: psycopg.Cursor[dict[str, Any]], _: bool) -> None:
+            cur.execute("SELECT experiment_id, work_unit_id FROM jobs WHERE id = %s", (job_id,))
+            row = cur.fetchone()
+            if row is None:
+                raise NotFoundError(f"No job {job_id} in {self.url}.")
+            cur.executemany(
+                "INSERT INTO job_results (job_id, experiment_id, work_unit_id, name, value, at)"
+                " VALUES (%s, %s, %s, %s, %s, %s)"
+                " ON CONFLICT (job_id, name) DO UPDATE SET value = EXCLUDED.value, at = EXCLUDED.at",
+                [(job_id, row["experiment_id"], row["work_unit_id"], name, value, now)
+                 for name, value in results.items()],
+            )
+            if final:
+                cur.execute("UPDATE jobs SET results_at = %s WHERE id = %s", (now, job_id))
+
+        self._transaction(work)
+
+    def results(self, experiment_id: int,
+                work_unit_ids: Sequence[int] | None = None) -> dict[int, dict[str, float | None]]:
+        where, params = _unit_filter(experiment_id, work_unit_ids)
+
+        def work(cur: psycopg.Cursor[dict[str, Any]], _: bool) -> dict[int, dict[str, float | None]]:
+            cur.execute(f"SELECT work_unit_id, name, value FROM job_results WHERE experiment_id = %s{where}"
+                        " ORDER BY at, job_id", params)
+            found: dict[int, dict[str, float | None]] = {}
+            for row in cur:  # later values win
+                found.setdefault(row["work_unit_id"], {})[row["name"]] = row["value"]
+            return found
+
+        return self._transaction(work)
+
+    def results_pending(self, experiment_id: int) -> list[int]:
+        terminal = [s.value for s in Status if s.is_terminal]
+
+        def work(cur: psycopg.Cursor[dict[str, Any]], _: bool) -> list[int]:
+            cur.execute("SELECT id FROM jobs WHERE experiment_id = %s AND results_at IS NULL AND handle IS NOT NULL"
+                        " AND status = ANY(%s) ORDER BY id", (experiment_id, terminal))
+            return [row["id"] for row in cur.fetchall()]
+
+        return self._transaction(work)
+
+    def record_links(self, links: Sequence[tuple[int, str, str]]) -> None:
+        if not links:
+            return
+
+        def work(cur: psycopg.Cursor[dict[str, Any]], _: bool) -> None:
+            cur.executemany(
+                "INSERT INTO job_links (job_id, experiment_id, work_unit_id, name, url)"
+                " SELECT id, experiment_id, work_unit_id, %s, %s FROM jobs WHERE id = %s"
+                " ON CONFLICT (job_id, name) DO UPDATE SET url = EXCLUDED.url",
+                [(name, url, job_id) for job_id, name, url in links],
+            )
+
+        self._transaction(work)
+
+    def links(self, experiment_id: int, work_unit_ids: Sequence[int] | None = None) -> dict[int, dict[str, str]]:
+        where, params = _unit_filter(experiment_id, work_unit_ids)
+
+        def work(cur: psycopg.Cursor[dict[str, Any]], _: bool) -> dict[int, dict[str, str]]:
+            cur.execute(f"SELECT work_unit_id, name, url FROM job_links WHERE experiment_id = %s{where}"
+                        " ORDER BY job_id, name", params)
+            found: dict[int, dict[str, str]] = {}
+            for row in cur:
+                found.setdefault(row["work_unit_id"], {})[row["name"]] = row["url"]
+            return found
 
         return self._transaction(work)
 
 
 # -- helpers -----------------------------------------------------------------------------------
+
+
+def _unit_filter(experiment_id: int, work_unit_ids: Sequence[int] | None) -> tuple[str, list[Any]]:
+    """The ``AND work_unit_id ...`` clause and parameters for a table keyed by experiment and unit."""
+    if work_unit_ids is None:
+        return "", [experiment_id]
+    return " AND work_unit_id = ANY(%s)", [experiment_id, list(work_unit_ids)]
 
 
 def _password_of(url: str) -> str | None:

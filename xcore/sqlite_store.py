@@ -153,7 +153,7 @@ _JOB_COLUMNS = (
     "status", "message", "exit_code", "handle_kind", "handle", "log_path", "created_at", "launched_at",
     "started_at", "ended_at", "lease_id",
 )
-_COPIED_JOB_COLUMNS = _JOB_COLUMNS[:-1]  # a lease belongs to a launcher of this store: never copied
+_COPIED_COLUMNS = tuple(c for c in _JOB_COLUMNS if c != "lease_id")
 _EXPERIMENT_FIELDS = {"title", "tags", "notes", "launch_status", "launch_error"}
 
 
@@ -760,8 +760,17 @@ class SqliteStore(MetadataStore):
             ):
                 events.setdefault(r["job_id"], []).append(
                     StatusEvent(r["job_id"], Status(r["status"]), r["message"], r["exit_code"], r["at"]))
+            results = [(r[0], r[1], r[2], r[3]) for r in self._db.execute(
+                "SELECT job_id, name, value, at FROM job_results WHERE experiment_id = ? ORDER BY at, job_id, name",
+                (experiment_id,))]
+            final = {r[0]: r[1] for r in self._db.execute(
+                "SELECT id, results_at FROM jobs WHERE experiment_id = ? AND results_at IS NOT NULL",
+                (experiment_id,))}
+            links = [(r[0], r[1], r[2]) for r in self._db.execute(
+                "SELECT job_id, name, url FROM job_links WHERE experiment_id = ? ORDER BY job_id, name",
+                (experiment_id,))]
             return ExperimentHistory(record, self.work_units(experiment_id), events,
-                                     origin or f"{store_id}/{experiment_id}")
+                                     origin or f"{store_id}/{experiment_id}", results, final, links)
 
     def import_history(self, history: ExperimentHistory) -> Imported:
         source = history.experiment
@@ -784,6 +793,7 @@ class SqliteStore(MetadataStore):
             experiment_id = int(cursor.lastrowid or 0)
             jobs = [job for unit in history.units for job in unit.jobs]
             clash = bool(jobs) and bool(self._rows_by_id(db, [j.id for j in jobs], "id"))
+            new_ids: dict[int, int] = {}
             for unit in history.units:
                 db.execute(
                     "INSERT INTO work_units (experiment_id, id, role, args, identity, status, created_at)"
@@ -792,9 +802,9 @@ class SqliteStore(MetadataStore):
                      unit.created_at),
                 )
                 for job in unit.jobs:
-                    cursor = db.execute(
-                        f"INSERT INTO jobs ({', '.join(_COPIED_JOB_COLUMNS)})"
-                        f" VALUES ({','.join('?' * len(_COPIED_JOB_COLUMNS))})",
+                    cursor = db.execute(  # a copied job has no launcher lease here
+                        f"INSERT INTO jobs ({', '.join(_COPIED_COLUMNS)})"
+                        f" VALUES ({','.join('?' * len(_COPIED_COLUMNS))})",
                         (None if clash else job.id, experiment_id, unit.id, job.name, job.executor_kind,
                          json.dumps(job.executor), json.dumps(job.executable), json.dumps(job.args),
                          json.dumps(job.env), job.status.value, job.message, job.exit_code, job.handle_kind,
@@ -806,6 +816,19 @@ class SqliteStore(MetadataStore):
                         [(cursor.lastrowid, e.status.value, e.message, e.exit_code, e.at)
                          for e in history.events.get(job.id, [])],
                     )
+                    new_ids[job.id] = int(cursor.lastrowid or 0)
+            units = {job.id: job.work_unit_id for job in jobs}
+            db.executemany("UPDATE jobs SET results_at = ? WHERE id = ?",
+                           [(at, new_ids[j]) for j, at in history.results_final.items() if j in new_ids])
+            db.executemany(
+                "INSERT INTO job_results (job_id, experiment_id, work_unit_id, name, value, at) VALUES (?,?,?,?,?,?)",
+                [(new_ids[j], experiment_id, units[j], name, value, at)
+                 for j, name, value, at in history.results if j in new_ids],
+            )
+            db.executemany(
+                "INSERT INTO job_links (job_id, experiment_id, work_unit_id, name, url) VALUES (?,?,?,?,?)",
+                [(new_ids[j], experiment_id, units[j], name, url) for j, name, url in history.links if j in new_ids],
+            )
         return Imported(source.id, experiment_id, clash)
 
     # -- results and links ---------------------------------------------------------------

@@ -47,6 +47,11 @@ class ExperimentHistory:
     units: list[WorkUnitRecord]
     events: dict[int, list[StatusEvent]]  # by job id, oldest first
     origin: str
+    # Trial results ``(job_id, name, value, at)``, when each job's results were final (by job
+    # id), and tracker links ``(job_id, name, url)``: copied too, so a copy shows the same table.
+    results: list[tuple[int, str, float | None, float]] = attrs.field(factory=list)
+    results_final: dict[int, float] = attrs.field(factory=dict)
+    links: list[tuple[int, str, str]] = attrs.field(factory=list)
 
 
 @attrs.frozen

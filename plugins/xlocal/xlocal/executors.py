@@ -7,7 +7,7 @@ from typing import ClassVar
 
 import attrs
 
-from xcore.job_blocks import Executor, ExecutorSpec
+from xcore.plugin import Executor, ExecutorSpec
 
 
 @attrs.frozen

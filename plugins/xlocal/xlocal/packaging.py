@@ -8,10 +8,16 @@ import shutil
 import sys
 from pathlib import Path
 
-from xcore.errors import PackagingError
-from xcore.executables import Binary, Container, Dockerfile, PythonContainer, PythonModule
-from xcore.execution import PackagingContext
-from xcore.job_blocks import Packageable
+from xcore.plugin import (
+    Binary,
+    Container,
+    Dockerfile,
+    Packageable,
+    PackagingContext,
+    PackagingError,
+    PythonContainer,
+    PythonModule,
+)
 from xlocal.executables import LocalContainer, LocalProcess
 
 
@@ -25,14 +31,16 @@ def package_binary(packageable: Packageable, spec: Binary) -> LocalProcess:
                 "relative paths are taken from the directory you launch from."
             )
         if not os.access(resolved, os.X_OK):
-            raise PackagingError(f"Binary {resolved} is not executable: run `chmod +x {resolved}` or call it through an interpreter.")
+            raise PackagingError(f"Binary {resolved} is not executable: run `chmod +x {resolved}` "
+                                 "or call it through an interpreter.")
         command = str(resolved)
     else:
         found = shutil.which(spec.path)
         if found is None:
-            raise PackagingError(f"Binary {spec.path!r} is not a file and is not found on PATH ({os.environ.get('PATH', '')}).")
+            raise PackagingError(f"Binary {spec.path!r} is not a file and is not found on PATH "
+                                 f"({os.environ.get('PATH', '')}).")
         command = found
-    return LocalProcess(name=spec.name, command=[command], args=packageable.args, env_vars=packageable.env_vars)
+    return LocalProcess(name=spec.name, command=[command])
 
 
 def package_python_module(packageable: Packageable, spec: PythonModule) -> LocalProcess:
@@ -46,15 +54,16 @@ def package_python_module(packageable: Packageable, spec: PythonModule) -> Local
             "Set path= to the directory that contains the module."
         )
     python = spec.python or sys.executable
-    env = dict(packageable.env_vars)
-    env["PYTHONPATH"] = str(project) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    return LocalProcess(name=spec.name, command=[python, "-m", spec.module], args=packageable.args, env_vars=env)
+    user = packageable.env_vars.get("PYTHONPATH")  # the core attaches the other variables
+    pythonpath = str(project) + (os.pathsep + str(user) if user else "")
+    return LocalProcess(name=spec.name, command=[python, "-m", spec.module], env_vars={"PYTHONPATH": pythonpath})
 
 
 # -- containers (the docker SDK is imported inside xlocal.images, only from here on) ---------
 
 
-def package_python_container(packageable: Packageable, spec: PythonContainer, context: PackagingContext) -> LocalContainer:
+def package_python_container(packageable: Packageable, spec: PythonContainer,
+                             context: PackagingContext) -> LocalContainer:
     from xlocal import images
 
     build_context = images.python_container_context(spec)
@@ -78,7 +87,6 @@ def _build(packageable: Packageable, name: str, build_context: object, context: 
     return LocalContainer(
         name=name, image=built.tag, image_id=built.image_id,
         entrypoint=list(entrypoint) if entrypoint is not None else None,
-        args=packageable.args, env_vars=packageable.env_vars,
     )
 
 
@@ -101,5 +109,4 @@ def package_container(packageable: Packageable, spec: Container, context: Packag
                 f"Image {spec.image_path!r} is not on the engine at {images.engine_url()} and could not be pulled: "
                 f"{exc.explanation or exc}. Check the name (`docker images`), or build or load the image first."
             ) from None
-    return LocalContainer(name=spec.name, image=spec.image_path, image_id=image_id,
-                          args=packageable.args, env_vars=packageable.env_vars)
+    return LocalContainer(name=spec.name, image=spec.image_path, image_id=image_id)

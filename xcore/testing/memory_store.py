@@ -27,6 +27,7 @@ class InMemoryStore(MetadataStore):
         self._units: dict[tuple[int, int], WorkUnitRecord] = {}
         self._jobs: dict[int, JobRecord] = {}
         self._events: list[StatusEvent] = []
+        self._last_job_id = 0
 
     def create_experiment(self, title: str, *, tags: Sequence[str] = (), notes: str = "",
                           script_path: str | None = None, script_sha256: str | None = None,
@@ -55,7 +56,7 @@ class InMemoryStore(MetadataStore):
             raise NotFoundError(f"No experiment {experiment_id} in the in-memory store.") from None
 
     def add_work_unit(self, experiment_id: int, work_unit_id: int, role: str, args: Any, identity: str,
-                      jobs: Sequence[NewJob]) -> list[int]:
+                      jobs: Sequence[NewJob], *, lease_id: int | None = None) -> list[int]:
         with self._lock:
             self._experiment(experiment_id)
             if (experiment_id, work_unit_id) in self._units:
@@ -64,12 +65,20 @@ class InMemoryStore(MetadataStore):
                 experiment_id, work_unit_id, role, copy.deepcopy(args), identity, time.time())
             return self.add_jobs(experiment_id, work_unit_id, jobs)
 
-    def add_jobs(self, experiment_id: int, work_unit_id: int, jobs: Sequence[NewJob]) -> list[int]:
+    def add_jobs(self, experiment_id: int, work_unit_id: int, jobs: Sequence[NewJob], *,
+                 lease_id: int | None = None, replace_unlaunched: bool = False) -> list[int]:
+        """Leases are not kept (``open_lease`` returns None: nothing to resolve in memory)."""
         with self._lock:
             unit = self._units[(experiment_id, work_unit_id)]
+            if replace_unlaunched:  # jobs that ended without reaching a backend are launched again
+                gone = {j.id for j in unit.jobs if j.handle is None and j.status.is_terminal}
+                unit.jobs[:] = [j for j in unit.jobs if j.id not in gone]
+                for job_id in gone:
+                    del self._jobs[job_id]
             ids = []
             for job in jobs:
-                job_id = len(self._jobs) + 1
+                self._last_job_id += 1  # never reused, as in SQLite
+                job_id = self._last_job_id
                 record = JobRecord(job_id, experiment_id, work_unit_id, job.name, job.executor_kind,
                                    copy.deepcopy(job.executor), copy.deepcopy(job.executable), list(job.args),
                                    dict(job.env), created_at=time.time())
@@ -85,7 +94,8 @@ class InMemoryStore(MetadataStore):
         except KeyError:
             raise NotFoundError(f"No job {job_id} in the in-memory store.") from None
 
-    def mark_launched(self, launched: Sequence[tuple[int, str, dict[str, Any], str | None]]) -> None:
+    def mark_launched(self, launched: Sequence[tuple[int, str, dict[str, Any], str | None]], *,
+                      intent_id: int | None = None) -> None:
         now = time.time()
         with self._lock:
             for job_id, kind, handle, log_path in launched:
@@ -95,7 +105,7 @@ class InMemoryStore(MetadataStore):
                     job.status, job.message = Status.PENDING, "submitted"
                 self._events.append(StatusEvent(job_id, Status.PENDING, "submitted", None, now))
 
-    def record_states(self, states: Sequence[tuple[int, JobState]]) -> None:
+    def record_states(self, states: Sequence[tuple[int, JobState]], *, intent_id: int | None = None) -> None:
         now = time.time()
         with self._lock:
             for job_id, state in states:

@@ -132,13 +132,19 @@ def home(tmp_path, monkeypatch) -> Path:
 
 
 @pytest.fixture
-def cleanup(engine):
-    """Remove the containers a test started."""
+def cleanup(engine, home):
+    """Remove the containers a test started: those its own store has handles for (experiment
+    ids repeat across the private stores of tests running at the same time on one engine, so
+    the labels alone would also remove other runs' containers)."""
+    from xcore.experiment import open_store
+
     experiments: list[int] = []
     yield experiments
+    store = open_store()
+    mine = {job.handle.get("container_id") for e in experiments for unit in store.work_units(e)
+            for job in unit.jobs if job.handle}
     for container in engine.api.containers(all=True, filters={"label": "xcore.managed-by=xlocal"}):
-        labels = container.get("Labels") or {}
-        if labels.get("xcore.experiment") in {str(e) for e in experiments}:
+        if container["Id"] in mine:
             engine.api.remove_container(container["Id"], force=True)
 
 

@@ -23,14 +23,3 @@ def xcore_contract_target():
 
 class TestXlocalProcesses(ContractSuite):
     pass
-
-    @pytest.mark.xfail(strict=True, reason="migrated in wave 2: xlocal words a signal exit "
-                       "'killed by signal SIGKILL'; the contract wording is 'killed by signal 9 (SIGKILL)' "
-                       "(xcore.plugin.exit_state)")
-    def test_signal_exit_code_convention(self, launch, xcore_contract_target):
-        super().test_signal_exit_code_convention(launch, xcore_contract_target)
-
-    @pytest.mark.xfail(strict=True, reason="migrated in wave 2: xlocal reads a job whose run directory "
-                       "is gone as UNKNOWN (OSError); the contract says FAILED 'lost: ...' (xcore.plugin.lost_state)")
-    def test_forgotten_job(self, launch, xcore_contract_target):
-        super().test_forgotten_job(launch, xcore_contract_target)

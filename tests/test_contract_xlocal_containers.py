@@ -48,14 +48,3 @@ def xcore_contract_target():
 
 class TestXlocalContainers(ContractSuite):
     pass
-
-    @pytest.mark.xfail(strict=True, reason="migrated in wave 2: xlocal containers word a signal exit "
-                       "'exit code 137 (killed by SIGKILL)'; the contract wording is 'killed by signal 9 (SIGKILL)' "
-                       "(xcore.plugin.exit_state)")
-    def test_signal_exit_code_convention(self, launch, xcore_contract_target):
-        super().test_signal_exit_code_convention(launch, xcore_contract_target)
-
-    @pytest.mark.xfail(strict=True, reason="migrated in wave 2: a removed container reads FAILED 'the container "
-                       "no longer exists ...'; the contract says 'lost: ...' (xcore.plugin.lost_state)")
-    def test_forgotten_job(self, launch, xcore_contract_target):
-        super().test_forgotten_job(launch, xcore_contract_target)

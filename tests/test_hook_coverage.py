@@ -1,22 +1,54 @@
 """Every hook runs in a real flow (datasette's habit, without grepping the source): the hook
 calls of a launch, status, logs, cancel and CLI round on the fake backend are recorded with
-pluggy's call monitoring, and every hookspec must have been called and answered."""
+pluggy's call monitoring, and every hookspec must have been called and answered. A launcher
+killed after the fake backend accepted its batch covers ``xcore_adopt``: the next command
+adopts the job it submitted."""
 
 from __future__ import annotations
 
 import inspect
+import signal
+import subprocess
+import sys
+import textwrap
+import time
 
 import xcore as xm
 from xcore import hookspecs
-from xcore.cli.main import build_parser
+from xcore.cli.main import build_parser, main
 from xcore.experiment import cancel_jobs, open_store
 from xcore.plugins import get_host
 from xcore.testing import fake, plugin_host
 
+KILLED_LAUNCHER = textwrap.dedent("""
+    import sys
+    import xcore as xm
+    from xcore.testing import fake, plugin_host
+    plugin_host({"fake": fake})
+    with xm.create_experiment("killed launcher") as experiment:
+        [exe] = experiment.package([xm.binary(fake.FakeSpec(), "true")])
+        experiment.add(xm.Job(exe, fake.FakeExecutor(hold=True, pause_after_launch=sys.argv[1])))
+""")
+
 HOOKS = {name for name, fn in vars(hookspecs).items() if name.startswith("xcore_") and inspect.isfunction(fn)}
 
 
-def test_every_hook_is_called_in_a_real_flow(xcore_home, capsys):
+def _kill_a_launcher_mid_launch(tmp_path) -> None:
+    """Run a launcher in a process, SIGKILL it once the fake backend has its job, unrecorded."""
+    script, submitted = tmp_path / "launch.py", tmp_path / "submitted"
+    script.write_text(KILLED_LAUNCHER)
+    launcher = subprocess.Popen([sys.executable, str(script), str(submitted)], stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while not submitted.exists():
+        assert launcher.poll() is None, launcher.communicate()[1].decode()
+        assert time.monotonic() < deadline, "the launcher never reached the backend"
+        time.sleep(0.05)
+    launcher.send_signal(signal.SIGKILL)
+    launcher.wait()
+
+
+def test_every_hook_is_called_in_a_real_flow(xcore_home, tmp_path, capsys):
+    _kill_a_launcher_mid_launch(tmp_path)
     host = plugin_host({"fake": fake})
     called: dict[str, set[str]] = {}
 
@@ -41,6 +73,10 @@ def test_every_hook_is_called_in_a_real_flow(xcore_home, capsys):
         assert units[1].get_status().status is xm.Status.COMPLETED
         args = build_parser().parse_args(["fake-jobs"])
         assert args.func(args) == 0 and ".json" in capsys.readouterr().out
+        assert main(["list"]) == 0  # resolves the killed launcher's lease: adopts its submitted job
+        assert "1 jobs adopted, 0 marked failed to launch" in capsys.readouterr().err
+        [killed] = [job for unit in store.work_units(experiment.experiment_id - 1) for job in unit.jobs]
+        assert killed.handle is not None and killed.status is not xm.Status.LAUNCHING
     finally:
         undo()
     # the host calls each xcore_register_kinds implementation itself (to scope its registrar),

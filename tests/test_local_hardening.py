@@ -83,7 +83,7 @@ def test_runner_file_appearing_mid_query_does_not_fail_later_jobs(tmp_path, monk
         return real_read(run_dir)
 
     monkeypatch.setattr(processes, "read_events", read_then_runner_starts)
-    handles = [ProcessHandle(str(run), i, str(tmp_path / f"{i}.log")) for i in range(5)]
+    handles = [ProcessHandle(str(run), i, log_path=str(tmp_path / f"{i}.log")) for i in range(5)]
     try:
         assert [s.status for s in processes.states(handles)] == [Status.PENDING] * 5
     finally:

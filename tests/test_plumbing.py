@@ -115,6 +115,15 @@ def test_private_dir_mode(tmp_path):
     assert stat.S_IMODE(private_dir(tmp_path / "a" / "b").stat().st_mode) == 0o700
 
 
+def test_private_dir_makes_missing_parents_private_under_a_loose_umask(tmp_path):
+    old = os.umask(0o022)
+    try:
+        private_dir(tmp_path / "a" / "b" / "c")
+    finally:
+        os.umask(old)
+    assert [stat.S_IMODE((tmp_path / p).stat().st_mode) for p in ("a", "a/b", "a/b/c")] == [0o700] * 3
+
+
 def test_cancel_markers(tmp_path):
     marker = tmp_path / "jobs" / "3.cancel"
     assert not cancel_requested(marker)

@@ -7,8 +7,6 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
-
 import xcore
 
 REPO = Path(__file__).resolve().parent.parent
@@ -51,13 +49,9 @@ def test_the_example_plugin_imports_only_the_public_surface():
     assert private_imports(REPO / "examples/plugins/xcore-inline/xinline") == []
 
 
-@pytest.mark.xfail(strict=True, reason="migrated in wave 2: xlocal still imports core internals "
-                   "(xcore.execution, xcore.status, xcore.plugins.get_host, xcore.paths, ...)")
 def test_xlocal_imports_only_the_public_surface():
     assert private_imports(REPO / "plugins/xlocal/xlocal") == []
 
 
-@pytest.mark.xfail(strict=True, reason="migrated in wave 2: xhpc still imports core internals "
-                   "(xcore.execution, xcore.status, xcore.lazy, xcore.paths, ...)")
 def test_xhpc_imports_only_the_public_surface():
     assert private_imports(REPO / "plugins/xhpc/xhpc") == []

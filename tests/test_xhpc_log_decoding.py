@@ -1,21 +1,17 @@
 """xhpc's `logs -f` must decode its reads incrementally: a multi-byte character split across
-two reads of the cluster log comes out whole (issue 7). Fixed in wave 2 by following with
-``xcore.plugin.follow_bytes``; until then this test shows the bug."""
+two reads of the cluster log comes out whole (issue 7), fixed by following with
+``xcore.plugin.follow_bytes``."""
 
 from __future__ import annotations
 
 import re
 import types
 
-import pytest
-
 from xcore.plugin import JobState, Status
 
 TEXT = "naïve ✓ 日本 🎉\n"
 
 
-@pytest.mark.xfail(strict=True, reason="migrated in wave 2: xhpc decodes each read of a followed log alone, "
-                   "so a character split across reads is garbled (use xcore.plugin.follow_bytes)")
 def test_xhpc_follow_never_splits_a_character(monkeypatch):
     from xhpc import tracking
     from xhpc.handles import SlurmHandle
@@ -33,5 +29,5 @@ def test_xhpc_follow_never_splits_a_character(monkeypatch):
     monkeypatch.setattr(tracking, "_transport", lambda handle: Transport())
     monkeypatch.setattr(tracking, "states", lambda handles: [next(polls, JobState(Status.COMPLETED))])
     monkeypatch.setattr(tracking.time, "sleep", lambda secs: None)
-    handle = SlurmHandle("local", "7", 1, 0, "/run", "/run/logs/0.log")
+    handle = SlurmHandle("local", "7", 1, 0, "/run", log_path="/run/logs/0.log")
     assert "".join(tracking.logs(handle, follow=True)) == TEXT

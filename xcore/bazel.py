@@ -214,3 +214,9 @@ def single_output(label: str, files: Sequence[str], kind: str) -> str:
         f"Bazel target {label} built {len(files)} files ({', '.join(os.path.basename(f) for f in files[:5])}); "
         f"a {kind} target must build exactly one."
     )
+
+
+# The names under which ``xcore.plugin`` exports these helpers to plugins.
+bazel_workspace = find_workspace
+bazel_build = build
+bazel_output = single_output

@@ -190,3 +190,6 @@ def job_args_with_overrides(job: Job, overrides: Mapping[str, Any] | None) -> tu
     args.validate()
     env = {**job.executable.env_vars, **job.env_vars, **_to_env(overrides.get("env_vars"))}
     return args, env
+
+
+to_requirements = _to_requirements  # public name for plugins (xcore.plugin): requirements from any accepted form

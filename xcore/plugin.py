@@ -66,13 +66,15 @@ What this module exports:
 - the model a plugin subclasses or receives: ``Executor``, ``ExecutorSpec``, ``Executable``,
   ``ExecutableSpec``, ``Packageable``, ``JobRequirements``, ``ResourceType``,
   ``SequentialArgs``, the built-in specs ``Binary``, ``PythonModule``, ``Container``,
-  ``PythonContainer``, ``Dockerfile``, ``ModuleName``, ``CommandList``;
+  ``PythonContainer``, ``Dockerfile``, ``ModuleName``, ``CommandList``, and
+  ``entrypoint_argv`` (the argv prefix a ``ModuleName`` or ``CommandList`` entrypoint runs);
 - requests, contexts and results: ``LaunchRequest``, ``LaunchContext``, ``PackagingContext``,
   ``JobHandle``, ``LaunchFailure``, ``JobState``, ``Status``, ``Progress``, ``MetadataStore``;
 - errors: ``XcoreError``, ``ConfigurationError``, ``PackagingError``, ``LaunchError``,
   ``UnknownKindError``, ``PluginLoadError``, ``ResourceSpecError``;
-- places: ``xcore_home``, ``config_dir``, ``plugin_state_dir``; ``lazy_exports`` for cheap
-  package imports;
+- places: ``xcore_home``, ``config_dir``, ``plugin_state_dir``; ``from_launch_dir`` (a
+  relative path in a launch script, taken from the script's directory); ``lazy_exports`` for
+  cheap package imports;
 - plumbing (``xcore.plumbing``): ``follow_file``, ``follow_bytes``, ``read_file_from``,
   ``decode_chunks``, ``TextDecoder``; ``atomic_write``, ``private_dir``; ``mark_cancelled``,
   ``cancel_requested``, ``cancelled_at``; ``exit_state``, ``lost_state``, ``describe_exit``,
@@ -108,6 +110,13 @@ _EXPORTS = {
     "Dockerfile": "xcore.executables",
     "ModuleName": "xcore.executables",
     "CommandList": "xcore.executables",
+    "entrypoint_argv": "xcore.executables",
+    "BazelBinary": "xcore.bazel",
+    "BazelContainer": "xcore.bazel",
+    "bazel_workspace": "xcore.bazel",
+    "bazel_build": "xcore.bazel",
+    "bazel_output": "xcore.bazel",
+    "to_requirements": "xcore.job_blocks",
     # requests, contexts and results
     "LaunchRequest": "xcore.execution",
     "LaunchContext": "xcore.execution",
@@ -131,6 +140,7 @@ _EXPORTS = {
     "xcore_home": "xcore.paths",
     "config_dir": "xcore.paths",
     "plugin_state_dir": "xcore.paths",
+    "from_launch_dir": "xcore.paths",
     "lazy_exports": "xcore.lazy",
     # plumbing
     "follow_file": "xcore.plumbing.logs",
@@ -174,6 +184,7 @@ def __getattr__(name: str) -> object:
 
 if TYPE_CHECKING:
     from xcore.args import SequentialArgs
+    from xcore.bazel import BazelBinary, BazelContainer, bazel_build, bazel_output, bazel_workspace
     from xcore.errors import (
         ConfigurationError,
         LaunchError,
@@ -183,7 +194,16 @@ if TYPE_CHECKING:
         UnknownKindError,
         XcoreError,
     )
-    from xcore.executables import Binary, CommandList, Container, Dockerfile, ModuleName, PythonContainer, PythonModule
+    from xcore.executables import (
+        Binary,
+        CommandList,
+        Container,
+        Dockerfile,
+        ModuleName,
+        PythonContainer,
+        PythonModule,
+        entrypoint_argv,
+    )
     from xcore.execution import (
         JobHandle,
         LaunchContext,
@@ -193,11 +213,11 @@ if TYPE_CHECKING:
         launch_failure_message,
     )
     from xcore.hookspecs import XcorePluginDeprecationWarning
-    from xcore.job_blocks import Executable, ExecutableSpec, Executor, ExecutorSpec, Packageable
+    from xcore.job_blocks import Executable, ExecutableSpec, Executor, ExecutorSpec, Packageable, to_requirements
     from xcore.kinds import KindRegistrar
     from xcore.lazy import lazy_exports
     from xcore.markers import hookimpl
-    from xcore.paths import config_dir, plugin_state_dir
+    from xcore.paths import config_dir, from_launch_dir, plugin_state_dir
     from xcore.paths import home as xcore_home
     from xcore.plugins import PLUGIN_API_VERSION
     from xcore.plumbing.cancel import cancel_requested, cancelled_at, mark_cancelled

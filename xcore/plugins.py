@@ -244,13 +244,14 @@ class PluginHost:
     # -- facade --------------------------------------------------------------------------
 
     def package(self, packageable: Packageable, context: PackagingContext) -> Executable:
-        """Ask the plugin that owns the executor spec's kind (every plugin, if no plugin owns
-        it), then attach the packageable's args and env to the result, so plugins need not."""
+        """Ask the plugin that owns the executor spec's kind (so plugins never check kinds; a
+        spec no plugin registered is an error), then attach the packageable's args and env to
+        the result, so plugins need not."""
         try:
             caller, _owner = self._owner_caller("xcore_package", self.kinds.kind_of(packageable.executor_spec))
         except UnknownKindError:
-            caller = self.pm.hook.xcore_package
-        executable = caller(packageable=packageable, context=context)
+            caller = None
+        executable = None if caller is None else caller(packageable=packageable, context=context)
         if executable is None:
             spec_kind = self._kind_or_name(packageable.executable_spec)
             executor_kind = self._kind_or_name(packageable.executor_spec)

@@ -11,9 +11,23 @@ DIR_MODE = 0o700
 
 
 def private_dir(path: str | os.PathLike[str]) -> Path:
-    """Create ``path`` (and parents) if missing; directories xcore creates are 0700."""
+    """Create ``path`` and its missing parents, each 0700 whatever the umask (``mkdir``'s
+    ``parents=True`` would give the parents the umask's mode). Existing directories are left
+    as they are."""
     path = Path(path)
-    path.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+    missing = []
+    probe = path
+    while not probe.is_dir() and probe.parent != probe:
+        missing.append(probe)
+        probe = probe.parent
+    for directory in reversed(missing):
+        try:
+            directory.mkdir(mode=DIR_MODE)
+        except FileExistsError:
+            if not directory.is_dir():
+                raise
+            continue  # another process made it
+        os.chmod(directory, DIR_MODE)
     return path
 
 

@@ -199,9 +199,14 @@ class ContractSuite:
 
     @pytest.fixture
     def launch(self, contract_home: Path, probe: Path,
-               xcore_contract_target: ContractTarget) -> Callable[..., ContractRun]:
-        """``launch([argv, ...], env=..., held=False)`` runs one work unit per argv list."""
+               xcore_contract_target: ContractTarget) -> Iterator[Callable[..., ContractRun]]:
+        """``launch([argv, ...], env=..., held=False)`` runs one work unit per argv list.
+
+        Jobs a check leaves active (it failed or timed out) are cancelled afterwards, so a
+        shared cluster is not left running or queueing them."""
         import xcore as xm
+
+        runs: list[ContractRun] = []
 
         def run(argvs: list[list[str]], env: Mapping[str, str] | None = None, held: bool = False) -> ContractRun:
             target = xcore_contract_target
@@ -210,9 +215,20 @@ class ContractSuite:
                 for argv in argvs:
                     executor = target.held_executor() if held and target.held_executor else target.executor()
                     experiment.add(xm.Job(exe, executor, args=list(argv), env_vars=dict(env or {})))
-            return ContractRun(experiment.experiment_id, contract_home, target)
+            runs.append(ContractRun(experiment.experiment_id, contract_home, xcore_contract_target))
+            return runs[-1]
 
-        return run
+        yield run
+        from xcore.experiment import cancel_jobs, open_store
+        from xcore.plugins import get_host
+
+        for launched in runs:
+            try:
+                active = [job for job in launched.jobs() if job.handle is not None and not job.status.is_terminal]
+                if active:
+                    cancel_jobs(open_store(), get_host(), active)
+            except Exception as exc:  # cleanup only: the check's own result stands
+                print(f"xcore contract: could not cancel what experiment {launched.experiment_id} left: {exc}")
 
     @staticmethod
     def packageable(target: ContractTarget, probe: Path, **defaults: Any) -> Packageable:

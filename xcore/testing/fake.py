@@ -10,6 +10,9 @@ execution hook through the public plugin API, so it doubles as a reference execu
 - ``FakeExecutor(hold=True)`` does not run anything: the job reads RUNNING until a test
   moves it with ``set_state``/``write_output`` or cancels it.
 - ``FakeExecutor(fail_launch="reason")`` returns ``LaunchFailure(reason)`` for its jobs.
+- ``FakeExecutor(pause_after_launch=path)`` touches ``path`` once its batch reached the
+  backend and then waits (up to a minute) before returning: kill the launcher then to
+  leave submitted but unrecorded jobs, which a later command adopts (``xcore_adopt``).
 - ``forget(handle)`` makes the backend forget a job (it then reads ``lost: ...``).
 
 State lives in one JSON file per job in the plugin's state directory, so status, cancel and
@@ -22,6 +25,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -67,11 +71,13 @@ class FakeSpec(ExecutorSpec):
 
 @attrs.define(kw_only=True)
 class FakeExecutor(Executor):
-    """``hold``: never run, stay RUNNING; ``fail_launch``: refuse each job with this reason."""
+    """``hold``: never run, stay RUNNING; ``fail_launch``: refuse each job with this reason;
+    ``pause_after_launch``: a file to touch once the batch was submitted, before returning."""
 
     Spec: ClassVar[type[ExecutorSpec]] = FakeSpec
     hold: bool = False
     fail_launch: str = ""
+    pause_after_launch: str = ""
 
 
 @attrs.define(kw_only=True)
@@ -118,14 +124,36 @@ def xcore_launch(executor_kind: str, requests: Sequence[LaunchRequest],
             continue
         stem = jobs / f"{request.full_name}-{uuid.uuid4().hex[:8]}"
         handle = FakeHandle(str(stem) + ".json", log_path=str(stem) + ".log")
-        record: dict[str, Any] = {"argv": request.args, "env": request.env, "status": "RUNNING",
-                                  "message": "held", "exit_code": None}
+        record: dict[str, Any] = {"job_id": request.job_id, "argv": request.args, "env": request.env,
+                                  "status": "RUNNING", "message": "held", "exit_code": None}
         atomic_write(handle.log_path or "", b"")
         if not executor.hold:
             record.update(_run(request, handle))
         atomic_write(handle.record, json.dumps(record))
         results.append(handle)
+    pauses = {r.executor.pause_after_launch for r in requests if getattr(r.executor, "pause_after_launch", "")}
+    for marker in pauses:  # submitted, not yet recorded: the moment a killed launcher leaves behind
+        atomic_write(marker, "submitted\n")
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            time.sleep(0.05)
     return results
+
+
+@hookimpl
+def xcore_adopt(executor_kind: str, requests: Sequence[LaunchRequest],
+                context: LaunchContext) -> list[FakeHandle | None]:
+    """Each job's record names its job id: the submitted ones are found by scanning them."""
+    wanted = {request.job_id for request in requests}
+    found: dict[int, FakeHandle] = {}
+    for record in (context.state_dir / "jobs").glob("*.json"):
+        try:
+            job_id = json.loads(record.read_text()).get("job_id")
+        except (OSError, ValueError):
+            continue
+        if job_id in wanted:
+            found[job_id] = FakeHandle(str(record), log_path=str(record.with_suffix(".log")))
+    return [found.get(request.job_id) for request in requests]
 
 
 def _run(request: LaunchRequest, handle: FakeHandle) -> dict[str, Any]:

@@ -12,9 +12,9 @@ import time
 from pathlib import Path
 
 import pytest
-from xhpc_helpers import HOW, cluster_toml, service_up
 
 from xcore.testing import require_service
+from xhpc_helpers import HOW, cluster_toml, service_up
 
 pytestmark = pytest.mark.infra("slurm")
 

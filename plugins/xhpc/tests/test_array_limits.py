@@ -8,10 +8,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from xhpc_helpers import HOW, cluster_toml, service_up
 
 import xcore as xm
 from xcore.testing import require_service
+from xhpc_helpers import HOW, cluster_toml, service_up
 
 pytestmark = pytest.mark.infra("slurm")
 

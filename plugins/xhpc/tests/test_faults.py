@@ -14,11 +14,10 @@ from pathlib import Path
 import pytest
 
 import xcore as xm
-from xhpc_helpers import HOW, REMOTE_STAGING, LinkProxy, cluster_toml, service_up
 from xcore.testing import require_service
-
 from xhpc import transport
 from xhpc.transport import ClusterConnectionError
+from xhpc_helpers import HOW, REMOTE_STAGING, LinkProxy, cluster_toml, service_up
 
 
 @pytest.fixture
@@ -51,7 +50,8 @@ def _drop_after_submit(monkeypatch: pytest.MonkeyPatch, times: int) -> list[int]
 def _count_jobs(name: str) -> int:
     out = subprocess.run(["sacct", "-n", "-X", "-P", "--name", name, "-S", "now-1hour", "-o", "JobID"],
                          capture_output=True, text=True).stdout
-    squeue = subprocess.run(["squeue", "-h", "-t", "all", "--name", name, "-o", "%F"], capture_output=True, text=True).stdout
+    squeue = subprocess.run(["squeue", "-h", "-t", "all", "--name", name, "-o", "%F"], capture_output=True,
+                            text=True).stdout
     return len({line.split("_")[0] for line in (out + squeue).split() if line})
 
 
@@ -93,13 +93,15 @@ def test_unknown_host_key_is_refused(xcore_env: Path, tmp_path: Path) -> None:
     (xcore_env / "config" / "clusters.toml").write_text(
         cluster_toml("test", "slurm", "ssh", "/tmp/x").replace(
             "/var/lib/xcore-infra/ssh/known_hosts", str(empty)))
-    out = subprocess.run([sys.executable, "-m", "xcore.cli.main", "cluster", "check", "test"], capture_output=True, text=True, timeout=60)
+    out = subprocess.run([sys.executable, "-m", "xcore.cli.main", "cluster", "check", "test"], capture_output=True,
+                         text=True, timeout=60)
     assert out.returncode == 1
     assert "host key" in out.stdout and "ssh-keyscan" in out.stdout
 
 
 def test_cluster_check_ok(slurm_ssh: str) -> None:
-    out = subprocess.run([sys.executable, "-m", "xcore.cli.main", "cluster", "check", "test"], capture_output=True, text=True, timeout=60)
+    out = subprocess.run([sys.executable, "-m", "xcore.cli.main", "cluster", "check", "test"], capture_output=True,
+                         text=True, timeout=60)
     assert out.returncode == 0, out.stdout + out.stderr
     assert out.stdout.count("ok ") == 3
 
@@ -210,7 +212,8 @@ def test_link_cut_mid_submission_neither_duplicates_nor_loses(
         _cancel_ids(scheduler, {job for job, _ in _present(scheduler, name)})
 
 
-def test_refused_submission_with_lost_reply_reads_failed_at_once(slurm_ssh: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_refused_submission_with_lost_reply_reads_failed_at_once(slurm_ssh: str,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """The scheduler refused the chunk and the reply was lost: status reads the refusal from
     chunk-K.err instead of "confirming submission" for minutes."""
     import xhpc

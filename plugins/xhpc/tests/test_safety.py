@@ -12,7 +12,6 @@ import pytest
 
 import xcore as xm
 from xcore.errors import PackagingError
-
 from xhpc import scripts
 from xhpc.executors import GridEngine, Slurm
 from xhpc_helpers import executor_class
@@ -70,9 +69,8 @@ def test_hostile_module_names_are_refused(cls: type, module: str) -> None:
 
 
 def test_cluster_defaults_are_validated_too() -> None:
-    from xhpc.executors import with_defaults
-
     from xcore.errors import ConfigurationError
+    from xhpc.executors import with_defaults
 
     with pytest.raises(ConfigurationError, match=r"\[defaults\].*partition="):
         with_defaults(Slurm(local=True), {"partition": "debug --uid=0"})
@@ -192,10 +190,9 @@ def _project(tmp_path: Path) -> Path:
 
 def _package(project: Path, spec_kind: str) -> object:
     import xhpc
-    from xhpc import packaging
-
     from xcore.execution import PackagingContext
     from xcore.progress import Progress
+    from xhpc import packaging
 
     if spec_kind == "package":
         spec = xhpc.PythonPackage(xm.ModuleName("pkg.main"), path=str(project))

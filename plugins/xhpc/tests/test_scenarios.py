@@ -74,9 +74,9 @@ def test_sweep_single_failing_and_status_from_new_process(cluster: dict[str, str
 
 def test_arguments_round_trip_through_real_array_job(cluster: dict[str, str]) -> None:
     Ex = executor_class(cluster)
-    import xhpc
 
-    program = "import json, os, sys; print('XHPC-ARGS ' + json.dumps({'argv': sys.argv[1:], 'env': os.environ.get('TRICKY_ENV')}))"
+    program = ("import json, os, sys; "
+               "print('XHPC-ARGS ' + json.dumps({'argv': sys.argv[1:], 'env': os.environ.get('TRICKY_ENV')}))")
     with xm.create_experiment(title="args") as experiment:
         [exe] = experiment.package([xm.Packageable(xm.Binary("python3"), Ex.Spec())])
         for i, value in enumerate(TRICKY):
@@ -87,7 +87,7 @@ def test_arguments_round_trip_through_real_array_job(cluster: dict[str, str]) ->
     for job in jobs:
         i = job.work_unit_id - 1
         text = _logs(experiment, job)
-        line = next(l for l in text.splitlines() if l.startswith("XHPC-ARGS "))
+        line = next(ln for ln in text.splitlines() if ln.startswith("XHPC-ARGS "))
         got = json.loads(line.removeprefix("XHPC-ARGS "))
         assert got == {"argv": [TRICKY[i], f"{TRICKY[i]}|{i}", ""], "env": TRICKY[i]}
         assert "INJECTED" not in text.replace("echo INJECTED", "") and "PWNED" not in text.replace("echo PWNED", "")

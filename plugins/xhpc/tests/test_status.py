@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 import xcore as xm
-from xhpc_helpers import HOW, REMOTE_STAGING, cluster_toml, service_up
 from xcore.testing import require_service
+from xhpc_helpers import HOW, REMOTE_STAGING, cluster_toml, service_up
 
 
 def _configure(xcore_env: Path, scheduler: str, mode: str) -> str:
@@ -39,7 +39,7 @@ def test_one_task_array_is_final_while_sacct_lists_it_without_task(xcore_env: Pa
     _configure(xcore_env, "slurm", "local")
     slurm = SCHEDULERS["slurm"]
     seen_bare = 0
-    for attempt in range(3):  # the window is short; a busy dbd may skip it once
+    for _attempt in range(3):  # the window is short; a busy dbd may skip it once
         with xm.create_experiment(title="bare") as experiment:
             [exe] = experiment.package([xm.Packageable(xhpc.Command(["sleep 0.3"]), xhpc.Slurm.Spec())])
             experiment.add(xm.Job(exe, xhpc.Slurm()))
@@ -76,7 +76,8 @@ def _pending_in_scheduler(scheduler: str, job_ids: set[str]) -> int:
         out = subprocess.run(["squeue", "-h", "-r", "-t", "PENDING,RUNNING", "-j", ",".join(sorted(job_ids)),
                               "-o", "%F"], capture_output=True, text=True, timeout=30, check=False).stdout
         return sum(1 for line in out.split() if line in job_ids)
-    out = subprocess.run(["qstat", "-xml", "-g", "d", "-u", "*"], capture_output=True, text=True, timeout=30, check=False).stdout
+    out = subprocess.run(["qstat", "-xml", "-g", "d", "-u", "*"], capture_output=True, text=True, timeout=30,
+                         check=False).stdout
     return sum(1 for job in ET.fromstring(out).iter("job_list")
                if (job.findtext("JB_job_number") or "").strip() in job_ids)
 

@@ -13,7 +13,6 @@ import pytest
 import xcore as xm
 from xcore.errors import ConfigurationError, PackagingError
 from xcore.status import Status
-
 from xhpc import config, scripts
 from xhpc.executors import GridEngine, Slurm, parse_time_limit
 from xhpc.schedulers import ANY_TASK, GridEngineScheduler, SlurmScheduler
@@ -77,7 +76,8 @@ def test_job_script_reads_args_without_eval(tmp_path: Path) -> None:
     (run / "tasks.bin").write_bytes(data)
     script = scripts.job_script(Slurm(), "t", str(run), offsets)
     (run / "job.sh").write_text(script)
-    subprocess.run(["bash", str(run / "job.sh"), "0"], env={"PATH": "/usr/bin:/bin", "SLURM_ARRAY_TASK_ID": "0"}, check=True)
+    subprocess.run(["bash", str(run / "job.sh"), "0"], env={"PATH": "/usr/bin:/bin", "SLURM_ARRAY_TASK_ID": "0"},
+                   check=True)
     assert json.loads((run / "logs" / "0.log").read_text()) == [args, "it's $HOME"]
     rc = subprocess.run(["bash", str(run / "job.sh"), "5"], env={"PATH": "/usr/bin:/bin", "SLURM_ARRAY_TASK_ID": "0"})
     assert rc.returncode == 97  # index out of range: a clear error, not a wrong task
@@ -88,13 +88,15 @@ def test_singularity_command_line() -> None:
                                      ["--cleanenv"], gpus=True, extra_binds=["/s/artifacts/abc"])
     assert argv == ["apptainer", "exec", "--nv", "--bind", "/s/artifacts/abc", "--bind", "/data:/d", "--cleanenv",
                     "docker://python:3.11", "python3", "-m", "m"]
-    assert scripts.container_command("singularity", "/i.sif", [], {}, [], gpus=False) == ["singularity", "run", "/i.sif"]
+    command = scripts.container_command("singularity", "/i.sif", [], {}, [], gpus=False)
+    assert command == ["singularity", "run", "/i.sif"]
 
 
 def test_slurm_state_parsing() -> None:
     out = ("12|3|PENDING|Resources|0\n12|4|RUNNING|None|1700000000\n12|5|FAILED|NonZeroExitCode|1700000000\n"
            "@@XHPC-SACCT\n12_0|COMPLETED|0:0|1700000000|1700000001\n12_1|FAILED|3:0|1700000000|1700000001\n"
-           "12_2|CANCELLED by 0|0:15|1700000000|1700000001\n12_6|TIMEOUT|0:0|1|2\n12_[3-4]|PENDING|0:0|Unknown|Unknown\n")
+           "12_2|CANCELLED by 0|0:15|1700000000|1700000001\n12_6|TIMEOUT|0:0|1|2\n"
+           "12_[3-4]|PENDING|0:0|Unknown|Unknown\n")
     s = SlurmScheduler().parse_states(out)
     assert s[("12", 0)].status is Status.COMPLETED
     assert (s[("12", 1)].status, s[("12", 1)].message, s[("12", 1)].exit_code) == (Status.FAILED, "exit code 3", 3)
@@ -187,7 +189,8 @@ def test_singularity_live(tmp_path: Path) -> None:
     assert subprocess.run(argv, capture_output=True, text=True, timeout=300).stdout.strip() == "it's ok"
 
 
-@pytest.mark.parametrize("failed", ["37  : qmaster enforced h_rt, h_cpu, or h_vmem limit", "100 : assumedly after job", "0"])
+@pytest.mark.parametrize("failed", ["37  : qmaster enforced h_rt, h_cpu, or h_vmem limit", "100 : assumedly after job",
+                                    "0"])
 def test_sge_job_killed_at_its_h_rt_reads_as_time_limit(failed: str) -> None:
     from xhpc.schedulers import GridEngineScheduler
 
@@ -245,7 +248,6 @@ def test_long_command_runs_through_stdin(tmp_path: Path) -> None:
 def _run_live_tier(tmp_path: Path, env: dict[str, str], fake_runtime: bool) -> subprocess.CompletedProcess:
     """Run test_singularity_live in a child pytest with a PATH that has (a fake) apptainer or none."""
     import os
-
     import tempfile
 
     bindir = Path(tempfile.mkdtemp(dir=tmp_path, prefix="bin"))

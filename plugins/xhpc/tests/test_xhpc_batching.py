@@ -9,10 +9,10 @@ import time
 from pathlib import Path
 
 import pytest
-from xhpc_helpers import HOW, cluster_toml, service_up
 
 import xcore as xm
 from xcore.testing import require_service
+from xhpc_helpers import HOW, cluster_toml, service_up
 
 pytestmark = pytest.mark.infra("slurm")
 

@@ -11,10 +11,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
-import xhpc
-from xhpc import xm_cluster
 
 import xcore as xm
+import xhpc
+from xhpc import xm_cluster
 
 
 def test_lxm3_names_exist():

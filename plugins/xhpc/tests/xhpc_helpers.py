@@ -1,4 +1,5 @@
-"""Shared by the xhpc tests (not conftest.py, whose name the core tests use too): fixtures and helpers; a cluster config per (scheduler, mode) against the real services.
+"""Shared by the xhpc tests (not conftest.py, whose name the core tests use too): fixtures and
+helpers; a cluster config per (scheduler, mode) against the real services.
 
 Real services come from ``scripts/infra/setup.sh slurm sge sshd``: Slurm (partition debug,
 with slurmdbd), SGE (queue all.q), and sshd on 127.0.0.1:2222 as user ``xcore``.
@@ -65,7 +66,6 @@ def cluster_toml(name: str, scheduler: str, mode: str, staging: str, **extra: ob
 def xcore_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Own XCORE_HOME and XCORE_CONFIG_DIR, a fresh plugin host and no cached SSH connections."""
     import xcore.plugins
-
     from xhpc import transport
 
     monkeypatch.setenv("XCORE_HOME", str(tmp_path / "home"))

@@ -18,7 +18,7 @@ Clusters are named in ``clusters.toml`` in the xcore config directory (see ``xhp
 
 from __future__ import annotations
 
-from xcore.lazy import lazy_exports
+from xcore.plugin import lazy_exports
 
 __version__ = "0.1.0"
 

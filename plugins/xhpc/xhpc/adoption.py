@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from xcore.execution import LaunchRequest
+from xcore.plugin import LaunchRequest
 from xhpc import config
 from xhpc.executors import ClusterExecutor
 from xhpc.handles import ClusterHandle, GridEngineHandle, SlurmHandle
@@ -51,7 +51,8 @@ def _adopt_on(cluster: Any, by_id: dict[int, LaunchRequest]) -> dict[int, Cluste
         f"cd {shell_path(cluster.staging.rstrip('/') or '/')}/runs 2>/dev/null || exit 0; pwd; "
         f"for d in {patterns}; do [ -f \"$d/xcore-jobs.json\" ] || continue; "
         f"echo \"{_RUN} ${{d%/}} $(cat \"$d/xcore-jobs.json\")\"; "
-        f"for f in \"$d\"chunk-*.id; do [ -s \"$f\" ] && echo \"{_ID} ${{d%/}} $(basename \"$f\" .id) $(head -n 1 \"$f\")\"; "
+        f"for f in \"$d\"chunk-*.id; do "
+        f"[ -s \"$f\" ] && echo \"{_ID} ${{d%/}} $(basename \"$f\" .id) $(head -n 1 \"$f\")\"; "
         "done; done; true"
     )
     out = retrying(lambda: connect(cluster).check(command, "Looking for submissions of a stopped launcher")).out
@@ -71,16 +72,16 @@ def _adopt_on(cluster: Any, by_id: dict[int, LaunchRequest]) -> dict[int, Cluste
             if chunk.startswith("chunk-") and chunk[6:].isdigit():
                 ids[(name, int(chunk[6:]))] = scheduler.parse_job_id(rest[0] if rest else "")
     found: dict[int, ClusterHandle] = {}
-    for name, data in runs.items():
-        run_dir = f"{root}/{name}"
-        for index, job_id in enumerate(data.get("job_ids", [])):
+    for run_name, run in runs.items():
+        run_dir = f"{root}/{run_name}"
+        for index, job_id in enumerate(run.get("job_ids", [])):
             if job_id not in by_id:
                 continue
-            chunk, offset = next(((k, off) for k, off, count in data["chunks"] if off <= index < off + count), (0, 0))
+            part, offset = next(((k, off) for k, off, count in run["chunks"] if off <= index < off + count), (0, 0))
             found[job_id] = cls(
-                cluster=cluster.name, job_id=ids.get((name, chunk), ""), task=scheduler.task_base + index - offset,
+                cluster=cluster.name, job_id=ids.get((run_name, part), ""), task=scheduler.task_base + index - offset,
                 index=index, run_dir=run_dir, log_path=f"{run_dir}/logs/{index}.log", local=cluster.is_local,
-                submitted_at=float(data.get("submitted_at", 0.0)), chunk=chunk,
+                submitted_at=float(run.get("submitted_at", 0.0)), chunk=part,
             )
     return found
 

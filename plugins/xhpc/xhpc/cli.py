@@ -11,7 +11,8 @@ from typing import Any
 
 def add_commands(subparsers: Any) -> None:
     parser = subparsers.add_parser("cluster", help="list and check Slurm/SGE clusters (xhpc)",
-                                   description="Clusters are configured in clusters.toml in the xcore config directory.")
+                                   description="Clusters are configured in clusters.toml in the xcore config "
+                                               "directory.")
     sub = parser.add_subparsers(dest="cluster_command", metavar="ACTION")
     p = sub.add_parser("list", help="list configured clusters")
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -44,14 +45,13 @@ def list_clusters(args: argparse.Namespace) -> int:
         rows.append((c.name + mark, c.scheduler, "login-node" if c.is_local else "ssh", c.address, c.staging))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for row in rows:
-        print("  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip())
+        print("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip())
     print(f"\n(* default; config: {config.config_path()})")
     return 0
 
 
 def check_cluster(args: argparse.Namespace) -> int:
-    from xcore.errors import XcoreError
-
+    from xcore.plugin import XcoreError
     from xhpc import config, transport
     from xhpc.schedulers import SCHEDULERS
 
@@ -61,10 +61,12 @@ def check_cluster(args: argparse.Namespace) -> int:
         start = time.perf_counter()
         try:
             detail = action()
-            results.append({"check": name, "ok": True, "detail": detail, "seconds": round(time.perf_counter() - start, 3)})
+            seconds = round(time.perf_counter() - start, 3)
+            results.append({"check": name, "ok": True, "detail": detail, "seconds": seconds})
             return True
         except (XcoreError, OSError) as exc:
-            results.append({"check": name, "ok": False, "detail": str(exc), "seconds": round(time.perf_counter() - start, 3)})
+            seconds = round(time.perf_counter() - start, 3)
+            results.append({"check": name, "ok": False, "detail": str(exc), "seconds": seconds})
             return False
 
     try:

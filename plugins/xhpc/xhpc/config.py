@@ -34,8 +34,7 @@ from typing import Any
 
 import attrs
 
-from xcore import paths
-from xcore.errors import ConfigurationError
+from xcore.plugin import ConfigurationError, config_dir
 
 FILE_NAME = "clusters.toml"
 ENV_CLUSTER = "XCORE_CLUSTER"
@@ -94,7 +93,7 @@ class Cluster:
 
 
 def config_path() -> Path:
-    return paths.config_dir() / FILE_NAME
+    return config_dir() / FILE_NAME
 
 
 def _read(path: Path) -> dict[str, Any]:
@@ -162,7 +161,8 @@ def load_clusters(path: Path | None = None) -> tuple[dict[str, Cluster], str | N
     clusters = {name: _cluster(name, raw, path) for name, raw in dict(data.get("clusters", {})).items()}
     default = data.get("default")
     if default is not None and default not in clusters:
-        raise ConfigurationError(f"{path}: default = {default!r} names no cluster; known: {sorted(clusters) or 'none'}.")
+        raise ConfigurationError(f"{path}: default = {default!r} names no cluster; "
+                                 f"known: {sorted(clusters) or 'none'}.")
     return clusters, default
 
 
@@ -180,7 +180,8 @@ def resolve(name: str | None, scheduler: str | None = None) -> Cluster:
         elif chosen == LOCAL:
             cluster = Cluster(name=LOCAL, scheduler=scheduler or "slurm", local=True)
         else:
-            source = "the executor's cluster=" if name else (f"{ENV_CLUSTER}=" if os.environ.get(ENV_CLUSTER) else "default = ")
+            source = ("the executor's cluster=" if name
+                      else f"{ENV_CLUSTER}=" if os.environ.get(ENV_CLUSTER) else "default = ")
             raise ConfigurationError(
                 f"Cluster {chosen!r} (from {source}{chosen!r}) is not in {config_path()}; configured: "
                 f"{', '.join(sorted(clusters)) or 'none'}. Add a [clusters.{chosen}] table (see `xcore cluster list`)."

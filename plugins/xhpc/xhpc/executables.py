@@ -21,9 +21,7 @@ from typing import Any
 
 import attrs
 
-from xcore.executables import CommandList, ModuleName
-from xcore.job_blocks import Executable, ExecutableSpec
-from xcore.paths import from_launch_dir
+from xcore.plugin import CommandList, Executable, ExecutableSpec, ModuleName, from_launch_dir
 
 
 def _path(value: str | os.PathLike[str]) -> str:

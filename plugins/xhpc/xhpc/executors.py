@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 import attrs
 
-from xcore.job_blocks import Executor, ExecutorSpec
+from xcore.plugin import Executor, ExecutorSpec
 
 
 @attrs.frozen
@@ -96,7 +96,8 @@ _RULES: dict[str, tuple[str, str]] = {
     "project": (_NAME, "a project name (letters, digits, '_', '.', '-')"),
     "parallel_environment": (r"[A-Za-z0-9_*][A-Za-z0-9_.*-]*",
                              "a parallel environment name such as 'smp' (letters, digits, '_', '.', '-', '*')"),
-    "memory_resource": (r"[A-Za-z_][A-Za-z0-9_.-]*", "a complex name such as 'h_vmem' (letters, digits, '_', '.', '-')"),
+    "memory_resource": (r"[A-Za-z_][A-Za-z0-9_.-]*",
+                        "a complex name such as 'h_vmem' (letters, digits, '_', '.', '-')"),
     "gpu_resource": (r"[A-Za-z_][A-Za-z0-9_.-]*", "a complex name such as 'gpu' (letters, digits, '_', '.', '-')"),
 }
 _RESOURCE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
@@ -159,7 +160,8 @@ def _resource_items(instance: Any, attribute: attrs.Attribute, value: dict[str, 
                              "use letters, digits, '_', '.', '-' (e.g. 'h_vmem', 'tmpfree').")
         if not isinstance(item, str) or not _RESOURCE_VALUE.fullmatch(item):
             raise ValueError(f"{_describe(instance, attribute.name, value)}: value {item!r} of {key!r} is not "
-                             "allowed; use letters, digits and '_.:*|!@,/+%-' without spaces (e.g. '10G', 'node1|node2').")
+                             "allowed; use letters, digits and '_.:*|!@,/+%-' without spaces "
+                             "(e.g. '10G', 'node1|node2').")
 
 
 def _positive_or_none(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
@@ -240,7 +242,7 @@ def with_defaults(executor: ClusterExecutor, defaults: dict[str, Any]) -> Cluste
     fields = {f.name: f for f in attrs.fields(type(executor))}
     unknown = sorted(set(defaults) - set(fields) - {"cluster", "local"})
     if unknown:
-        from xcore.errors import ConfigurationError
+        from xcore.plugin import ConfigurationError
 
         raise ConfigurationError(
             f"Cluster defaults {unknown} are not fields of {type(executor).__name__}; known: "
@@ -250,7 +252,7 @@ def with_defaults(executor: ClusterExecutor, defaults: dict[str, Any]) -> Cluste
     for name, value in defaults.items():
         field = fields[name]
         current = getattr(executor, name)
-        default = field.default.factory() if isinstance(field.default, attrs.Factory) else field.default  # type: ignore[attr-defined]
+        default = field.default.factory() if isinstance(field.default, attrs.Factory) else field.default  # type: ignore[arg-type]
         if current == default:
             changes[name] = value
     if not changes:
@@ -258,6 +260,7 @@ def with_defaults(executor: ClusterExecutor, defaults: dict[str, Any]) -> Cluste
     try:
         return attrs.evolve(executor, **changes)
     except (ValueError, TypeError) as exc:
-        from xcore.errors import ConfigurationError
+        from xcore.plugin import ConfigurationError
 
-        raise ConfigurationError(f"A value in the cluster's [defaults] table (clusters.toml) is invalid: {exc}") from None
+        raise ConfigurationError(
+            f"A value in the cluster's [defaults] table (clusters.toml) is invalid: {exc}") from None

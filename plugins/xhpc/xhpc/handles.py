@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import attrs
 
-from xcore.execution import JobHandle
+from xcore.plugin import JobHandle
 
 
 @attrs.define
 class ClusterHandle(JobHandle):
     """Task ``task`` of array job ``job_id`` on cluster ``cluster``.
 
-    ``index`` is the task's row in the run's task file; ``log_path`` is its output on the
-    cluster. ``error`` is set (and ``job_id`` empty) when this job's submission failed while
-    others of the same launch went through: status then reports FAILED with the error. An
-    empty ``job_id`` without ``error`` means the scheduler's reply was lost (dropped
-    connection): status reads the id from ``chunk-<chunk>.id`` in ``run_dir``.
+    ``index`` is the task's row in the run's task file; ``log_path`` (inherited, keyword-only)
+    is its output on the cluster. A job whose submission failed while others of the same
+    launch went through is a ``LaunchFailure``, not a handle (handles stored by older versions
+    may carry ``error``; status then reports FAILED with it). An empty ``job_id`` means the
+    scheduler's reply was lost (dropped connection): status reads the id from
+    ``chunk-<chunk>.id`` in ``run_dir``.
     """
 
     cluster: str
@@ -23,10 +24,8 @@ class ClusterHandle(JobHandle):
     task: int
     index: int
     run_dir: str
-    log_path: str
     local: bool = False
     submitted_at: float = 0.0
-    error: str | None = None
     chunk: int = 0
 
     @property

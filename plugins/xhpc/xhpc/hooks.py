@@ -5,14 +5,24 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from xcore.markers import hookimpl
+from xcore.plugin import (
+    Executable,
+    JobHandle,
+    JobState,
+    KindRegistrar,
+    LaunchContext,
+    LaunchFailure,
+    LaunchRequest,
+    Packageable,
+    PackagingContext,
+    hookimpl,
+)
 
-EXECUTORS = ("xhpc.Slurm", "xhpc.GridEngine")
-HANDLES = ("xhpc.SlurmHandle", "xhpc.GridEngineHandle")
+XCORE_PLUGIN_API = "1.0"
 
 
 @hookimpl
-def xcore_register_kinds(registry: Any) -> None:
+def xcore_register_kinds(registry: KindRegistrar) -> None:
     from xhpc import executables, executors, handles
 
     registry.add("xhpc.Slurm", executors.Slurm)
@@ -37,47 +47,37 @@ def xcore_add_commands(subparsers: Any) -> None:
 
 
 @hookimpl
-def xcore_package(packageable: Any, context: Any) -> Any:
-    from xhpc.executors import ClusterSpec
-
-    if not isinstance(packageable.executor_spec, ClusterSpec):
-        return None
+def xcore_package(packageable: Packageable, context: PackagingContext) -> Executable | None:
     from xhpc import packaging
 
     return packaging.package(packageable, context)
 
 
 @hookimpl
-def xcore_launch(executor_kind: str, requests: Sequence[Any], context: Any) -> Any:
-    if executor_kind not in EXECUTORS:
-        return None
+def xcore_launch(executor_kind: str, requests: Sequence[LaunchRequest],
+                 context: LaunchContext) -> Sequence[JobHandle | LaunchFailure]:
     from xhpc import launch
 
     return launch.launch(requests, context)
 
 
 @hookimpl
-def xcore_adopt(executor_kind: str, requests: Sequence[Any], context: Any) -> Any:
-    if executor_kind not in EXECUTORS:
-        return None
+def xcore_adopt(executor_kind: str, requests: Sequence[LaunchRequest],
+                context: LaunchContext) -> Sequence[JobHandle | None]:
     from xhpc import adoption
 
     return adoption.adopt(requests)
 
 
 @hookimpl
-def xcore_job_states(handle_kind: str, handles: Sequence[Any]) -> Any:
-    if handle_kind not in HANDLES:
-        return None
+def xcore_job_states(handle_kind: str, handles: Sequence[Any]) -> list[JobState]:
     from xhpc import tracking
 
     return tracking.states(handles)
 
 
 @hookimpl
-def xcore_cancel(handle_kind: str, handles: Sequence[Any]) -> Any:
-    if handle_kind not in HANDLES:
-        return None
+def xcore_cancel(handle_kind: str, handles: Sequence[Any]) -> bool:
     from xhpc import tracking
 
     tracking.cancel(handles)
@@ -85,9 +85,7 @@ def xcore_cancel(handle_kind: str, handles: Sequence[Any]) -> Any:
 
 
 @hookimpl
-def xcore_job_logs(handle_kind: str, handle: Any, follow: bool) -> Iterator[str] | None:
-    if handle_kind not in HANDLES:
-        return None
+def xcore_job_logs(handle_kind: str, handle: Any, follow: bool) -> Iterator[str]:
     from xhpc import tracking
 
     return tracking.logs(handle, follow)

@@ -16,9 +16,9 @@ Per group of requests sharing (cluster, executable, executor):
 
 from __future__ import annotations
 
+import functools
 import io
 import json
-import os
 import secrets
 import shlex
 import tarfile
@@ -30,9 +30,7 @@ from typing import Any
 
 import attrs
 
-from xcore.errors import LaunchError
-from xcore.execution import LaunchContext, LaunchRequest
-
+from xcore.plugin import LaunchContext, LaunchError, LaunchFailure, LaunchRequest, atomic_write
 from xhpc import array_limits, config, scripts
 from xhpc.config import Cluster
 from xhpc.executables import ClusterExecutable
@@ -48,8 +46,12 @@ _EXTRACT = r"""
 xhpc_extract() {
     local archive=$1 dest=$2 tmp
     [ -d "$dest" ] && return 0
-    if tar -tvzf "$archive" | grep -qv '^[-d]'; then echo "xhpc: $archive holds links or special files" >&2; return 1; fi
-    if tar -tzf "$archive" | grep -qE '(^/|(^|/)\.\.(/|$))'; then echo "xhpc: $archive has unsafe paths" >&2; return 1; fi
+    if tar -tvzf "$archive" | grep -qv '^[-d]'; then
+        echo "xhpc: $archive holds links or special files" >&2; return 1
+    fi
+    if tar -tzf "$archive" | grep -qE '(^/|(^|/)\.\.(/|$))'; then
+        echo "xhpc: $archive has unsafe paths" >&2; return 1
+    fi
     tmp=$(mktemp -d "$dest.tmp.XXXXXX") || return 1
     if tar -xzf "$archive" -C "$tmp" --no-same-owner --no-same-permissions; then
         chmod 700 "$tmp"; mv -T "$tmp" "$dest" 2>/dev/null || rm -rf "$tmp"
@@ -91,12 +93,12 @@ CLAIM_WAIT_SECONDS = 240  # below the submit command's timeout (300 s)
 
 @attrs.define
 class GroupResult:
-    handles: list[ClusterHandle]
+    handles: list[ClusterHandle | LaunchFailure]
     submitted: bool
     error: str | None = None
 
 
-def launch(requests: Sequence[LaunchRequest], context: LaunchContext) -> list[ClusterHandle]:
+def launch(requests: Sequence[LaunchRequest], context: LaunchContext) -> list[ClusterHandle | LaunchFailure]:
     groups: dict[tuple[Any, ...], list[int]] = defaultdict(list)
     clusters: dict[tuple[Any, ...], tuple[Cluster, ClusterExecutor]] = {}
     resolved: dict[tuple[Any, ...], tuple[Cluster, ClusterExecutor]] = {}
@@ -126,8 +128,9 @@ def launch(requests: Sequence[LaunchRequest], context: LaunchContext) -> list[Cl
         groups[key].append(i)
         clusters[key] = (cluster, effective)
 
-    handles: list[ClusterHandle | None] = [None] * len(requests)
-    stats = {"groups": 0, "tasks": 0, "artifact_bytes_uploaded": 0, "artifacts_uploaded": 0, "remote_commands": 0,
+    handles: list[ClusterHandle | LaunchFailure | None] = [None] * len(requests)
+    stats: dict[str, Any] = {"groups": 0, "tasks": 0, "artifact_bytes_uploaded": 0, "artifacts_uploaded": 0,
+                             "remote_commands": 0,
              "seconds": 0.0}
     started = time.perf_counter()
     errors: list[str] = []
@@ -144,9 +147,9 @@ def launch(requests: Sequence[LaunchRequest], context: LaunchContext) -> list[Cl
         stats["remote_commands"] += transport.calls - before[1]
         if not result.submitted and not result.handles:
             errors.append(result.error or "unknown error")
-            result.handles = [_failed_handle(cluster, r, result.error or "submission failed") for r in group]
+            result.handles = [LaunchFailure(result.error or "submission failed") for _ in group]
         any_submitted = any_submitted or result.submitted
-        for i, handle in zip(indices, result.handles):
+        for i, handle in zip(indices, result.handles, strict=True):
             handles[i] = handle
         stats["groups"] += 1
         stats["tasks"] += len(group)
@@ -158,27 +161,19 @@ def launch(requests: Sequence[LaunchRequest], context: LaunchContext) -> list[Cl
 
 
 def _exe_key(executable: ClusterExecutable) -> str:
-    from xcore.plugins import get_host
-
-    return json.dumps(get_host().serializer.dump(executable), sort_keys=True, default=str)
+    """Equal for executables that package the same thing (requests share them by value)."""
+    return json.dumps([type(executable).__qualname__, attrs.asdict(executable)], sort_keys=True, default=str)
 
 
 def _write_stats(state_dir: Path, stats: dict[str, Any]) -> None:
     try:
-        tmp = state_dir / f".last_launch.{os.getpid()}.tmp"
-        tmp.write_text(json.dumps(stats))
-        os.replace(tmp, state_dir / "last_launch.json")
+        atomic_write(state_dir / "last_launch.json", json.dumps(stats))
     except OSError:
         pass
 
 
 def _handle_cls(cluster: Cluster) -> type[ClusterHandle]:
     return GridEngineHandle if cluster.scheduler == "sge" else SlurmHandle
-
-
-def _failed_handle(cluster: Cluster, request: LaunchRequest, error: str) -> ClusterHandle:
-    return _handle_cls(cluster)(cluster=cluster.name, job_id="", task=-1, index=-1, run_dir="", log_path="",
-                                local=cluster.is_local, submitted_at=time.time(), error=error)
 
 
 def _launch_group(cluster: Cluster, executor: ClusterExecutor, group: list[LaunchRequest], transport: Transport,
@@ -213,7 +208,7 @@ def _launch_group(cluster: Cluster, executor: ClusterExecutor, group: list[Launc
             suffix = ".tar.gz" if artifact.kind == "archive" else Path(artifact.local_path).suffix
             remote = f"{root}/artifacts/{artifact.sha256}{suffix}"
             context.progress.update(f"uploading {artifact.size / 1e6:.1f} MB to {cluster.name}")
-            retrying(lambda a=artifact, r=remote: transport.put(a.local_path, r))
+            retrying(functools.partial(transport.put, artifact.local_path, remote))
             stats["artifact_bytes_uploaded"] += artifact.size
             stats["artifacts_uploaded"] += 1
             uploads.append((artifact, remote))
@@ -222,7 +217,8 @@ def _launch_group(cluster: Cluster, executor: ClusterExecutor, group: list[Launc
     # 3. run files + submission.
     run_dir = f"{root}/runs/{run_name}"
     command, env = _command_and_env(cluster, executor, executable, root)
-    cwd = executor.workdir or (f"{root}/artifacts/{executable.package}" if executable.cwd_in_package and executable.package
+    cwd = executor.workdir or (f"{root}/artifacts/{executable.package}"
+                               if executable.cwd_in_package and executable.package
                                else run_dir)
     tasks = [scripts.Task(list(r.args), dict(r.env)) for r in group]
     common = scripts.common_env(tasks)
@@ -258,7 +254,8 @@ def _launch_group(cluster: Cluster, executor: ClusterExecutor, group: list[Launc
                     chunk_errors[int(k)] = " ".join(rest).strip() or result.err
         if not chunk_ids and not chunk_errors and not unconfirmed:
             raise RemoteCommandError(
-                f"Submitting to cluster {cluster.name!r} failed (exit {result.returncode}): {result.err or result.out.strip()}"
+                f"Submitting to cluster {cluster.name!r} failed (exit {result.returncode}): "
+                f"{result.err or result.out.strip()}"
             )
     except ClusterConnectionError as exc:
         if not exc.retryable:
@@ -266,19 +263,21 @@ def _launch_group(cluster: Cluster, executor: ClusterExecutor, group: list[Launc
         lost = str(exc)  # the command may have run: the status hook reads chunk-K.id later
 
     cls = _handle_cls(cluster)
-    handles: list[ClusterHandle] = []
+    handles: list[ClusterHandle | LaunchFailure] = []
     for chunk in chunks:
         job_id = chunk_ids.get(chunk.index, "")
         error = chunk_errors.get(chunk.index)
         if lost is None and not job_id and error is None and chunk.index not in unconfirmed:
             error = "the scheduler printed no job id"
+        if error:
+            handles += [LaunchFailure(f"submission failed: {error}")] * chunk.count
+            continue
         for t in range(chunk.count):
             index = chunk.offset + t
             handles.append(cls(
                 cluster=cluster.name, job_id=job_id, task=scheduler.task_base + t, index=index,
                 run_dir=run_dir, log_path=f"{run_dir}/logs/{index}.log", local=cluster.is_local,
                 submitted_at=submitted_at, chunk=chunk.index,
-                error=f"submission failed: {error}" if error else None,
             ))
     if not chunk_ids and lost is None and not unconfirmed:
         raise LaunchError(f"Submitting to cluster {cluster.name!r} failed: "

@@ -23,12 +23,20 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from xcore import paths
-from xcore.errors import PackagingError
-from xcore.executables import Binary, Container, ModuleName, PythonModule
-from xcore.execution import PackagingContext
-from xcore.job_blocks import ExecutableSpec, Packageable
-
+from xcore.plugin import (
+    Binary,
+    Container,
+    DigestCache,
+    ExecutableSpec,
+    ModuleName,
+    Packageable,
+    PackagingContext,
+    PackagingError,
+    PythonModule,
+    atomic_write,
+    is_ignored,
+    private_dir,
+)
 from xhpc.executables import (
     Artifact,
     ClusterExecutable,
@@ -40,21 +48,13 @@ from xhpc.executables import (
     UniversalPackage,
 )
 
-SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", ".venv", "venv", ".tox", ".nox", ".mypy_cache",
-             ".pytest_cache", ".ruff_cache", "build", "dist", "node_modules", ".eggs"}
 URI_SCHEMES = ("docker://", "docker-daemon://", "library://", "oras://", "shub://", "http://", "https://")
 CLUSTER_PREFIX = "cluster:"
 
 
 def package(packageable: Packageable, context: PackagingContext) -> ClusterExecutable | None:
-    spec = packageable.executable_spec
-    cache = Cache(context.cache_dir / "xhpc")
-    built = _package_spec(spec, cache, context)
-    if built is None:
-        return None
-    built.args = packageable.args
-    built.env_vars = {**built.env_vars, **packageable.env_vars}
-    return built
+    """The packaged executable (the core attaches the packageable's args and env vars)."""
+    return _package_spec(packageable.executable_spec, Cache(context.cache_dir / "xhpc"), context)
 
 
 def _package_spec(spec: ExecutableSpec, cache: Cache, context: PackagingContext) -> ClusterExecutable | None:
@@ -101,21 +101,16 @@ class Cache:
         return Artifact(data["sha256"], str(path), data["size"], data.get("kind", "archive"))
 
     def remember(self, key: str, artifact: Artifact) -> Artifact:
-        paths.private_dir(self.builds)
-        tmp = self.builds / f".{key}.{os.getpid()}.tmp"
-        _write_private(tmp, json.dumps({"sha256": artifact.sha256, "local_path": artifact.local_path,
-                                        "size": artifact.size, "kind": artifact.kind}).encode())
-        os.replace(tmp, self.builds / f"{key}.json")
+        atomic_write(self.builds / f"{key}.json", json.dumps({  # 0600: builds may hold anything
+            "sha256": artifact.sha256, "local_path": artifact.local_path, "size": artifact.size,
+            "kind": artifact.kind}))
         return artifact
 
     def store_bytes(self, data: bytes, suffix: str = ".tar.gz", kind: str = "archive") -> Artifact:
         sha = hashlib.sha256(data).hexdigest()
-        paths.private_dir(self.artifacts)
         path = self.artifacts / f"{sha}{suffix}"
         if not path.exists():
-            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-            _write_private(tmp, data)
-            os.replace(tmp, path)
+            atomic_write(path, data)
         return Artifact(sha, str(path), len(data), kind)
 
     def archive_of_files(self, entries: Iterable[tuple[str, Path]]) -> Artifact:
@@ -131,7 +126,7 @@ class Cache:
 
     def file_artifact(self, path: Path) -> Artifact:
         sha = _file_digest(path)
-        paths.private_dir(self.artifacts)
+        private_dir(self.artifacts)
         target = self.artifacts / f"{sha}{path.suffix}"
         if not target.exists():
             tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
@@ -141,24 +136,11 @@ class Cache:
         return Artifact(sha, str(target), target.stat().st_size, "file")
 
 
-_digest_memo: dict[tuple[str, int, int, int], str] = {}
-
-
-def _write_private(path: Path, data: bytes) -> None:
-    """Cached builds may hold anything from the project: readable by the user only."""
-    with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as handle:
-        handle.write(data)
+_DIGESTS = DigestCache()  # for this process: a file is hashed again only when it changed
 
 
 def _file_digest(path: Path) -> str:
-    st = path.stat()
-    memo_key = (str(path), st.st_size, st.st_mtime_ns, st.st_ino)
-    digest = _digest_memo.get(memo_key)
-    if digest is None:
-        with open(path, "rb") as handle:
-            digest = hashlib.file_digest(handle, "sha256").hexdigest()
-        _digest_memo[memo_key] = digest
-    return digest
+    return _DIGESTS.digest(path)
 
 
 def build_archive(entries: Iterable[tuple[str, Path]]) -> bytes:
@@ -190,12 +172,13 @@ def safe_member_name(name: str) -> str:
     clean = name.replace(os.sep, "/")
     parts = [p for p in clean.split("/") if p not in ("", ".")]
     if clean.startswith("/") or ".." in parts or not parts:
-        raise PackagingError(f"Path {name!r} would be unpacked outside the package directory; use a relative path inside it.")
+        raise PackagingError(f"Path {name!r} would be unpacked outside the package directory; "
+                             "use a relative path inside it.")
     return "/".join(parts)
 
 
 def walk_files(root: Path, escapes: list[str] | None = None) -> Iterator[tuple[str, Path]]:
-    """Regular files under ``root``, skipping VCS and build dirs.
+    """Regular files under ``root``, skipping the core's one ignore list (``is_ignored``).
 
     Symlinks (to files or directories) are followed while they stay inside ``root``; a link that
     leaves it (``-> /etc/shadow``) would ship a file from elsewhere on this machine, so it is
@@ -215,14 +198,14 @@ def walk_files(root: Path, escapes: list[str] | None = None) -> Iterator[tuple[s
                 if not target.is_relative_to(root_resolved):
                     found.append(rel)
                     continue
+            if is_ignored(rel):
+                continue
             if entry.is_dir():
-                if entry.name in SKIP_DIRS or entry.name.endswith(".egg-info"):
-                    continue
                 real = path.resolve()
                 if real in ancestors:  # a link back up the tree
                     continue
                 yield from visit(path, f"{rel}/", ancestors | {real})
-            elif entry.is_file() and not entry.name.endswith((".pyc", ".pyo")):
+            elif entry.is_file():
                 yield rel, path
 
     yield from visit(root, "", frozenset({root_resolved}))
@@ -306,7 +289,8 @@ def _python_package(spec: PythonPackage, cache: Cache, context: PackagingContext
                     "--target", str(target), *spec.pip_args, str(project), *spec.extra_packages]
             result = subprocess.run(argv, capture_output=True, text=True)
             if result.returncode != 0:
-                raise PackagingError(f"Building {project} failed (`{' '.join(argv[2:])}`):\n{result.stderr.strip()[-2000:]}")
+                raise PackagingError(f"Building {project} failed (`{' '.join(argv[2:])}`):\n"
+                                     f"{result.stderr.strip()[-2000:]}")
             shutil.rmtree(target / "bin", ignore_errors=True)
             for info in target.glob("*.dist-info"):
                 shutil.rmtree(info, ignore_errors=True)
@@ -337,7 +321,8 @@ def _universal_package(spec: UniversalPackage, cache: Cache, context: PackagingC
             result = subprocess.run([str(script), *spec.build_args], cwd=project, capture_output=True, text=True,
                                     env={**os.environ, "BUILDDIR": tmp})
             if result.returncode != 0:
-                raise PackagingError(f"Build script {script} failed (exit {result.returncode}):\n{result.stderr.strip()[-2000:]}")
+                raise PackagingError(f"Build script {script} failed (exit {result.returncode}):\n"
+                                     f"{result.stderr.strip()[-2000:]}")
             artifact = cache.remember(key, cache.store_bytes(build_archive(walk_files(Path(tmp)))))
     if not spec.entrypoint:
         raise PackagingError("UniversalPackage(entrypoint=...) needs the argv to run, e.g. ['./run.sh'].")

@@ -18,7 +18,7 @@ from datetime import datetime
 
 import attrs
 
-from xcore.status import JobState, Status
+from xcore.plugin import JobState, Status, describe_exit, signal_exit_code
 
 
 @attrs.frozen
@@ -216,9 +216,10 @@ class SlurmScheduler(Scheduler):
             return JobState(Status.CANCELLED, state_text.lower(), None, start, end)
         if state in _SLURM_FAILED:
             reason = _SLURM_FAILED[state]
-            if not reason:
-                reason = f"exit code {code}" if code else (f"killed by signal {sig}" if sig else "failed")
-            exit_code = code if code else (128 + sig if sig else code)
+            if not reason:  # ExitCode is "code:signal"; the one convention words either
+                reason = (describe_exit(code, signalled=False) if code
+                          else describe_exit(signal_exit_code(sig), signalled=True) if sig else "failed")
+            exit_code = code if code else (signal_exit_code(sig) if sig else code)
             return JobState(Status.FAILED, reason, exit_code, start, end)
         return None
 
@@ -265,7 +266,8 @@ class GridEngineScheduler(Scheduler):
             f"for j in {ids}; do "
             "  n=$(printf '%s' \"$out\" | grep -c \"<JB_job_number>$j</JB_job_number>\"); "
             "  echo \"@@XHPC-JOB $j $n\"; "
-            "  qacct -j $j 2>/dev/null | grep -E '^(jobnumber|taskid|failed|exit_status|start_time|end_time|category) ' ; "
+            "  qacct -j $j 2>/dev/null "
+            "| grep -E '^(jobnumber|taskid|failed|exit_status|start_time|end_time|category) ' ; "
             "done"
         )
 
@@ -346,14 +348,12 @@ class GridEngineScheduler(Scheduler):
             # Killed at its h_rt, whichever daemon enforced it (qmaster reports failed 37, execd may not).
             return JobState(Status.FAILED, f"time limit exceeded (h_rt={limit.group(1)} s)", code, start, end)
         if failed_code == 0:
-            if code is not None and code > 128:
-                return JobState(Status.FAILED, f"killed by signal {code - 128}", code, start, end)
-            return JobState(Status.FAILED, f"exit code {code}", code, start, end)
+            return JobState(Status.FAILED, describe_exit(code), code, start, end)  # > 128: a signal
         reason = failed.split(":", 1)[1].strip() if ":" in failed else failed
         if failed_code == 37:  # qmaster enforced h_rt, h_cpu or h_vmem
             return JobState(Status.FAILED, f"time limit exceeded ({reason})", code, start, end)
         if failed_code == 100 and code is not None and code > 128:  # killed after start (qdel, signal)
-            return JobState(Status.FAILED, f"killed by signal {code - 128}", code, start, end)
+            return JobState(Status.FAILED, describe_exit(code, signalled=True), code, start, end)
         return JobState(Status.FAILED, f"failed {failed_code}: {reason}" + (f", exit code {code}" if code else ""),
                         code, start, end)
 

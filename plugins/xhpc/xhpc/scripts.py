@@ -69,7 +69,7 @@ def _clock(seconds: int) -> str:
 def _gpu_type(executor: ClusterExecutor) -> tuple[int, str | None]:
     req = executor.requirements
     count = req.accelerator_count if req.accelerator is not None and req.accelerator.is_gpu else 0
-    if not count:
+    if not count or req.accelerator is None:
         return 0, None
     if isinstance(executor, Slurm) and executor.gpu_type:
         return count, executor.gpu_type
@@ -131,9 +131,9 @@ def sge_directives(executor: GridEngine, name: str, run_dir: str) -> list[str]:
     resources.update(executor.resources)
     for key, value in resources.items():
         d.append(f"-l {key}={value}")
-    for flag, value in (("q", executor.queue), ("P", executor.project), ("A", executor.account)):
-        if value:
-            d.append(f"-{flag} {value}")
+    for flag, setting in (("q", executor.queue), ("P", executor.project), ("A", executor.account)):
+        if setting:
+            d.append(f"-{flag} {setting}")
     if executor.reserve:
         d.append("-R y")
     return [f"#$ {x}" for x in d] + _extra("#$", executor.directives)

@@ -11,9 +11,7 @@ import time
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 
-from xcore.errors import XcoreError
-from xcore.status import JobState, Status
-
+from xcore.plugin import JobState, Status, XcoreError, follow_bytes, lost_state
 from xhpc import config
 from xhpc.handles import ClusterHandle, GridEngineHandle
 from xhpc.schedulers import ANY_TASK, SCHEDULERS
@@ -40,14 +38,14 @@ def states(handles: Sequence[ClusterHandle]) -> list[JobState]:
             result[i] = JobState(Status.FAILED, handle.error)
         else:
             groups[(handle.cluster, handle.local, _scheduler_name(handle))].append(i)
-    for (cluster_name, local, scheduler_name), indices in groups.items():
+    for (_cluster, _local, scheduler_name), indices in groups.items():
         group = [handles[i] for i in indices]
         try:
             found = _query(group, scheduler_name)
         except XcoreError as exc:
             message = str(exc).split("\n")[0]
             found = [JobState(Status.UNKNOWN, message) for _ in group]
-        for i, state in zip(indices, found):
+        for i, state in zip(indices, found, strict=True):
             result[i] = state
     return [r if r is not None else JobState(Status.UNKNOWN, "no state") for r in result]
 
@@ -62,7 +60,8 @@ def _query(group: list[ClusterHandle], scheduler_name: str) -> list[JobState]:
     if unresolved:
         # Rare: a submission whose reply was lost; its outcome is in chunk-K.id (or .err) on the cluster.
         read = "; ".join(
-            f"d={q(run_dir)}/chunk-{chunk}; if [ -s \"$d.id\" ]; then echo \"{_MARK_CHUNK} {i} ok $(tail -n 1 \"$d.id\")\"; "
+            f"d={q(run_dir)}/chunk-{chunk}; "
+            f"if [ -s \"$d.id\" ]; then echo \"{_MARK_CHUNK} {i} ok $(tail -n 1 \"$d.id\")\"; "
             f"elif [ -e \"$d.err\" ]; then echo \"{_MARK_CHUNK} {i} error $(head -c 2000 \"$d.err\")\"; fi"
             for i, (run_dir, chunk) in enumerate(unresolved)
         )
@@ -118,9 +117,9 @@ def _query(group: list[ClusterHandle], scheduler_name: str) -> list[JobState]:
         elif state is None:
             if now - handle.submitted_at < 60:
                 state = JobState(Status.PENDING, "pending: submitted")
-            else:
-                state = JobState(Status.UNKNOWN, f"{scheduler_name} job {job_id} task {handle.task} is no longer known "
-                                                 "to the scheduler or its accounting")
+            else:  # the scheduler answered and has no record: the job is lost (not UNKNOWN)
+                state = lost_state(f"{scheduler_name} job {job_id} task {handle.task} is no longer known "
+                                   "to the scheduler or its accounting")
         if marked and state.status is Status.FAILED:
             state = JobState(Status.CANCELLED, "cancelled", state.exit_code, state.started_at, state.ended_at)
         states.append(state)
@@ -162,30 +161,25 @@ def cancel(handles: Sequence[ClusterHandle]) -> None:
 
 
 def logs(handle: ClusterHandle, follow: bool) -> Iterator[str]:
-    if handle.error:
+    """The task's log as text, decoded incrementally (a character split across two reads
+    comes out whole); following ends once the task is terminal and its log was drained."""
+    if handle.error:  # a handle stored by a version that returned failed submissions as handles
         yield f"xhpc: this job was never submitted: {handle.error}\n"
         return
     if not handle.log_path:
         return
     transport = _transport(handle)
-    q = shlex.quote
-    path = q(handle.log_path)
-    if not follow:
-        out = transport.run(f"cat {path} 2>/dev/null; true").stdout
-        if out:
-            yield out.decode("utf-8", "replace")
-        return
-    # Follow: stream new output until the job is terminal, then drain what is left.
-    offset = 0
-    while True:
-        state = states([handle])[0]
-        out = transport.run(f"tail -c +{offset + 1} {path} 2>/dev/null; true").stdout
-        if out:
-            offset += len(out)
-            yield out.decode("utf-8", "replace")
-        if state.status.is_terminal or state.status is Status.UNKNOWN:
-            out = transport.run(f"tail -c +{offset + 1} {path} 2>/dev/null; true").stdout
-            if out:
-                yield out.decode("utf-8", "replace")
-            return
-        time.sleep(1.0)
+    path = shlex.quote(handle.log_path)
+
+    def read_from(offset: int) -> bytes:
+        return bytes(transport.run(f"tail -c +{offset + 1} {path} 2>/dev/null; true").stdout)
+
+    def finished() -> bool:
+        status = states([handle])[0].status
+        return status.is_terminal or status is Status.UNKNOWN
+
+    yield from follow_bytes(read_from, follow=follow, finished=finished, poll_secs=FOLLOW_POLL_SECS,
+                            sleep=lambda secs: time.sleep(secs))
+
+
+FOLLOW_POLL_SECS = 1.0

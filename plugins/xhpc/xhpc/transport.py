@@ -20,8 +20,7 @@ from typing import Any, TypeVar
 
 import attrs
 
-from xcore.errors import LaunchError
-
+from xcore.plugin import LaunchError
 from xhpc.config import Cluster
 
 T = TypeVar("T")
@@ -145,7 +144,7 @@ class LocalTransport(Transport):
                                 stdin=subprocess.DEVNULL, cwd=os.path.expanduser("~"))
         try:
             assert proc.stdout is not None
-            while chunk := proc.stdout.read1(65536):
+            while chunk := proc.stdout.read1(65536):  # type: ignore[attr-defined]
                 yield chunk
         finally:
             proc.kill()
@@ -245,7 +244,8 @@ class SSHTransport(Transport):
             )
         if isinstance(exc, socket.gaierror):
             return ClusterConnectionError(f"Cannot resolve the host name of {where}: {text}.")
-        return ClusterConnectionError(f"Cannot connect to {where}: {type(exc).__name__}: {text or 'connection failed'}.")
+        return ClusterConnectionError(
+            f"Cannot connect to {where}: {type(exc).__name__}: {text or 'connection failed'}.")
 
     def _client(self) -> Any:
         with self._lock:

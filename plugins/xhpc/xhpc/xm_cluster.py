@@ -16,9 +16,8 @@ from typing import Any
 
 import attrs
 
-from xcore.args import SequentialArgs
-from xcore.executables import CommandList, ModuleName
-from xcore.job_blocks import (
+from xcore import (
+    CommandList,
     Executable,
     ExecutableSpec,
     Executor,
@@ -26,8 +25,10 @@ from xcore.job_blocks import (
     Job,
     JobConfig,
     JobGroup,
+    JobRequirements,
+    ModuleName,
+    SequentialArgs,
 )
-from xcore.resources import JobRequirements
 from xhpc.executables import Fileset, PythonPackage, UniversalPackage
 from xhpc.executables import SingularityContainer as _XhpcSingularityContainer
 from xhpc.executors import GridEngineSpec, SlurmSpec

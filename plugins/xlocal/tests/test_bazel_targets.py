@@ -11,9 +11,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
-import xlocal
 
 import xcore as xm
+import xlocal
 from xcore.errors import PackagingError
 from xcore.experiment import package
 from xcore.testing import require_service

@@ -25,8 +25,8 @@ from xcore.testing import require_service
 
 docker = pytest.importorskip("docker", reason="pip install 'xcore-xlocal[docker]'")
 
-import xlocal
-from xlocal import images
+import xlocal  # noqa: E402  (after the importorskip above)
+from xlocal import images  # noqa: E402
 
 BASE_IMAGE = os.environ.get("XLOCAL_TEST_BASE_IMAGE", "xcore-python:3.11")
 NASTY = ["a b", "it's", '"q"', "$HOME", "`id`", "back\\slash", "new\nline", "ünï €", ""]
@@ -132,13 +132,19 @@ def home(tmp_path, monkeypatch) -> Path:
 
 
 @pytest.fixture
-def cleanup(engine):
-    """Remove the containers a test started."""
+def cleanup(engine, home):
+    """Remove the containers a test started: those its own store has handles for (experiment
+    ids repeat across the private stores of tests running at the same time on one engine, so
+    the labels alone would also remove other runs' containers)."""
+    from xcore.experiment import open_store
+
     experiments: list[int] = []
     yield experiments
+    store = open_store()
+    mine = {job.handle.get("container_id") for e in experiments for unit in store.work_units(e)
+            for job in unit.jobs if job.handle}
     for container in engine.api.containers(all=True, filters={"label": "xcore.managed-by=xlocal"}):
-        labels = container.get("Labels") or {}
-        if labels.get("xcore.experiment") in {str(e) for e in experiments}:
+        if container["Id"] in mine:
             engine.api.remove_container(container["Id"], force=True)
 
 
@@ -347,7 +353,8 @@ def test_existing_image_with_container_spec(engine, home, cleanup):
         cleanup.append(experiment.experiment_id)
         [exe] = experiment.package([xm.container(xlocal.LocalSpec(), BASE_IMAGE)])
         assert exe.entrypoint is None
-        experiment.add(xm.Job(exe, xlocal.Local(), args=["python3", "-c", "import sys; print('hello', sys.argv[1:])", "x y"]))
+        argv = ["python3", "-c", "import sys; print('hello', sys.argv[1:])", "x y"]
+        experiment.add(xm.Job(exe, xlocal.Local(), args=argv))
     [job] = experiment.wait_until_complete(timeout=60)
     assert job.status is xm.Status.COMPLETED, job.message
     assert _logs(job) == "hello ['x y']\n"
@@ -414,11 +421,13 @@ def test_mixed_batch_of_processes_and_containers(engine, built, project, home, c
 def test_start_failure_is_a_failed_job_not_a_lost_one(engine, built, project, home, cleanup, tmp_path):
     good = xlocal.Local()
     bad = xlocal.Local(docker_options=xlocal.DockerOptions(network="xcore-no-such-network"))
-    with xm.create_experiment("startfail") as experiment:
-        cleanup.append(experiment.experiment_id)
-        exe = _package(experiment, _spec(project))
-        experiment.add(xm.Job(exe, good))
-        experiment.add(xm.Job(exe, bad))
+    # the container that cannot start is a LaunchFailure: its add() fails, the other job runs
+    with pytest.raises(xm.ExperimentUnitError, match="failed to launch: cannot start the container"):
+        with xm.create_experiment("startfail") as experiment:
+            cleanup.append(experiment.experiment_id)
+            exe = _package(experiment, _spec(project))
+            experiment.add(xm.Job(exe, good))
+            experiment.add(xm.Job(exe, bad))
     jobs = sorted(experiment.wait_until_complete(timeout=60), key=lambda j: j.work_unit_id)
     assert jobs[0].status is xm.Status.COMPLETED
     assert jobs[1].status is xm.Status.FAILED and "xcore-no-such-network" in jobs[1].message

@@ -39,7 +39,7 @@ def test_last_job_finished_as_runner_exited_reads_completed_not_lost(tmp_path, m
         return result
 
     monkeypatch.setattr(processes, "read_events", read_then_finish)
-    handles = [ProcessHandle(str(run), i, str(tmp_path / f"{i}.log")) for i in (0, 1)]
+    handles = [ProcessHandle(str(run), i, log_path=str(tmp_path / f"{i}.log")) for i in (0, 1)]
     assert [s.status for s in processes.states(handles)] == [Status.COMPLETED, Status.COMPLETED]
     assert len(calls) == 2, "one re-read after seeing the runner gone, not one per job"
 
@@ -47,5 +47,5 @@ def test_last_job_finished_as_runner_exited_reads_completed_not_lost(tmp_path, m
 def test_runner_gone_without_starting_the_job_reads_failed(tmp_path):
     run = _run_dir(tmp_path, runner_pid=2**22 + 7)
     os.utime(run / "batch.json", (time.time() - 60, time.time() - 60))
-    [state] = processes.states([ProcessHandle(str(run), 0, str(tmp_path / "0.log"))])
+    [state] = processes.states([ProcessHandle(str(run), 0, log_path=str(tmp_path / "0.log"))])
     assert state.status is Status.FAILED and "exited before starting" in state.message

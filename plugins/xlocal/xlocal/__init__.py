@@ -17,7 +17,7 @@ Containers use the same executor (``pip install 'xcore-xlocal[docker]'``)::
 
 from __future__ import annotations
 
-from xcore.lazy import lazy_exports
+from xcore.plugin import lazy_exports
 
 __version__ = "0.1.0"
 

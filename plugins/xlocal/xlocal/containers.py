@@ -15,22 +15,29 @@ CPU and memory limits to share the machine.
 from __future__ import annotations
 
 import calendar
-import codecs
 import os
 import re
 import secrets
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any, TypeVar
 
 import attrs
 
-from xcore import paths
-from xcore.errors import LaunchError
-from xcore.execution import LaunchContext, LaunchRequest
-from xcore.progress import plural
-from xcore.status import JobState, Status
+from xcore.plugin import (
+    JobState,
+    LaunchContext,
+    LaunchError,
+    LaunchFailure,
+    LaunchRequest,
+    Status,
+    cancel_requested,
+    decode_chunks,
+    exit_state,
+    lost_state,
+    mark_cancelled,
+    private_dir,
+)
 from xlocal.executables import LocalContainer
 from xlocal.executors import DockerOptions, Local
 from xlocal.handles import ContainerHandle
@@ -98,7 +105,8 @@ def create_options(client: Any, request: LaunchRequest, name: str) -> dict[str, 
     if requirements.accelerator is not None:
         if not requirements.accelerator.is_gpu:
             raise LaunchError(f"Local containers cannot use {requirements.accelerator.name}: only GPUs are supported.")
-        host["device_requests"] = [docker.types.DeviceRequest(count=requirements.accelerator_count, capabilities=[["gpu"]])]
+        host["device_requests"] = [
+            docker.types.DeviceRequest(count=requirements.accelerator_count, capabilities=[["gpu"]])]
     binds: dict[str, dict[str, str]] = {}
     for source, target in options.volumes.items():
         mode = "rw"
@@ -142,43 +150,43 @@ def create_options(client: Any, request: LaunchRequest, name: str) -> dict[str, 
     return create
 
 
-def launch(requests: Sequence[LaunchRequest], context: LaunchContext) -> list[ContainerHandle]:
+def launch(requests: Sequence[LaunchRequest], context: LaunchContext) -> list[ContainerHandle | LaunchFailure]:
     """Create and start one container per request, concurrently.
 
     Raises LaunchError when no container started (engine unreachable, every create failed);
-    otherwise a container that failed to start gets a handle whose state reads FAILED.
+    otherwise a container that failed to start is a ``LaunchFailure`` with the reason.
     """
     try:
         client = connect()
     except Exception as exc:
         raise LaunchError(str(exc)) from exc
     base_url = engine_url()
-    markers = paths.private_dir(context.state_dir / "containers")
+    markers = private_dir(context.state_dir / "containers")
     planned = []
     for request in requests:
         name = container_name(request)
         grace = float(getattr(request.executor, "kill_grace_secs", 5.0))
         handle = ContainerHandle("", name, base_url, str(markers / f"{name}.cancel"), grace)
         planned.append(_Planned(request, name, create_options(client, request, name), handle))
-    context.progress.update(f"starting {plural(len(planned), 'container')}")
+    context.progress.update("starting 1 container" if len(planned) == 1 else f"starting {len(planned)} containers")
     handles = _parallel(lambda p: _start(client, p), planned)
-    failed = [h for h in handles if h.error]
+    failed = [(p.name, h) for p, h in zip(planned, handles, strict=True) if isinstance(h, LaunchFailure)]
     if failed and len(failed) == len(handles):
-        raise LaunchError(f"No container could be started: {failed[0].error}")
-    for handle in failed:
-        context.progress.message(f"error: container {handle.name}: {handle.error}")
+        raise LaunchError(f"No container could be started: {failed[0][1].reason}")
+    for name, failure in failed:
+        context.progress.message(f"error: container {name}: {failure.reason}")
     return handles
 
 
-def _start(client: Any, planned: _Planned) -> ContainerHandle:
+def _start(client: Any, planned: _Planned) -> ContainerHandle | LaunchFailure:
     docker = import_docker()
     handle = planned.handle
     try:
         created = client.api.create_container(**planned.create)
     except docker.errors.ImageNotFound:
-        return attrs.evolve(handle, error=f"image {planned.create['image']} is not on the engine; package the executable again")
+        return LaunchFailure(f"image {planned.create['image']} is not on the engine; package the executable again")
     except docker.errors.APIError as exc:
-        return attrs.evolve(handle, error=f"cannot create the container: {exc.explanation or exc}")
+        return LaunchFailure(f"cannot create the container: {exc.explanation or exc}")
     handle = attrs.evolve(handle, container_id=created["Id"])
     try:
         client.api.start(created["Id"])
@@ -188,7 +196,7 @@ def _start(client: Any, planned: _Planned) -> ContainerHandle:
             client.api.remove_container(created["Id"], force=True)
         except docker.errors.APIError:
             pass
-        return attrs.evolve(handle, error=f"cannot start the container: {reason}")
+        return LaunchFailure(f"cannot start the container: {reason}")
     return handle
 
 
@@ -202,7 +210,7 @@ def _timestamp(value: str | None) -> float | None:
     match = re.match(r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)?", value)
     if not match:
         return None
-    seconds = calendar.timegm(tuple(int(match[i]) for i in range(1, 7)) + (0, 0, 0))  # type: ignore[arg-type]
+    seconds = calendar.timegm(tuple(int(match[i]) for i in range(1, 7)) + (0, 0, 0))
     fraction = float("0." + match[7]) if match[7] else 0.0
     zone = match[8]
     if zone and zone != "Z":
@@ -216,7 +224,7 @@ def state_from_inspect(info: dict[str, Any] | None, cancelled: bool) -> JobState
     if info is None:
         if cancelled:
             return JobState(Status.CANCELLED, "cancelled (container removed)")
-        return JobState(Status.FAILED, "the container no longer exists (removed outside xcore); its exit status is lost")
+        return lost_state("the container no longer exists (removed outside xcore); its exit status is lost")
     state = info.get("State") or {}
     status = state.get("Status", "")
     started = _timestamp(state.get("StartedAt"))
@@ -231,20 +239,11 @@ def state_from_inspect(info: dict[str, Any] | None, cancelled: bool) -> JobState
     code = state.get("ExitCode")
     if state.get("OOMKilled"):
         return JobState(Status.FAILED, "out of memory", 137 if not code else code, started, ended)
-    if cancelled and code != 0:
-        return JobState(Status.CANCELLED, "cancelled", code, started, ended)
-    if code == 0:
-        return JobState(Status.COMPLETED, "exit code 0", 0, started, ended)
+    result = exit_state(code, cancelled=cancelled, started_at=started, ended_at=ended)
     error = (state.get("Error") or "").strip()
-    if error:
-        return JobState(Status.FAILED, error, code, started, ended)
-    if isinstance(code, int) and code > 128:
-        import signal
-
-        number = code - 128
-        name = signal.Signals(number).name if number in signal.valid_signals() else str(number)
-        return JobState(Status.FAILED, f"exit code {code} (killed by {name})", code, started, ended)
-    return JobState(Status.FAILED, f"exit code {code}", code, started, ended)
+    if error and result.status is Status.FAILED:  # the engine's own words (e.g. the entrypoint is missing)
+        return JobState(Status.FAILED, error, result.exit_code, started, ended)
+    return result
 
 
 def _inspect(client: Any, handle: ContainerHandle) -> dict[str, Any] | None:
@@ -260,20 +259,25 @@ def states(handles: Sequence[ContainerHandle]) -> list[JobState]:
     result: dict[int, JobState] = {}
     by_engine: dict[str, list[int]] = {}
     for index, handle in enumerate(handles):
-        if handle.error:
-            cancelled = os.path.exists(handle.cancel_marker)
+        if handle.error:  # stored by a version that returned failed starts as handles
+            cancelled = cancel_requested(handle.cancel_marker)
             result[index] = JobState(Status.CANCELLED if cancelled else Status.FAILED, handle.error)
         else:
             by_engine.setdefault(handle.base_url, []).append(index)
     docker = import_docker()
     for base_url, indexes in by_engine.items():
         client = connect(base_url)
+
+        def inspect(index: int, client: Any = client) -> dict[str, Any] | None:
+            return _inspect(client, handles[index])
+
         try:
-            infos = _parallel(lambda i, c=client: _inspect(c, handles[i]), indexes)
+            infos = _parallel(inspect, indexes)
         except docker.errors.DockerException as exc:
-            raise EngineUnavailableError(f"The container engine at {base_url} could not report job states: {exc}") from exc
-        for index, info in zip(indexes, infos):
-            result[index] = state_from_inspect(info, os.path.exists(handles[index].cancel_marker))
+            raise EngineUnavailableError(
+                f"The container engine at {base_url} could not report job states: {exc}") from exc
+        for index, info in zip(indexes, infos, strict=True):
+            result[index] = state_from_inspect(info, cancel_requested(handles[index].cancel_marker))
     return [result[i] for i in range(len(handles))]
 
 
@@ -284,8 +288,7 @@ def cancel(handles: Sequence[ContainerHandle]) -> None:
     """Record the cancel intent, then stop each container (SIGTERM, SIGKILL after its grace)."""
     docker = import_docker()
     for handle in handles:
-        paths.private_dir(Path(handle.cancel_marker).parent)
-        Path(handle.cancel_marker).touch(mode=0o600)
+        mark_cancelled(handle.cancel_marker)
     by_engine: dict[str, list[ContainerHandle]] = {}
     for handle in handles:
         if handle.container_id:
@@ -322,14 +325,7 @@ def logs(handle: ContainerHandle, follow: bool) -> Iterator[str]:
         stream = client.api.logs(handle.container_id, stdout=True, stderr=True, stream=True, follow=follow)
     except docker.errors.NotFound:
         return
-    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-    for chunk in stream:
-        text = decoder.decode(chunk)
-        if text:
-            yield text
-    tail = decoder.decode(b"", final=True)
-    if tail:
-        yield tail
+    yield from decode_chunks(stream)
 
 
 def remove(handles: Sequence[ContainerHandle]) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import attrs
 
-from xcore.job_blocks import Executable
+from xcore.plugin import Executable
 
 
 @attrs.define(kw_only=True)

@@ -7,8 +7,7 @@ from typing import ClassVar
 
 import attrs
 
-from xcore.job_blocks import Executor, ExecutorSpec, _to_requirements
-from xcore.resources import JobRequirements
+from xcore.plugin import Executor, ExecutorSpec, JobRequirements, to_requirements
 
 
 @attrs.frozen
@@ -94,7 +93,7 @@ class Local(Executor):
 
     Spec: ClassVar[type[ExecutorSpec]] = LocalSpec
     batch_max_age: ClassVar[float] = 1.0  # starting early is cheap here: queued jobs wait at most 1 s
-    requirements: JobRequirements = attrs.field(factory=JobRequirements, converter=_to_requirements)
+    requirements: JobRequirements = attrs.field(factory=JobRequirements, converter=to_requirements)
     docker_options: DockerOptions | None = None
     experimental_stream_output: bool = False
     max_parallel: int | None = attrs.field(default=None, validator=_positive_or_none, kw_only=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import attrs
 
-from xcore.execution import JobHandle
+from xcore.plugin import JobHandle
 
 
 @attrs.define
@@ -13,7 +13,6 @@ class ProcessHandle(JobHandle):
 
     run_dir: str
     index: int
-    log_path: str
     kill_grace_secs: float = 5.0
 
 
@@ -21,9 +20,10 @@ class ProcessHandle(JobHandle):
 class ContainerHandle(JobHandle):
     """A container on the engine at ``base_url``, found by ``container_id`` (or ``name``).
 
-    ``cancel_marker`` is the file ``xcore cancel`` writes so that a stopped container reads as
-    CANCELLED. ``error`` is set when the container could not be created or started; the job then
-    reads as FAILED with that message.
+    ``cancel_marker`` is the file ``xcore cancel`` writes (``mark_cancelled``) so that a stopped
+    container reads as CANCELLED. Its output is the engine's log of the container, so
+    ``log_path`` is None. A container that could not be created or started is returned as a
+    ``LaunchFailure`` instead; handles stored by older versions may still carry ``error``.
     """
 
     container_id: str
@@ -31,4 +31,3 @@ class ContainerHandle(JobHandle):
     base_url: str
     cancel_marker: str
     stop_grace_secs: float = 5.0
-    error: str = ""

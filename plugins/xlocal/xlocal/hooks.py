@@ -5,14 +5,27 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from xcore.markers import hookimpl
+from xcore.plugin import (
+    Executable,
+    JobHandle,
+    JobState,
+    KindRegistrar,
+    LaunchContext,
+    LaunchFailure,
+    LaunchRequest,
+    Packageable,
+    PackagingContext,
+    hookimpl,
+)
+
+XCORE_PLUGIN_API = "1.0"
 
 PROCESS_HANDLE = "xlocal.ProcessHandle"
 CONTAINER_HANDLE = "xlocal.ContainerHandle"
 
 
 @hookimpl
-def xcore_register_kinds(registry: Any) -> None:
+def xcore_register_kinds(registry: KindRegistrar) -> None:
     from xlocal import executables, executors, handles
 
     registry.add("xlocal.Local", executors.Local)
@@ -24,13 +37,16 @@ def xcore_register_kinds(registry: Any) -> None:
 
 
 @hookimpl
-def xcore_package(packageable: Any, context: Any) -> Any:
-    from xcore.executables import Binary, Container, Dockerfile, PythonContainer, PythonModule
-    from xlocal.executors import LocalSpec
-
-    if not isinstance(packageable.executor_spec, LocalSpec):
-        return None
-    from xcore.bazel import BazelBinary, BazelContainer
+def xcore_package(packageable: Packageable, context: PackagingContext) -> Executable | None:
+    from xcore.plugin import (
+        BazelBinary,
+        BazelContainer,
+        Binary,
+        Container,
+        Dockerfile,
+        PythonContainer,
+        PythonModule,
+    )
     from xlocal import packaging
 
     spec = packageable.executable_spec
@@ -54,9 +70,8 @@ def xcore_package(packageable: Any, context: Any) -> Any:
 
 
 @hookimpl
-def xcore_launch(executor_kind: str, requests: Sequence[Any], context: Any) -> Any:
-    if executor_kind != "xlocal.Local":
-        return None
+def xcore_launch(executor_kind: str, requests: Sequence[LaunchRequest],
+                 context: LaunchContext) -> Sequence[JobHandle | LaunchFailure]:
     from xlocal.executables import LocalContainer
 
     containers = [i for i, r in enumerate(requests) if isinstance(r.executable, LocalContainer)]
@@ -84,16 +99,19 @@ def _stream_output(requests: Sequence[Any], handles: Sequence[Any]) -> None:
         streaming.follow(wanted)
 
 
-def _launch_mixed(requests: Sequence[Any], container_indexes: list[int], context: Any) -> list[Any]:
+def _launch_mixed(requests: Sequence[LaunchRequest], container_indexes: list[int],
+                  context: LaunchContext) -> list[JobHandle | LaunchFailure]:
     """Containers first (the likelier to fail as a whole, e.g. engine down), then processes;
     if the processes cannot start, the containers just started are stopped again."""
     from xlocal import containers
 
     chosen = set(container_indexes)
     others = [i for i in range(len(requests)) if i not in chosen]
+    from xlocal.handles import ContainerHandle
+
     handles: list[Any] = [None] * len(requests)
     started = containers.launch([requests[i] for i in container_indexes], context)
-    for index, handle in zip(container_indexes, started):
+    for index, handle in zip(container_indexes, started, strict=True):
         handles[index] = handle
     if others:
         from xlocal import processes
@@ -101,17 +119,16 @@ def _launch_mixed(requests: Sequence[Any], container_indexes: list[int], context
         try:
             launched = processes.launch([requests[i] for i in others], context)
         except BaseException:
-            containers.cancel(started)
+            containers.cancel([h for h in started if isinstance(h, ContainerHandle)])
             raise
-        for index, handle in zip(others, launched):
-            handles[index] = handle
+        for index, process in zip(others, launched, strict=True):
+            handles[index] = process
     return handles
 
 
 @hookimpl
-def xcore_adopt(executor_kind: str, requests: Sequence[Any], context: Any) -> Any:
-    if executor_kind != "xlocal.Local":
-        return None
+def xcore_adopt(executor_kind: str, requests: Sequence[LaunchRequest],
+                context: LaunchContext) -> Sequence[JobHandle | None] | None:
     from xlocal import processes
     from xlocal.executables import LocalContainer
 
@@ -121,7 +138,7 @@ def xcore_adopt(executor_kind: str, requests: Sequence[Any], context: Any) -> An
 
 
 @hookimpl
-def xcore_job_states(handle_kind: str, handles: Sequence[Any]) -> Any:
+def xcore_job_states(handle_kind: str, handles: Sequence[Any]) -> list[JobState] | None:
     if handle_kind == PROCESS_HANDLE:
         from xlocal import processes
 
@@ -134,7 +151,7 @@ def xcore_job_states(handle_kind: str, handles: Sequence[Any]) -> Any:
 
 
 @hookimpl
-def xcore_cancel(handle_kind: str, handles: Sequence[Any]) -> Any:
+def xcore_cancel(handle_kind: str, handles: Sequence[Any]) -> bool | None:
     if handle_kind == PROCESS_HANDLE:
         from xlocal import processes
 

@@ -8,11 +8,22 @@ import shutil
 import sys
 from pathlib import Path
 
-from xcore.bazel import BazelBinary, BazelContainer
-from xcore.errors import PackagingError
-from xcore.executables import Binary, Container, Dockerfile, PythonContainer, PythonModule
-from xcore.execution import PackagingContext
-from xcore.job_blocks import Packageable
+from xcore.plugin import (
+    BazelBinary,
+    BazelContainer,
+    Binary,
+    Container,
+    Dockerfile,
+    ModuleName,
+    Packageable,
+    PackagingContext,
+    PackagingError,
+    PythonContainer,
+    PythonModule,
+    bazel_build,
+    bazel_output,
+    bazel_workspace,
+)
 from xlocal.executables import LocalContainer, LocalProcess
 
 
@@ -26,14 +37,16 @@ def package_binary(packageable: Packageable, spec: Binary) -> LocalProcess:
                 "relative paths are taken from the directory you launch from."
             )
         if not os.access(resolved, os.X_OK):
-            raise PackagingError(f"Binary {resolved} is not executable: run `chmod +x {resolved}` or call it through an interpreter.")
+            raise PackagingError(f"Binary {resolved} is not executable: run `chmod +x {resolved}` "
+                                 "or call it through an interpreter.")
         command = str(resolved)
     else:
         found = shutil.which(spec.path)
         if found is None:
-            raise PackagingError(f"Binary {spec.path!r} is not a file and is not found on PATH ({os.environ.get('PATH', '')}).")
+            raise PackagingError(f"Binary {spec.path!r} is not a file and is not found on PATH "
+                                 f"({os.environ.get('PATH', '')}).")
         command = found
-    return LocalProcess(name=spec.name, command=[command], args=packageable.args, env_vars=packageable.env_vars)
+    return LocalProcess(name=spec.name, command=[command])
 
 
 def package_python_module(packageable: Packageable, spec: PythonModule) -> LocalProcess:
@@ -47,15 +60,16 @@ def package_python_module(packageable: Packageable, spec: PythonModule) -> Local
             "Set path= to the directory that contains the module."
         )
     python = spec.python or sys.executable
-    env = dict(packageable.env_vars)
-    env["PYTHONPATH"] = str(project) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    return LocalProcess(name=spec.name, command=[python, "-m", spec.module], args=packageable.args, env_vars=env)
+    user = packageable.env_vars.get("PYTHONPATH")  # the core attaches the other variables
+    pythonpath = str(project) + (os.pathsep + str(user) if user else "")
+    return LocalProcess(name=spec.name, command=[python, "-m", spec.module], env_vars={"PYTHONPATH": pythonpath})
 
 
 # -- containers (the docker SDK is imported inside xlocal.images, only from here on) ---------
 
 
-def package_python_container(packageable: Packageable, spec: PythonContainer, context: PackagingContext) -> LocalContainer:
+def package_python_container(packageable: Packageable, spec: PythonContainer,
+                             context: PackagingContext) -> LocalContainer:
     from xlocal import images
 
     build_context = images.python_container_context(spec)
@@ -79,7 +93,6 @@ def _build(packageable: Packageable, name: str, build_context: object, context: 
     return LocalContainer(
         name=name, image=built.tag, image_id=built.image_id,
         entrypoint=list(entrypoint) if entrypoint is not None else None,
-        args=packageable.args, env_vars=packageable.env_vars,
     )
 
 
@@ -102,8 +115,7 @@ def package_container(packageable: Packageable, spec: Container, context: Packag
                 f"Image {spec.image_path!r} is not on the engine at {images.engine_url()} and could not be pulled: "
                 f"{exc.explanation or exc}. Check the name (`docker images`), or build or load the image first."
             ) from None
-    return LocalContainer(name=spec.name, image=spec.image_path, image_id=image_id,
-                          args=packageable.args, env_vars=packageable.env_vars)
+    return LocalContainer(name=spec.name, image=spec.image_path, image_id=image_id)
 
 
 # -- Bazel targets ---------------------------------------------------------------------------
@@ -111,23 +123,20 @@ def package_container(packageable: Packageable, spec: Container, context: Packag
 
 def package_bazel_binary(packageable: Packageable, spec: BazelBinary, context: PackagingContext) -> LocalProcess:
     """``bazel build`` the target; the job runs the file it built, from the workspace root."""
-    from xcore import bazel
-
-    workspace = bazel.find_workspace()
-    built = bazel.build([spec.label], spec.bazel_args, workspace, context.progress)
-    path = bazel.single_output(spec.label, built[spec.label], "binary")
+    workspace = bazel_workspace()
+    built = bazel_build([spec.label], spec.bazel_args, workspace, context.progress)
+    path = bazel_output(spec.label, built[spec.label], "binary")
     if not os.access(path, os.X_OK):
         raise PackagingError(f"Bazel target {spec.label} built {path}, which is not executable.")
-    return LocalProcess(name=spec.name, command=[path], args=packageable.args, env_vars=packageable.env_vars)
+    return LocalProcess(name=spec.name, command=[path])
 
 
 def package_bazel_container(packageable: Packageable, spec: BazelContainer, context: PackagingContext) -> LocalContainer:
     """``bazel build`` the image tarball and ``docker load`` it into the local engine."""
-    from xcore import bazel
     from xlocal import images
 
-    built = bazel.build([spec.label], spec.bazel_args, None, context.progress)
-    tarball = bazel.single_output(spec.label, built[spec.label], "container")
+    built = bazel_build([spec.label], spec.bazel_args, None, context.progress)
+    tarball = bazel_output(spec.label, built[spec.label], "container")
     client = images.connect()
     context.progress.update("loading image", detail=os.path.basename(tarball))
     with open(tarball, "rb") as data:
@@ -136,8 +145,7 @@ def package_bazel_container(packageable: Packageable, spec: BazelContainer, cont
         raise PackagingError(f"{tarball} (from {spec.label}) holds no image the engine could load.")
     image = loaded[0]
     tag = image.tags[0] if image.tags else image.id
-    return LocalContainer(name=spec.name, image=tag, image_id=image.id,
-                          args=packageable.args, env_vars=packageable.env_vars)
+    return LocalContainer(name=spec.name, image=tag, image_id=image.id)
 
 
 # -- lxm3's PythonPackage (xhpc.PythonPackage) on this machine ----------------------------------
@@ -149,8 +157,6 @@ def package_python_package(packageable: Packageable, spec: object, context: Pack
     import hashlib
     import subprocess
     import tempfile
-
-    from xcore.executables import ModuleName
 
     project = Path(spec.path).expanduser().resolve()  # type: ignore[attr-defined]
     if not any((project / f).is_file() for f in ("pyproject.toml", "setup.py", "setup.cfg")):
@@ -190,4 +196,4 @@ def package_python_package(packageable: Packageable, spec: object, context: Pack
         command = [sys.executable, "-m", entrypoint.module_name]
     else:
         command = ["/bin/sh", "-c", "\n".join(entrypoint.commands), spec.name]  # type: ignore[attr-defined]
-    return LocalProcess(name=spec.name, command=command, args=packageable.args, env_vars=env)  # type: ignore[attr-defined]
+    return LocalProcess(name=spec.name, command=command, env_vars=env)  # type: ignore[attr-defined]

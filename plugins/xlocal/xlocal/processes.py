@@ -16,15 +16,24 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from xcore import paths
-from xcore.errors import LaunchError
-from xcore.execution import LaunchContext, LaunchRequest
-from xcore.progress import plural
-from xcore.status import JobState, Status
+from xcore.plugin import (
+    JobState,
+    LaunchContext,
+    LaunchError,
+    LaunchRequest,
+    Status,
+    atomic_write,
+    cancel_requested,
+    exit_state,
+    follow_file,
+    lost_state,
+    mark_cancelled,
+    private_dir,
+)
 from xlocal.executables import LocalProcess
 from xlocal.executors import Local
 from xlocal.handles import ProcessHandle
-from xlocal.runner import process_start_time, read_events, write_json_atomic
+from xlocal.runner import process_start_time, read_events
 
 
 def machine_slots() -> int:
@@ -38,13 +47,14 @@ def machine_slots() -> int:
 
 
 def launch(requests: Sequence[LaunchRequest], context: LaunchContext) -> list[ProcessHandle]:
-    runs = paths.private_dir(context.state_dir / "runs")
+    runs = private_dir(context.state_dir / "runs")
     first = requests[0]
     run_dir = runs / f"{first.experiment_id}-{first.job_id}-{secrets.token_hex(3)}"
-    paths.private_dir(run_dir / "jobs")
+    private_dir(run_dir / "jobs")
     max_parallel = min((r.executor.max_parallel or 10**9) for r in requests if isinstance(r.executor, Local))
-    log_dir = paths.private_dir(context.state_dir / "logs" / str(first.experiment_id))
-    jobs, handles = [], []
+    log_dir = private_dir(context.state_dir / "logs" / str(first.experiment_id))
+    jobs: list[dict[str, Any]] = []
+    handles: list[ProcessHandle] = []
     for index, request in enumerate(requests):
         executable = request.executable
         if not isinstance(executable, LocalProcess):
@@ -59,17 +69,17 @@ def launch(requests: Sequence[LaunchRequest], context: LaunchContext) -> list[Pr
             "log_path": str(log_path),
             "job_id": request.job_id,  # lets a later process adopt the job if the launcher dies (adopt)
         })
-        handles.append(ProcessHandle(str(run_dir), index, str(log_path), executor.kill_grace_secs))
+        handles.append(ProcessHandle(str(run_dir), index, executor.kill_grace_secs, log_path=str(log_path)))
     cwds = {job["cwd"] for job in jobs}
     batch = {
         "cwd": cwds.pop() if len(cwds) == 1 else None,  # the runner works there, so jobs start without chdir
         "base_env": dict(os.environ),
         "jobs": jobs,
         "slots": machine_slots(),
-        "slots_dir": str(paths.private_dir(context.state_dir / "slots")),
+        "slots_dir": str(private_dir(context.state_dir / "slots")),
         "max_parallel": None if max_parallel >= 10**9 else max_parallel,
     }
-    write_json_atomic(run_dir / "batch.json", batch, mode=0o600)  # holds env values, secrets included
+    atomic_write(run_dir / "batch.json", json.dumps(batch))  # 0600: holds env values, secrets included
     # The runner's liveness is this lock, taken before it exists and handed to it: no status
     # query can ever see a live runner as dead, however slowly it starts.
     lock_fd = os.open(run_dir / "runner.lock", os.O_RDWR | os.O_CREAT, 0o600)
@@ -87,7 +97,8 @@ def launch(requests: Sequence[LaunchRequest], context: LaunchContext) -> list[Pr
     finally:
         os.close(runner_log)
         os.close(lock_fd)  # the runner's copy keeps the lock
-    context.progress.update(f"started runner for {plural(len(requests), 'job')}", detail=str(run_dir))
+    jobs_text = "1 job" if len(requests) == 1 else f"{len(requests)} jobs"
+    context.progress.update(f"started runner for {jobs_text}", detail=str(run_dir))
     return handles
 
 
@@ -104,11 +115,11 @@ def adopt(requests: Sequence[LaunchRequest], context: LaunchContext) -> list[Pro
             ids = [job.get("job_id") for job in (batch or {}).get("jobs", [])]
             if not wanted.keys() & set(ids) or not _runner_started(run_dir):
                 continue
-            for index, (job_id, job) in enumerate(zip(ids, batch["jobs"])):  # type: ignore[index]
-                request = wanted.get(job_id)  # type: ignore[arg-type]
+            for index, (job_id, job) in enumerate(zip(ids, batch["jobs"] if batch else [], strict=True)):
+                request = wanted.get(job_id) if isinstance(job_id, int) else None
                 if request is not None:
                     grace = getattr(request.executor, "kill_grace_secs", 5.0)
-                    found[request.job_id] = ProcessHandle(str(run_dir), index, job["log_path"], grace)
+                    found[request.job_id] = ProcessHandle(str(run_dir), index, grace, log_path=job["log_path"])
     return [found.get(r.job_id) for r in requests]
 
 
@@ -134,7 +145,7 @@ def _import_root() -> str:
 
 def _read_json(path: Path) -> dict[str, Any] | None:
     try:
-        return json.loads(path.read_text())
+        return dict(json.loads(path.read_text()))
     except (FileNotFoundError, json.JSONDecodeError):
         return None
 
@@ -153,6 +164,9 @@ def states(handles: Sequence[ProcessHandle]) -> list[JobState]:
     runs: dict[str, _RunView] = {}
     result = []
     for handle in handles:
+        if not os.path.isdir(handle.run_dir):  # state directory cleaned up: xlocal no longer knows the job
+            result.append(lost_state(f"its run directory {handle.run_dir} is gone"))
+            continue
         run = runs.get(handle.run_dir) or runs.setdefault(handle.run_dir, _RunView(Path(handle.run_dir)))
         job = run.job(handle.index)
         if "exit" not in job and not run.runner_alive():
@@ -212,7 +226,7 @@ def _legacy_runner_alive(run_dir: Path) -> bool:
 def _state(handle: ProcessHandle, job: dict[str, Any], run: _RunView) -> JobState:
     started, ended = job.get("start"), job.get("exit")
     succeeded = ended is not None and ended.get("rc") == 0
-    cancelled = not succeeded and (run.run_dir / "jobs" / f"{handle.index}.cancel").exists()
+    cancelled = not succeeded and cancel_requested(_cancel_marker(handle))
     start_time = started["t"] if started else None
     if ended is not None:
         return _final_state(ended, cancelled, start_time)
@@ -232,16 +246,15 @@ def _state(handle: ProcessHandle, job: dict[str, Any], run: _RunView) -> JobStat
 
 def _final_state(ended: dict[str, Any], cancelled: bool, started_at: float | None) -> JobState:
     code, when, error = ended.get("rc"), ended.get("t"), ended.get("error")
-    if cancelled and code != 0:
-        return JobState(Status.CANCELLED, "cancelled", None if code is None or code < 0 else code, started_at, when)
-    if code == 0:
-        return JobState(Status.COMPLETED, "exit code 0", 0, started_at, when)
-    if error:
-        return JobState(Status.FAILED, error, code, started_at, when)
-    if code is not None and code < 0:
-        name = signal.Signals(-code).name if -code in signal.valid_signals() else str(-code)
-        return JobState(Status.FAILED, f"killed by signal {name}", 128 - code, started_at, when)
-    return JobState(Status.FAILED, f"exit code {code}", code, started_at, when)
+    state = exit_state(code, cancelled=cancelled, started_at=started_at, ended_at=when)
+    if error and state.status is Status.FAILED:  # the runner could not start it: its words say why
+        return JobState(Status.FAILED, error, state.exit_code, started_at, when)
+    return state
+
+
+def _cancel_marker(handle: ProcessHandle) -> Path:
+    """The runner skips a job whose marker exists (see xlocal.runner)."""
+    return Path(handle.run_dir) / "jobs" / f"{handle.index}.cancel"
 
 
 def _descendants(root: int) -> list[int]:
@@ -291,7 +304,8 @@ def _running_pids(handles: Sequence[ProcessHandle]) -> list[int]:
 def cancel(handles: Sequence[ProcessHandle]) -> None:
     """Mark jobs cancelled, then TERM each running job's whole tree and KILL what outlives its grace."""
     for handle in handles:
-        (Path(handle.run_dir) / "jobs" / f"{handle.index}.cancel").touch(mode=0o600)
+        if os.path.isdir(handle.run_dir):
+            mark_cancelled(_cancel_marker(handle))
     targets = _running_pids(handles)
     time.sleep(0.05)  # a job the runner was starting as we marked it shows up now
     targets = sorted(set(targets) | set(_running_pids(handles)))
@@ -309,41 +323,7 @@ def cancel(handles: Sequence[ProcessHandle]) -> None:
 
 
 def logs(handle: ProcessHandle, follow: bool) -> Iterator[str]:
-    path = Path(handle.log_path)
-
     def ended() -> bool:
         return states([handle])[0].status.is_terminal
 
-    while not path.exists():
-        if not follow or ended():
-            return
-        time.sleep(0.1)
-    with open(path, "rb") as log:
-        decoder = _Utf8Stream()
-        while True:
-            chunk = log.read(65536)
-            if chunk:
-                yield decoder.feed(chunk)
-                continue
-            if not follow or ended():
-                rest = log.read()
-                tail = decoder.feed(rest) + decoder.flush()
-                if tail:
-                    yield tail
-                return
-            time.sleep(0.1)
-
-
-class _Utf8Stream:
-    """Decodes UTF-8 across chunk boundaries."""
-
-    def __init__(self) -> None:
-        import codecs
-
-        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-
-    def feed(self, data: bytes) -> str:
-        return self._decoder.decode(data)
-
-    def flush(self) -> str:
-        return self._decoder.decode(b"", final=True)
+    return follow_file(handle.log_path or "", follow=follow, finished=ended, poll_secs=0.1)

@@ -12,9 +12,7 @@ from typing import Any
 
 import attrs
 
-from xcore import paths
-from xcore.errors import PackagingError
-from xcore.progress import Progress
+from xcore.plugin import PackagingError, Progress, private_dir
 from xlocal.images.context import (
     DOCKERFILE_ARCNAME,
     BuildContext,
@@ -107,7 +105,7 @@ def ensure_image(
     log_path = None
     if cache_dir is not None:
         log_path = cache_dir / "logs" / f"{tag.replace('/', '_').replace(':', '_')}.log"
-        paths.private_dir(log_path.parent)
+        private_dir(log_path.parent)
     task = f"building {tag}"
     if progress:
         progress.message(f"{task} from {context.source} ({summarize(context.files)})")

@@ -16,24 +16,28 @@ import sys
 import tarfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 import attrs
 
-from xcore import paths
-from xcore.errors import PackagingError
-from xcore.executables import Dockerfile, ModuleName, PythonContainer, entrypoint_argv
+from xcore.plugin import (
+    DEFAULT_IGNORE_PATTERNS,
+    DigestCache,
+    Dockerfile,
+    ModuleName,
+    PackagingError,
+    PythonContainer,
+    entrypoint_argv,
+)
 from xlocal.images.ignore import IgnoreRules
 
 HASH_VERSION = "xcore-image-v1"
 DOCKERFILE_ARCNAME = ".xcore/Dockerfile"
 WORKDIR = "/app"
 
-# Never part of a PythonContainer image: they change on every local run and would defeat the cache.
-PYTHON_DEFAULT_IGNORES = (
-    ".git", ".hg", ".svn", "**/__pycache__", "**/*.pyc", "**/*.pyo", ".venv", "venv",
-    ".mypy_cache", ".pytest_cache", ".ruff_cache", ".tox", ".nox", "*.egg-info", ".DS_Store",
-)
+# Never part of a PythonContainer image: the core's one ignore list (they change on every
+# local run and would defeat the cache); a project's .dockerignore adds to it.
+PYTHON_DEFAULT_IGNORES = DEFAULT_IGNORE_PATTERNS
 
 
 @attrs.frozen
@@ -96,7 +100,8 @@ def collect(root: Path, rules: IgnoreRules, prefix: str = "") -> list[ContextFil
             arcname = f"{prefix}/{relpath}" if prefix else relpath
             if stat.S_ISLNK(st.st_mode):
                 if not excluded:
-                    found.append(ContextFile(arcname, entry.path, "symlink", 0o777, link_target=os.readlink(entry.path)))
+                    target = os.readlink(entry.path)
+                    found.append(ContextFile(arcname, entry.path, "symlink", 0o777, link_target=target))
             elif stat.S_ISDIR(st.st_mode):
                 if excluded and prune:
                     continue
@@ -197,48 +202,7 @@ def from_images(dockerfile: str) -> list[str]:
     return images
 
 
-# -- content hash ---------------------------------------------------------------------------
-
-
-class DigestCache:
-    """Remembers file digests by (size, mtime, ctime, inode), so unchanged big files are not
-    re-read on every launch. A touched but unchanged file is re-read and hashes the same."""
-
-    def __init__(self, path: Path | None) -> None:
-        self.path = path
-        self._data: dict[str, list[Any]] = {}
-        self._dirty = False
-        if path is not None:
-            try:
-                self._data = json.loads(path.read_text())
-            except (FileNotFoundError, ValueError):
-                self._data = {}
-
-    def digest(self, item: ContextFile) -> str:
-        key = [item.size, item.mtime_ns, item.ctime_ns, item.inode]
-        cached = self._data.get(item.path)
-        if cached is not None and cached[:4] == key:
-            return cached[4]
-        h = hashlib.sha256()
-        try:
-            with open(item.path, "rb") as handle:
-                for block in iter(lambda: handle.read(1 << 20), b""):
-                    h.update(block)
-        except OSError as exc:
-            raise PackagingError(f"Cannot read {item.path} for the image build context: {exc}.") from exc
-        self._data[item.path] = [*key, h.hexdigest()]
-        self._dirty = True
-        return h.hexdigest()
-
-    def save(self) -> None:
-        if self.path is None or not self._dirty:
-            return
-        paths.private_dir(self.path.parent)
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as handle:
-            handle.write(json.dumps(self._data))
-        os.replace(tmp, self.path)
-        self._dirty = False
+# -- content hash (file digests: the core's DigestCache, keyed by size, times and inode) -------
 
 
 def content_hash(context: BuildContext, base_image_ids: Mapping[str, str], cache: DigestCache | None = None) -> str:
@@ -253,7 +217,10 @@ def content_hash(context: BuildContext, base_image_ids: Mapping[str, str], cache
     for item in context.files:
         h.update(f"{item.kind}\0{item.arcname}\0{item.mode:o}\0".encode("utf-8", "surrogateescape"))
         if item.kind == "file":
-            h.update(cache.digest(item).encode())
+            try:
+                h.update(cache.digest(item.path).encode())
+            except OSError as exc:
+                raise PackagingError(f"Cannot read {item.path} for the image build context: {exc}.") from exc
         elif item.kind == "symlink":
             h.update(item.link_target.encode("utf-8", "surrogateescape"))
         h.update(b"\0")

@@ -10,7 +10,7 @@ import os
 import threading
 from typing import Any
 
-from xcore.errors import ConfigurationError
+from xcore.plugin import ConfigurationError
 
 DEFAULT_DOCKER_HOST = "unix:///var/run/docker.sock"
 

@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 source scripts/python.sh
 ensure_venv
 echo "==> installing xcore, plugins and test tools into .venv"
-packages=(-e '.[test]' -e 'plugins/xlocal[docker]' -e plugins/xhpc)
+packages=(-e '.[test]' -e 'plugins/xlocal[docker]' -e plugins/xhpc -e 'plugins/xk8s[test]')
 .venv/bin/python -m pip install --quiet --disable-pip-version-check "${packages[@]}" pytest-timeout
 
 if [ "$(id -u)" = 0 ] && [ -z "${XCORE_SKIP_INFRA:-}" ]; then

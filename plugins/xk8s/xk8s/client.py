@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 from typing import Any
 
 from xcore import plugin as xp
@@ -20,12 +21,21 @@ def count(name: str) -> None:
     CALLS[name] = CALLS.get(name, 0) + 1
 
 
-@functools.lru_cache(maxsize=None)
 def api_client(context: str | None) -> Any:
+    """A client for ``context`` of the kubeconfig that ``KUBECONFIG`` names now (the client
+    library reads the variable once, at import)."""
+    return _api_client(context, os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config"))
+
+
+api_client.cache_clear = lambda: _api_client.cache_clear()  # type: ignore[attr-defined]
+
+
+@functools.lru_cache(maxsize=None)
+def _api_client(context: str | None, kubeconfig: str) -> Any:
     from kubernetes import config
 
     try:
-        return config.new_client_from_config(context=context)
+        return config.new_client_from_config(config_file=kubeconfig, context=context)
     except config.ConfigException as exc:
         where = f"context {context!r}" if context else "the current context"
         raise xp.ConfigurationError(f"xk8s: cannot load {where} from kubeconfig: {exc}. Set KUBECONFIG "

@@ -26,6 +26,7 @@ def _cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, run_pods: bool) ->
     yield cluster
     client.api_client.cache_clear()
     cluster.close()
+    assert not cluster.errors, f"the fake's controllers failed: {cluster.errors!r}"
 
 
 @pytest.fixture

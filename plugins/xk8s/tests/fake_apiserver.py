@@ -142,6 +142,7 @@ class FakeCluster:
         self.workdir = Path(tempfile.mkdtemp(prefix="xk8s-fake-"))
         self.run_pods, self.validate, self.k8s_version = run_pods, validate, k8s_version
         self.rv = 0
+        self.errors: list[Exception] = []
         self.server: ThreadingHTTPServer | None = None
         self._stop = threading.Event()
 
@@ -358,9 +359,8 @@ class FakeCluster:
     def _reap(self) -> None:
         for (ns, name), proc in list(self.processes.items()):
             code = proc.poll()
-            if code is None:
-                continue
-            del self.processes[(ns, name)]
+            if code is None or self.processes.pop((ns, name), None) is None:
+                continue  # running, or reaped by a nested reconcile
             pod = self.objects.get(("Pod", ns, name))
             if pod is not None and pod["status"].get("phase") == "Running":
                 self.finish("", pod=pod, exit_code=128 - code if code < 0 else code)
@@ -532,7 +532,10 @@ class FakeCluster:
 
     def _tick(self) -> None:
         while not self._stop.wait(0.05):
-            self.reconcile()
+            try:
+                self.reconcile()
+            except Exception as exc:  # kept for the test to see; the controllers go on
+                self.errors.append(exc)
 
     def kubeconfig(self, path: Path, context: str = "fake", namespace: str = "default") -> Path:
         url = f"http://127.0.0.1:{self.server.server_address[1]}"  # type: ignore[union-attr]

@@ -12,7 +12,7 @@ class KubernetesHandle(xp.JobHandle):
     """One trial: index ``index`` of the Job (or JobSet role) ``name`` in ``namespace``.
 
     ``launch`` is the label value shared by everything one launch created; status asks for
-    all of them with one LIST per namespace. ``kind`` is ``"job"`` or ``"jobset"``.
+    all of them with one LIST per namespace. ``shape`` is ``"job"`` or ``"jobset"`` (a field named ``kind`` would clash with the stored kind).
     """
 
     context: str | None
@@ -20,10 +20,10 @@ class KubernetesHandle(xp.JobHandle):
     name: str
     index: int = 0
     launch: str = ""
-    kind: str = "job"
+    shape: str = "job"
     role: str | None = None
 
     @property
     def job_name(self) -> str:
         """The batch/v1 Job that runs this trial (JobSet Jobs are ``<set>-<role>-0``)."""
-        return f"{self.name}-{self.role}-0" if self.kind == "jobset" else self.name
+        return f"{self.name}-{self.role}-0" if self.shape == "jobset" else self.name

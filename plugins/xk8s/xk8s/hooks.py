@@ -20,7 +20,7 @@ from xcore import plugin as xp
 from xk8s import manifests as mf
 from xk8s import states, targets
 from xk8s.executables import Image, KubernetesExecutable
-from xk8s.executors import Kubernetes, KubernetesSpec, Toleration, Volume
+from xk8s.executors import Kubernetes, KubernetesSpec
 from xk8s.handles import KubernetesHandle
 
 XCORE_PLUGIN_API = "1.0"
@@ -28,7 +28,7 @@ XCORE_PLUGIN_API = "1.0"
 
 @xp.hookimpl
 def xcore_register_kinds(registry: xp.KindRegistrar) -> None:
-    for cls in (Kubernetes, KubernetesSpec, KubernetesExecutable, KubernetesHandle, Image, Toleration, Volume):
+    for cls in (Kubernetes, KubernetesSpec, KubernetesExecutable, KubernetesHandle, Image):
         registry.add(f"xk8s.{cls.__name__}", cls)
 
 
@@ -252,7 +252,7 @@ def xcore_cancel(handle_kind: str, handles: Sequence[KubernetesHandle]) -> bool:
         by_object[(h.context, h.namespace, h.name)].append(h)
     for (ctx, namespace, name), group in by_object.items():
         snap = snapshot(ctx, namespace, group)
-        kind = group[0].kind
+        kind = group[0].shape
         ApiException = client.api_exception()
         try:
             if kind == "jobset":

@@ -603,9 +603,11 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _dispatch(self, method: str, path: str, query: dict[str, str], body: Any) -> None:
         fake = self.fake
-        if path == "/version":
+        if path.rstrip("/") == "/version":
             return self._send(200, {"major": "1", "minor": "33", "gitVersion": "v1.33.0-xk8s-fake",
-                                    "platform": "linux/amd64"})
+                                    "gitCommit": "0" * 40, "gitTreeState": "clean",
+                                    "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.24",
+                                    "compiler": "gc", "platform": "linux/amd64"})
         if m := re.fullmatch(r"/api/v1/namespaces/([^/]+)", path):
             if m[1] not in fake.namespaces:
                 raise ApiError(404, "NotFound", f'namespaces "{m[1]}" not found')

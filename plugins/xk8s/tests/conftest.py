@@ -10,7 +10,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from fake_apiserver import FakeCluster  # noqa: E402
+from fake_apiserver import FakeCluster
 
 
 def _cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, run_pods: bool) -> Iterator[FakeCluster]:

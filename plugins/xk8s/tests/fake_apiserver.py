@@ -534,7 +534,7 @@ class FakeCluster:
         while not self._stop.wait(0.05):
             try:
                 self.reconcile()
-            except Exception as exc:  # kept for the test to see; the controllers go on
+            except Exception as exc:  # noqa: BLE001 - kept for the test to see; the controllers go on
                 self.errors.append(exc)
 
     def kubeconfig(self, path: Path, context: str = "fake", namespace: str = "default") -> Path:
@@ -563,7 +563,7 @@ class FakeCluster:
 
 
 def _ts(text: str) -> float:
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    return datetime.fromisoformat(text).timestamp()
 
 
 def _public(obj: dict[str, Any]) -> dict[str, Any]:

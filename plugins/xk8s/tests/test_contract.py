@@ -8,9 +8,9 @@ sweeps, inline for single jobs.
 from __future__ import annotations
 
 import pytest
-from xcore.testing.contract import ContractSuite, ContractTarget
-
 import xk8s
+
+from xcore.testing.contract import ContractSuite, ContractTarget
 
 
 @pytest.fixture

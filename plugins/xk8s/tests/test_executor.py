@@ -6,11 +6,11 @@ import subprocess
 import sys
 
 import pytest
-import xcore as xm
-from xcore import plugin as xp
-
 import xk8s
 from xk8s import targets
+
+import xcore as xm
+from xcore import plugin as xp
 
 
 @pytest.mark.parametrize("kwargs, message", [

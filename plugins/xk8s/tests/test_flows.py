@@ -8,11 +8,11 @@ import sys
 import time
 
 import pytest
-from xcore import plugin as xp
-from xcore.testing import make_launch_context, make_request
-
 import xk8s
 from xk8s import client, hooks
+
+from xcore import plugin as xp
+from xcore.testing import make_launch_context, make_request
 
 IMAGE = "registry.example/lab/train:1"
 

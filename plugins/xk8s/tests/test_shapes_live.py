@@ -8,12 +8,12 @@ import subprocess
 import sys
 import time
 
+import xk8s
+from xk8s import hooks
+
 from xcore import plugin as xp
 from xcore.testing import make_launch_context, make_request
 from xcore.testing.contract import HOSTILE_ARGS, HOSTILE_ENV
-
-import xk8s
-from xk8s import hooks
 
 ECHO = ["python3", "-c", "import json, os, sys; print(json.dumps([sys.argv[1:], os.environ.get('H')]))"]
 

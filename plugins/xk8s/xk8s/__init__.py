@@ -22,7 +22,8 @@ _EXPORTS = {
     "KubernetesExecutable": "xk8s.executables",
     "KubernetesHandle": "xk8s.handles",
 }
-__all__ = sorted(_EXPORTS)
+__all__ = ["Image", "Kubernetes", "KubernetesExecutable", "KubernetesHandle", "KubernetesSpec", "Toleration",
+           "Volume", "image"]
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:

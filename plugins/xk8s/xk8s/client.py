@@ -30,7 +30,7 @@ def api_client(context: str | None) -> Any:
 api_client.cache_clear = lambda: _api_client.cache_clear()  # type: ignore[attr-defined]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _api_client(context: str | None, kubeconfig: str) -> Any:
     from kubernetes import config
 

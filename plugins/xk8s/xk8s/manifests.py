@@ -15,7 +15,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from xcore import plugin as xp
-
 from xk8s.executors import Kubernetes
 
 API_JOB = "batch/v1"

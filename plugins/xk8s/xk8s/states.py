@@ -33,7 +33,7 @@ def parse_indexes(text: str | None) -> set[int]:
 
 
 def timestamp(text: str | None) -> float | None:
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() if text else None
+    return datetime.fromisoformat(text).timestamp() if text else None
 
 
 def cancelled_indexes(job: dict[str, Any]) -> list[int]:

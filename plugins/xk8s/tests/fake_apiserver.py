@@ -143,6 +143,7 @@ class FakeCluster:
         self.run_pods, self.validate, self.k8s_version = run_pods, validate, k8s_version
         self.rv = 0
         self.errors: list[Exception] = []
+        self.paused = False  # True: the controllers and the kubelet do nothing
         self.server: ThreadingHTTPServer | None = None
         self._stop = threading.Event()
 
@@ -171,8 +172,7 @@ class FakeCluster:
                 obj["status"] = {}
                 obj["_fake"] = {"failures": {}, "completed": [], "failed": [], "accounted": []}
             self.objects[(kind, ns, obj["metadata"]["name"])] = obj
-            self.reconcile()
-            return obj
+            return obj  # the controllers act on their next tick, as in a real cluster
 
     def _validate(self, obj: dict[str, Any]) -> None:
         import kubernetes_validate
@@ -225,6 +225,7 @@ class FakeCluster:
 
     def pods(self, job: str, index: int | None = None, ns: str = "default") -> list[dict[str, Any]]:
         sel = f"job-name={job}" + (f",{INDEX}={index}" if index is not None else "")
+        self.reconcile()  # let the controllers catch up first
         return sorted(self.list("Pod", ns, sel), key=lambda p: p["metadata"]["creationTimestamp"])
 
     def pod(self, job: str, index: int = 0, ns: str = "default") -> dict[str, Any]:
@@ -384,6 +385,8 @@ class FakeCluster:
     # -- controllers --------------------------------------------------------------------
 
     def reconcile(self) -> None:
+        if self.paused:
+            return
         with self.lock:
             if self.run_pods:
                 self._reap()
@@ -524,7 +527,7 @@ class FakeCluster:
         class Handler(_Handler):
             fake = cluster
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = _Server(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
         threading.Thread(target=self._tick, daemon=True).start()
@@ -568,6 +571,11 @@ def _ts(text: str) -> float:
 
 def _public(obj: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in obj.items() if not k.startswith("_")}
+
+
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # a client that hangs up (pool shutdown, a stopped log follow) is normal here
 
 
 class _Handler(BaseHTTPRequestHandler):

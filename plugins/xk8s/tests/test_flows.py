@@ -193,3 +193,19 @@ def test_api_server_down_is_an_oserror_not_a_crash(fake_k8s, tmp_path):
 def test_launch_into_a_missing_namespace_fails_with_the_api_message(fake_k8s, tmp_path):
     with pytest.raises(xp.LaunchError, match='namespaces "nope" not found'):
         launch(tmp_path, [make_request(exe(), xk8s.Kubernetes(namespace="nope"))])
+
+
+def test_a_jobset_whose_jobs_are_not_created_yet_reads_pending_not_lost(fake_k8s, tmp_path):
+    reqs = [make_request(exe(), xk8s.Kubernetes(), [role], work_unit_id=1, job_name=role) for role in ("a", "b")]
+    fake_k8s.paused = True  # the JobSet controller has not run yet
+    handles = launch(tmp_path, reqs)
+    fake_k8s.requests.clear()
+    result = states(handles)
+    assert [s.status for s in result] == [xp.Status.PENDING] * 2, result
+    assert "JobSet controller" in result[0].message
+    assert fake_k8s.calls("GET", "/jobsets") == 1
+    fake_k8s.paused = False
+    fake_k8s.start(f"{handles[0].name}-a-0")
+    assert states(handles)[0].status is xp.Status.RUNNING
+    fake_k8s.delete("JobSet", "default", handles[0].name, "Background")
+    assert states(handles)[1].message.startswith("lost: Job")

@@ -10,10 +10,12 @@ of trials.
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import time
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 from xcore import plugin as xp
@@ -206,9 +208,33 @@ def snapshot(context: str | None, namespace: str, handles: Sequence[KubernetesHa
     return states.Snapshot.of(jobs, pods)
 
 
-def cancel_marker(handle: KubernetesHandle) -> Any:
-    return xp.plugin_state_dir("xk8s") / "cancelled" / (handle.context or "_") / handle.namespace / \
-        f"{handle.job_name}.{handle.index}"
+def _marker_dir(context: str | None, namespace: str) -> Path:
+    return xp.plugin_state_dir("xk8s") / "cancelled" / (context or "_") / namespace
+
+
+def cancel_marker(handle: KubernetesHandle) -> Path:
+    """Written by ``xcore cancel`` before it deletes anything: a deleted Job reads CANCELLED."""
+    return _marker_dir(handle.context, handle.namespace) / f"{handle.job_name}.{handle.index}"
+
+
+def _locally_cancelled(context: str | None, namespace: str) -> set[str]:
+    try:
+        return set(os.listdir(_marker_dir(context, namespace)))
+    except FileNotFoundError:
+        return set()
+
+
+def _jobsets_without_jobs(context: str | None, namespace: str, handles: Sequence[KubernetesHandle],
+                          snap: states.Snapshot) -> set[str]:
+    """JobSets that exist but whose Jobs are not listed yet (one more LIST, only then)."""
+    from xk8s import client
+
+    if not any(h.shape == "jobset" and h.job_name not in snap.jobs for h in handles):
+        return set()
+    client.count("list_jobsets")
+    response = client.custom(context).list_namespaced_custom_object(
+        "jobset.x-k8s.io", "v1alpha2", namespace, "jobsets", label_selector=_selector(handles), _preload_content=False)
+    return {item["metadata"]["name"] for item in json.loads(response.data).get("items") or []}
 
 
 def _ask(handles: Sequence[KubernetesHandle]) -> list[xp.JobState]:
@@ -225,8 +251,13 @@ def _ask(handles: Sequence[KubernetesHandle]) -> list[xp.JobState]:
             if type(exc).__module__.startswith("urllib3"):
                 raise OSError(f"xk8s: the API server does not answer: {exc}") from None
             raise
+        marked = _locally_cancelled(ctx, namespace)  # one directory read, not one per trial
+        sets = _jobsets_without_jobs(ctx, namespace, group, snap)
         for i, h in zip(positions, group, strict=True):
-            out[i] = states.state_of(snap, h.job_name, h.index, locally_cancelled=xp.cancel_requested(cancel_marker(h)))
+            if h.job_name not in snap.jobs and h.name in sets:
+                out[i] = xp.JobState(xp.Status.PENDING, "waiting for the JobSet controller to create the Jobs")
+                continue
+            out[i] = states.state_of(snap, h.job_name, h.index, locally_cancelled=f"{h.job_name}.{h.index}" in marked)
     return out
 
 

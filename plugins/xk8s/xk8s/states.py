@@ -78,6 +78,16 @@ def _condition(obj: dict[str, Any], kind: str) -> dict[str, Any] | None:
 class Snapshot:
     jobs: dict[str, dict[str, Any]]
     pods: dict[tuple[str, int], list[dict[str, Any]]]
+    _indexes: dict[str, tuple[set[int], set[int], set[int]]] = attrs.field(factory=dict)
+
+    def indexes(self, job: str) -> tuple[set[int], set[int], set[int]]:
+        """Completed, failed and cancelled indexes of ``job``, parsed once."""
+        if job not in self._indexes:
+            obj = self.jobs.get(job) or {}
+            status = obj.get("status") or {}
+            self._indexes[job] = (parse_indexes(status.get("completedIndexes")),
+                                  parse_indexes(status.get("failedIndexes")), set(cancelled_indexes(obj)))
+        return self._indexes[job]
 
     @classmethod
     def of(cls, jobs: Iterable[dict[str, Any]], pods: Iterable[dict[str, Any]]) -> Snapshot:
@@ -99,8 +109,8 @@ class Snapshot:
                 if p.get("status", {}).get("phase") not in ("Succeeded", "Failed")]
 
     def index_done(self, job: str, index: int) -> bool:
-        status = self.jobs.get(job, {}).get("status", {})
-        return index in parse_indexes(status.get("completedIndexes")) | parse_indexes(status.get("failedIndexes"))
+        completed, failed, _ = self.indexes(job)
+        return index in completed or index in failed
 
 
 def _terminated(pod: dict[str, Any] | None) -> dict[str, Any]:
@@ -144,12 +154,12 @@ def state_of(snap: Snapshot, job_name: str, index: int, *, locally_cancelled: bo
         if locally_cancelled:
             return xp.JobState(xp.Status.CANCELLED, "cancelled (Job deleted)")
         return xp.lost_state(f"Job {job_name} no longer exists (deleted, or removed by ttlSecondsAfterFinished)")
-    status = job.get("status") or {}
     pod = snap.latest_pod(job_name, index)
-    cancelled = locally_cancelled or index in cancelled_indexes(job)
-    if index in parse_indexes(status.get("completedIndexes")):
+    completed, failed_indexes, cancelled_set = snap.indexes(job_name)
+    cancelled = locally_cancelled or index in cancelled_set
+    if index in completed:
         return _ended(pod, 0)
-    if index in parse_indexes(status.get("failedIndexes")):
+    if index in failed_indexes:
         state = _ended(pod)
         return xp.JobState(xp.Status.CANCELLED, "cancelled", state.exit_code, state.started_at, state.ended_at) \
             if cancelled else state

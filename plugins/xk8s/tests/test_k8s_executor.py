@@ -76,3 +76,26 @@ def test_xcore_help_stays_fast_and_lists_k8s():
                          capture_output=True, text=True, check=False)
     assert "k8s" in out.stdout
     assert "kubernetes" not in out.stderr
+
+
+def core_imports(directory):
+    import ast
+    from pathlib import Path
+
+    found = set()
+    for path in Path(directory).rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                found |= {a.name for a in node.names if a.name.split(".")[0] == "xcore"}
+            elif isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "xcore":
+                found |= {node.module} if node.module != "xcore" else {f"xcore.{a.name}" for a in node.names}
+    return found
+
+
+def test_xk8s_is_written_only_against_the_public_plugin_api():
+    from pathlib import Path
+
+    here = Path(__file__).parent
+    assert core_imports(here.parent / "xk8s") <= {"xcore.plugin"}
+    assert {m for m in core_imports(here) | core_imports(here.parent / "bench")
+            if not m.startswith("xcore.testing")} <= {"xcore", "xcore.plugin"}

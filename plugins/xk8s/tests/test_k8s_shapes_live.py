@@ -88,3 +88,24 @@ def test_check_command_reports_each_check(fake_k8s, tmp_path):
     assert out.returncode == 1
     failed = [c for c in json.loads(out.stdout)["checks"] if not c["ok"]]
     assert [c["check"] for c in failed] == ["delete jobs"] and "not allowed" in failed[0]["detail"]
+
+
+def test_examples_launch_through_the_core_as_one_indexed_job_and_one_jobset(fake_k8s, tmp_path):
+    import os
+    from pathlib import Path
+
+    examples = Path(__file__).parent.parent / "examples"
+    config = tmp_path / "config"
+    config.mkdir(exist_ok=True)
+    (config / "k8s.toml").write_text('[targets.gke]\ncontext = "fake"\nnamespace = "default"\n')
+    env = {**os.environ, "XCORE_HOME": str(tmp_path / "home"), "XCORE_QUIET": "1"}
+    for script in ("gke_gpu_sweep.py", "tpu_jobset.py"):
+        out = subprocess.run([sys.executable, str(examples / script)], capture_output=True, text=True, env=env,
+                             check=False, timeout=120)
+        assert out.returncode == 0, out.stderr[-2000:]
+    [job] = [j for j in fake_k8s.list("Job", "default") if "jobset.sigs.k8s.io/jobset-name" not in j["metadata"]["labels"]]
+    assert job["spec"]["completions"] == 100 and job["spec"]["parallelism"] == 20
+    assert len(fake_k8s.list("ConfigMap", "default")) == 1
+    [jobset] = fake_k8s.list("JobSet", "default")
+    assert [(r["name"], r["replicas"]) for r in jobset["spec"]["replicatedJobs"]] == [("train", 2), ("eval", 1)]
+    assert fake_k8s.calls("POST") == 3

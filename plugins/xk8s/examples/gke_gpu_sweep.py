@@ -7,9 +7,9 @@ Python that exec each trial's argv). Build and push it yourself for now, e.g.
 ``docker build -t REGISTRY/lab/train:v1 . && docker push REGISTRY/lab/train:v1``.
 """
 
-import xcore as xm
-
 import xk8s
+
+import xcore as xm
 
 IMAGE = "us-docker.pkg.dev/my-lab/xcore/train:v1"
 

@@ -141,7 +141,8 @@ def test_cancel_whole_sweep_deletes_the_job_in_background_and_reads_cancelled_la
     assert fake_k8s.list("Job", "default") == [] and fake_k8s.list("ConfigMap", "default") == []
     assert fake_k8s.list("Pod", "default") == []
     s = states(handles)
-    assert [x.status for x in s[1:]] == [xp.Status.CANCELLED] * 2
+    assert [x.status for x in s] == [xp.Status.COMPLETED, xp.Status.CANCELLED, xp.Status.CANCELLED]
+    assert s[0].exit_code == 0  # kept from before the deletion
     hooks.xcore_cancel("xk8s.KubernetesHandle", handles)  # harmless
 
 

@@ -200,7 +200,6 @@ class Kubernetes(xp.Executor):
     max_parallel: int | None = attrs.field(default=None, validator=_positive_or_none)
     labels: dict[str, str] = attrs.field(factory=dict, validator=_labels)
     image_pull_policy: str | None = None
-    cancel_grace_secs: int = attrs.field(default=30, validator=_non_negative)
 
     def __attrs_post_init__(self) -> None:
         for secret in self.image_pull_secrets:

@@ -217,6 +217,27 @@ def cancel_marker(handle: KubernetesHandle) -> Path:
     return _marker_dir(handle.context, handle.namespace) / f"{handle.job_name}.{handle.index}"
 
 
+def _keep_final_states(context: str | None, namespace: str, name: str, snap: states.Snapshot, completions: int,
+                       open_indexes: set[int]) -> None:
+    """Before a Job is deleted, record how its ended trials ended: they read so afterwards."""
+    final = {}
+    for index in range(completions):
+        if index not in open_indexes:
+            s = states.state_of(snap, name, index)
+            final[str(index)] = [s.status.name, s.message, s.exit_code, s.started_at, s.ended_at]
+    if final:
+        xp.atomic_write(xp.private_dir(_marker_dir(context, namespace)) / f"{name}.final.json", json.dumps(final))
+
+
+def _final_states(context: str | None, namespace: str, name: str, cache: dict[str, dict]) -> dict:
+    if name not in cache:
+        try:
+            cache[name] = json.loads((_marker_dir(context, namespace) / f"{name}.final.json").read_text())
+        except (FileNotFoundError, ValueError):
+            cache[name] = {}
+    return cache[name]
+
+
 def _locally_cancelled(context: str | None, namespace: str) -> set[str]:
     try:
         return set(os.listdir(_marker_dir(context, namespace)))
@@ -252,11 +273,17 @@ def _ask(handles: Sequence[KubernetesHandle]) -> list[xp.JobState]:
                 raise OSError(f"xk8s: the API server does not answer: {exc}") from None
             raise
         marked = _locally_cancelled(ctx, namespace)  # one directory read, not one per trial
+        finals: dict[str, dict] = {}
         sets = _jobsets_without_jobs(ctx, namespace, group, snap)
         for i, h in zip(positions, group, strict=True):
             if h.job_name not in snap.jobs and h.name in sets:
                 out[i] = xp.JobState(xp.Status.PENDING, "waiting for the JobSet controller to create the Jobs")
                 continue
+            if h.job_name not in snap.jobs and f"{h.job_name}.final.json" in marked:
+                final = _final_states(ctx, namespace, h.job_name, finals).get(str(h.index))
+                if final:
+                    out[i] = xp.JobState(xp.Status[final[0]], *final[1:])
+                    continue
             out[i] = states.state_of(snap, h.job_name, h.index, locally_cancelled=f"{h.job_name}.{h.index}" in marked)
     return out
 
@@ -299,6 +326,7 @@ def xcore_cancel(handle_kind: str, handles: Sequence[KubernetesHandle]) -> bool:
             if job is None:
                 continue
             if open_indexes <= wanted:
+                _keep_final_states(ctx, namespace, name, snap, completions, open_indexes)
                 client.count("delete_job")
                 client.batch(ctx).delete_namespaced_job(name, namespace, propagation_policy="Background",
                                                         _preload_content=False)

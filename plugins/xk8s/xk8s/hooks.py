@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import time
 from collections import defaultdict
@@ -95,6 +96,15 @@ def _submit_job(ctx: str | None, namespace: str, job: dict[str, Any], configmap:
         raise
 
 
+def _role(job_name: str) -> str:
+    """A JobGroup key as a JobSet replicated-job name (a DNS label; ``_`` becomes ``-``)."""
+    role = job_name.lower().replace("_", "-")
+    if not re.fullmatch(r"[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?", role):
+        raise xp.ConfigurationError(f"xk8s: JobGroup key {job_name!r} cannot name a JobSet role; use letters, "
+                                    "digits, '-' or '_', at most 40 characters.")
+    return role
+
+
 def _plan(requests: Sequence[xp.LaunchRequest]) -> list[list[int]]:
     """Groups of request positions: a JobGroup's jobs together; single jobs by executable+executor."""
     by_unit: dict[tuple[int, int], list[int]] = defaultdict(list)
@@ -136,7 +146,7 @@ def xcore_launch(executor_kind: str, requests: Sequence[xp.LaunchRequest],
         try:
             if is_set:
                 name = _name(first, token)
-                roles = [(requests[i].job_name.lower().replace("_", "-"), resolved[i][0], requests[i].executable.image,
+                roles = [(_role(requests[i].job_name), resolved[i][0], requests[i].executable.image,
                           _argv(requests[i]), requests[i].env) for i in group]
                 manifest = mf.jobset(name, namespace, roles, _labels(first, token),
                                      has_command=[bool(requests[i].executable.command) for i in group])

@@ -144,6 +144,7 @@ class FakeCluster:
         self.rv = 0
         self.errors: list[Exception] = []
         self.paused = False  # True: the controllers and the kubelet do nothing
+        self.reject: dict[str, list[tuple[int, str, str]]] = {}  # kind -> errors for its next creates
         self.server: ThreadingHTTPServer | None = None
         self._stop = threading.Event()
 
@@ -163,6 +164,9 @@ class FakeCluster:
             if ns not in self.namespaces:
                 raise ApiError(404, "NotFound", f'namespaces "{ns}" not found')
             name = (obj.get("metadata") or {}).get("name")
+            if self.reject.get(kind):
+                code, reason, message = self.reject[kind].pop(0)
+                raise ApiError(code, reason, message)
             if (kind, ns, name) in self.objects:
                 raise ApiError(409, "AlreadyExists", f'{kind.lower()}s "{name}" already exists')
             if self.validate and kind in ("Job", "ConfigMap", "Pod"):

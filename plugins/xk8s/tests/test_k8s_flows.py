@@ -217,3 +217,21 @@ def test_a_job_group_key_that_cannot_name_a_role_is_refused(fake_k8s, tmp_path):
     with pytest.raises(xp.ConfigurationError, match="cannot name a JobSet role"):
         launch(tmp_path, reqs)
     assert fake_k8s.calls("POST") == 0
+
+
+def test_a_configmap_that_cannot_be_created_leaves_no_job_behind(fake_k8s, tmp_path):
+    fake_k8s.reject["ConfigMap"] = [(403, "Forbidden", 'configmaps is forbidden: User "x" cannot create')]
+    with pytest.raises(xp.LaunchError, match="nothing was submitted.*forbidden"):
+        launch(tmp_path, sweep(5))
+    assert fake_k8s.calls("POST", "/jobs") == 1 and fake_k8s.calls("DELETE", "/jobs/") == 1
+    assert fake_k8s.list("Job", "default") == [] and fake_k8s.list("Pod", "default") == []
+
+
+def test_one_failed_group_of_a_batch_is_a_launch_failure_for_its_jobs_only(fake_k8s, tmp_path):
+    fake_k8s.reject["Job"] = [(422, "Invalid", "Job.batch is invalid: quota exceeded")]
+    first = sweep(2, xk8s.Kubernetes(retries=1))  # one Indexed Job: rejected
+    second = sweep(2, xk8s.Kubernetes(retries=2))  # another executor: another Job, created
+    result = launch(tmp_path, first + second)
+    assert [type(r).__name__ for r in result] == ["LaunchFailure"] * 2 + ["KubernetesHandle"] * 2
+    assert "quota exceeded" in result[0].reason
+    assert len(fake_k8s.list("Job", "default")) == 1 and fake_k8s.calls("POST", "/jobs") == 2

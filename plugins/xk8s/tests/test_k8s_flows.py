@@ -235,3 +235,23 @@ def test_one_failed_group_of_a_batch_is_a_launch_failure_for_its_jobs_only(fake_
     assert [type(r).__name__ for r in result] == ["LaunchFailure"] * 2 + ["KubernetesHandle"] * 2
     assert "quota exceeded" in result[0].reason
     assert len(fake_k8s.list("Job", "default")) == 1 and fake_k8s.calls("POST", "/jobs") == 2
+
+
+def test_a_multi_slice_role_is_done_when_every_replica_is_and_failed_when_one_fails(fake_k8s, tmp_path):
+    import xcore as xm
+
+    tpu = xk8s.Kubernetes(requirements=xm.JobRequirements(tpu_v5e=8, topology="2x4", num_slices=2))
+    reqs = [make_request(exe(), tpu, [], work_unit_id=1, job_name="train"),
+            make_request(exe(), xk8s.Kubernetes(), [], work_unit_id=1, job_name="eval")]
+    train, evaluate = launch(tmp_path, reqs)
+    for replica in (0, 1):
+        fake_k8s.start(f"{train.name}-train-{replica}")
+    assert states([train])[0].message.startswith("2/2 replicas running")
+    fake_k8s.finish(f"{train.name}-train-0", 0, 0)
+    assert states([train])[0].status is xp.Status.RUNNING
+    fake_k8s.finish(f"{train.name}-train-1", 0, 0)
+    [done] = states([train])
+    assert (done.status, done.exit_code) == (xp.Status.COMPLETED, 0)
+    fake_k8s.start(f"{evaluate.name}-eval-0")
+    fake_k8s.oom_kill(f"{evaluate.name}-eval-0")
+    assert states([evaluate])[0].message.startswith("OOMKilled")

@@ -268,6 +268,27 @@ def _jobsets_without_jobs(context: str | None, namespace: str, handles: Sequence
     return {item["metadata"]["name"] for item in json.loads(response.data).get("items") or []}
 
 
+def _role_state(snap: states.Snapshot, handle: KubernetesHandle, cancelled: bool) -> xp.JobState:
+    """A JobSet role with N replicas (multi-slice): failed if one failed, done when all are."""
+    prefix = f"{handle.name}-{handle.role}-"
+    replicas = sorted(n for n in snap.jobs if n.startswith(prefix) and n[len(prefix):].isdigit())
+    if len(replicas) <= 1:
+        return states.state_of(snap, handle.job_name, 0, locally_cancelled=cancelled)
+    each = [states.state_of(snap, name, 0, locally_cancelled=cancelled) for name in replicas]
+    for status in (xp.Status.CANCELLED, xp.Status.FAILED):
+        for name, state in zip(replicas, each, strict=True):
+            if state.status is status:
+                return xp.JobState(status, f"replica {name[len(prefix):]}: {state.message}", state.exit_code,
+                                   state.started_at, state.ended_at)
+    if all(state.status is xp.Status.COMPLETED for state in each):
+        return xp.JobState(xp.Status.COMPLETED, f"{len(each)} replicas: exit code 0", 0,
+                           min((x.started_at for x in each if x.started_at), default=None),
+                           max((x.ended_at for x in each if x.ended_at), default=None))
+    running = sum(state.status is xp.Status.RUNNING for state in each)
+    status = xp.Status.RUNNING if running else xp.Status.PENDING
+    return xp.JobState(status, f"{running}/{len(each)} replicas running; " + each[0].message)
+
+
 def _ask(handles: Sequence[KubernetesHandle]) -> list[xp.JobState]:
     from xk8s import client
 
@@ -294,7 +315,11 @@ def _ask(handles: Sequence[KubernetesHandle]) -> list[xp.JobState]:
                 if final:
                     out[i] = xp.JobState(xp.Status[final[0]], *final[1:])
                     continue
-            out[i] = states.state_of(snap, h.job_name, h.index, locally_cancelled=f"{h.job_name}.{h.index}" in marked)
+            cancelled = f"{h.job_name}.{h.index}" in marked
+            if h.shape == "jobset":
+                out[i] = _role_state(snap, h, cancelled)
+                continue
+            out[i] = states.state_of(snap, h.job_name, h.index, locally_cancelled=cancelled)
     return out
 
 

@@ -6,6 +6,7 @@
 #   slurm      partitions debug (default) and short (MaxTime 10 min), node "localhost"
 #   sge        SGE_ROOT=/var/lib/gridengine SGE_CELL=default, queue all.q
 #   docker     local base image xcore-python:3.11
+#   registry   OCI registry on 127.0.0.1:5000 (no auth)
 set -euo pipefail
 
 INFRA_STATE=/var/lib/xcore-infra
@@ -27,6 +28,8 @@ PKGS_sshd="openssh-server openssh-client rsync"
 PKGS_slurm="slurm-wlm slurm-client slurmctld slurmd slurmdbd munge mariadb-server mariadb-client"
 PKGS_sge="gridengine-master gridengine-exec gridengine-client"
 PKGS_docker="docker.io busybox-static python3.11 python3-pip-whl python3-setuptools-whl ca-certificates"
+PKGS_registry="docker-registry curl"
+REGISTRY_ADDR=127.0.0.1:5000   # registry: image pushes for xk8s
 
 SERVICE_NAME=${SERVICE_NAME:-infra}
 

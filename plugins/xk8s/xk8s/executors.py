@@ -166,7 +166,14 @@ def _str_list(value: Any) -> list[str]:
 
 @attrs.frozen
 class KubernetesSpec(xp.ExecutorSpec):
-    """What ``experiment.package`` packages for: ``xk8s.Kubernetes.Spec()``."""
+    """What ``experiment.package`` packages for: ``xk8s.Kubernetes.Spec()``.
+
+    ``registry`` (else the target's ``registry``, else ``XK8S_REGISTRY``) is where images
+    built from ``xm.python_container`` / ``xm.dockerfile_container`` are pushed.
+    """
+
+    target: str | None = None
+    registry: str | None = None
 
 
 @attrs.define(kw_only=True)

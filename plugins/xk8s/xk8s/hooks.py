@@ -49,9 +49,41 @@ def xcore_package(packageable: xp.Packageable, context: xp.PackagingContext) -> 
         return KubernetesExecutable(name=spec.name, image=spec.image, command=list(spec.command))
     if isinstance(spec, xp.Container):
         return KubernetesExecutable(name=spec.name, image=spec.image_path)
+    if isinstance(spec, (xp.PythonContainer, xp.Dockerfile)):
+        return _build(packageable, spec, context)
     raise xp.PackagingError(
-        f"xk8s cannot run {type(spec).__name__} yet: build and push an image, then use xm.container(IMAGE) "
-        "or xk8s.image(IMAGE, command=[...]) (image builds for Kubernetes are not implemented).")
+        f"xk8s cannot run {type(spec).__name__}: use xm.container(IMAGE), xk8s.image(IMAGE, command=[...]), "
+        "xm.python_container(...) or xm.dockerfile_container(...).")
+
+
+def _registry(executor_spec: Any) -> str:
+    registry = getattr(executor_spec, "registry", None) or targets.get(getattr(executor_spec, "target", None)).registry \
+        or os.environ.get("XK8S_REGISTRY")
+    if not registry:
+        raise xp.PackagingError("xk8s: building an image needs a registry to push to: set registry in the "
+                                "target (k8s.toml), xk8s.Kubernetes.Spec(registry=...) or XK8S_REGISTRY.")
+    return registry
+
+
+def _build(packageable: xp.Packageable, spec: Any, context: xp.PackagingContext) -> KubernetesExecutable:
+    from xk8s import images
+
+    project = Path(spec.path).expanduser().resolve()
+    if not project.is_dir():
+        raise xp.PackagingError(f"xk8s: {project} is not a directory; fix path= of the container spec.")
+    if isinstance(spec, xp.PythonContainer):
+        if not isinstance(spec.entrypoint, xp.ModuleName):
+            raise xp.PackagingError("xk8s: xm.python_container with a CommandList is not supported (its commands "
+                                    "would need a shell); use xm.ModuleName(...).")
+        dockerfile, command = images.python_dockerfile(spec), ["python3", "-m", spec.entrypoint.module_name]
+    else:
+        path = project / (spec.dockerfile or "Dockerfile")
+        if not path.is_file():
+            raise xp.PackagingError(f"xk8s: no Dockerfile at {path}.")
+        dockerfile, command = path.read_text(), []
+    image = images.build_and_push(dockerfile, project, _registry(packageable.executor_spec), spec.name,
+                                  context.progress)
+    return KubernetesExecutable(name=spec.name, image=image, command=command)
 
 
 # -- launch -------------------------------------------------------------------------------

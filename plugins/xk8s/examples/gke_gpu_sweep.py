@@ -3,8 +3,8 @@
     xcore launch plugins/xk8s/examples/gke_gpu_sweep.py
 
 The image must contain the project and python3 (the sweep's entrypoint is a few lines of
-Python that exec each trial's argv). Build and push it yourself for now, e.g.
-``docker build -t REGISTRY/lab/train:v1 . && docker push REGISTRY/lab/train:v1``.
+Python that exec each trial's argv). Or let xk8s build and push it, tagged by content:
+``xm.python_container(xk8s.Kubernetes.Spec(target="gke"), xm.ModuleName("mypkg.train"), path=".")``.
 """
 
 import xk8s

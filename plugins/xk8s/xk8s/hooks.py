@@ -43,7 +43,9 @@ def xcore_add_commands(subparsers: Any) -> None:
 
 
 @xp.hookimpl
-def xcore_package(packageable: xp.Packageable, context: xp.PackagingContext) -> KubernetesExecutable:
+def xcore_package(packageable: xp.Packageable, context: xp.PackagingContext) -> KubernetesExecutable | None:
+    if not isinstance(packageable.executor_spec, KubernetesSpec):
+        return None  # the core also asks every plugin about specs nobody registered
     spec = packageable.executable_spec
     if isinstance(spec, Image):
         return KubernetesExecutable(name=spec.name, image=spec.image, command=list(spec.command))

@@ -213,7 +213,8 @@ def test_a_jobset_whose_jobs_are_not_created_yet_reads_pending_not_lost(fake_k8s
 
 
 def test_a_job_group_key_that_cannot_name_a_role_is_refused(fake_k8s, tmp_path):
-    reqs = [make_request(exe(), xk8s.Kubernetes(), [], work_unit_id=1, job_name=name) for name in ("ok", "not ok!")]
+    reqs = sweep(2) + [make_request(exe(), xk8s.Kubernetes(), [], work_unit_id=99, job_name=name)
+                       for name in ("ok", "not ok!")]
     with pytest.raises(xp.ConfigurationError, match="cannot name a JobSet role"):
         launch(tmp_path, reqs)
     assert fake_k8s.calls("POST") == 0

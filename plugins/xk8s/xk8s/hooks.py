@@ -171,7 +171,13 @@ def xcore_launch(executor_kind: str, requests: Sequence[xp.LaunchRequest],
     results: list[KubernetesHandle | xp.LaunchFailure | None] = [None] * len(requests)
     errors: list[str] = []
     resolved = [targets.resolve(r.executor) for r in requests]
-    for group in _plan(requests):
+    plan = _plan(requests)
+    for group in plan:  # every check that can refuse the batch runs before anything is created
+        if len({requests[i].work_unit_id for i in group}) == 1 and len(group) > 1:
+            [_role(requests[i].job_name) for i in group]
+        else:
+            mf.chunk_trials([(_argv(requests[i]), requests[i].env) for i in group])
+    for group in plan:
         token = secrets.token_hex(4)
         first = requests[group[0]]
         executor, ctx, namespace = resolved[group[0]]

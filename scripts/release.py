@@ -50,6 +50,7 @@ DISTRIBUTIONS = {
         Distribution("xcore-xlocal", "plugins/xlocal", "xlocal", "xcore:xlocal"),
         Distribution("xcore-xhpc", "plugins/xhpc", "xhpc", "xcore:xhpc"),
         Distribution("xcore-xgcp", "plugins/xgcp", "xgcp", "xcore:xgcp"),
+        Distribution("xcore-xk8s", "plugins/xk8s", "xk8s", "xcore:xk8s"),
         Distribution("xcore-inline", "examples/plugins/xcore-inline", "xinline", "xcore:inline"),
     )
 }

@@ -9,6 +9,7 @@
 #   postgres   127.0.0.1:5432, role xcore (password in /var/lib/xcore-infra/postgres/password),
 #              database xcore_test, URL in /var/lib/xcore-infra/postgres/url (root only)
 #   browser    /usr/bin/chromium and /usr/bin/chromedriver (Debian packages)
+#   registry   OCI registry on 127.0.0.1:5000 (no auth)
 set -euo pipefail
 
 INFRA_STATE=/var/lib/xcore-infra
@@ -35,6 +36,8 @@ PKGS_sge="gridengine-master gridengine-exec gridengine-client"
 PKGS_browser="chromium chromium-driver fonts-dejavu-core"
 PKGS_docker="docker.io busybox-static python3.11 python3-pip-whl python3-setuptools-whl ca-certificates"
 PKGS_postgres="postgresql postgresql-client"
+PKGS_registry="docker-registry curl"
+REGISTRY_ADDR=127.0.0.1:5000   # registry: image pushes for xk8s
 
 SERVICE_NAME=${SERVICE_NAME:-infra}
 

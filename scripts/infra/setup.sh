@@ -1,18 +1,18 @@
 #!/usr/bin/env bash
 # Install and start the real services xcore's integration tests use.
-#   usage: scripts/infra/setup.sh [sshd|slurm|sge|docker|postgres|browser|all]...   (default: all)
+#   usage: scripts/infra/setup.sh [sshd|slurm|sge|docker|postgres|browser|registry|all]...   (default: all)
 # Exit: 0 all ready; 1 a service failed (its log tail is printed); 2 bad usage; 3 not root (skip).
 source "$(dirname "$(readlink -f "$0")")/lib.sh"
 HERE=$(dirname "$(readlink -f "$0")")
 SERVICE_NAME=setup
 
-ALL=(sshd slurm sge docker postgres browser)
+ALL=(sshd slurm sge docker postgres browser registry)
 want=()
 [ $# -eq 0 ] && set -- all
 for a in "$@"; do
     case "$a" in
         all) want+=("${ALL[@]}") ;;
-        sshd|slurm|sge|docker|postgres|browser) want+=("$a") ;;
+        sshd|slurm|sge|docker|postgres|browser|registry) want+=("$a") ;;
         -h|--help) sed -n 2,4p "$0"; exit 0 ;;
         *) echo "setup.sh: unknown service '$a' (choose from: ${ALL[*]} all)" >&2; exit 2 ;;
     esac

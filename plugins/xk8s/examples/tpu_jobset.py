@@ -1,0 +1,22 @@
+"""A JobGroup on TPUs as ONE JobSet: two v5e slices (2x4) training, one evaluator on CPUs.
+
+Each role is a replicated Job of the JobSet; ``num_slices=2`` makes two replicas (multi-slice
+training, as xpk does). With a Kueue queue the whole set is admitted at once.
+"""
+
+import xk8s
+
+import xcore as xm
+
+IMAGE = "us-docker.pkg.dev/my-lab/xcore/maxtext:v1"
+
+with xm.create_experiment(title="tpu-multislice") as experiment:
+    [trainer, evaluator] = experiment.package([
+        xk8s.image(IMAGE, ["python3", "-m", "maxtext.train"]),
+        xk8s.image(IMAGE, ["python3", "-m", "maxtext.eval"]),
+    ])
+    tpu = xk8s.Kubernetes(target="gke", queue="tpu-queue", workload_priority="high",
+                          requirements=xm.JobRequirements(tpu_v5e=8, topology="2x4", num_slices=2))
+    cpu = xk8s.Kubernetes(target="gke", queue="tpu-queue", requirements=xm.JobRequirements(cpu=4, memory="16GiB"))
+    experiment.add(xm.JobGroup(train=xm.Job(trainer, tpu, args={"steps": 10000}),
+                               eval=xm.Job(evaluator, cpu)))

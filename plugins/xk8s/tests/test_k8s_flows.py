@@ -1,0 +1,258 @@
+"""The real kubernetes client against the fake API server: launch, status, cancel, logs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+import xk8s
+from xk8s import client, hooks
+
+from xcore import plugin as xp
+from xcore.testing import make_launch_context, make_request
+
+IMAGE = "registry.example/lab/train:1"
+
+
+def exe(command=("python3", "-m", "train")):
+    return xk8s.KubernetesExecutable(name="train", image=IMAGE, command=list(command))
+
+
+def launch(tmp_path, requests):
+    return hooks.xcore_launch("xk8s.Kubernetes", requests, make_launch_context(tmp_path / "state"))
+
+
+def states(handles):
+    return hooks.xcore_job_states("xk8s.KubernetesHandle", handles)
+
+
+def sweep(n, executor=None, experiment_id=1):
+    executor = executor or xk8s.Kubernetes(retries=1)
+    return [make_request(exe(), executor, [f"--trial={i}"], {"TRIAL": str(i)}, experiment_id=experiment_id)
+            for i in range(n)]
+
+
+def test_single_job_is_one_job_with_inline_argv_and_no_configmap(fake_k8s, tmp_path):
+    [handle] = launch(tmp_path, [make_request(exe(), xk8s.Kubernetes(), ["--lr", "0.1"], {"A": "b"})])
+    job = fake_k8s.get("Job", "default", handle.name)
+    container = job["spec"]["template"]["spec"]["containers"][0]
+    assert container["command"] == ["python3", "-m", "train", "--lr", "0.1"]
+    assert container["env"] == [{"name": "A", "value": "b"}]
+    assert fake_k8s.list("ConfigMap", "default") == []
+    assert fake_k8s.calls("POST") == 1
+    assert states([handle])[0].status is xp.Status.PENDING
+    fake_k8s.start(handle.name)
+    assert states([handle])[0].status is xp.Status.RUNNING
+    fake_k8s.finish(handle.name, 0, 0)
+    assert states([handle])[0].status is xp.Status.COMPLETED
+
+
+def test_sweep_of_100_is_one_indexed_job_and_one_failing_trial_does_not_fail_the_others(fake_k8s, tmp_path):
+    handles = launch(tmp_path, sweep(100, xk8s.Kubernetes(retries=1, max_parallel=100)))
+    assert len({h.name for h in handles}) == 1 and [h.index for h in handles] == list(range(100))
+    assert fake_k8s.calls("POST", "/jobs") == 1 and fake_k8s.calls("POST", "/configmaps") == 1
+    job = fake_k8s.get("Job", "default", handles[0].name)
+    assert job["spec"]["completionMode"] == "Indexed" and job["spec"]["backoffLimitPerIndex"] == 1
+    for i in range(100):
+        fake_k8s.start(handles[0].name, i)
+    for i in range(100):
+        fake_k8s.finish(handles[0].name, i, 3 if i == 42 else 0)
+    fake_k8s.start(handles[0].name, 42)  # the retry (backoffLimitPerIndex=1)
+    assert "retry 1" in states([handles[42]])[0].message
+    fake_k8s.finish(handles[0].name, 42, 3)
+    fake_k8s.requests.clear()
+    result = states(handles)
+    assert fake_k8s.calls() == 2  # one LIST of Jobs, one of Pods
+    assert [s.status for s in result].count(xp.Status.COMPLETED) == 99
+    assert result[42].status is xp.Status.FAILED and result[42].exit_code == 3 and result[42].message == "exit code 3"
+
+
+def test_reasons_oom_image_pull_unschedulable_preemption(fake_k8s, tmp_path):
+    handles = launch(tmp_path, sweep(4, xk8s.Kubernetes(retries=0)))
+    name = handles[0].name
+    fake_k8s.start(name, 0)
+    fake_k8s.oom_kill(name, 0)
+    fake_k8s.image_pull_backoff(name, 1)
+    fake_k8s.unschedulable(name, 2)
+    fake_k8s.start(name, 3)
+    fake_k8s.preempt(name, 3)
+    s = states(handles)
+    assert s[0].status is xp.Status.FAILED and s[0].message.startswith("OOMKilled") and s[0].exit_code == 137
+    assert s[1].status is xp.Status.PENDING and s[1].message.startswith("ImagePullBackOff: Back-off pulling image")
+    assert s[2].status is xp.Status.PENDING and s[2].message.startswith("Unschedulable: 0/3 nodes")
+    # preemption does not count against retries=0: the index gets a new pod
+    assert len(fake_k8s.pods(name, 3)) == 2
+    assert s[3].status is xp.Status.PENDING
+    fake_k8s.start(name, 3)
+    fake_k8s.finish(name, 3, 0)
+    assert states(handles)[3].status is xp.Status.COMPLETED
+
+
+def test_kueue_queue_reads_as_waiting_for_admission(fake_k8s, tmp_path):
+    [handle] = launch(tmp_path, [make_request(exe(), xk8s.Kubernetes(queue="lab-queue", workload_priority="high"))])
+    job = fake_k8s.get("Job", "default", handle.name)
+    assert job["spec"]["suspend"] is True
+    assert job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "lab-queue"
+    [state] = states([handle])
+    assert state.status is xp.Status.PENDING and "Kueue admission (queue lab-queue)" in state.message
+    fake_k8s.patch("Job", "default", handle.name, {"spec": {"suspend": False}})  # Kueue admits it
+    assert states([handle])[0].message == "pod pending"
+
+
+def test_deadline_exceeded(fake_k8s, tmp_path):
+    [handle] = launch(tmp_path, [make_request(exe(), xk8s.Kubernetes(time_limit_secs=1))])
+    fake_k8s.start(handle.name)
+    deadline = time.monotonic() + 10
+    while states([handle])[0].status is not xp.Status.FAILED and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert states([handle])[0].message.startswith("DeadlineExceeded")
+
+
+def test_cancel_one_trial_leaves_the_others_running(fake_k8s, tmp_path):
+    handles = launch(tmp_path, sweep(3, xk8s.Kubernetes(retries=2)))
+    name = handles[0].name
+    for i in range(3):
+        fake_k8s.start(name, i)
+    assert hooks.xcore_cancel("xk8s.KubernetesHandle", [handles[1]]) is True
+    s = states(handles)
+    assert [x.status for x in s] == [xp.Status.RUNNING, xp.Status.CANCELLED, xp.Status.RUNNING]
+    assert json.loads(fake_k8s.get("ConfigMap", "default", name)["data"]["cancelled"]) == [1]
+    # the Job controller replaces the deleted pod; the entrypoint sees the mark and exits 121:
+    # the pod failure policy fails that index without retrying it
+    fake_k8s.start(name, 1)
+    fake_k8s.finish(name, 1, 121)
+    assert "1" == fake_k8s.get("Job", "default", name)["status"]["failedIndexes"]
+    assert len(fake_k8s.pods(name, 1)) == 1  # not retried again
+    for i in (0, 2):
+        fake_k8s.finish(name, i, 0)
+    assert [x.status for x in states(handles)] == [xp.Status.COMPLETED, xp.Status.CANCELLED, xp.Status.COMPLETED]
+
+
+def test_cancel_whole_sweep_deletes_the_job_in_background_and_reads_cancelled_later(fake_k8s, tmp_path):
+    handles = launch(tmp_path, sweep(3))
+    fake_k8s.start(handles[0].name, 0)
+    fake_k8s.finish(handles[0].name, 0, 0)
+    fake_k8s.requests.clear()
+    hooks.xcore_cancel("xk8s.KubernetesHandle", handles)
+    assert ("DELETE", f"/apis/batch/v1/namespaces/default/jobs/{handles[0].name}") in fake_k8s.requests
+    assert fake_k8s.list("Job", "default") == [] and fake_k8s.list("ConfigMap", "default") == []
+    assert fake_k8s.list("Pod", "default") == []
+    s = states(handles)
+    assert [x.status for x in s] == [xp.Status.COMPLETED, xp.Status.CANCELLED, xp.Status.CANCELLED]
+    assert s[0].exit_code == 0  # kept from before the deletion
+    hooks.xcore_cancel("xk8s.KubernetesHandle", handles)  # harmless
+
+
+def test_forgotten_job_reads_lost(fake_k8s, tmp_path):
+    [handle] = launch(tmp_path, [make_request(exe(), xk8s.Kubernetes())])
+    fake_k8s.delete("Job", "default", handle.name, "Background")
+    [state] = states([handle])
+    assert state.status is xp.Status.FAILED and state.message.startswith("lost: Job") and state.exit_code is None
+
+
+def test_logs_of_the_right_pod_with_follow(fake_k8s, tmp_path):
+    handles = launch(tmp_path, sweep(2))
+    name = handles[0].name
+    fake_k8s.start(name, 0)
+    fake_k8s.start(name, 1)
+    fake_k8s.write_log(fake_k8s.pod(name, 1)["metadata"]["name"], "trial one ✓\n".encode())
+    fake_k8s.write_log(fake_k8s.pod(name, 0)["metadata"]["name"], b"trial zero\n")
+    assert "".join(hooks.xcore_job_logs("xk8s.KubernetesHandle", handles[1], False)) == "trial one ✓\n"
+    chunks = []
+    follower = hooks.xcore_job_logs("xk8s.KubernetesHandle", handles[0], True)
+    chunks.append(next(follower))
+    fake_k8s.write_log(fake_k8s.pod(name, 0)["metadata"]["name"], "more ✓\n".encode()[:4])
+    fake_k8s.write_log(fake_k8s.pod(name, 0)["metadata"]["name"], "more ✓\n".encode()[4:])
+    fake_k8s.finish(name, 0, 0)
+    chunks.extend(follower)
+    assert "".join(chunks) == "trial zero\nmore ✓\n"
+
+
+def test_status_from_a_later_process(fake_k8s, tmp_path):
+    handles = launch(tmp_path, sweep(3, xk8s.Kubernetes()))
+    fake_k8s.start(handles[0].name, 2)
+    fake_k8s.finish(handles[0].name, 2, 5)
+    payload = json.dumps([[h.context, h.namespace, h.name, h.index, h.launch] for h in handles])
+    code = ("import json, sys; from xk8s import hooks; from xk8s.handles import KubernetesHandle as H\n"
+            "hs = [H(*row) for row in json.loads(sys.argv[1])]\n"
+            "print(json.dumps([[s.status.name, s.exit_code] for s in hooks.xcore_job_states('k', hs)]))")
+    out = subprocess.run([sys.executable, "-c", code, payload], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout) == [["PENDING", None], ["PENDING", None], ["FAILED", 5]]
+
+
+def test_api_server_down_is_an_oserror_not_a_crash(fake_k8s, tmp_path):
+    [handle] = launch(tmp_path, [make_request(exe(), xk8s.Kubernetes())])
+    fake_k8s.close()
+    client.api_client.cache_clear()
+    with pytest.raises(OSError):
+        states([handle])
+
+
+def test_launch_into_a_missing_namespace_fails_with_the_api_message(fake_k8s, tmp_path):
+    with pytest.raises(xp.LaunchError, match='namespaces "nope" not found'):
+        launch(tmp_path, [make_request(exe(), xk8s.Kubernetes(namespace="nope"))])
+
+
+def test_a_jobset_whose_jobs_are_not_created_yet_reads_pending_not_lost(fake_k8s, tmp_path):
+    reqs = [make_request(exe(), xk8s.Kubernetes(), [role], work_unit_id=1, job_name=role) for role in ("a", "b")]
+    fake_k8s.paused = True  # the JobSet controller has not run yet
+    handles = launch(tmp_path, reqs)
+    fake_k8s.requests.clear()
+    result = states(handles)
+    assert [s.status for s in result] == [xp.Status.PENDING] * 2, result
+    assert "JobSet controller" in result[0].message
+    assert fake_k8s.calls("GET", "/jobsets") == 1
+    fake_k8s.paused = False
+    fake_k8s.start(f"{handles[0].name}-a-0")
+    assert states(handles)[0].status is xp.Status.RUNNING
+    fake_k8s.delete("JobSet", "default", handles[0].name, "Background")
+    assert states(handles)[1].message.startswith("lost: Job")
+
+
+def test_a_job_group_key_that_cannot_name_a_role_is_refused(fake_k8s, tmp_path):
+    reqs = sweep(2) + [make_request(exe(), xk8s.Kubernetes(), [], work_unit_id=99, job_name=name)
+                       for name in ("ok", "not ok!")]
+    with pytest.raises(xp.ConfigurationError, match="cannot name a JobSet role"):
+        launch(tmp_path, reqs)
+    assert fake_k8s.calls("POST") == 0
+
+
+def test_a_configmap_that_cannot_be_created_leaves_no_job_behind(fake_k8s, tmp_path):
+    fake_k8s.reject["ConfigMap"] = [(403, "Forbidden", 'configmaps is forbidden: User "x" cannot create')]
+    with pytest.raises(xp.LaunchError, match="nothing was submitted.*forbidden"):
+        launch(tmp_path, sweep(5))
+    assert fake_k8s.calls("POST", "/jobs") == 1 and fake_k8s.calls("DELETE", "/jobs/") == 1
+    assert fake_k8s.list("Job", "default") == [] and fake_k8s.list("Pod", "default") == []
+
+
+def test_one_failed_group_of_a_batch_is_a_launch_failure_for_its_jobs_only(fake_k8s, tmp_path):
+    fake_k8s.reject["Job"] = [(422, "Invalid", "Job.batch is invalid: quota exceeded")]
+    first = sweep(2, xk8s.Kubernetes(retries=1))  # one Indexed Job: rejected
+    second = sweep(2, xk8s.Kubernetes(retries=2))  # another executor: another Job, created
+    result = launch(tmp_path, first + second)
+    assert [type(r).__name__ for r in result] == ["LaunchFailure"] * 2 + ["KubernetesHandle"] * 2
+    assert "quota exceeded" in result[0].reason
+    assert len(fake_k8s.list("Job", "default")) == 1 and fake_k8s.calls("POST", "/jobs") == 2
+
+
+def test_a_multi_slice_role_is_done_when_every_replica_is_and_failed_when_one_fails(fake_k8s, tmp_path):
+    import xcore as xm
+
+    tpu = xk8s.Kubernetes(requirements=xm.JobRequirements(tpu_v5e=8, topology="2x4", num_slices=2))
+    reqs = [make_request(exe(), tpu, [], work_unit_id=1, job_name="train"),
+            make_request(exe(), xk8s.Kubernetes(), [], work_unit_id=1, job_name="eval")]
+    train, evaluate = launch(tmp_path, reqs)
+    for replica in (0, 1):
+        fake_k8s.start(f"{train.name}-train-{replica}")
+    assert states([train])[0].message.startswith("2/2 replicas running")
+    fake_k8s.finish(f"{train.name}-train-0", 0, 0)
+    assert states([train])[0].status is xp.Status.RUNNING
+    fake_k8s.finish(f"{train.name}-train-1", 0, 0)
+    [done] = states([train])
+    assert (done.status, done.exit_code) == (xp.Status.COMPLETED, 0)
+    fake_k8s.start(f"{evaluate.name}-eval-0")
+    fake_k8s.oom_kill(f"{evaluate.name}-eval-0")
+    assert states([evaluate])[0].message.startswith("OOMKilled")

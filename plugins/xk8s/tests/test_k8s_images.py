@@ -1,0 +1,91 @@
+"""Image build and push against the real dockerd and the real registry on 127.0.0.1:5000:
+tagged by content, so an unchanged project is neither rebuilt nor pushed again."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import urllib.request
+
+import pytest
+import xk8s
+from xk8s import images
+
+import xcore as xm
+from xcore.testing import require_service
+
+REGISTRY = "127.0.0.1:5000"
+
+
+def registry_up() -> bool:
+    try:
+        with urllib.request.urlopen(f"http://{REGISTRY}/v2/", timeout=3) as response:
+            return response.status == 200
+    except OSError:
+        return False
+
+
+def docker_up() -> bool:
+    return subprocess.run(["docker", "info"], capture_output=True, check=False).returncode == 0
+
+
+@pytest.fixture
+def project(tmp_path):
+    require_service("docker", docker_up)
+    require_service("registry", registry_up)
+    root = tmp_path / "proj"
+    (root / "hello").mkdir(parents=True)
+    (root / "hello" / "__init__.py").write_text("")
+    (root / "hello" / "__main__.py").write_text(f"import sys; print('hello', sys.argv[1:], {str(tmp_path)!r})\n")
+    (root / "__pycache__").mkdir()
+    (root / "__pycache__" / "junk.pyc").write_bytes(b"ignored")
+    return root
+
+
+def package(root, registry=f"{REGISTRY}/xcore-test"):
+    packageable = xm.python_container(xk8s.KubernetesSpec(registry=registry), xm.ModuleName("hello"),
+                                      path=str(root), base_image="xcore-python:3.11",
+                                      docker_instructions=["COPY . /workdir", "WORKDIR /workdir"])
+    from xk8s import hooks
+
+    from xcore.testing import make_packaging_context
+
+    return hooks.xcore_package(packageable, make_packaging_context(root.parent / "cache"))
+
+
+def test_build_push_and_relaunch_without_rebuild_or_push(project):
+    images.BUILDS.clear(), images.PUSHES.clear()
+    exe = package(project)
+    assert exe.image.startswith(f"{REGISTRY}/xcore-test/proj:") and exe.command == ["python3", "-m", "hello"]
+    assert images.BUILDS == [exe.image] and images.PUSHES == [exe.image]
+    catalog = json.load(urllib.request.urlopen(f"http://{REGISTRY}/v2/_catalog"))
+    assert "xcore-test/proj" in catalog["repositories"]
+    out = subprocess.run(["docker", "run", "--rm", exe.image, "python3", "-m", "hello", "it's $x"],
+                         capture_output=True, text=True, check=True)
+    assert out.stdout.startswith("hello [") and "it's $x" in out.stdout
+    subprocess.run(["docker", "image", "rm", exe.image], capture_output=True, check=False)
+    again = package(project)  # unchanged: the registry has the tag
+    assert again.image == exe.image and images.BUILDS == [exe.image] and images.PUSHES == [exe.image]
+    (project / "hello" / "extra.py").write_text("x = 1\n")
+    changed = package(project)
+    assert changed.image != exe.image and images.BUILDS[-1] == changed.image == images.PUSHES[-1]
+
+
+def test_ignored_files_do_not_change_the_tag(project):
+    dockerfile = "FROM xcore-python:3.11\n"
+    tag = images.content_tag(dockerfile, project)
+    (project / "__pycache__" / "other.pyc").write_bytes(b"more junk")
+    assert images.content_tag(dockerfile, project) == tag
+
+
+def test_no_registry_is_a_packaging_error_with_the_fix(tmp_path, monkeypatch):
+    from xk8s import hooks
+
+    from xcore import plugin as xp
+    from xcore.testing import make_packaging_context
+
+    monkeypatch.setenv("XCORE_CONFIG_DIR", str(tmp_path))
+    monkeypatch.delenv("XK8S_REGISTRY", raising=False)
+    packageable = xm.python_container(xk8s.KubernetesSpec(), xm.ModuleName("hello"), path=str(tmp_path))
+    with pytest.raises(xp.PackagingError, match="needs a registry"):
+        hooks.xcore_package(packageable, make_packaging_context(tmp_path / "cache"))

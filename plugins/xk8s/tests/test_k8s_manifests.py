@@ -1,0 +1,139 @@
+"""Every manifest shape, validated strictly: batch/v1 and v1 against the official schemas
+(kubernetes-validate, strict), JobSet against its CRD's openAPIV3Schema (tests/schemas)."""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+
+import jsonschema
+import kubernetes_validate
+import pytest
+import xk8s
+from xk8s import manifests as mf
+
+import xcore as xm
+from xcore import plugin as xp
+
+K8S_VERSIONS = ["1.31", "1.33"]
+SCHEMAS = Path(__file__).parent / "schemas"
+
+FULL = xk8s.Kubernetes(
+    namespace="ml", requirements=xm.JobRequirements(cpu=3.5, memory="16GiB", ephemeral_storage="20GiB", a100=2),
+    node_selector={"pool": "gpu"}, tolerations=[{"key": "nvidia.com/gpu", "effect": "NoSchedule"},
+                                                 xk8s.Toleration(key="spot", operator="Equal", value="true",
+                                                                 effect="NoExecute", toleration_seconds=30)],
+    service_account="trainer", image_pull_secrets=["regcred"], priority_class="high", queue="lab",
+    workload_priority="urgent", time_limit_secs=3600, retries=2, ttl_after_finished_secs=86400,
+    env_from_secrets={"WANDB_API_KEY": "wandb/key"}, max_parallel=8, labels={"team": "vision"},
+    volumes=[xk8s.Volume(name="data", mount_path="/data", pvc="datasets", read_only=True),
+             xk8s.Volume(name="shm", mount_path="/dev/shm", empty_dir=True, medium="Memory"),
+             {"name": "cfg", "mount_path": "/etc/cfg", "config_map": "settings"}],
+    image_pull_policy="IfNotPresent")
+TPU = xk8s.Kubernetes(requirements=xm.JobRequirements(tpu_v5e=8, topology="2x4", num_slices=2))
+TRIALS = [(["python3", "-m", "train", f"--lr={lr}", "it's $HOME\n"], {"SEED": str(i), "Q": "\"x\""})
+          for i, lr in enumerate((0.1, 0.01, 0.001))]
+
+
+def strict(schema: dict) -> dict:
+    """The CRD schema as the API server applies it with strict field validation: unknown
+    fields are errors (the server prunes them and, in Strict mode, rejects the request)."""
+    if isinstance(schema, dict):
+        out = {k: strict(v) for k, v in schema.items()}
+        if out.get("type") == "object" and "properties" in out and "additionalProperties" not in out \
+                and not out.get("x-kubernetes-preserve-unknown-fields"):
+            out["additionalProperties"] = False
+        return out
+    if isinstance(schema, list):
+        return [strict(v) for v in schema]
+    return schema
+
+
+@functools.lru_cache(maxsize=1)
+def jobset_validator() -> jsonschema.Draft7Validator:
+    schema = strict(json.loads((SCHEMAS / "jobset-v1alpha2.json").read_text())["schema"])
+    return jsonschema.Draft7Validator(schema)
+
+
+def validate_jobset(manifest: dict) -> None:
+    jobset_validator().validate(manifest)
+    # the embedded Job template must also be a valid batch/v1 JobSpec
+    for rjob in manifest["spec"]["replicatedJobs"]:
+        job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "x"}, "spec": rjob["template"]["spec"]}
+        for version in K8S_VERSIONS:
+            kubernetes_validate.validate(job, version, strict=True)
+
+
+@pytest.mark.parametrize("version", K8S_VERSIONS)
+@pytest.mark.parametrize("executor", [xk8s.Kubernetes(), FULL, TPU], ids=["plain", "full", "tpu"])
+@pytest.mark.parametrize("inline", [True, False], ids=["single", "sweep"])
+def test_job_and_configmap_are_valid(version, executor, inline):
+    trials = TRIALS[:1] if inline else TRIALS
+    job, configmap = mf.indexed_job("xc-e1-u1-abcdef01", "ml", executor, "img:1", {mf.LABEL_LAUNCH: "abcdef01"},
+                                    trials=trials, inline=inline)
+    kubernetes_validate.validate(job, version, strict=True)
+    if inline:
+        assert configmap is None
+    else:
+        kubernetes_validate.validate(configmap, version, strict=True)
+
+
+def test_the_validator_is_strict():
+    job, _ = mf.indexed_job("x", "ml", xk8s.Kubernetes(), "img", {}, trials=TRIALS[:1], inline=True)
+    job["spec"]["template"]["spec"]["containers"][0]["comand"] = ["typo"]
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(job, "1.33", strict=True)
+    bad = mf.jobset("x", "ml", [("main", xk8s.Kubernetes(), "img", ["a"], {})], {}, has_command=[True])
+    bad["spec"]["replicatedJob"] = []
+    with pytest.raises(jsonschema.ValidationError):
+        validate_jobset(bad)
+
+
+@pytest.mark.parametrize("executor", [xk8s.Kubernetes(), FULL, TPU], ids=["plain", "full", "tpu"])
+def test_jobset_is_valid(executor):
+    manifest = mf.jobset("xc-e1-u1-abcdef01", "ml", [("server", executor, "img:1", ["serve", "--port=1"], {"A": "1"}),
+                                                    ("worker", executor, "img:2", ["work"], {})],
+                         {mf.LABEL_LAUNCH: "abcdef01"}, has_command=[True, False])
+    validate_jobset(manifest)
+    assert [r["name"] for r in manifest["spec"]["replicatedJobs"]] == ["server", "worker"]
+
+
+def test_gpu_and_tpu_resources_and_selectors():
+    res, selector = mf.resources(FULL)
+    assert res == {"requests": {"cpu": "3500m", "memory": str(16 * 2**30), "ephemeral-storage": str(20 * 2**30),
+                                "nvidia.com/gpu": "2"},
+                   "limits": {"memory": str(16 * 2**30), "ephemeral-storage": str(20 * 2**30), "nvidia.com/gpu": "2"}}
+    assert selector == {"cloud.google.com/gke-accelerator": "nvidia-tesla-a100"}
+    res, selector = mf.resources(TPU)
+    assert res["limits"] == {"google.com/tpu": "8"}
+    assert selector == {"cloud.google.com/gke-tpu-accelerator": "tpu-v5-lite-podslice",
+                        "cloud.google.com/gke-tpu-topology": "2x4"}
+    job = mf.jobset("x", "ml", [("slice", TPU, "img", ["train"], {})], {}, has_command=[True])
+    assert job["spec"]["replicatedJobs"][0]["replicas"] == 2  # num_slices
+
+
+def test_pod_failure_policy_ignores_disruptions_and_does_not_retry_cancelled_trials():
+    job, _ = mf.indexed_job("x", "ml", FULL, "img", {}, trials=TRIALS, inline=False)
+    rules = job["spec"]["podFailurePolicy"]["rules"]
+    assert rules[0] == {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}
+    assert rules[1]["action"] == "FailIndex" and rules[1]["onExitCodes"]["values"] == [mf.CANCELLED_EXIT_CODE]
+    assert job["spec"]["parallelism"] == 3 and job["spec"]["completions"] == 3
+    assert job["spec"]["template"]["spec"]["containers"][0]["command"][:2] == ["python3", "-c"]
+
+
+def test_sweeps_are_chunked_below_the_configmap_limit():
+    trials = [(["python3", "x" * 1000, str(i)], {}) for i in range(2000)]
+    chunks = mf.chunk_trials(trials)
+    assert [i for c in chunks for i in c] == list(range(2000)) and len(chunks) == 3
+    for chunk in chunks:
+        size = sum(len(mf.trial_record(*trials[i]).encode()) for i in chunk)
+        assert size < mf.CONFIGMAP_BUDGET
+    assert [len(c) for c in mf.chunk_trials(trials[:10], max_trials=4)] == [4, 4, 2]
+    with pytest.raises(xp.ConfigurationError, match="must fit"):
+        mf.chunk_trials([(["x" * 1_000_000], {})])
+
+
+def test_a_sweep_of_an_image_without_a_command_is_refused_with_the_fix():
+    with pytest.raises(xp.ConfigurationError, match=r"xk8s.image\(IMAGE, command="):
+        mf.indexed_job("x", "ml", FULL, "img", {}, trials=TRIALS, inline=False, has_command=False)

@@ -1,0 +1,273 @@
+"""Manifests as plain dicts: a Job, a sweep as one Indexed Job plus its ConfigMap, a JobSet.
+
+Pure functions (no client, no I/O), so every shape can be validated against the official
+schemas in tests. Quantities are strings (the client rejects integers for them).
+
+A sweep's per-trial argv and env are JSON *data* in a ConfigMap mounted into the pod; a
+tiny Python entrypoint reads its own trial by ``JOB_COMPLETION_INDEX`` and ``execvpe``s the
+argv as is, so no shell ever parses an argument.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from xcore import plugin as xp
+from xk8s.executors import Kubernetes
+
+API_JOB = "batch/v1"
+API_JOBSET = "jobset.x-k8s.io/v1alpha2"
+CONTAINER = "main"
+TRIALS_DIR = "/var/run/xk8s/trials"
+#: A trial cancelled before its pod started exits with this code; the pod failure policy
+#: turns it into a failed index that is not retried.
+CANCELLED_EXIT_CODE = 121
+CANCELLED_KEY = "cancelled"
+LABEL_LAUNCH = "xcore.io/launch"
+LABEL_EXPERIMENT = "xcore.io/experiment"
+LABEL_MANAGED = "app.kubernetes.io/managed-by"
+ANNOTATION_CANCELLED = "xcore.io/cancelled-indexes"
+INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
+#: A ConfigMap holds at most 1 MiB; chunks stay well below it.
+CONFIGMAP_BUDGET = 900_000
+MAX_TRIALS_PER_JOB = 20_000
+
+ENTRYPOINT = f"""\
+import json, os, sys
+d, i = sys.argv[1], os.environ["JOB_COMPLETION_INDEX"]
+try:
+    cancelled = json.load(open(os.path.join(d, "{CANCELLED_KEY}")))
+except (OSError, ValueError):
+    cancelled = []
+if int(i) in cancelled:
+    print("xk8s: trial", i, "was cancelled", flush=True)
+    sys.exit({CANCELLED_EXIT_CODE})
+t = json.load(open(os.path.join(d, i), encoding="utf-8"))
+env = dict(os.environ)
+env.update(t["env"])
+try:
+    os.execvpe(t["argv"][0], t["argv"], env)
+except OSError as e:
+    print("xk8s: cannot run", repr(t["argv"][0]) + ":", e, file=sys.stderr, flush=True)
+    sys.exit(127)
+"""
+
+GKE_GPU = {
+    "P4": "nvidia-tesla-p4", "T4": "nvidia-tesla-t4", "L4": "nvidia-l4", "P100": "nvidia-tesla-p100",
+    "V100": "nvidia-tesla-v100", "A100": "nvidia-tesla-a100", "A100_80GIB": "nvidia-a100-80gb",
+    "H100": "nvidia-h100-80gb", "H100_MEGA": "nvidia-h100-mega-80gb", "H200": "nvidia-h200-141gb",
+    "B200": "nvidia-b200", "GB200": "nvidia-gb200",
+}
+GKE_TPU = {
+    "TPU_V3": "tpu-v3-slice", "TPU_V4": "tpu-v4-podslice", "TPU_V4_LITE": "tpu-v4-lite-device",
+    "TPU_V5E": "tpu-v5-lite-podslice", "TPU_V5P": "tpu-v5p-slice", "TPU_V6E": "tpu-v6e-slice",
+    "TPU_V7": "tpu7x", "TPU_V7X": "tpu7x",
+}
+
+
+def _cpu(value: float) -> str:
+    return str(int(value)) if value == int(value) else f"{round(value * 1000)}m"
+
+
+def resources(executor: Kubernetes) -> tuple[dict[str, Any], dict[str, str]]:
+    """The container's ``resources`` and the node selector the accelerator needs."""
+    req = executor.requirements
+    requests: dict[str, str] = {}
+    limits: dict[str, str] = {}
+    selector: dict[str, str] = {}
+    if req.cpu is not None:
+        requests["cpu"] = _cpu(req.cpu)
+    if req.memory is not None:
+        requests["memory"] = limits["memory"] = str(req.memory)
+    storage = req.task_requirements.get(xp.ResourceType.EPHEMERAL_STORAGE)
+    if storage is not None:
+        requests["ephemeral-storage"] = limits["ephemeral-storage"] = str(int(storage))
+    if req.accelerator is not None:
+        name, count = req.accelerator.name, str(req.accelerator_count)
+        if req.accelerator.is_tpu:
+            requests["google.com/tpu"] = limits["google.com/tpu"] = count
+            if name not in GKE_TPU:
+                raise xp.ConfigurationError(f"xk8s: GKE has no TPU type for {name.lower()}; "
+                                            f"use one of {', '.join(t.lower() for t in GKE_TPU)}.")
+            selector["cloud.google.com/gke-tpu-accelerator"] = GKE_TPU[name]
+            topology = req.extras.get("topology")
+            if topology:
+                selector["cloud.google.com/gke-tpu-topology"] = str(topology)
+        else:
+            requests["nvidia.com/gpu"] = limits["nvidia.com/gpu"] = count
+            if name in GKE_GPU:
+                selector["cloud.google.com/gke-accelerator"] = GKE_GPU[name]
+    out: dict[str, Any] = {}
+    if requests:
+        out["requests"] = requests
+    if limits:
+        out["limits"] = limits
+    return out, selector
+
+
+def queue_labels(executor: Kubernetes) -> dict[str, str]:
+    labels = {}
+    if executor.queue:
+        labels["kueue.x-k8s.io/queue-name"] = executor.queue
+    if executor.workload_priority:
+        labels["kueue.x-k8s.io/priority-class"] = executor.workload_priority
+    return labels
+
+
+def pod_spec(executor: Kubernetes, image: str, *, command: Sequence[str] | None, args: Sequence[str] | None,
+             env: Mapping[str, str], trials_configmap: str | None = None) -> dict[str, Any]:
+    """The pod template's spec: one container named ``main``."""
+    container: dict[str, Any] = {"name": CONTAINER, "image": image}
+    if command:
+        container["command"] = list(command)
+    if args:
+        container["args"] = list(args)
+    env_list: list[dict[str, Any]] = [{"name": k, "value": v} for k, v in env.items()]
+    env_list += [{"name": var, "valueFrom": {"secretKeyRef": {"name": ref.split("/", 1)[0], "key": ref.split("/", 1)[1]}}}
+                 for var, ref in executor.env_from_secrets.items()]
+    if env_list:
+        container["env"] = env_list
+    res, accel_selector = resources(executor)
+    if res:
+        container["resources"] = res
+    if executor.image_pull_policy:
+        container["imagePullPolicy"] = executor.image_pull_policy
+    volumes = [{"name": v.name, **v.source()} for v in executor.volumes]
+    mounts = [v.mount() for v in executor.volumes]
+    if trials_configmap:
+        volumes.append({"name": "xk8s-trials", "configMap": {"name": trials_configmap}})
+        mounts.append({"name": "xk8s-trials", "mountPath": TRIALS_DIR, "readOnly": True})
+    if mounts:
+        container["volumeMounts"] = mounts
+    spec: dict[str, Any] = {"restartPolicy": "Never", "containers": [container]}
+    selector = {**accel_selector, **executor.node_selector}
+    if selector:
+        spec["nodeSelector"] = selector
+    if executor.tolerations:
+        spec["tolerations"] = [t.to_manifest() for t in executor.tolerations]
+    if volumes:
+        spec["volumes"] = volumes
+    if executor.service_account:
+        spec["serviceAccountName"] = executor.service_account
+    if executor.image_pull_secrets:
+        spec["imagePullSecrets"] = [{"name": s} for s in executor.image_pull_secrets]
+    if executor.priority_class:
+        spec["priorityClassName"] = executor.priority_class
+    return spec
+
+
+def failure_policy() -> dict[str, Any]:
+    """Preemption and eviction are retried without counting; a cancelled trial is not retried."""
+    return {"rules": [
+        {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
+        {"action": "FailIndex",
+         "onExitCodes": {"containerName": CONTAINER, "operator": "In", "values": [CANCELLED_EXIT_CODE]}},
+    ]}
+
+
+def job_spec(executor: Kubernetes, pod: dict[str, Any], labels: Mapping[str, str], *, completions: int,
+             suspend: bool) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "completionMode": "Indexed",
+        "completions": completions,
+        "parallelism": min(completions, executor.max_parallel or completions),
+        "backoffLimitPerIndex": executor.retries,
+        "podFailurePolicy": failure_policy(),
+        "template": {"metadata": {"labels": dict(labels)}, "spec": pod},
+    }
+    if executor.time_limit_secs:
+        spec["activeDeadlineSeconds"] = executor.time_limit_secs
+    if executor.ttl_after_finished_secs is not None:
+        spec["ttlSecondsAfterFinished"] = executor.ttl_after_finished_secs
+    if suspend:
+        spec["suspend"] = True
+    return spec
+
+
+def trial_record(argv: Sequence[str], env: Mapping[str, str]) -> str:
+    return json.dumps({"argv": list(argv), "env": dict(env)}, ensure_ascii=False, separators=(",", ":"))
+
+
+def indexed_job(name: str, namespace: str, executor: Kubernetes, image: str, labels: Mapping[str, str], *,
+                trials: Sequence[tuple[Sequence[str], Mapping[str, str]]], inline: bool,
+                has_command: bool = True) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """One Job for ``trials`` (argv, env) pairs, and the ConfigMap that carries them (or None).
+
+    ``inline``: every trial has the same argv and env (a single job), so they go straight into
+    the container (any image works); otherwise the trials are data for the entrypoint, which
+    needs ``python3`` in the image and a full argv (``has_command``).
+    """
+    all_labels = {**executor.labels, **queue_labels(executor), **labels, LABEL_MANAGED: "xcore"}
+    configmap = None
+    if inline:
+        argv, env = trials[0]
+        command, args = (list(argv), None) if has_command else (None, list(argv))
+        pod = pod_spec(executor, image, command=command, args=args, env=env)
+    else:
+        if not has_command:
+            raise xp.ConfigurationError("xk8s: a sweep needs the program's full command line; package it with "
+                                        "xk8s.image(IMAGE, command=[...]) instead of xm.container(IMAGE).")
+        pod = pod_spec(executor, image, command=["python3", "-c", ENTRYPOINT, TRIALS_DIR], args=None, env={},
+                       trials_configmap=name)
+        data = {str(i): trial_record(argv, env) for i, (argv, env) in enumerate(trials)}
+        data[CANCELLED_KEY] = "[]"
+        configmap = {"apiVersion": "v1", "kind": "ConfigMap",
+                     "metadata": {"name": name, "namespace": namespace, "labels": dict(all_labels)},
+                     "data": data}
+    job = {
+        "apiVersion": API_JOB, "kind": "Job",
+        "metadata": {"name": name, "namespace": namespace, "labels": all_labels,
+                     "annotations": {ANNOTATION_CANCELLED: "[]"}},
+        "spec": job_spec(executor, pod, all_labels, completions=len(trials), suspend=bool(executor.queue)),
+    }
+    return job, configmap
+
+
+def chunk_trials(trials: Sequence[tuple[Sequence[str], Mapping[str, str]]], *, budget: int = CONFIGMAP_BUDGET,
+                 max_trials: int = MAX_TRIALS_PER_JOB) -> list[list[int]]:
+    """Split trial indexes into chunks whose ConfigMap data stays under ``budget`` bytes."""
+    chunks: list[list[int]] = [[]]
+    size = 0
+    for i, (argv, env) in enumerate(trials):
+        record = len(trial_record(argv, env).encode()) + 8
+        if record > budget:
+            raise xp.ConfigurationError(f"xk8s: trial {i}'s arguments and env take {record} bytes; a trial must "
+                                        f"fit in {budget} bytes (pass large inputs as files or a volume).")
+        if chunks[-1] and (size + record > budget or len(chunks[-1]) >= max_trials):
+            chunks.append([])
+            size = 0
+        chunks[-1].append(i)
+        size += record
+    return chunks
+
+
+def jobset(name: str, namespace: str, roles: Sequence[tuple[str, Kubernetes, str, Sequence[str], Mapping[str, str]]],
+           labels: Mapping[str, str], *, has_command: Sequence[bool]) -> dict[str, Any]:
+    """A JobSet: one replicated Job per role (``roles``: name, executor, image, argv, env).
+
+    ``JobRequirements(replicas=N)`` or ``num_slices=N`` (multi-slice TPU) sets the role's
+    replicas. Kueue admits the whole set at once (gang admission) when a queue is given.
+    """
+    first = roles[0][1]
+    all_labels = {**first.labels, **queue_labels(first), **labels, LABEL_MANAGED: "xcore"}
+    replicated = []
+    for (role, executor, image, argv, env), command in zip(roles, has_command, strict=True):
+        pod = pod_spec(executor, image, command=list(argv) if command else None,
+                       args=None if command else list(argv), env=env)
+        role_labels = {**all_labels, "xcore.io/role": role}
+        spec = job_spec(executor, pod, role_labels, completions=1, suspend=False)
+        replicas = int(executor.requirements.extras.get("num_slices") or executor.requirements.replicas)
+        replicated.append({"name": role, "replicas": replicas,
+                           "template": {"metadata": {"labels": role_labels}, "spec": spec}})
+    spec: dict[str, Any] = {"replicatedJobs": replicated,
+                            "failurePolicy": {"maxRestarts": first.retries}}
+    if first.ttl_after_finished_secs is not None:
+        spec["ttlSecondsAfterFinished"] = first.ttl_after_finished_secs
+    if first.queue:
+        spec["suspend"] = True
+    return {"apiVersion": API_JOBSET, "kind": "JobSet",
+            "metadata": {"name": name, "namespace": namespace, "labels": all_labels,
+                         "annotations": {ANNOTATION_CANCELLED: "[]"}},
+            "spec": spec}

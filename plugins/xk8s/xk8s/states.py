@@ -1,0 +1,198 @@
+"""From listed Jobs and Pods (plain dicts) to one xcore ``JobState`` per trial.
+
+The reason a user needs comes first in the message: ``OOMKilled``, ``ImagePullBackOff``,
+``Unschedulable``, ``preempted``, ``DeadlineExceeded``, ``waiting for Kueue admission``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+import attrs
+
+from xcore import plugin as xp
+from xk8s import manifests as mf
+
+_WAITING_PROBLEMS = {"ImagePullBackOff", "ErrImagePull", "InvalidImageName", "CreateContainerConfigError",
+                     "CreateContainerError", "CrashLoopBackOff"}
+
+
+def parse_indexes(text: str | None) -> set[int]:
+    """``"0-3,7"`` -> {0, 1, 2, 3, 7} (the Job status's completedIndexes / failedIndexes)."""
+    out: set[int] = set()
+    for part in (text or "").split(","):
+        if not part.strip():
+            continue
+        low, _, high = part.partition("-")
+        out.update(range(int(low), int(high or low) + 1))
+    return out
+
+
+def timestamp(text: str | None) -> float | None:
+    return datetime.fromisoformat(text).timestamp() if text else None
+
+
+def cancelled_indexes(job: dict[str, Any]) -> list[int]:
+    raw = (job.get("metadata", {}).get("annotations") or {}).get(mf.ANNOTATION_CANCELLED, "[]")
+    try:
+        return [int(i) for i in json.loads(raw)]
+    except (ValueError, TypeError):
+        return []
+
+
+def pod_index(pod: dict[str, Any]) -> int | None:
+    meta = pod.get("metadata", {})
+    value = (meta.get("labels") or {}).get(mf.INDEX_LABEL) or (meta.get("annotations") or {}).get(mf.INDEX_LABEL)
+    return int(value) if value is not None else None
+
+
+def pod_job(pod: dict[str, Any]) -> str | None:
+    labels = pod.get("metadata", {}).get("labels") or {}
+    return labels.get("batch.kubernetes.io/job-name") or labels.get("job-name")
+
+
+def main_status(pod: dict[str, Any]) -> dict[str, Any]:
+    for status in pod.get("status", {}).get("containerStatuses") or []:
+        if status.get("name") == mf.CONTAINER:
+            return status
+    return {}
+
+
+def has_started(pod: dict[str, Any]) -> bool:
+    state = main_status(pod).get("state") or {}
+    return "running" in state or "terminated" in state
+
+
+def _condition(obj: dict[str, Any], kind: str) -> dict[str, Any] | None:
+    for cond in obj.get("status", {}).get("conditions") or []:
+        if cond.get("type") == kind and cond.get("status") == "True":
+            return cond
+    return None
+
+
+@attrs.define
+class Snapshot:
+    jobs: dict[str, dict[str, Any]]
+    pods: dict[tuple[str, int], list[dict[str, Any]]]
+    _indexes: dict[str, tuple[set[int], set[int], set[int]]] = attrs.field(factory=dict)
+
+    def indexes(self, job: str) -> tuple[set[int], set[int], set[int]]:
+        """Completed, failed and cancelled indexes of ``job``, parsed once."""
+        if job not in self._indexes:
+            obj = self.jobs.get(job) or {}
+            status = obj.get("status") or {}
+            self._indexes[job] = (parse_indexes(status.get("completedIndexes")),
+                                  parse_indexes(status.get("failedIndexes")), set(cancelled_indexes(obj)))
+        return self._indexes[job]
+
+    @classmethod
+    def of(cls, jobs: Iterable[dict[str, Any]], pods: Iterable[dict[str, Any]]) -> Snapshot:
+        by_trial: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
+        for pod in pods:
+            job, index = pod_job(pod), pod_index(pod)
+            if job is not None and index is not None:
+                by_trial[(job, index)].append(pod)
+        for group in by_trial.values():
+            group.sort(key=lambda p: (p["metadata"].get("creationTimestamp") or "", p["metadata"]["name"]))
+        return cls({j["metadata"]["name"]: j for j in jobs}, dict(by_trial))
+
+    def latest_pod(self, job: str, index: int) -> dict[str, Any] | None:
+        pods = self.pods.get((job, index))
+        return pods[-1] if pods else None
+
+    def pods_of(self, job: str, indexes: Iterable[int]) -> list[dict[str, Any]]:
+        return [p for i in indexes for p in self.pods.get((job, i), [])
+                if p.get("status", {}).get("phase") not in ("Succeeded", "Failed")]
+
+    def index_done(self, job: str, index: int) -> bool:
+        completed, failed, _ = self.indexes(job)
+        return index in completed or index in failed
+
+
+def _terminated(pod: dict[str, Any] | None) -> dict[str, Any]:
+    return ((main_status(pod).get("state") or {}).get("terminated") or {}) if pod else {}
+
+
+def _ended(pod: dict[str, Any] | None, code_default: int | None = None) -> xp.JobState:
+    term = _terminated(pod)
+    code = term.get("exitCode", code_default)
+    started, ended = timestamp(term.get("startedAt")), timestamp(term.get("finishedAt"))
+    state = xp.exit_state(code, started_at=started, ended_at=ended)
+    if state.status is xp.Status.FAILED and term.get("reason") == "OOMKilled":
+        return attrs.evolve(state, message=f"OOMKilled: out of memory ({state.message})")
+    if code is None:
+        return xp.JobState(xp.Status.FAILED, "failed (no exit code reported)")
+    return state
+
+
+def _why_pending(pod: dict[str, Any]) -> str:
+    waiting = (main_status(pod).get("state") or {}).get("waiting") or {}
+    if waiting.get("reason") in _WAITING_PROBLEMS:
+        return f"{waiting['reason']}: {waiting.get('message', '')}".rstrip(": ")
+    for cond in pod.get("status", {}).get("conditions") or []:
+        if cond.get("type") == "PodScheduled" and cond.get("status") == "False":
+            return f"{cond.get('reason', 'Unschedulable')}: {cond.get('message', '')}".rstrip(": ")
+    return waiting.get("reason") or "pod pending"
+
+
+def _disrupted(pod: dict[str, Any]) -> str | None:
+    cond = _condition(pod, "DisruptionTarget")
+    if cond:
+        return f"preempted ({cond.get('reason', 'DisruptionTarget')}: {cond.get('message', '')})".replace(": )", ")")
+    if pod.get("status", {}).get("reason") == "Evicted":
+        return f"evicted ({pod['status'].get('message', '')})"
+    return None
+
+
+def state_of(snap: Snapshot, job_name: str, index: int, *, locally_cancelled: bool = False) -> xp.JobState:
+    job = snap.jobs.get(job_name)
+    if job is None:
+        if locally_cancelled:
+            return xp.JobState(xp.Status.CANCELLED, "cancelled (Job deleted)")
+        return xp.lost_state(f"Job {job_name} no longer exists (deleted, or removed by ttlSecondsAfterFinished)")
+    pod = snap.latest_pod(job_name, index)
+    completed, failed_indexes, cancelled_set = snap.indexes(job_name)
+    cancelled = locally_cancelled or index in cancelled_set
+    if index in completed:
+        return _ended(pod, 0)
+    if index in failed_indexes:
+        state = _ended(pod)
+        return xp.JobState(xp.Status.CANCELLED, "cancelled", state.exit_code, state.started_at, state.ended_at) \
+            if cancelled else state
+    if cancelled:
+        return xp.JobState(xp.Status.CANCELLED, "cancelled")
+    failed = _condition(job, "Failed")
+    if failed:
+        reason = failed.get("reason", "Failed")
+        message = failed.get("message", "")
+        if reason == "DeadlineExceeded":
+            return xp.JobState(xp.Status.FAILED, f"DeadlineExceeded: the Job ran longer than activeDeadlineSeconds "
+                                                 f"({job['spec'].get('activeDeadlineSeconds')} s)")
+        return xp.JobState(xp.Status.FAILED, f"{reason}: {message}".rstrip(": "))
+    if job.get("spec", {}).get("suspend"):
+        queue = (job["metadata"].get("labels") or {}).get("kueue.x-k8s.io/queue-name")
+        return xp.JobState(xp.Status.PENDING, f"waiting for Kueue admission (queue {queue})" if queue
+                           else "suspended")
+    if pod is None:
+        return xp.JobState(xp.Status.PENDING, "waiting for a pod")
+    phase = pod.get("status", {}).get("phase")
+    retries = len(snap.pods.get((job_name, index), [])) - 1
+    if phase in ("Succeeded", "Failed"):
+        disrupted = _disrupted(pod)
+        if disrupted:
+            return xp.JobState(xp.Status.PENDING, f"{disrupted}; will be retried")
+        return xp.JobState(xp.Status.PENDING, f"{_ended(pod).message}; waiting for the Job controller")
+    if phase == "Running":
+        running = (main_status(pod).get("state") or {}).get("running") or {}
+        node = pod.get("spec", {}).get("nodeName")
+        where = f"on {node}" if node else "running"
+        return xp.JobState(xp.Status.RUNNING, where + (f" (retry {retries})" if retries else ""),
+                           started_at=timestamp(running.get("startedAt")))
+    reason = _why_pending(pod)
+    if retries:
+        reason += f" (retry {retries})"
+    return xp.JobState(xp.Status.PENDING, reason)

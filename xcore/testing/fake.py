@@ -131,7 +131,7 @@ def xcore_launch(executor_kind: str, requests: Sequence[LaunchRequest],
             record.update(_run(request, handle))
         atomic_write(handle.record, json.dumps(record))
         results.append(handle)
-    pauses = {r.executor.pause_after_launch for r in requests if getattr(r.executor, "pause_after_launch", "")}
+    pauses = {marker for r in requests if (marker := getattr(r.executor, "pause_after_launch", ""))}
     for marker in pauses:  # submitted, not yet recorded: the moment a killed launcher leaves behind
         atomic_write(marker, "submitted\n")
         deadline = time.monotonic() + 60

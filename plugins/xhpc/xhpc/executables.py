@@ -33,6 +33,11 @@ def _project_path(value: str | os.PathLike[str]) -> str:
     return from_launch_dir(value)
 
 
+def _binds(value: Mapping[str, str]) -> dict[str, str]:
+    """A private copy; a named function so that type checkers see the accepted type."""
+    return dict(value)
+
+
 def _tuple(value: Any) -> tuple[Any, ...]:
     if value is None:
         return ()
@@ -109,7 +114,7 @@ class SingularityContainer(ExecutableSpec):
 
     entrypoint: ExecutableSpec | None
     image_path: str = attrs.field(converter=_path)
-    binds: Mapping[str, str] = attrs.field(factory=dict, converter=dict)
+    binds: Mapping[str, str] = attrs.field(factory=dict, converter=_binds)
     options: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
 
     @property

@@ -57,7 +57,8 @@ def SingularityContainer_(
 ) -> _XhpcSingularityContainer:
     """``SingularityContainer(entrypoint, image_path)``, optionally with SingularityOptions."""
     options = options or SingularityOptions()
-    return _XhpcSingularityContainer(entrypoint, image_path, binds=dict(options.bind), options=tuple(options.extra_options))
+    return _XhpcSingularityContainer(entrypoint, image_path, binds=dict(options.bind),
+                                     options=tuple(options.extra_options))
 
 
 @attrs.frozen
@@ -308,10 +309,12 @@ class ArrayJob(JobConfig):
 
     def expand(self) -> JobGroup:
         base = self.name or self.executable.name
-        return JobGroup(**{
+        group = JobGroup()  # filled by name: a dict unpacked as **kwargs would also match ``constraints``
+        group.jobs.update({
             f"{base}_{index}": Job(self.executable, self.executor, name=f"{base}_{index}", args=args, env_vars=env)
-            for index, (args, env) in enumerate(zip(self.args, self.env_vars))
+            for index, (args, env) in enumerate(zip(self.args, self.env_vars, strict=True))  # equal: _broadcast
         })
+        return group
 
 
 def create_experiment(experiment_title: str, project: str | None = None) -> Any:
@@ -332,7 +335,7 @@ def get_current_experiment() -> Any:
     return experiment
 
 
-SingularityContainer = SingularityContainer_  # type: ignore[assignment]
+SingularityContainer = SingularityContainer_
 
 __all__ = [
     "ArrayJob", "CommandList", "DockerContainer", "DockerOptions", "Fileset", "GridEngine", "JobRequirements",

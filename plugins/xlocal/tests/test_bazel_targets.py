@@ -88,7 +88,8 @@ def test_a_bazel_container_is_loaded_and_run(workspace):
     require_service("dockerd", up, f"run `sudo bash scripts/infra/docker.sh` (builds {BASE_IMAGE})")
     with open(workspace / "base.tar", "wb") as out:
         out.writelines(client.images.get(BASE_IMAGE).save(named=True))
-    (workspace / "BUILD").write_text('genrule(name = "image", srcs = ["base.tar"], outs = ["image.tar"], cmd = "cp $< $@")\n')
+    (workspace / "BUILD").write_text(
+        'genrule(name = "image", srcs = ["base.tar"], outs = ["image.tar"], cmd = "cp $< $@")\n')
     with xm.create_experiment("bazel container") as experiment:
         [exe] = experiment.package([xm.bazel_container(xlocal.Local.Spec(), "//:image")])
         assert exe.image_id == client.api.inspect_image(BASE_IMAGE)["Id"]

@@ -236,8 +236,11 @@ def test_mount_gcs_path_mounts_home_gcs_like_xmanager(tmp_path, monkeypatch):
 
     client = docker.DockerClient(base_url=f"unix://{tmp_path}/offline.sock", version="1.41")  # no engine call
     monkeypatch.setenv("HOME", str(tmp_path))
-    binds = lambda options: create_options(client, _request(xlocal.Local(docker_options=options)), "n")[
-        "host_config"].get("Binds", [])
+
+    def binds(options):
+        created = create_options(client, _request(xlocal.Local(docker_options=options)), "n")
+        return created["host_config"].get("Binds", [])
+
     assert binds(xlocal.DockerOptions()) == []  # no ~/gcs: nothing to mount
     (tmp_path / "gcs").mkdir()
     assert binds(xlocal.DockerOptions()) == [f"{tmp_path}/gcs:/gcs:rw"]

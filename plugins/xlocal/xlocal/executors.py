@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import os
-from typing import ClassVar
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 import attrs
 
 from xcore.plugin import Executor, ExecutorSpec, JobRequirements, to_requirements
+
+
+def _requirements(value: JobRequirements | Mapping[str, Any] | None) -> JobRequirements:
+    """A named converter (mypy's attrs plugin does not follow the ``to_requirements`` alias)."""
+    return to_requirements(value)
 
 
 @attrs.frozen
@@ -93,7 +99,7 @@ class Local(Executor):
 
     Spec: ClassVar[type[ExecutorSpec]] = LocalSpec
     batch_max_age: ClassVar[float] = 1.0  # starting early is cheap here: queued jobs wait at most 1 s
-    requirements: JobRequirements = attrs.field(factory=JobRequirements, converter=to_requirements)
+    requirements: JobRequirements = attrs.field(factory=JobRequirements, converter=_requirements)
     docker_options: DockerOptions | None = None
     experimental_stream_output: bool = False
     max_parallel: int | None = attrs.field(default=None, validator=_positive_or_none, kw_only=True)

@@ -75,6 +75,7 @@ def xcore_launch(executor_kind: str, requests: Sequence[LaunchRequest],
     from xlocal.executables import LocalContainer
 
     containers = [i for i, r in enumerate(requests) if isinstance(r.executable, LocalContainer)]
+    handles: Sequence[JobHandle | LaunchFailure]
     if not containers:
         from xlocal import processes
 
@@ -90,7 +91,7 @@ def _stream_output(requests: Sequence[Any], handles: Sequence[Any]) -> None:
     from xlocal.handles import ProcessHandle
 
     wanted = [
-        (f"{r.work_unit_id}/{r.job_name}", h) for r, h in zip(requests, handles)
+        (f"{r.work_unit_id}/{r.job_name}", h) for r, h in zip(requests, handles, strict=True)
         if getattr(r.executor, "experimental_stream_output", False) and isinstance(h, ProcessHandle)
     ]
     if wanted:

@@ -131,7 +131,8 @@ def package_bazel_binary(packageable: Packageable, spec: BazelBinary, context: P
     return LocalProcess(name=spec.name, command=[path])
 
 
-def package_bazel_container(packageable: Packageable, spec: BazelContainer, context: PackagingContext) -> LocalContainer:
+def package_bazel_container(packageable: Packageable, spec: BazelContainer,
+                            context: PackagingContext) -> LocalContainer:
     """``bazel build`` the image tarball and ``docker load`` it into the local engine."""
     from xlocal import images
 
@@ -183,7 +184,8 @@ def package_python_package(packageable: Packageable, spec: object, context: Pack
                     "--target", str(out), *pip_args, str(project), *extra]
             done = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL, check=False)
             if done.returncode != 0:
-                raise PackagingError(f"Building {project} failed (`{' '.join(argv[2:])}`):\n{done.stderr.strip()[-2000:]}")
+                raise PackagingError(
+                    f"Building {project} failed (`{' '.join(argv[2:])}`):\n{done.stderr.strip()[-2000:]}")
             try:
                 out.rename(target)
             except OSError:  # built meanwhile by another launcher

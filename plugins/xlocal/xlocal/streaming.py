@@ -31,7 +31,8 @@ def _copy(jobs: list[tuple[str, ProcessHandle]], out: IO[str] | None) -> None:
     partial = {handle.log_path: "" for _, handle in jobs}
     pending = list(jobs)
     while pending:
-        ended = {id(h) for (_, h), state in zip(pending, states([h for _, h in pending])) if not state.status.is_active}
+        ended = {id(h) for (_, h), state in zip(pending, states([h for _, h in pending]), strict=True)
+                 if not state.status.is_active}
         for name, handle in list(pending):
             _drain(name, handle.log_path, offsets, partial, out or sys.stdout)
             if id(handle) in ended:
@@ -42,7 +43,10 @@ def _copy(jobs: list[tuple[str, ProcessHandle]], out: IO[str] | None) -> None:
         time.sleep(POLL_SECS)
 
 
-def _drain(name: str, path: str, offsets: dict[str, int], partial: dict[str, str], out: IO[str]) -> None:
+def _drain(name: str, path: str | None, offsets: dict[str | None, int], partial: dict[str | None, str],
+           out: IO[str]) -> None:
+    if path is None:  # no log file: nothing to copy
+        return
     try:
         with open(path, "rb") as log:
             log.seek(offsets[path])

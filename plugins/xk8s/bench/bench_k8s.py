@@ -51,6 +51,7 @@ def main() -> None:
     os.environ["XCORE_HOME"] = str(tmp / "home")
     os.environ["XCORE_CONFIG_DIR"] = str(tmp / "config")
     import kubernetes_validate  # noqa: F401  - the fake's own validator, loaded before timing
+
     import xk8s
     from xk8s import client, hooks
 
@@ -97,11 +98,10 @@ def relaunch(tmp: Path) -> None:
     """Package an unchanged containerised project twice (real dockerd and registry, if up)."""
     import urllib.request
 
-    import xk8s
-    from xk8s import hooks, images
-
     import xcore as xm
+    import xk8s
     from xcore.testing import make_packaging_context
+    from xk8s import hooks, images
 
     try:
         urllib.request.urlopen("http://127.0.0.1:5000/v2/", timeout=2).close()

@@ -7,9 +7,8 @@ Python that exec each trial's argv). Or let xk8s build and push it, tagged by co
 ``xm.python_container(xk8s.Kubernetes.Spec(target="gke"), xm.ModuleName("mypkg.train"), path=".")``.
 """
 
-import xk8s
-
 import xcore as xm
+import xk8s
 
 IMAGE = "us-docker.pkg.dev/my-lab/xcore/train:v1"
 

@@ -4,9 +4,8 @@ Each role is a replicated Job of the JobSet; ``num_slices=2`` makes two replicas
 training, as xpk does). With a Kueue queue the whole set is admitted at once.
 """
 
-import xk8s
-
 import xcore as xm
+import xk8s
 
 IMAGE = "us-docker.pkg.dev/my-lab/xcore/maxtext:v1"
 

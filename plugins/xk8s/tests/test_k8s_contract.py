@@ -8,8 +8,8 @@ sweeps, inline for single jobs.
 from __future__ import annotations
 
 import pytest
-import xk8s
 
+import xk8s
 from xcore.testing.contract import ContractSuite, ContractTarget
 
 

@@ -6,11 +6,11 @@ import subprocess
 import sys
 
 import pytest
-import xk8s
-from xk8s import targets
 
 import xcore as xm
+import xk8s
 from xcore import plugin as xp
+from xk8s import targets
 
 
 @pytest.mark.parametrize("kwargs, message", [

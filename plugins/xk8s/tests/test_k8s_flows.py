@@ -8,11 +8,11 @@ import sys
 import time
 
 import pytest
-import xk8s
-from xk8s import client, hooks
 
+import xk8s
 from xcore import plugin as xp
 from xcore.testing import make_launch_context, make_request
+from xk8s import client, hooks
 
 IMAGE = "registry.example/lab/train:1"
 

@@ -8,11 +8,11 @@ import subprocess
 import urllib.request
 
 import pytest
-import xk8s
-from xk8s import images
 
 import xcore as xm
+import xk8s
 from xcore.testing import require_service
+from xk8s import images
 
 REGISTRY = "127.0.0.1:5000"
 
@@ -46,9 +46,8 @@ def package(root, registry=f"{REGISTRY}/xcore-test"):
     packageable = xm.python_container(xk8s.KubernetesSpec(registry=registry), xm.ModuleName("hello"),
                                       path=str(root), base_image="xcore-python:3.11",
                                       docker_instructions=["COPY . /workdir", "WORKDIR /workdir"])
-    from xk8s import hooks
-
     from xcore.testing import make_packaging_context
+    from xk8s import hooks
 
     return hooks.xcore_package(packageable, make_packaging_context(root.parent / "cache"))
 
@@ -79,10 +78,9 @@ def test_ignored_files_do_not_change_the_tag(project):
 
 
 def test_no_registry_is_a_packaging_error_with_the_fix(tmp_path, monkeypatch):
-    from xk8s import hooks
-
     from xcore import plugin as xp
     from xcore.testing import make_packaging_context
+    from xk8s import hooks
 
     monkeypatch.setenv("XCORE_CONFIG_DIR", str(tmp_path))
     monkeypatch.delenv("XK8S_REGISTRY", raising=False)

@@ -12,11 +12,11 @@ import os
 import time
 
 import pytest
-import xk8s
-from xk8s import client, hooks
 
+import xk8s
 from xcore import plugin as xp
 from xcore.testing import make_launch_context, make_request
+from xk8s import client, hooks
 
 LIVE = os.environ.get("XK8S_LIVE_KUBECONFIG")
 pytestmark = pytest.mark.skipif(not LIVE, reason="live tier: set XK8S_LIVE_KUBECONFIG to a real cluster's kubeconfig")
@@ -26,8 +26,8 @@ def test_live_sweep(tmp_path, monkeypatch):
     monkeypatch.setenv("KUBECONFIG", os.path.expanduser(LIVE or ""))
     client.api_client.cache_clear()
     image = os.environ.get("XK8S_LIVE_IMAGE", "python:3.12-slim")
-    exe = xk8s.KubernetesExecutable(name="echo", image=image,
-                                    command=["python3", "-c", "import sys; print(sys.argv[1:]); sys.exit(int(sys.argv[1]))"])
+    program = "import sys; print(sys.argv[1:]); sys.exit(int(sys.argv[1]))"
+    exe = xk8s.KubernetesExecutable(name="echo", image=image, command=["python3", "-c", program])
     executor = xk8s.Kubernetes(namespace=os.environ.get("XK8S_LIVE_NAMESPACE", "default"), ttl_after_finished_secs=600)
     handles = hooks.xcore_launch("xk8s.Kubernetes", [make_request(exe, executor, [code, "it's $HOME"])
                                                      for code in ("0", "3", "0")], make_launch_context(tmp_path))

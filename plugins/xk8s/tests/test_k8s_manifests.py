@@ -10,11 +10,11 @@ from pathlib import Path
 import jsonschema
 import kubernetes_validate
 import pytest
-import xk8s
-from xk8s import manifests as mf
 
 import xcore as xm
+import xk8s
 from xcore import plugin as xp
+from xk8s import manifests as mf
 
 K8S_VERSIONS = ["1.31", "1.33"]
 SCHEMAS = Path(__file__).parent / "schemas"

@@ -9,11 +9,10 @@ import sys
 import time
 
 import xk8s
-from xk8s import hooks
-
 from xcore import plugin as xp
 from xcore.testing import make_launch_context, make_request
 from xcore.testing.contract import HOSTILE_ARGS, HOSTILE_ENV
+from xk8s import hooks
 
 ECHO = ["python3", "-c", "import json, os, sys; print(json.dumps([sys.argv[1:], os.environ.get('H')]))"]
 
@@ -56,8 +55,8 @@ def test_job_group_is_one_jobset_with_a_job_per_role(fake_k8s_run, tmp_path):
 
 
 def test_cancel_one_running_trial_of_a_live_sweep(fake_k8s_run, tmp_path):
-    exe = xk8s.KubernetesExecutable(name="sleep", image="img", command=["python3", "-c",
-                                                                         "import sys, time; time.sleep(float(sys.argv[1]))"])
+    program = "import sys, time; time.sleep(float(sys.argv[1]))"
+    exe = xk8s.KubernetesExecutable(name="sleep", image="img", command=["python3", "-c", program])
     reqs = [make_request(exe, xk8s.Kubernetes(retries=3), [seconds]) for seconds in ("0.5", "60")]
     handles = hooks.xcore_launch("xk8s.Kubernetes", reqs, make_launch_context(tmp_path))
     deadline = time.monotonic() + 30
@@ -103,7 +102,8 @@ def test_examples_launch_through_the_core_as_one_indexed_job_and_one_jobset(fake
         out = subprocess.run([sys.executable, str(examples / script)], capture_output=True, text=True, env=env,
                              check=False, timeout=120)
         assert out.returncode == 0, out.stderr[-2000:]
-    [job] = [j for j in fake_k8s.list("Job", "default") if "jobset.sigs.k8s.io/jobset-name" not in j["metadata"]["labels"]]
+    [job] = [j for j in fake_k8s.list("Job", "default")
+             if "jobset.sigs.k8s.io/jobset-name" not in j["metadata"]["labels"]]
     assert job["spec"]["completions"] == 100 and job["spec"]["parallelism"] == 20
     assert len(fake_k8s.list("ConfigMap", "default")) == 1
     [jobset] = fake_k8s.list("JobSet", "default")

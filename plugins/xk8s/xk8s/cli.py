@@ -52,7 +52,8 @@ def checks(context: str | None, namespace: str, queue: str | None, registry: str
             review = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
                       "spec": {"resourceAttributes": {"namespace": namespace, "verb": verb, "group": group,
                                                       "resource": resource, **({"subresource": sub} if sub else {})}}}
-            answer = k.AuthorizationV1Api(client.api_client(context)).create_self_subject_access_review(review)
+            api = k.AuthorizationV1Api(client.api_client(context))
+            answer: Any = api.create_self_subject_access_review(review)  # type: ignore[arg-type]  # dict bodies are accepted
             what = f"{verb} {resource}{'/' + sub if sub else ''}"
             if not answer.status.allowed:
                 raise PermissionError(f"not allowed to {what} in {namespace}: {answer.status.reason or 'denied'}")
@@ -60,7 +61,8 @@ def checks(context: str | None, namespace: str, queue: str | None, registry: str
         return run
 
     def local_queue() -> str:
-        client.custom(context).get_namespaced_custom_object("kueue.x-k8s.io", "v1beta1", namespace, "localqueues", queue)
+        client.custom(context).get_namespaced_custom_object("kueue.x-k8s.io", "v1beta1", namespace, "localqueues",
+                                                            queue)
         return f"Kueue LocalQueue {queue} exists"
 
     def registry_up() -> str:

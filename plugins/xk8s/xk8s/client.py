@@ -27,7 +27,6 @@ def api_client(context: str | None) -> Any:
     return _api_client(context, os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config"))
 
 
-api_client.cache_clear = lambda: _api_client.cache_clear()  # type: ignore[attr-defined]
 
 
 @functools.cache
@@ -40,6 +39,9 @@ def _api_client(context: str | None, kubeconfig: str) -> Any:
         where = f"context {context!r}" if context else "the current context"
         raise xp.ConfigurationError(f"xk8s: cannot load {where} from kubeconfig: {exc}. Set KUBECONFIG "
                                     "or the target's context (xcore k8s check).") from None
+
+
+api_client.cache_clear = lambda: _api_client.cache_clear()  # type: ignore[attr-defined]
 
 
 def batch(context: str | None) -> Any:
@@ -60,7 +62,7 @@ def custom(context: str | None) -> Any:
     return client.CustomObjectsApi(api_client(context))
 
 
-def api_exception() -> type[Exception]:
+def api_exception() -> Any:  # kubernetes.client.exceptions.ApiException, imported lazily
     from kubernetes.client.exceptions import ApiException
 
     return ApiException
@@ -82,4 +84,5 @@ def describe(exc: Exception) -> str:
         except (ValueError, AttributeError):
             pass
     reason = getattr(exc, "reason", None)
-    return f"{reason} (HTTP {exc.status})" if reason and getattr(exc, "status", None) else str(exc).splitlines()[0]
+    status = getattr(exc, "status", None)
+    return f"{reason} (HTTP {status})" if reason and status else str(exc).splitlines()[0]

@@ -119,7 +119,8 @@ class Volume:
     def __attrs_post_init__(self) -> None:
         given = [s for s in _VOLUME_SOURCES if getattr(self, s) not in (None, False)]
         if len(given) != 1:
-            _fail(self, "name", self.name, f"give exactly one source of {', '.join(_VOLUME_SOURCES)}; got {given or 'none'}.")
+            _fail(self, "name", self.name,
+                  f"give exactly one source of {', '.join(_VOLUME_SOURCES)}; got {given or 'none'}.")
         if not isinstance(self.mount_path, str) or not self.mount_path.startswith("/") or ":" in self.mount_path:
             _fail(self, "mount_path", self.mount_path, "must be an absolute path without ':'.")
         if self.medium not in (None, "", "Memory"):
@@ -221,7 +222,8 @@ class Kubernetes(xp.Executor):
         if topology is not None and not _TOPOLOGY.fullmatch(str(topology)):
             _fail(self, "requirements", self.requirements, f"topology {topology!r} must read like '2x4' or '4x4x4'.")
         if topology is not None and not (self.requirements.accelerator and self.requirements.accelerator.is_tpu):
-            _fail(self, "requirements", self.requirements, "a topology needs a TPU type (e.g. tpu_v5e=8, topology='2x4').")
+            _fail(self, "requirements", self.requirements,
+                  "a topology needs a TPU type (e.g. tpu_v5e=8, topology='2x4').")
 
     def group_key(self) -> str:
         """Executors with equal keys (and the same executable) share one Indexed Job."""

@@ -12,7 +12,8 @@ class KubernetesHandle(xp.JobHandle):
     """One trial: index ``index`` of the Job (or JobSet role) ``name`` in ``namespace``.
 
     ``launch`` is the label value shared by everything one launch created; status asks for
-    all of them with one LIST per namespace. ``shape`` is ``"job"`` or ``"jobset"`` (a field named ``kind`` would clash with the stored kind).
+    all of them with one LIST per namespace. ``shape`` is ``"job"`` or ``"jobset"`` (a field named
+    ``kind`` would clash with the stored kind).
     """
 
     context: str | None

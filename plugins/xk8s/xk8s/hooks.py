@@ -14,6 +14,7 @@ import os
 import re
 import secrets
 import time
+import typing
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -59,8 +60,8 @@ def xcore_package(packageable: xp.Packageable, context: xp.PackagingContext) -> 
 
 
 def _registry(executor_spec: Any) -> str:
-    registry = getattr(executor_spec, "registry", None) or targets.get(getattr(executor_spec, "target", None)).registry \
-        or os.environ.get("XK8S_REGISTRY")
+    target = targets.get(getattr(executor_spec, "target", None))
+    registry = getattr(executor_spec, "registry", None) or target.registry or os.environ.get("XK8S_REGISTRY")
     if not registry:
         raise xp.PackagingError("xk8s: building an image needs a registry to push to: set registry in the "
                                 "target (k8s.toml), xk8s.Kubernetes.Spec(registry=...) or XK8S_REGISTRY.")
@@ -96,8 +97,12 @@ def _name(request: xp.LaunchRequest, token: str, chunk: int | None = None) -> st
     return f"xc-e{request.experiment_id}-u{request.work_unit_id}-{token}{suffix}"
 
 
+def _exe(request: xp.LaunchRequest) -> KubernetesExecutable:
+    return typing.cast(KubernetesExecutable, request.executable)
+
+
 def _argv(request: xp.LaunchRequest) -> list[str]:
-    exe: KubernetesExecutable = request.executable
+    exe = typing.cast(KubernetesExecutable, request.executable)
     return [*exe.command, *request.args]
 
 
@@ -151,8 +156,8 @@ def _plan(requests: Sequence[xp.LaunchRequest]) -> list[list[int]]:
             groups.append(positions)
             continue
         r = requests[positions[0]]
-        exe: KubernetesExecutable = r.executable
-        key = (r.experiment_id, r.executor.group_key(), exe.image, tuple(exe.command))
+        exe = typing.cast(KubernetesExecutable, r.executable)
+        key = (r.experiment_id, typing.cast(Kubernetes, r.executor).group_key(), exe.image, tuple(exe.command))
         if not exe.command:  # the image's own entrypoint: argv cannot be data, one Job each
             groups.append(positions)
         elif key in sweeps:
@@ -186,10 +191,10 @@ def xcore_launch(executor_kind: str, requests: Sequence[xp.LaunchRequest],
         try:
             if is_set:
                 name = _name(first, token)
-                roles = [(_role(requests[i].job_name), resolved[i][0], requests[i].executable.image,
+                roles = [(_role(requests[i].job_name), resolved[i][0], _exe(requests[i]).image,
                           _argv(requests[i]), requests[i].env) for i in group]
                 manifest = mf.jobset(name, namespace, roles, _labels(first, token),
-                                     has_command=[bool(requests[i].executable.command) for i in group])
+                                     has_command=[bool(_exe(requests[i]).command) for i in group])
                 client.count("create_jobset")
                 client.custom(ctx).create_namespaced_custom_object("jobset.x-k8s.io", "v1alpha2", namespace,
                                                                    "jobsets", manifest, _preload_content=False)
@@ -198,11 +203,11 @@ def xcore_launch(executor_kind: str, requests: Sequence[xp.LaunchRequest],
                                                   log_path=f"k8s://{ctx or ''}/{namespace}/jobset/{name}/{role}")
                 continue
             trials = [(_argv(requests[i]), requests[i].env) for i in group]
-            has_command = bool(first.executable.command)
+            has_command = bool(_exe(first).command)
             for chunk_no, chunk in enumerate(mf.chunk_trials(trials)):
                 name = _name(first, token, chunk_no)
                 inline = len(chunk) == 1
-                job, configmap = mf.indexed_job(name, namespace, executor, first.executable.image,
+                job, configmap = mf.indexed_job(name, namespace, executor, _exe(first).image,
                                                 _labels(first, token), trials=[trials[c] for c in chunk],
                                                 inline=inline, has_command=has_command)
                 try:
@@ -228,8 +233,8 @@ def xcore_launch(executor_kind: str, requests: Sequence[xp.LaunchRequest],
                 results[i] = xp.LaunchFailure(reason)
     if errors and all(isinstance(r, xp.LaunchFailure) for r in results):
         raise xp.LaunchError(f"xk8s: nothing was submitted: {errors[0]}")
-    context.progress.message(f"xk8s: submitted {len(requests)} job(s) as "
-                             f"{len({(h.name) for h in results if isinstance(h, KubernetesHandle)})} Kubernetes object(s)")
+    objects = len({h.name for h in results if isinstance(h, KubernetesHandle)})
+    context.progress.message(f"xk8s: submitted {len(requests)} job(s) as {objects} Kubernetes object(s)")
     return results  # type: ignore[return-value]
 
 

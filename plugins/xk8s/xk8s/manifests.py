@@ -125,7 +125,8 @@ def pod_spec(executor: Kubernetes, image: str, *, command: Sequence[str] | None,
     if args:
         container["args"] = list(args)
     env_list: list[dict[str, Any]] = [{"name": k, "value": v} for k, v in env.items()]
-    env_list += [{"name": var, "valueFrom": {"secretKeyRef": {"name": ref.split("/", 1)[0], "key": ref.split("/", 1)[1]}}}
+    env_list += [{"name": var, "valueFrom": {"secretKeyRef": {"name": ref.split("/", 1)[0],
+                                                                "key": ref.split("/", 1)[1]}}}
                  for var, ref in executor.env_from_secrets.items()]
     if env_list:
         container["env"] = env_list
@@ -257,10 +258,10 @@ def jobset(name: str, namespace: str, roles: Sequence[tuple[str, Kubernetes, str
         pod = pod_spec(executor, image, command=list(argv) if command else None,
                        args=None if command else list(argv), env=env)
         role_labels = {**all_labels, "xcore.io/role": role}
-        spec = job_spec(executor, pod, role_labels, completions=1, suspend=False)
+        role_spec = job_spec(executor, pod, role_labels, completions=1, suspend=False)
         replicas = int(executor.requirements.extras.get("num_slices") or executor.requirements.replicas)
         replicated.append({"name": role, "replicas": replicas,
-                           "template": {"metadata": {"labels": role_labels}, "spec": spec}})
+                           "template": {"metadata": {"labels": role_labels}, "spec": role_spec}})
     spec: dict[str, Any] = {"replicatedJobs": replicated,
                             "failurePolicy": {"maxRestarts": first.retries}}
     if first.ttl_after_finished_secs is not None:

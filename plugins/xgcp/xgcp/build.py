@@ -81,7 +81,8 @@ def worker_pool(request: xp.LaunchRequest, pool: int) -> dict[str, Any]:
     if machine.vertex_accelerator:
         machine_spec["accelerator_type"] = machine.vertex_accelerator
         machine_spec["accelerator_count"] = machine.accelerator_count
-    topology = requirements.extras.get("topology") or machine.tpu_topology
+    shape = requirements.topology
+    topology = (shape.name if shape is not None and len(shape.dimensions) > 1 else None) or machine.tpu_topology
     if topology and machine.accelerator and machine.accelerator.startswith("TPU"):
         machine_spec["tpu_topology"] = str(topology)
     replicas = requirements.replicas

@@ -15,7 +15,7 @@ with xm.create_experiment(title="tpu-multislice") as experiment:
         xk8s.image(IMAGE, ["python3", "-m", "maxtext.eval"]),
     ])
     tpu = xk8s.Kubernetes(target="gke", queue="tpu-queue", workload_priority="high",
-                          requirements=xm.JobRequirements(tpu_v5e=8, topology="2x4", num_slices=2))
+                          requirements=xm.JobRequirements(tpu_v5e="2x4", num_slices=2))
     cpu = xk8s.Kubernetes(target="gke", queue="tpu-queue", requirements=xm.JobRequirements(cpu=4, memory="16GiB"))
     experiment.add(xm.JobGroup(train=xm.Job(trainer, tpu, args={"steps": 10000}),
                                eval=xm.Job(evaluator, cpu)))

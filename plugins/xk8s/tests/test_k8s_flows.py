@@ -241,7 +241,7 @@ def test_one_failed_group_of_a_batch_is_a_launch_failure_for_its_jobs_only(fake_
 def test_a_multi_slice_role_is_done_when_every_replica_is_and_failed_when_one_fails(fake_k8s, tmp_path):
     import xcore as xm
 
-    tpu = xk8s.Kubernetes(requirements=xm.JobRequirements(tpu_v5e=8, topology="2x4", num_slices=2))
+    tpu = xk8s.Kubernetes(requirements=xm.JobRequirements(tpu_v5e="2x4", num_slices=2))
     reqs = [make_request(exe(), tpu, [], work_unit_id=1, job_name="train"),
             make_request(exe(), xk8s.Kubernetes(), [], work_unit_id=1, job_name="eval")]
     train, evaluate = launch(tmp_path, reqs)

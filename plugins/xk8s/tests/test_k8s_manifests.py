@@ -31,7 +31,7 @@ FULL = xk8s.Kubernetes(
              xk8s.Volume(name="shm", mount_path="/dev/shm", empty_dir=True, medium="Memory"),
              {"name": "cfg", "mount_path": "/etc/cfg", "config_map": "settings"}],
     image_pull_policy="IfNotPresent")
-TPU = xk8s.Kubernetes(requirements=xm.JobRequirements(tpu_v5e=8, topology="2x4", num_slices=2))
+TPU = xk8s.Kubernetes(requirements=xm.JobRequirements(tpu_v5e="2x4", num_slices=2))
 TRIALS = [(["python3", "-m", "train", f"--lr={lr}", "it's $HOME\n"], {"SEED": str(i), "Q": "\"x\""})
           for i, lr in enumerate((0.1, 0.01, 0.001))]
 

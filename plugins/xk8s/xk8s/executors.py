@@ -218,13 +218,19 @@ class Kubernetes(xp.Executor):
         names = [v.name for v in self.volumes]
         if len(set(names)) != len(names):
             _fail(self, "volumes", names, "volume names must be unique.")
-        topology = self.requirements.extras.get("topology")
-        if topology is not None and not _TOPOLOGY.fullmatch(str(topology)):
+        topology = tpu_topology(self.requirements)
+        if topology is not None and not _TOPOLOGY.fullmatch(topology):
             _fail(self, "requirements", self.requirements, f"topology {topology!r} must read like '2x4' or '4x4x4'.")
-        if topology is not None and not (self.requirements.accelerator and self.requirements.accelerator.is_tpu):
-            _fail(self, "requirements", self.requirements,
-                  "a topology needs a TPU type (e.g. tpu_v5e=8, topology='2x4').")
 
     def group_key(self) -> str:
         """Executors with equal keys (and the same executable) share one Indexed Job."""
         return repr(self)
+
+
+def tpu_topology(requirements: xp.JobRequirements) -> str | None:
+    """The TPU slice shape XManager-style requirements give (``tpu_v5e='2x4'``), for GKE's
+    topology selector; None for a plain chip count or a non-TPU accelerator."""
+    accelerator, topology = requirements.accelerator, requirements.topology
+    if accelerator is None or not accelerator.is_tpu or topology is None or len(topology.dimensions) < 2:
+        return None
+    return str(topology.name)

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from xcore import plugin as xp
-from xk8s.executors import Kubernetes
+from xk8s.executors import Kubernetes, tpu_topology
 
 API_JOB = "batch/v1"
 API_JOBSET = "jobset.x-k8s.io/v1alpha2"
@@ -92,9 +92,9 @@ def resources(executor: Kubernetes) -> tuple[dict[str, Any], dict[str, str]]:
                 raise xp.ConfigurationError(f"xk8s: GKE has no TPU type for {name.lower()}; "
                                             f"use one of {', '.join(t.lower() for t in GKE_TPU)}.")
             selector["cloud.google.com/gke-tpu-accelerator"] = GKE_TPU[name]
-            topology = req.extras.get("topology")
+            topology = tpu_topology(req)
             if topology:
-                selector["cloud.google.com/gke-tpu-topology"] = str(topology)
+                selector["cloud.google.com/gke-tpu-topology"] = topology
         else:
             requests["nvidia.com/gpu"] = limits["nvidia.com/gpu"] = count
             if name in GKE_GPU:

@@ -68,6 +68,9 @@ What this module exports:
   ``SequentialArgs``, the built-in specs ``Binary``, ``PythonModule``, ``Container``,
   ``PythonContainer``, ``Dockerfile``, ``ModuleName``, ``CommandList``, and
   ``entrypoint_argv`` (the argv prefix a ``ModuleName`` or ``CommandList`` entrypoint runs);
+  ``to_requirements`` (a ``JobRequirements`` from any form an executor field accepts);
+- Bazel targets: the specs ``BazelBinary`` and ``BazelContainer``, and ``bazel_workspace``,
+  ``bazel_build`` and ``bazel_output`` to build them with the ``bazel`` on PATH;
 - requests, contexts and results: ``LaunchRequest``, ``LaunchContext``, ``PackagingContext``,
   ``JobHandle``, ``LaunchFailure``, ``JobState``, ``Status``, ``Progress``, ``MetadataStore``;
 - errors: ``XcoreError``, ``ConfigurationError``, ``PackagingError``, ``LaunchError``,

@@ -18,14 +18,14 @@ from xcore.testing import require_service
 from xhpc_helpers import HOW, REMOTE_STAGING, cluster_toml, service_up
 
 
-def _configure(xcore_env: Path, scheduler: str, mode: str) -> str:
+def _configure(xcore_env: Path, scheduler: str, mode: str, **extra: object) -> str:
     require_service(scheduler, lambda: service_up(scheduler), HOW)
     if mode == "ssh":
         require_service("sshd", lambda: service_up("sshd"), HOW)
         staging = f"{REMOTE_STAGING}/test-{uuid.uuid4().hex[:8]}"
     else:
         staging = str(xcore_env / "staging")
-    (xcore_env / "config" / "clusters.toml").write_text(cluster_toml("test", scheduler, mode, staging))
+    (xcore_env / "config" / "clusters.toml").write_text(cluster_toml("test", scheduler, mode, staging, **extra))
     return staging
 
 
@@ -88,7 +88,7 @@ def test_cancel_of_a_big_pending_sweep(xcore_env: Path, scheduler: str) -> None:
     reads CANCELLED, none gets a start time (they never ran), no duration is negative."""
     import xhpc
 
-    _configure(xcore_env, scheduler, "ssh")
+    _configure(xcore_env, scheduler, "ssh", max_array_size=1001)  # several array jobs, whatever the cluster allows
     n = 2500
     Ex = xhpc.Slurm if scheduler == "slurm" else xhpc.GridEngine
     hold = ["--hold"] if scheduler == "slurm" else ["-h"]

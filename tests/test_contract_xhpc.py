@@ -14,7 +14,6 @@ unit tests of ``xhpc`` check.
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import uuid
@@ -31,11 +30,8 @@ KNOWN_HOSTS = "/var/lib/xcore-infra/ssh/known_hosts"
 REMOTE_STAGING = "/home/xcore/xcore-staging"
 HOW = "run `bash scripts/infra/setup.sh slurm sge sshd` as root"
 
-#: scheduler -> how the contract reaches it. Grid Engine joins with XHPC_CONTRACT_SGE=1: there
-#: xhpc reads a job as "pending: submitted" until accounting shows it (about 65 s per job), so the
-#: class takes ~10 min and two checks exceed their time limits (an open item of issue 7); the
-#: same Grid Engine paths are covered by plugins/xhpc/tests (scenarios, faults, status, safety).
-MODES = {"slurm": "ssh", **({"sge": "login-node"} if os.environ.get("XHPC_CONTRACT_SGE") == "1" else {})}
+#: scheduler -> how the contract reaches it: Slurm over SSH, Grid Engine from the login node.
+MODES = {"slurm": "ssh", "sge": "login-node"}
 
 
 def _ok(argv: list[str]) -> bool:

@@ -190,4 +190,13 @@ if [ "$STARTED" = 1 ] || [ -n "${XCORE_INFRA_VERIFY:-}" ]; then
         || die "array job $jid did not show up in qacct: $(qstat 2>&1 | tail -n 5)" "$EXECD_MSG" "$QMASTER_MSG"
     log "verified: array job $jid (3 tasks) completed and is in qacct"
 fi
+# SGE starts `-S /bin/bash` jobs (what xhpc submits) as login shells (login_shells), so each task
+# pays for the user's ~/.profile. A stale pyenv rehash lock once made that 60 s per task: catch it here.
+for user in root xcore; do
+    id "$user" >/dev/null 2>&1 || continue
+    t0=$(date +%s%N)
+    runuser -u "$user" -- timeout 20 bash -lc true </dev/null >/dev/null 2>&1 || true
+    ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+    [ "$ms" -lt 10000 ] || die "a login shell of $user takes ${ms} ms: every Grid Engine task pays it (login_shells). Fix that user's ~/.profile / ~/.bashrc (a stale /root/.pyenv/shims/.pyenv-shim lock does this)"
+done
 log "ready: queue all.q@$HOST ($(qstat -f -q all.q | awk -v q="all.q@$HOST" '$1==q {print $3}') used/resv/total slots)"

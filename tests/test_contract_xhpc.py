@@ -5,7 +5,7 @@ login node, so both transports pass the contract. It stays fast by sharing one c
 scheduler across the whole module (one config, one staging directory: the probe's archive is
 uploaded and unpacked once, later tests find it there) and by the core's short status polls;
 each check launches at most three one-task jobs. Measured on the loaded shared machine:
-Slurm over SSH 48 s for the whole class; Grid Engine ~65 s per job (its accounting), ~8 min.
+Slurm over SSH 48 s for the whole class; Grid Engine about the same.
 
 The forgotten-job check is skipped: a test cannot purge the scheduler's accounting, and xhpc
 reads a job the scheduler no longer knows as ``lost: ...`` (``xhpc.tracking``), which the
@@ -82,10 +82,8 @@ def xcore_contract_target(xhpc_cluster: Path, monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setenv("XCORE_CONFIG_DIR", str(xhpc_cluster))
     monkeypatch.delenv("XCORE_CLUSTER", raising=False)
     executor = xhpc.Slurm if "slurm" in xhpc_cluster.name else xhpc.GridEngine
-    # Grid Engine on the shared test machine takes ~65 s from submission to an accounted exit
-    # (measured 22:05, queue free, machine loaded); Slurm ~5 s.
     return ContractTarget(executor_spec=executor.Spec(), executor=lambda: executor(cluster="contract"),
-                          forget=None, timeout_secs=90 if executor is xhpc.Slurm else 180,
+                          forget=None, timeout_secs=90,
                           forget_skip_reason="a test cannot purge the scheduler's accounting records")
 
 

@@ -27,7 +27,8 @@ def import_docker() -> Any:
         import docker
     except ImportError:
         raise EngineUnavailableError(
-            "Containers need the docker SDK, which is not installed: pip install 'xcore-core[images]'"
+            "Containers need the docker SDK, which is not installed: pip install 'xcore-core[images]' "
+            "(also in pip install 'xcore-xlocal[docker]', 'xcore-xk8s[images]' and 'xcore-xgcp[images]')"
         ) from None
     return docker
 

@@ -41,8 +41,8 @@ def xcore_package(packageable: xp.Packageable, context: xp.PackagingContext) -> 
 
         return packaging.build_and_push(packageable, spec, context)
     raise xp.PackagingError(
-        f"xgcp cannot run {type(spec).__name__}: use xm.container(IMAGE), xm.python_container(...) or "
-        "xm.dockerfile_container(...).")
+        f"xgcp cannot run {type(spec).__name__}: use xm.container(xgcp.Vertex.Spec(), "
+        "'REGION-docker.pkg.dev/PROJECT/REPO/IMAGE:TAG'), xm.python_container(...) or xm.dockerfile_container(...).")
 
 
 def store_id(state_dir: Any) -> str:

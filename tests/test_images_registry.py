@@ -66,6 +66,23 @@ def test_publish_builds_and_pushes_once_then_asks_the_registry_only(context, tmp
     assert (len(images.BUILDS), len(images.PUSHES)) == (builds, pushes)
 
 
+def test_unchanged_relaunch_in_a_new_process_imports_no_docker_sdk(context, tmp_path):
+    """Without a client, publish asks the engine's socket directly: an unchanged project costs
+    two small requests and no SDK import (about half a second)."""
+    import sys
+
+    built = images.publish(None, context(), f"{REGISTRY}/xcore-core-test", cache_dir=tmp_path / "cache")
+    assert built.pushed
+    script = (
+        "import sys, xcore as xm\nfrom xcore import images\n"
+        f"spec = xm.PythonContainer(entrypoint=xm.ModuleName('pkg'), path={str(tmp_path / 'core-proj')!r}, "
+        f"base_image={BASE!r})\n"
+        f"again = images.publish(None, images.python_container_context(spec), {REGISTRY + '/xcore-core-test'!r})\n"
+        "print(again.reference, again.built, again.pushed, 'docker' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout.split()
+    assert out == [built.reference, "False", "False", "False"]
+
+
 def test_push_tag_moves_with_the_content(context, tmp_path):
     client = images.connect()
     tag = f"{REGISTRY}/xcore-core-test/moving:{tmp_path.name[-20:].lower()}"

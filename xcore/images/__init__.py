@@ -13,7 +13,8 @@ importing this module stays cheap. Plugins import it as ``from xcore import imag
     built.tag       # 'xcore/<name>:<hash12>'; built.built is False when nothing changed
 
     # a remote backend: build if the engine lacks it, push if the registry lacks it
-    published = images.publish(client, context, "127.0.0.1:5000/team", push_tag=None,
+    # (client None: connect only if needed; an unchanged project never imports the SDK)
+    published = images.publish(None, context, "127.0.0.1:5000/team", push_tag=None,
                                progress=progress, cache_dir=cache)
     published.reference   # '127.0.0.1:5000/team/<name>:<hash12>'
 

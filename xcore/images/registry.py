@@ -165,6 +165,38 @@ def push(client: Any, reference: str, progress: Progress | None = None) -> None:
         raise RegistryError(f"Pushing {reference} failed: {error.splitlines()[0][:300] if error else 'no reason'}.")
 
 
+def _quick_look(context: BuildContext, registry: str, push_tag: str | None,
+                cache_dir: Any) -> tuple[str, str] | None:
+    """``(content reference, hash)`` when the engine's socket alone shows the registry already
+    serves the content tag (and ``push_tag`` names the same manifest), else None: the full
+    path with the SDK decides. Raises RegistryUnreachableError when the registry is down."""
+    from xcore.images.context import DigestCache, content_hash, image_tag
+    from xcore.images.probe import Probe
+
+    probe = Probe.from_env()
+    if probe is None:
+        return None
+    try:
+        base_ids = {ref: probe.image_id(ref) for ref in context.base_images if "$" not in ref}
+        if not all(base_ids.values()):
+            return None  # a base image to pull: the SDK does it
+        digest = content_hash(context, {k: v for k, v in base_ids.items() if v},
+                              DigestCache(cache_dir / "digests.json" if cache_dir else None))
+        content_ref = image_tag(context, digest, registry)
+        digests = []
+        for ref in [content_ref] + ([push_tag] if push_tag else []):
+            status, data = probe.distribution(ref)
+            if status != 200:
+                error = _classify(ref, str(data.get("message") or ""), status)
+                if isinstance(error, RegistryUnreachableError):
+                    raise error
+                return None  # missing, or the registry wants the credentials the SDK sends
+            digests.append((data.get("Descriptor") or {}).get("digest"))
+    except OSError:
+        return None  # the socket did not answer: the SDK says what to do
+    return (content_ref, digest) if len(set(digests)) == 1 and digests[0] else None
+
+
 def publish(
     client: Any,
     context: BuildContext,
@@ -180,7 +212,9 @@ def publish(
     ``<registry>/<name>:<hash12>``. ``push_tag`` (XManager's ``push_image_tag``, a full
     reference) is pushed too and becomes the reference jobs run. When the registry already
     serves the content tag (and ``push_tag`` points at the same manifest) nothing is built or
-    uploaded; when the engine already has the image it is only uploaded.
+    uploaded; when the engine already has the image it is only uploaded. ``client`` is a
+    ``docker.DockerClient``, or None to connect (``connect()``) only when needed: an unchanged
+    project is then checked without importing the SDK.
     """
     started = time.monotonic()
     registry = check_reference(registry.rstrip("/"), "Image registry")
@@ -188,6 +222,15 @@ def publish(
         check_reference(push_tag, "push_image_tag")
     if progress:
         progress.update("checking image", detail=f"{context.name} in {registry}")
+    if client is None:
+        quick = _quick_look(context, registry, push_tag, cache_dir)
+        if quick is not None:
+            content_ref, digest = quick
+            return PublishedImage(push_tag or content_ref, content_ref, digest, False, False,
+                                  time.monotonic() - started)
+        from xcore.images.engine import connect
+
+        client = connect()
     built = ensure_image(client, context, progress=progress, cache_dir=cache_dir, repository=registry,
                          dry_run=True)
     content_ref = built.tag

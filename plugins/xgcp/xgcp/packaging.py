@@ -51,7 +51,7 @@ def build_and_push(packageable: xp.Packageable, spec: Any, context: xp.Packaging
         build_context = images.python_container_context(spec)
     else:
         build_context = images.dockerfile_context(spec)
-    published = images.publish(images.connect(), build_context, registry,
+    published = images.publish(None, build_context, registry,
                                push_tag=executor_spec.push_image_tag, progress=context.progress,
                                cache_dir=context.cache_dir / "images")
     # The image's ENTRYPOINT runs the program; job args are appended as container args.

@@ -91,7 +91,7 @@ def _build(packageable: xp.Packageable, spec: Any, context: xp.PackagingContext)
         build_context = images.python_container_context(spec)
     else:
         build_context = images.dockerfile_context(spec)
-    published = images.publish(images.connect(), build_context, registry,
+    published = images.publish(None, build_context, registry,
                                push_tag=getattr(executor_spec, "push_image_tag", None), progress=context.progress,
                                cache_dir=context.cache_dir / "images")
     command = list(build_context.entrypoint) if build_context.entrypoint is not None else []

@@ -101,3 +101,24 @@ def test_no_registry_is_a_packaging_error_with_the_fix(tmp_path, monkeypatch):
     packageable = xm.python_container(xk8s.KubernetesSpec(), xm.ModuleName("hello"), path=str(tmp_path))
     with pytest.raises(xp.PackagingError, match="needs a registry"):
         hooks.xcore_package(packageable, make_packaging_context(tmp_path / "cache"))
+
+
+def test_registry_down_launches_and_records_nothing(project, fake_k8s, tmp_path, monkeypatch):
+    from xcore.testing import plugin_host
+
+    monkeypatch.setenv("XCORE_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("XCORE_QUIET", "1")
+    monkeypatch.delenv("XCORE_STORE", raising=False)
+    plugin_host({}, entry_points=True)
+    try:
+        with pytest.raises(images.RegistryUnreachableError, match="fix the registry in the target"), \
+                xm.create_experiment("registry-down") as experiment:
+            [exe] = experiment.package([xm.python_container(
+                xk8s.KubernetesSpec(registry="127.0.0.1:5999/xcore-test"), xm.ModuleName("hello"), path=str(project),
+                base_image="xcore-python:3.11")])
+            experiment.add(xm.Job(exe, xk8s.Kubernetes(), args=["x"]))
+        assert fake_k8s.list("Job", "default") == [] and fake_k8s.calls("POST") == 0
+        assert experiment.work_unit_count == 0
+        assert xm.get_experiment(experiment.experiment_id).work_units == {}
+    finally:
+        plugin_host({}, entry_points=True)

@@ -151,11 +151,12 @@ def push(client: Any, reference: str, progress: Progress | None = None) -> None:
             elif layer and chunk.get("status") in ("Pushed", "Layer already exists"):
                 size = layers.get(layer, (0, 0))[1]
                 layers[layer] = (size, size)
-            if progress:
-                done = sum(c for c, _ in layers.values())
-                total = sum(t for _, t in layers.values())
-                status = f"{chunk.get('status', '')} {layer or ''}".strip()
-                progress.update(task, done // 1024 or None, total // 1024 or None, f"KiB; {status}"[:200])
+            status = f"{chunk.get('status', '')} {layer or ''}".strip()[:160]
+            if progress and status:
+                done = sum(c for c, _ in layers.values()) >> 20
+                total = sum(t for _, t in layers.values()) >> 20
+                progress.update(task, done if total else None, total or None,
+                                f"MiB uploaded, {status}" if total else status)
     except docker.errors.APIError as exc:
         error = str(exc.explanation or exc)
     if error is not None:

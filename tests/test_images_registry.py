@@ -145,3 +145,17 @@ def test_auth_failure_says_docker_login_and_never_shows_the_password(context, tm
     assert f"run `docker login {host}`" in message
     assert secret not in message and auth not in message
     assert secret not in stream.getvalue() and auth not in stream.getvalue()
+
+
+def test_engine_not_running_says_how_to_start_it(tmp_path, monkeypatch):
+    root = tmp_path / "proj"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "__main__.py").write_text("print(1)\n")
+    stale = tmp_path / "docker.sock"
+    stale.touch()  # a socket path nobody listens on
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{stale}")
+    spec = xm.PythonContainer(entrypoint=xm.ModuleName("pkg"), path=str(root), base_image=BASE)
+    with pytest.raises(images.EngineUnavailableError) as error:
+        images.publish(None, images.python_container_context(spec), f"{REGISTRY}/xcore-core-test")
+    assert str(error.value).startswith(f"Cannot reach the container engine at unix://{stale} (")
+    assert "Start Docker" in str(error.value) and "DOCKER_HOST" in str(error.value)

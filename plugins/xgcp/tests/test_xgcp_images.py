@@ -31,6 +31,17 @@ def docker_up() -> bool:
     return subprocess.run(["docker", "info"], capture_output=True, check=False).returncode == 0
 
 
+
+@pytest.fixture(autouse=True)
+def remove_built_images():
+    """The images a test built or tagged leave the engine afterwards (the registry keeps them)."""
+    before = len(images.BUILDS), len(images.PUSHES)
+    yield
+    refs = sorted(set(images.BUILDS[before[0]:]) | set(images.PUSHES[before[1]:]))
+    if refs:
+        subprocess.run(["docker", "rmi", "-f", *refs], capture_output=True, check=False)
+
+
 @pytest.fixture
 def project(tmp_path, monkeypatch):
     require_service("docker", docker_up)

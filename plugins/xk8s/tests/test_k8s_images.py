@@ -31,6 +31,17 @@ def docker_up() -> bool:
     return subprocess.run(["docker", "info"], capture_output=True, check=False).returncode == 0
 
 
+
+@pytest.fixture(autouse=True)
+def remove_built_images():
+    """The images a test built or tagged leave the engine afterwards (the registry keeps them)."""
+    before = len(images.BUILDS), len(images.PUSHES)
+    yield
+    refs = sorted(set(images.BUILDS[before[0]:]) | set(images.PUSHES[before[1]:]))
+    if refs:
+        subprocess.run(["docker", "rmi", "-f", *refs], capture_output=True, check=False)
+
+
 @pytest.fixture
 def project(tmp_path):
     require_service("docker", docker_up)
@@ -53,21 +64,21 @@ def package(root, registry=f"{REGISTRY}/xcore-test", **spec):
 
 
 def test_build_push_and_relaunch_without_rebuild_or_push(project):
-    images.BUILDS.clear(), images.PUSHES.clear()
+    b, p = len(images.BUILDS), len(images.PUSHES)
     exe = package(project)
     assert exe.image.startswith(f"{REGISTRY}/xcore-test/proj:") and exe.command == ["python3", "-m", "hello"]
-    assert images.BUILDS == [exe.image] and images.PUSHES == [exe.image]
+    assert images.BUILDS[b:] == [exe.image] and images.PUSHES[p:] == [exe.image]
     catalog = json.load(urllib.request.urlopen(f"http://{REGISTRY}/v2/_catalog"))
     assert "xcore-test/proj" in catalog["repositories"]
     out = subprocess.run(["docker", "run", "--rm", exe.image, "it's $x"], capture_output=True, text=True, check=True)
     assert out.stdout.startswith("hello [") and "it's $x" in out.stdout
     subprocess.run(["docker", "image", "rm", exe.image], capture_output=True, check=False)
     again = package(project)  # unchanged: the registry has the tag, even with the local image gone
-    assert again.image == exe.image and images.BUILDS == [exe.image] and images.PUSHES == [exe.image]
+    assert again.image == exe.image and images.BUILDS[b:] == [exe.image] and images.PUSHES[p:] == [exe.image]
     (project / "hello" / "extra.py").write_text("x = 1\n")
     changed = package(project)
     assert changed.image != exe.image and images.BUILDS[-1] == changed.image == images.PUSHES[-1]
-    assert len(images.BUILDS) == len(images.PUSHES) == 2
+    assert len(images.BUILDS) - b == len(images.PUSHES) - p == 2
 
 
 def test_ignored_files_do_not_change_the_tag(project):

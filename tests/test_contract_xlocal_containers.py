@@ -16,7 +16,7 @@ BASE_IMAGE = os.environ.get("XLOCAL_TEST_BASE_IMAGE", "xcore-python:3.11")
 
 
 def _engine_up() -> bool:
-    from xlocal import images
+    from xcore import images
 
     try:
         client = images.connect()
@@ -33,7 +33,7 @@ def xcore_contract_target():
     require_service("dockerd", _engine_up,
                     f"run `sudo bash scripts/infra/docker.sh` (starts dockerd, builds {BASE_IMAGE})")
     import xlocal
-    from xlocal import images
+    from xcore import images
 
     def package(project, module):
         return xm.python_container(xlocal.Local.Spec(), xm.ModuleName(module), path=str(project),

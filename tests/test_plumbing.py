@@ -161,7 +161,7 @@ def test_the_ignore_list_is_the_union_of_both_plugins_lists():
 
 
 def test_the_docker_patterns_mean_the_same_as_is_ignored():
-    from xlocal.images.ignore import IgnoreRules  # the dockerignore engine the image builder uses
+    from xcore.images.ignore import IgnoreRules  # the dockerignore engine the image builder uses
 
     rules = IgnoreRules(DEFAULT_IGNORE_PATTERNS)
     for path in (".git/config", "a/b/__pycache__/c.pyc", "m.pyc", "build/x", "pkg/build/x", "src/a.egg-info/x",

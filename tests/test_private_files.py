@@ -92,8 +92,8 @@ def test_a_directory_the_user_pointed_xcore_home_at_is_not_chmodded(open_parent)
 
 
 def test_image_build_log_and_digest_cache_are_private(open_parent):
-    from xlocal.images.build import _open_log
-    from xlocal.images.context import DigestCache
+    from xcore.images.build import _open_log
+    from xcore.images.context import DigestCache
 
     cache = DigestCache(open_parent / "cache" / "xlocal-images" / "digests.json")
     cache._dirty = True

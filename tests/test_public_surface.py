@@ -10,8 +10,8 @@ from pathlib import Path
 import xcore
 
 REPO = Path(__file__).resolve().parent.parent
-ALLOWED_MODULES = {"xcore", "xcore.plugin", "xcore.testing"}
-ALLOWED_FROM_XCORE = set(xcore.__all__) | {"plugin", "testing", "__version__"}
+ALLOWED_MODULES = {"xcore", "xcore.plugin", "xcore.testing", "xcore.images"}
+ALLOWED_FROM_XCORE = set(xcore.__all__) | {"plugin", "testing", "images", "__version__"}
 
 
 def private_imports(package: Path, root: Path = REPO) -> list[str]:

@@ -178,7 +178,7 @@ def test_python_module_packaging_explains_what_to_do(xcore_home):
 
 def test_package_leaves_executor_specs_it_does_not_own_to_others(tmp_path):
     """The core asks every plugin when no plugin owns an executor spec: xgcp must answer None
-    (not its own 'cannot build images' error), so the user gets the core's error."""
+    (not its own "cannot run" error), so the user gets the core's error."""
     import attrs
 
     from xcore.testing import make_packaging_context
@@ -190,7 +190,7 @@ def test_package_leaves_executor_specs_it_does_not_own_to_others(tmp_path):
 
     context = make_packaging_context(tmp_path)
     assert hooks.xcore_package(xm.binary(OtherSpec(), "/bin/true"), context) is None
-    with pytest.raises(xm.PackagingError, match="xgcp cannot build images yet"):
+    with pytest.raises(xm.PackagingError, match="xgcp cannot run Binary"):
         hooks.xcore_package(xm.binary(xgcp.Vertex.Spec(), "/bin/true"), context)
     made = hooks.xcore_package(xm.container(xgcp.Vertex.Spec(), "us-docker.pkg.dev/p/r/img:1"), context)
     assert (made.image_uri, made.command) == ("us-docker.pkg.dev/p/r/img:1", [])

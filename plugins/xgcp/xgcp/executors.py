@@ -52,10 +52,15 @@ def _pattern(regex: str, what: str) -> Any:
 
 @attrs.frozen
 class VertexSpec(xp.ExecutorSpec):
-    """What ``experiment.package`` packages for. ``push_image_tag``: the tag images are pushed
-    with (XManager's ``VertexSpec(push_image_tag=...)``); default: a tag from the content digest."""
+    """What ``experiment.package`` packages for. Images built from ``xm.python_container`` /
+    ``xm.dockerfile_container`` go to ``registry`` (else the ``target``'s registry in
+    ``vertex.toml``, else ``XGCP_REGISTRY``) tagged by content. ``push_image_tag``: a full
+    reference the image is also pushed as and jobs then run (XManager's
+    ``VertexSpec(push_image_tag=...)``); default: the content tag (``xgcp.packaging``)."""
 
     push_image_tag: str | None = None
+    registry: str | None = None
+    target: str | None = None
 
 
 @attrs.frozen

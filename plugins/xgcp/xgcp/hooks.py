@@ -36,9 +36,13 @@ def xcore_package(packageable: xp.Packageable, context: xp.PackagingContext) -> 
     spec = packageable.executable_spec
     if isinstance(spec, xp.Container):
         return VertexExecutable(name=spec.name, image_uri=spec.image_path)
+    if isinstance(spec, (xp.PythonContainer, xp.Dockerfile)):
+        from xgcp import packaging
+
+        return packaging.build_and_push(packageable, spec, context)
     raise xp.PackagingError(
-        f"xgcp cannot build images yet ({type(spec).__name__}): build and push the image to your Artifact Registry, "
-        "then use xm.container(xgcp.Vertex.Spec(), 'REGION-docker.pkg.dev/PROJECT/REPO/IMAGE:TAG').")
+        f"xgcp cannot run {type(spec).__name__}: use xm.container(xgcp.Vertex.Spec(), "
+        "'REGION-docker.pkg.dev/PROJECT/REPO/IMAGE:TAG'), xm.python_container(...) or xm.dockerfile_container(...).")
 
 
 def store_id(state_dir: Any) -> str:

@@ -100,8 +100,9 @@ def relaunch(tmp: Path) -> None:
 
     import xcore as xm
     import xk8s
+    from xcore import images
     from xcore.testing import make_packaging_context
-    from xk8s import hooks, images
+    from xk8s import hooks
 
     try:
         urllib.request.urlopen("http://127.0.0.1:5000/v2/", timeout=2).close()
@@ -113,8 +114,7 @@ def relaunch(tmp: Path) -> None:
     (project / "bench_pkg").mkdir(parents=True)
     (project / "bench_pkg" / "__main__.py").write_text(f"print({time.time()!r})\n")
     packageable = xm.python_container(xk8s.KubernetesSpec(registry="127.0.0.1:5000/xcore-bench"),
-                                      xm.ModuleName("bench_pkg"), path=str(project), base_image="xcore-python:3.11",
-                                      docker_instructions=["COPY . /workdir"])
+                                      xm.ModuleName("bench_pkg"), path=str(project), base_image="xcore-python:3.11")
     context = make_packaging_context(tmp / "cache")
     started = time.perf_counter()
     hooks.xcore_package(packageable, context)

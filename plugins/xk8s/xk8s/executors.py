@@ -170,11 +170,14 @@ class KubernetesSpec(xp.ExecutorSpec):
     """What ``experiment.package`` packages for: ``xk8s.Kubernetes.Spec()``.
 
     ``registry`` (else the target's ``registry``, else ``XK8S_REGISTRY``) is where images
-    built from ``xm.python_container`` / ``xm.dockerfile_container`` are pushed.
+    built from ``xm.python_container`` / ``xm.dockerfile_container`` are pushed, tagged by
+    content. ``push_image_tag`` (XManager's name): a full reference the image is also pushed
+    as, and which the pods then run.
     """
 
     target: str | None = None
     registry: str | None = None
+    push_image_tag: str | None = None
 
 
 @attrs.define(kw_only=True)

@@ -62,6 +62,11 @@ def xcore_package(packageable: xp.Packageable, context: xp.PackagingContext) -> 
 def _registry(executor_spec: Any) -> str:
     target = targets.get(getattr(executor_spec, "target", None))
     registry = getattr(executor_spec, "registry", None) or target.registry or os.environ.get("XK8S_REGISTRY")
+    push_tag = getattr(executor_spec, "push_image_tag", None)
+    if not registry and push_tag:
+        from xcore import images
+
+        registry = images.registry_of(push_tag)  # XManager pushes to push_image_tag alone
     if not registry:
         raise xp.PackagingError("xk8s: building an image needs a registry to push to: set registry in the "
                                 "target (k8s.toml), xk8s.Kubernetes.Spec(registry=...) or XK8S_REGISTRY.")
@@ -69,7 +74,9 @@ def _registry(executor_spec: Any) -> str:
 
 
 def _build(packageable: xp.Packageable, spec: Any, context: xp.PackagingContext) -> KubernetesExecutable:
-    from xk8s import images
+    """Build with the core's image builder and push to the target's registry, tagged by content:
+    an unchanged project is neither rebuilt nor pushed again."""
+    from xcore import images
 
     project = Path(spec.path).expanduser().resolve()
     if not project.is_dir():
@@ -78,15 +85,17 @@ def _build(packageable: xp.Packageable, spec: Any, context: xp.PackagingContext)
         if not isinstance(spec.entrypoint, xp.ModuleName):
             raise xp.PackagingError("xk8s: xm.python_container with a CommandList is not supported (its commands "
                                     "would need a shell); use xm.ModuleName(...).")
-        dockerfile, command = images.python_dockerfile(spec), ["python3", "-m", spec.entrypoint.module_name]
+    executor_spec = packageable.executor_spec
+    registry = _registry(executor_spec)  # before any work: a missing setting is the first thing said
+    if isinstance(spec, xp.PythonContainer):
+        build_context = images.python_container_context(spec)
     else:
-        path = project / (spec.dockerfile or "Dockerfile")
-        if not path.is_file():
-            raise xp.PackagingError(f"xk8s: no Dockerfile at {path}.")
-        dockerfile, command = path.read_text(), []
-    image = images.build_and_push(dockerfile, project, _registry(packageable.executor_spec), spec.name,
-                                  context.progress)
-    return KubernetesExecutable(name=spec.name, image=image, command=command)
+        build_context = images.dockerfile_context(spec)
+    published = images.publish(None, build_context, registry,
+                               push_tag=getattr(executor_spec, "push_image_tag", None), progress=context.progress,
+                               cache_dir=context.cache_dir / "images")
+    command = list(build_context.entrypoint) if build_context.entrypoint is not None else []
+    return KubernetesExecutable(name=spec.name, image=published.reference, command=command)
 
 
 # -- launch -------------------------------------------------------------------------------

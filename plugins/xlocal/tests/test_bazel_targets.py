@@ -77,7 +77,7 @@ def test_a_failing_build_is_a_packaging_error_with_bazels_message(workspace):
 
 
 def test_a_bazel_container_is_loaded_and_run(workspace):
-    from xlocal import images
+    from xcore import images
 
     try:
         client = images.connect()

@@ -26,7 +26,7 @@ from xcore.testing import require_service
 docker = pytest.importorskip("docker", reason="pip install 'xcore-xlocal[docker]'")
 
 import xlocal  # noqa: E402  (after the importorskip above)
-from xlocal import images  # noqa: E402
+from xcore import images  # noqa: E402
 
 BASE_IMAGE = os.environ.get("XLOCAL_TEST_BASE_IMAGE", "xcore-python:3.11")
 NASTY = ["a b", "it's", '"q"', "$HOME", "`id`", "back\\slash", "new\nline", "ünï €", ""]
@@ -182,7 +182,7 @@ def _no_build(monkeypatch):
     def fail(*args, **kwargs):
         raise AssertionError("an image build ran although nothing changed")
 
-    monkeypatch.setattr("xlocal.images.build._run_build", fail)
+    monkeypatch.setattr("xcore.images.build._run_build", fail)
 
 
 # -- build and run ---------------------------------------------------------------------------

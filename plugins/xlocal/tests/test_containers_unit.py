@@ -10,10 +10,10 @@ import tarfile
 import pytest
 
 import xcore as xm
+from xcore import images
+from xcore.images.context import from_images
 from xcore.status import Status
-from xlocal import images
 from xlocal.containers import state_from_inspect
-from xlocal.images.context import from_images
 
 
 def _project(tmp_path):

@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 
 import attrs
 
+from xcore.images import EngineUnavailableError, connect, engine_url, import_docker
 from xcore.plugin import (
     JobState,
     LaunchContext,
@@ -41,7 +42,6 @@ from xcore.plugin import (
 from xlocal.executables import LocalContainer
 from xlocal.executors import DockerOptions, Local
 from xlocal.handles import ContainerHandle
-from xlocal.images.engine import EngineUnavailableError, connect, engine_url, import_docker
 
 MANAGED_BY = "xlocal"
 _NAME_PART = re.compile(r"[^a-zA-Z0-9_.-]+")

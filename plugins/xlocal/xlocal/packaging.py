@@ -65,26 +65,26 @@ def package_python_module(packageable: Packageable, spec: PythonModule) -> Local
     return LocalProcess(name=spec.name, command=[python, "-m", spec.module], env_vars={"PYTHONPATH": pythonpath})
 
 
-# -- containers (the docker SDK is imported inside xlocal.images, only from here on) ---------
+# -- containers (the docker SDK is imported inside xcore.images, only from here on) ---------
 
 
 def package_python_container(packageable: Packageable, spec: PythonContainer,
                              context: PackagingContext) -> LocalContainer:
-    from xlocal import images
+    from xcore import images
 
     build_context = images.python_container_context(spec)
     return _build(packageable, spec.name, build_context, context)
 
 
 def package_dockerfile(packageable: Packageable, spec: Dockerfile, context: PackagingContext) -> LocalContainer:
-    from xlocal import images
+    from xcore import images
 
     build_context = images.dockerfile_context(spec)
     return _build(packageable, spec.name, build_context, context)
 
 
 def _build(packageable: Packageable, name: str, build_context: object, context: PackagingContext) -> LocalContainer:
-    from xlocal import images
+    from xcore import images
 
     client = images.connect()
     built = images.ensure_image(client, build_context, progress=context.progress,  # type: ignore[arg-type]
@@ -98,8 +98,8 @@ def _build(packageable: Packageable, name: str, build_context: object, context: 
 
 def package_container(packageable: Packageable, spec: Container, context: PackagingContext) -> LocalContainer:
     """An existing image: found on the engine, else pulled."""
-    from xlocal import images
-    from xlocal.images.engine import import_docker
+    from xcore import images
+    from xcore.images import import_docker
 
     client = images.connect()
     docker = import_docker()
@@ -134,7 +134,7 @@ def package_bazel_binary(packageable: Packageable, spec: BazelBinary, context: P
 def package_bazel_container(packageable: Packageable, spec: BazelContainer,
                             context: PackagingContext) -> LocalContainer:
     """``bazel build`` the image tarball and ``docker load`` it into the local engine."""
-    from xlocal import images
+    from xcore import images
 
     built = bazel_build([spec.label], spec.bazel_args, None, context.progress)
     tarball = bazel_output(spec.label, built[spec.label], "container")

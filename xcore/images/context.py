@@ -20,6 +20,7 @@ from typing import IO
 
 import attrs
 
+from xcore.images.ignore import IgnoreRules
 from xcore.plugin import (
     DEFAULT_IGNORE_PATTERNS,
     DigestCache,
@@ -29,7 +30,6 @@ from xcore.plugin import (
     PythonContainer,
     entrypoint_argv,
 )
-from xlocal.images.ignore import IgnoreRules
 
 HASH_VERSION = "xcore-image-v1"
 DOCKERFILE_ARCNAME = ".xcore/Dockerfile"

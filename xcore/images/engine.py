@@ -1,7 +1,7 @@
 """Connecting to a Docker-compatible engine (Docker, or Podman's Docker API socket).
 
-The ``docker`` SDK is optional (``pip install 'xcore-xlocal[docker]'``) and imported here,
-only when a container is packaged or run.
+The ``docker`` SDK is optional (``pip install 'xcore-core[images]'``, which
+``xcore-xlocal[docker]`` includes) and imported here, only when an image is built or run.
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ def import_docker() -> Any:
         import docker
     except ImportError:
         raise EngineUnavailableError(
-            "Containers need the docker SDK, which is not installed: pip install 'xcore-xlocal[docker]'"
+            "Containers need the docker SDK, which is not installed: pip install 'xcore-core[images]' "
+            "(also in pip install 'xcore-xlocal[docker]', 'xcore-xk8s[images]' and 'xcore-xgcp[images]')"
         ) from None
     return docker
 

@@ -12,8 +12,7 @@ from typing import Any
 
 import attrs
 
-from xcore.plugin import PackagingError, Progress, private_dir
-from xlocal.images.context import (
+from xcore.images.context import (
     DOCKERFILE_ARCNAME,
     BuildContext,
     DigestCache,
@@ -22,7 +21,8 @@ from xlocal.images.context import (
     summarize,
     write_tar,
 )
-from xlocal.images.engine import import_docker
+from xcore.images.engine import import_docker
+from xcore.plugin import PackagingError, Progress, private_dir
 
 HASH_LABEL = "org.xcore.content-hash"
 SOURCE_LABEL = "org.xcore.source"
@@ -46,6 +46,7 @@ class BuiltImage:
     built: bool
     seconds: float
     log_path: Path | None = None
+    content_hash: str = ""
 
 
 def resolve_base_images(client: Any, context: BuildContext, progress: Progress | None = None) -> dict[str, str]:
@@ -81,6 +82,7 @@ def ensure_image(
     progress: Progress | None = None,
     cache_dir: Path | None = None,
     repository: str = "xcore",
+    dry_run: bool = False,
 ) -> BuiltImage:
     """Make sure the image for ``context`` exists on the engine ``client`` talks to.
 
@@ -89,6 +91,7 @@ def ensure_image(
     tag nothing is built or sent. Otherwise the context is streamed to the engine; progress
     reports each step and its latest output line, and a failure raises ``BuildError`` with the
     failing step and the last lines of its output. ``cache_dir`` keeps file digests and logs.
+    ``dry_run`` only computes the tag and hash (``image_id`` is empty, ``built`` False).
     """
     docker = import_docker()
     started = time.monotonic()
@@ -96,10 +99,12 @@ def ensure_image(
     cache = DigestCache(cache_dir / "digests.json" if cache_dir else None)
     digest = content_hash(context, base_ids, cache)
     tag = image_tag(context, digest, repository)
+    if dry_run:
+        return BuiltImage(tag, "", False, time.monotonic() - started, content_hash=digest)
     try:
         existing = client.api.inspect_image(tag)
         if (existing.get("Config") or {}).get("Labels", {}).get(HASH_LABEL) == digest:
-            return BuiltImage(tag, existing["Id"], False, time.monotonic() - started)
+            return BuiltImage(tag, existing["Id"], False, time.monotonic() - started, content_hash=digest)
     except docker.errors.ImageNotFound:
         pass
     log_path = None
@@ -116,7 +121,7 @@ def ensure_image(
     seconds = time.monotonic() - started
     if progress:
         progress.message(f"built {tag} in {seconds:.1f} s")
-    return BuiltImage(tag, image_id, True, seconds, log_path)
+    return BuiltImage(tag, image_id, True, seconds, log_path, digest)
 
 
 def _open_log(path: Path | None) -> Any:

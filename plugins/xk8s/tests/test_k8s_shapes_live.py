@@ -89,6 +89,23 @@ def test_check_command_reports_each_check(fake_k8s, tmp_path):
     assert [c["check"] for c in failed] == ["delete jobs"] and "not allowed" in failed[0]["detail"]
 
 
+def test_check_verifies_the_targets_kueue_local_queue(fake_k8s, tmp_path):
+    config = tmp_path / "config"
+    config.mkdir(exist_ok=True)
+    (config / "k8s.toml").write_text('[targets.lab]\ncontext = "fake"\nqueue = "lab-queue"\n')
+    run = [sys.executable, "-m", "xcore.cli.main", "k8s", "check", "lab", "--json"]
+    out = subprocess.run(run, capture_output=True, text=True, check=False)
+    assert out.returncode == 1, out.stdout + out.stderr
+    [failed] = [c for c in json.loads(out.stdout)["checks"] if not c["ok"]]
+    assert failed["check"] == "Kueue queue" and "no Kueue LocalQueue lab-queue in namespace default" in failed["detail"]
+    fake_k8s.create("LocalQueue", "default", {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "LocalQueue",
+                                              "metadata": {"name": "lab-queue"}, "spec": {"clusterQueue": "lab"}})
+    out = subprocess.run(run, capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stdout
+    [queue] = [c for c in json.loads(out.stdout)["checks"] if c["check"] == "Kueue queue"]
+    assert queue["detail"] == "Kueue LocalQueue lab-queue exists (ClusterQueue lab)"
+
+
 def test_examples_launch_through_the_core_as_one_indexed_job_and_one_jobset(fake_k8s, tmp_path):
     import os
     from pathlib import Path

@@ -319,24 +319,24 @@ class FakeCluster:
             self._kill(pod)
             self.finish(job, index, 143, ns, pod=pod)
 
-    def workload(self, job: str, ns: str = "default") -> dict[str, Any]:
-        """The Kueue Workload of ``job``."""
+    def workload(self, job: str, ns: str = "default", kind: str = "Job") -> dict[str, Any]:
+        """The Kueue Workload of ``job`` (a Job, or a JobSet with ``kind="JobSet"``)."""
         self.reconcile()
-        uid = self.get("Job", ns, job)["metadata"]["uid"]
+        uid = self.get(kind, ns, job)["metadata"]["uid"]
         [workload] = self.list("Workload", ns, f"{JOB_UID_LABEL}={uid}")
         return workload
 
-    def admit(self, job: str, ns: str = "default") -> None:
-        """Kueue admits ``job``'s Workload and unsuspends the Job."""
+    def admit(self, job: str, ns: str = "default", kind: str = "Job") -> None:
+        """Kueue admits ``job``'s Workload and unsuspends the Job (or JobSet)."""
         with self.lock:
-            workload = self.workload(job, ns)
+            workload = self.workload(job, ns, kind)
             workload["status"]["conditions"] = [
                 {"type": kind, "status": "True", "reason": reason, "message": message,
                  "lastTransitionTime": now(), "observedGeneration": 1}
                 for kind, reason, message in (("QuotaReserved", "QuotaReserved", "Quota reserved in ClusterQueue lab"),
                                               ("Admitted", "Admitted", "The workload is admitted"))]
             self._validate_crd(_public(workload))
-            self.patch("Job", ns, job, {"spec": {"suspend": False}})
+            self.patch(kind, ns, job, {"spec": {"suspend": False}})
 
     def write_log(self, pod_name: str, data: bytes, ns: str = "default") -> None:
         with self.lock:
@@ -448,6 +448,9 @@ class FakeCluster:
             for (kind, ns, _name), obj in list(self.objects.items()):
                 if kind == "JobSet" and not obj.get("_created"):
                     self._jobset(ns, obj)
+                if kind == "JobSet":
+                    self._kueue(ns, obj)
+                    self._jobset_suspend(ns, obj)
             for (kind, _ns, _name), obj in list(self.objects.items()):
                 if kind == "Pod":
                     self._pod_deadline(obj)
@@ -477,26 +480,33 @@ class FakeCluster:
                                              "startedAt": running.get("startedAt", now())}})
 
     def _kueue(self, ns: str, job: dict[str, Any]) -> None:
-        """Kueue's job integration: a Workload per queued Job, pending until ``admit``."""
+        """Kueue's job integration: a Workload per queued Job or JobSet, pending until ``admit``."""
         labels = job["metadata"].get("labels") or {}
         queue = labels.get(QUEUE_LABEL)
-        if not queue or job["_fake"].get("workload") or "jobset.sigs.k8s.io/jobset-name" in labels:
+        fake = job.setdefault("_fake", {})
+        if not queue or fake.get("workload") or "jobset.sigs.k8s.io/jobset-name" in labels:
             return
         uid = job["metadata"]["uid"]
         if ("LocalQueue", ns, queue) in self.objects:
             reason, message = "Pending", self.kueue_message
         else:
             reason, message = "Inadmissible", f"LocalQueue {queue} doesn't exist"
-        spec = job["spec"]
+        spec, kind = job["spec"], job.get("kind", "Job")
+        if kind == "JobSet":
+            pod_sets = [{"name": r["name"], "template": copy.deepcopy(r["template"]["spec"]["template"]),
+                         "count": r.get("replicas", 1) * r["template"]["spec"].get("parallelism", 1)}
+                        for r in spec["replicatedJobs"]]
+        else:
+            pod_sets = [{"name": "main", "count": spec.get("parallelism", 1),
+                         "template": copy.deepcopy(spec["template"])}]
         workload = {
             "apiVersion": API_VERSION["Workload"], "kind": "Workload",
-            "metadata": {"name": f"job-{job['metadata']['name']}-{uid[:5]}", "labels": {JOB_UID_LABEL: uid},
-                         "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "controller": True,
+            "metadata": {"name": f"{kind.lower()}-{job['metadata']['name']}-{uid[:5]}",
+                         "labels": {JOB_UID_LABEL: uid},
+                         "ownerReferences": [{"apiVersion": API_VERSION[kind], "kind": kind, "controller": True,
                                               "blockOwnerDeletion": True, "name": job["metadata"]["name"],
                                               "uid": uid}]},
-            "spec": {"queueName": queue, "active": True,
-                     "podSets": [{"name": "main", "count": spec.get("parallelism", 1),
-                                  "template": copy.deepcopy(spec["template"])}]},
+            "spec": {"queueName": queue, "active": True, "podSets": pod_sets},
             "status": {"conditions": [{"type": "QuotaReserved", "status": "False", "reason": reason,
                                        "message": message, "lastTransitionTime": now(), "observedGeneration": 1}]},
         }
@@ -506,7 +516,15 @@ class FakeCluster:
         self._validate_crd(workload)
         workload = self._meta(workload, "Workload", ns)
         self.objects[("Workload", ns, workload["metadata"]["name"])] = workload
-        job["_fake"]["workload"] = workload["metadata"]["name"]
+        fake["workload"] = workload["metadata"]["name"]
+
+    def _jobset_suspend(self, ns: str, jobset: dict[str, Any]) -> None:
+        """The JobSet controller keeps its Jobs suspended while the JobSet is."""
+        suspend = bool(jobset["spec"].get("suspend"))
+        for (kind, n, _), job in list(self.objects.items()):
+            if kind == "Job" and n == ns and any(r.get("uid") == jobset["metadata"]["uid"]
+                                                 for r in job["metadata"].get("ownerReferences") or []):
+                job["spec"]["suspend"] = suspend
 
     def _jobset(self, ns: str, jobset: dict[str, Any]) -> None:
         jobset["_created"] = True

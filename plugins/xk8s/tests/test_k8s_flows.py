@@ -126,6 +126,25 @@ def test_kueue_without_quota_says_which_resource_is_short(fake_k8s, tmp_path):
                                     "flavors to pod set main: insufficient unused quota for nvidia.com/gpu")
 
 
+def test_a_queued_job_group_waits_as_one_kueue_workload_then_runs(fake_k8s, tmp_path):
+    queued = xk8s.Kubernetes(queue="lab-queue", workload_priority="high")
+    reqs = [make_request(exe(), queued, [role], work_unit_id=1, job_name=role) for role in ("train", "eval")]
+    handles = launch(tmp_path, reqs)
+    name = handles[0].name
+    jobset = fake_k8s.get("JobSet", "default", name)
+    assert jobset["spec"]["suspend"] is True
+    workload = fake_k8s.workload(name, kind="JobSet")  # one Workload for the whole set: gang admission
+    assert [(p["name"], p["count"]) for p in workload["spec"]["podSets"]] == [("train", 1), ("eval", 1)]
+    assert fake_k8s.list("Pod", "default") == []
+    result = states(handles)
+    assert [s.status for s in result] == [xp.Status.PENDING] * 2
+    assert result[0].message == ("waiting for Kueue admission (queue lab-queue): Inadmissible: "
+                                 "LocalQueue lab-queue doesn't exist")
+    fake_k8s.admit(name, kind="JobSet")
+    fake_k8s.start(f"{name}-train-0")
+    assert [s.status for s in states(handles)] == [xp.Status.RUNNING, xp.Status.PENDING]
+
+
 def test_a_queued_job_without_a_workload_says_kueue_may_be_missing(fake_k8s, tmp_path):
     fake_k8s.paused = True  # Kueue has not seen the Job (or is not installed)
     [handle] = launch(tmp_path, [make_request(exe(), xk8s.Kubernetes(queue="lab-queue"))])

@@ -270,7 +270,7 @@ def add_workloads(context: str | None, namespace: str, snap: states.Snapshot) ->
     """The Kueue Workloads of Jobs that wait for admission, for the reason (one more LIST, only then)."""
     from xk8s import client
 
-    uids = sorted(j["metadata"]["uid"] for j in snap.jobs.values() if states.waits_for_kueue(j))
+    uids = sorted({states.workload_owner(j) for j in snap.jobs.values() if states.waits_for_kueue(j)})
     if not uids:
         return
     selector = f"kueue.x-k8s.io/job-uid in ({','.join(uids)})"

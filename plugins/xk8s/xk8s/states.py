@@ -19,6 +19,7 @@ from xcore import plugin as xp
 from xk8s import manifests as mf
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+JOBSET_LABEL = "jobset.sigs.k8s.io/jobset-name"
 _WAITING_PROBLEMS = {"ImagePullBackOff", "ErrImagePull", "InvalidImageName", "CreateContainerConfigError",
                      "CreateContainerError", "CrashLoopBackOff"}
 
@@ -162,15 +163,22 @@ def waits_for_kueue(job: dict[str, Any]) -> bool:
     return bool(job.get("spec", {}).get("suspend")) and QUEUE_LABEL in (job["metadata"].get("labels") or {})
 
 
+def workload_owner(job: dict[str, Any]) -> str:
+    """The uid Kueue labels the Workload with: the JobSet's for a JobSet's Job, else the Job's."""
+    if JOBSET_LABEL in (job["metadata"].get("labels") or {}):
+        for ref in job["metadata"].get("ownerReferences") or []:
+            if ref.get("kind") == "JobSet" and ref.get("uid"):
+                return str(ref["uid"])
+    return str(job["metadata"].get("uid", ""))
+
+
 def kueue_reason(job: dict[str, Any], workloads: dict[str, dict[str, Any]]) -> str:
     """Why a suspended Job waits: its Kueue Workload's conditions say (no quota, no such queue, evicted)."""
     queue = (job["metadata"].get("labels") or {}).get(QUEUE_LABEL)
     if not queue:
         return "suspended"
     head = f"waiting for Kueue admission (queue {queue})"
-    workload = workloads.get(job["metadata"].get("uid", ""))
-    if workload is None and "jobset.sigs.k8s.io/jobset-name" in job["metadata"]["labels"]:
-        return head  # the JobSet's Workload stands for the whole set
+    workload = workloads.get(workload_owner(job))
     if workload is None:
         return f"{head}: no Kueue Workload yet (is Kueue installed and watching this namespace?)"
     conditions = {c.get("type"): c for c in (workload.get("status") or {}).get("conditions") or []}

@@ -387,3 +387,24 @@ def test_a_multi_slice_role_is_done_when_every_replica_is_and_failed_when_one_fa
     fake_k8s.start(f"{evaluate.name}-eval-0")
     fake_k8s.oom_kill(f"{evaluate.name}-eval-0")
     assert states([evaluate])[0].message.startswith("OOMKilled")
+
+
+def test_kueue_reasons_for_eviction_and_admission_checks():
+    from xk8s import states as st
+
+    job = {"metadata": {"uid": "u1", "labels": {"kueue.x-k8s.io/queue-name": "q"}}, "spec": {"suspend": True}}
+
+    def workload(*conditions):
+        return {"u1": {"status": {"conditions": [{"type": t, "status": s, "reason": r, "message": m}
+                                                 for t, s, r, m in conditions]}}}
+
+    evicted = workload(("QuotaReserved", "False", "Pending", "no quota"),
+                       ("Evicted", "True", "Preempted", "Preempted to accommodate a higher priority Workload"))
+    assert st.kueue_reason(job, evicted) == ("evicted by Kueue (Preempted: Preempted to accommodate a higher priority "
+                                             "Workload); waiting for Kueue admission (queue q)")
+    checks = workload(("QuotaReserved", "True", "QuotaReserved", ""),
+                      ("Admitted", "False", "NoChecks", "The workload has pending admission checks"))
+    assert st.kueue_reason(job, checks) == ("waiting for Kueue admission (queue q): quota reserved, waiting for "
+                                            "admission checks: The workload has pending admission checks")
+    assert st.kueue_reason(job, workload()) == "waiting for Kueue admission (queue q): not yet considered by Kueue"
+    assert st.kueue_reason({"metadata": {"labels": {}}, "spec": {"suspend": True}}, {}) == "suspended"

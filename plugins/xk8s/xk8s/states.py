@@ -188,7 +188,7 @@ def kueue_reason(job: dict[str, Any], workloads: dict[str, dict[str, Any]]) -> s
     reserved = conditions.get("QuotaReserved")
     if reserved and reserved.get("status") == "True":
         admitted = conditions.get("Admitted") or {}
-        return f"{head}: quota reserved, waiting for admission checks {admitted.get('message', '')}".rstrip()
+        return f"{head}: quota reserved, waiting for admission checks: {admitted.get('message', '')}".rstrip(": ")
     if reserved:
         return f"{head}: {reserved.get('reason', 'Pending')}: {reserved.get('message', '')}".rstrip(": ")
     return f"{head}: not yet considered by Kueue"

@@ -145,6 +145,7 @@ class FakeCluster:
         self.namespaces = {"default"}
         self.secrets: dict[tuple[str, str], dict[str, str]] = {}
         self.denied: set[tuple[str, str]] = set()  # (verb, resource) SelfSubjectAccessReview says no to
+        self.forbidden: set[str] = set()  # plurals ("workloads") whose LIST answers 403, as RBAC would
         self.requests: list[tuple[str, str]] = []
         self.logs: dict[tuple[str, str], bytearray] = {}
         self.processes: dict[tuple[str, str], subprocess.Popen[bytes]] = {}
@@ -772,6 +773,9 @@ class _Handler(BaseHTTPRequestHandler):
             return self._log(ns, name, query.get("follow") == "true")
         if method == "POST" and not name:
             return self._send(201, _public(fake.create(kind, ns, body)))
+        if method == "GET" and not name and m["plural"] in fake.forbidden:
+            raise ApiError(403, "Forbidden", f'{m["plural"]} is forbidden: User "tester" cannot list resource '
+                                             f'"{m["plural"]}" in the namespace "{ns}"')
         if method == "GET" and not name:
             items = [_public(o) for o in fake.list(kind, ns, query.get("labelSelector", ""))]
             return self._send(200, {"kind": f"{kind}List", "apiVersion": API_VERSION[kind],

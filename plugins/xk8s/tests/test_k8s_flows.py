@@ -145,6 +145,16 @@ def test_a_queued_job_group_waits_as_one_kueue_workload_then_runs(fake_k8s, tmp_
     assert [s.status for s in states(handles)] == [xp.Status.RUNNING, xp.Status.PENDING]
 
 
+def test_no_right_to_read_workloads_is_said_instead_of_the_reason(fake_k8s, tmp_path):
+    fake_k8s.forbidden.add("workloads")
+    [handle] = launch(tmp_path, [make_request(exe(), xk8s.Kubernetes(queue="lab-queue"))])
+    fake_k8s.workload(handle.name)
+    [state] = states([handle])
+    assert state.status is xp.Status.PENDING
+    assert state.message == ("waiting for Kueue admission (queue lab-queue); not allowed to list Kueue Workloads in "
+                             "default for the reason (grant list on workloads.kueue.x-k8s.io)")
+
+
 def test_a_queued_job_without_a_workload_says_kueue_may_be_missing(fake_k8s, tmp_path):
     fake_k8s.paused = True  # Kueue has not seen the Job (or is not installed)
     [handle] = launch(tmp_path, [make_request(exe(), xk8s.Kubernetes(queue="lab-queue"))])

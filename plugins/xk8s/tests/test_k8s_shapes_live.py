@@ -104,6 +104,9 @@ def test_check_verifies_the_targets_kueue_local_queue(fake_k8s, tmp_path):
     assert out.returncode == 0, out.stdout
     [queue] = [c for c in json.loads(out.stdout)["checks"] if c["check"] == "Kueue queue"]
     assert queue["detail"] == "Kueue LocalQueue lab-queue exists (ClusterQueue lab)"
+    fake_k8s.denied.add(("list", "workloads"))
+    out = subprocess.run(run, capture_output=True, text=True, check=False)
+    assert [c["check"] for c in json.loads(out.stdout)["checks"] if not c["ok"]] == ["list Kueue workloads"]
 
 
 def test_examples_launch_through_the_core_as_one_indexed_job_and_one_jobset(fake_k8s, tmp_path):

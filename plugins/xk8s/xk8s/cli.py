@@ -97,6 +97,7 @@ def checks(context: str | None, namespace: str, queue: str | None, registry: str
            ("create configmaps", allowed("create", "configmaps", ""))]
     if queue:
         out.append(("Kueue queue", local_queue))
+        out.append(("list Kueue workloads", allowed("list", "workloads", "kueue.x-k8s.io")))
     if registry:
         out.append(("registry", registry_up))
     return out

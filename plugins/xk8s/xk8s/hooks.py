@@ -280,8 +280,12 @@ def add_workloads(context: str | None, namespace: str, snap: states.Snapshot) ->
             response = client.custom(context).list_namespaced_custom_object(
                 "kueue.x-k8s.io", version, namespace, "workloads", label_selector=selector, _preload_content=False)
         except client.api_exception() as exc:
-            if exc.status in (403, 404):  # this version is not served, or no right to read Workloads
+            if exc.status == 404:  # this version is not served (or Kueue is not installed)
                 continue
+            if exc.status == 403:
+                snap.workloads_error = (f"not allowed to list Kueue Workloads in {namespace} for the reason "
+                                        "(grant list on workloads.kueue.x-k8s.io)")
+                return
             raise
         for item in json.loads(response.data).get("items") or []:
             uid = (item["metadata"].get("labels") or {}).get("kueue.x-k8s.io/job-uid")

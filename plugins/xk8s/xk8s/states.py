@@ -83,6 +83,8 @@ class Snapshot:
     pods: dict[tuple[str, int], list[dict[str, Any]]]
     #: Kueue Workloads by the uid of the Job they stand for (listed only when a Job waits for Kueue).
     workloads: dict[str, dict[str, Any]] = attrs.field(factory=dict)
+    #: Why the Workloads could not be read (RBAC), said instead of their reason.
+    workloads_error: str | None = None
     _indexes: dict[str, tuple[set[int], set[int], set[int]]] = attrs.field(factory=dict)
 
     def indexes(self, job: str) -> tuple[set[int], set[int], set[int]]:
@@ -172,13 +174,15 @@ def workload_owner(job: dict[str, Any]) -> str:
     return str(job["metadata"].get("uid", ""))
 
 
-def kueue_reason(job: dict[str, Any], workloads: dict[str, dict[str, Any]]) -> str:
+def kueue_reason(job: dict[str, Any], workloads: dict[str, dict[str, Any]], error: str | None = None) -> str:
     """Why a suspended Job waits: its Kueue Workload's conditions say (no quota, no such queue, evicted)."""
     queue = (job["metadata"].get("labels") or {}).get(QUEUE_LABEL)
     if not queue:
         return "suspended"
     head = f"waiting for Kueue admission (queue {queue})"
     workload = workloads.get(workload_owner(job))
+    if workload is None and error:
+        return f"{head}; {error}"
     if workload is None:
         return f"{head}: no Kueue Workload yet (is Kueue installed and watching this namespace?)"
     conditions = {c.get("type"): c for c in (workload.get("status") or {}).get("conditions") or []}
@@ -220,7 +224,7 @@ def state_of(snap: Snapshot, job_name: str, index: int, *, locally_cancelled: bo
                                                  f"({job['spec'].get('activeDeadlineSeconds')} s)")
         return xp.JobState(xp.Status.FAILED, f"{reason}: {message}".rstrip(": "))
     if job.get("spec", {}).get("suspend"):
-        return xp.JobState(xp.Status.PENDING, kueue_reason(job, snap.workloads))
+        return xp.JobState(xp.Status.PENDING, kueue_reason(job, snap.workloads, snap.workloads_error))
     if pod is None:
         return xp.JobState(xp.Status.PENDING, "waiting for a pod")
     phase = pod.get("status", {}).get("phase")

@@ -473,7 +473,10 @@ class FakeCluster:
         if time.time() - _ts(started) <= deadline:
             return
         self._kill(pod, signal.SIGKILL)
-        self.processes.pop((pod["metadata"]["namespace"], pod["metadata"]["name"]), None)
+        proc = self.processes.pop((pod["metadata"]["namespace"], pod["metadata"]["name"]), None)
+        if proc is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=5)
         pod["status"].update(phase="Failed", reason="DeadlineExceeded",
                              message="Pod was active on the node longer than the specified deadline")
         running = (pod["status"].get("containerStatuses") or [{}])[0].get("state", {}).get("running", {})

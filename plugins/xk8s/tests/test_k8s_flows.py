@@ -176,9 +176,10 @@ def test_a_trial_over_its_time_limit_fails_alone_as_deadline_exceeded(fake_k8s, 
     job = fake_k8s.get("Job", "default", name)
     assert "activeDeadlineSeconds" not in job["spec"]  # not the whole sweep's limit
     assert job["spec"]["template"]["spec"]["activeDeadlineSeconds"] == 1  # each trial's pod
-    fake_k8s.start(name, 0)
-    fake_k8s.start(name, 1)
-    fake_k8s.finish(name, 1, 0)
+    with fake_k8s.lock:  # the fake's kubelet cannot act in between, however loaded the machine
+        fake_k8s.start(name, 0)
+        fake_k8s.start(name, 1)
+        fake_k8s.finish(name, 1, 0)
     deadline = time.monotonic() + 10
     while states(handles)[0].status is not xp.Status.FAILED and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -187,8 +188,9 @@ def test_a_trial_over_its_time_limit_fails_alone_as_deadline_exceeded(fake_k8s, 
         "DeadlineExceeded: the trial ran longer than its time limit (1 s"), s[0]
     assert fake_k8s.get("Job", "default", name)["status"]["failedIndexes"] == "0"
     assert [s[1].status, s[2].status] == [xp.Status.COMPLETED, xp.Status.PENDING]
-    fake_k8s.start(name, 2)  # trial 2 gets its own second, whenever it starts
-    fake_k8s.finish(name, 2, 0)
+    with fake_k8s.lock:  # trial 2 gets its own second, whenever it starts
+        fake_k8s.start(name, 2)
+        fake_k8s.finish(name, 2, 0)
     assert [x.status for x in states(handles)] == [xp.Status.FAILED, xp.Status.COMPLETED, xp.Status.COMPLETED]
 
 

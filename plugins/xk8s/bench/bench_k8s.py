@@ -4,7 +4,8 @@
 
 Prints each figure next to its target (issue 9): a 1,000-trial sweep launched with one
 create for the sweep plus its ConfigMap; status of 1,000 trials in at most 2 API calls and
-under 1 s; nothing heavy imported by ``import xk8s``. The fake answers on 127.0.0.1, so the
+under 1 s (one more, for the Kueue Workloads, only while a Job waits for admission); nothing
+heavy imported by ``import xk8s``. The fake answers on 127.0.0.1, so the
 times are the client's and xk8s's own work plus loopback HTTP, not a real cluster's latency.
 """
 
@@ -90,6 +91,17 @@ def main() -> None:
         counts[s.status.name] = counts.get(s.status.name, 0) + 1
     print(f"status of {n} trials: {status_secs:.2f} s, {fake.calls()} API calls ({counts})   "
           f"[target: <= 2 calls, < 1 s]")
+
+    queued = [make_request(exe, xk8s.Kubernetes(queue="lab-queue"), [f"--seed={i}"], experiment_id=2)
+              for i in range(n)]
+    waiting = hooks.xcore_launch("xk8s.Kubernetes", queued, make_launch_context(tmp / "state"))
+    fake.workload(waiting[0].name)  # Kueue has made its Workload
+    fake.requests.clear()
+    started = time.perf_counter()
+    states = hooks.xcore_job_states("xk8s.KubernetesHandle", waiting)
+    status_secs = time.perf_counter() - started
+    print(f"status of {n} trials waiting for Kueue: {status_secs:.2f} s, {fake.calls()} API calls (Jobs, Pods, "
+          f"Workloads); reason: {states[0].message!r}   [target: the Kueue reason, 1 call more only while waiting]")
     fake.close()
     relaunch(tmp)
 

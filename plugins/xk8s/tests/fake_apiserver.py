@@ -7,16 +7,21 @@ uses over HTTP on 127.0.0.1, behind a real kubeconfig with a bearer token:
   (merge) / delete (background propagation to owned objects) of Jobs, Pods, ConfigMaps and
   JobSets; namespaces; SelfSubjectAccessReviews; Kueue LocalQueues; ``/version``;
 - ``pods/NAME/log`` with ``follow`` (chunked, until the pod ends);
-- Jobs and ConfigMaps are validated strictly (``kubernetes-validate``) on create: a field
-  the real server would reject is a 422 here too;
+- Jobs, Pods and ConfigMaps are validated strictly (``kubernetes-validate``) on create, JobSets,
+  LocalQueues and Workloads against their CRD schemas (``crd_schemas``): a field the real
+  server would reject is a 422 here too;
 - a simulated Job controller (Indexed Jobs: parallelism, backoffLimitPerIndex, the pod
-  failure policy, suspend, activeDeadlineSeconds, completed/failed indexes, conditions) and
-  a JobSet controller (one Job per replicated job and replica);
+  failure policy, suspend, activeDeadlineSeconds, completed/failed indexes, conditions), a
+  JobSet controller (one Job per replicated job and replica), the kubelet's pod
+  ``activeDeadlineSeconds`` (the pod fails with reason DeadlineExceeded), and Kueue: a Job
+  labelled ``kueue.x-k8s.io/queue-name`` gets a Workload (labelled with the Job's uid) whose
+  QuotaReserved condition says why it waits (``kueue_message``, or a missing LocalQueue);
+  ``admit`` admits it and unsuspends the Job;
 - a kubelet that either runs each pod's container as a local process (``run_pods=True``:
   command and args as given, env from the pod, ConfigMap volumes materialised in a temporary
   directory and mount paths mapped onto it; the image is ignored) or leaves pods to the test,
   which moves them with ``start``, ``finish``, ``oom_kill``, ``image_pull_backoff``,
-  ``unschedulable``, ``preempt`` and ``write_log``.
+  ``unschedulable``, ``preempt``, ``evict`` and ``write_log``.
 
 Every request is recorded in ``requests`` (method, path) so tests count API calls.
 """
@@ -50,9 +55,13 @@ KINDS = {  # (api prefix, plural) -> kind
     ("/api/v1", "configmaps"): "ConfigMap",
     ("/apis/jobset.x-k8s.io/v1alpha2", "jobsets"): "JobSet",
     ("/apis/kueue.x-k8s.io/v1beta1", "localqueues"): "LocalQueue",
+    ("/apis/kueue.x-k8s.io/v1beta1", "workloads"): "Workload",
 }
 API_VERSION = {"Job": "batch/v1", "Pod": "v1", "ConfigMap": "v1", "JobSet": "jobset.x-k8s.io/v1alpha2",
-               "LocalQueue": "kueue.x-k8s.io/v1beta1"}
+               "LocalQueue": "kueue.x-k8s.io/v1beta1", "Workload": "kueue.x-k8s.io/v1beta1"}
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
+JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
 PATH = re.compile(r"(?P<prefix>/apis?/[^/]+(?:/[^/]+)?)/namespaces/(?P<ns>[^/]+)/(?P<plural>[a-z]+)"
                   r"(?:/(?P<name>[^/]+))?(?:/(?P<sub>log))?$")
 
@@ -136,6 +145,7 @@ class FakeCluster:
         self.namespaces = {"default"}
         self.secrets: dict[tuple[str, str], dict[str, str]] = {}
         self.denied: set[tuple[str, str]] = set()  # (verb, resource) SelfSubjectAccessReview says no to
+        self.forbidden: set[str] = set()  # plurals ("workloads") whose LIST answers 403, as RBAC would
         self.requests: list[tuple[str, str]] = []
         self.logs: dict[tuple[str, str], bytearray] = {}
         self.processes: dict[tuple[str, str], subprocess.Popen[bytes]] = {}
@@ -145,6 +155,9 @@ class FakeCluster:
         self.errors: list[Exception] = []
         self.paused = False  # True: the controllers and the kubelet do nothing
         self.reject: dict[str, list[tuple[int, str, str]]] = {}  # kind -> errors for its next creates
+        #: Why Kueue does not admit a queued Job whose LocalQueue exists (QuotaReserved=False).
+        self.kueue_message = ("couldn't assign flavors to pod set main: insufficient unused quota for "
+                              "nvidia.com/gpu in flavor a100, 8 more needed")
         self.server: ThreadingHTTPServer | None = None
         self._stop = threading.Event()
 
@@ -171,6 +184,8 @@ class FakeCluster:
                 raise ApiError(409, "AlreadyExists", f'{kind.lower()}s "{name}" already exists')
             if self.validate and kind in ("Job", "ConfigMap", "Pod"):
                 self._validate(obj)
+            elif self.validate:
+                self._validate_crd({**obj, "kind": kind, "apiVersion": obj.get("apiVersion") or API_VERSION[kind]})
             obj = self._meta(copy.deepcopy(obj), kind, ns)
             if kind == "Job":
                 obj["status"] = {}
@@ -184,6 +199,14 @@ class FakeCluster:
         try:
             kubernetes_validate.validate(obj, self.k8s_version, strict=True)
         except kubernetes_validate.ValidationError as exc:
+            raise ApiError(422, "Invalid", f"{obj.get('kind')} is invalid: {exc.message} at {list(exc.path)}") from None
+
+    def _validate_crd(self, obj: dict[str, Any]) -> None:
+        import jsonschema
+
+        try:
+            _crd_schemas().validate(obj)
+        except jsonschema.ValidationError as exc:
             raise ApiError(422, "Invalid", f"{obj.get('kind')} is invalid: {exc.message} at {list(exc.path)}") from None
 
     def get(self, kind: str, ns: str, name: str) -> dict[str, Any]:
@@ -286,6 +309,35 @@ class FakeCluster:
                  "message": "Preempted in order to admit critical pod"})
             self._kill(pod)
             self.finish(job, index, 143, ns, pod=pod)
+
+    def evict(self, job: str, index: int = 0, ns: str = "default") -> None:
+        """An API-initiated eviction (node drain): DisruptionTarget, the pod is terminated."""
+        with self.lock:
+            pod = self.pod(job, index, ns)
+            pod["status"].setdefault("conditions", []).append(
+                {"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI",
+                 "message": "Eviction API: evicting"})
+            self._kill(pod)
+            self.finish(job, index, 143, ns, pod=pod)
+
+    def workload(self, job: str, ns: str = "default", kind: str = "Job") -> dict[str, Any]:
+        """The Kueue Workload of ``job`` (a Job, or a JobSet with ``kind="JobSet"``)."""
+        self.reconcile()
+        uid = self.get(kind, ns, job)["metadata"]["uid"]
+        [workload] = self.list("Workload", ns, f"{JOB_UID_LABEL}={uid}")
+        return workload
+
+    def admit(self, job: str, ns: str = "default", kind: str = "Job") -> None:
+        """Kueue admits ``job``'s Workload and unsuspends the Job (or JobSet)."""
+        with self.lock:
+            workload = self.workload(job, ns, kind)
+            workload["status"]["conditions"] = [
+                {"type": kind, "status": "True", "reason": reason, "message": message,
+                 "lastTransitionTime": now(), "observedGeneration": 1}
+                for kind, reason, message in (("QuotaReserved", "QuotaReserved", "Quota reserved in ClusterQueue lab"),
+                                              ("Admitted", "Admitted", "The workload is admitted"))]
+            self._validate_crd(_public(workload))
+            self.patch(kind, ns, job, {"spec": {"suspend": False}})
 
     def write_log(self, pod_name: str, data: bytes, ns: str = "default") -> None:
         with self.lock:
@@ -397,14 +449,86 @@ class FakeCluster:
             for (kind, ns, _name), obj in list(self.objects.items()):
                 if kind == "JobSet" and not obj.get("_created"):
                     self._jobset(ns, obj)
+                if kind == "JobSet":
+                    self._kueue(ns, obj)
+                    self._jobset_suspend(ns, obj)
+            for (kind, _ns, _name), obj in list(self.objects.items()):
+                if kind == "Pod":
+                    self._pod_deadline(obj)
             for (kind, ns, _name), obj in list(self.objects.items()):
                 if kind == "Job":
+                    self._kueue(ns, obj)
                     self._job(ns, obj)
             if self.run_pods:
                 for (kind, _ns, _name), obj in list(self.objects.items()):
                     if kind == "Pod" and obj["status"].get("phase") == "Pending" and \
                             ("Pod", _ns, _name) not in self.processes:
                         self._run(obj)
+
+    def _pod_deadline(self, pod: dict[str, Any]) -> None:
+        """The kubelet fails a pod active longer than its ``activeDeadlineSeconds``."""
+        deadline, started = pod["spec"].get("activeDeadlineSeconds"), pod["status"].get("startTime")
+        if not deadline or not started or pod["status"].get("phase") in ("Succeeded", "Failed"):
+            return
+        if time.time() - _ts(started) <= deadline:
+            return
+        self._kill(pod, signal.SIGKILL)
+        proc = self.processes.pop((pod["metadata"]["namespace"], pod["metadata"]["name"]), None)
+        if proc is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=5)
+        pod["status"].update(phase="Failed", reason="DeadlineExceeded",
+                             message="Pod was active on the node longer than the specified deadline")
+        running = (pod["status"].get("containerStatuses") or [{}])[0].get("state", {}).get("running", {})
+        self._container(pod, {"terminated": {"exitCode": 137, "reason": "Error", "finishedAt": now(),
+                                             "startedAt": running.get("startedAt", now())}})
+
+    def _kueue(self, ns: str, job: dict[str, Any]) -> None:
+        """Kueue's job integration: a Workload per queued Job or JobSet, pending until ``admit``."""
+        labels = job["metadata"].get("labels") or {}
+        queue = labels.get(QUEUE_LABEL)
+        fake = job.setdefault("_fake", {})
+        if not queue or fake.get("workload") or "jobset.sigs.k8s.io/jobset-name" in labels:
+            return
+        uid = job["metadata"]["uid"]
+        if ("LocalQueue", ns, queue) in self.objects:
+            reason, message = "Pending", self.kueue_message
+        else:
+            reason, message = "Inadmissible", f"LocalQueue {queue} doesn't exist"
+        spec, kind = job["spec"], job.get("kind", "Job")
+        if kind == "JobSet":
+            pod_sets = [{"name": r["name"], "template": copy.deepcopy(r["template"]["spec"]["template"]),
+                         "count": r.get("replicas", 1) * r["template"]["spec"].get("parallelism", 1)}
+                        for r in spec["replicatedJobs"]]
+        else:
+            pod_sets = [{"name": "main", "count": spec.get("parallelism", 1),
+                         "template": copy.deepcopy(spec["template"])}]
+        workload = {
+            "apiVersion": API_VERSION["Workload"], "kind": "Workload",
+            "metadata": {"name": f"{kind.lower()}-{job['metadata']['name']}-{uid[:5]}",
+                         "labels": {JOB_UID_LABEL: uid},
+                         "ownerReferences": [{"apiVersion": API_VERSION[kind], "kind": kind, "controller": True,
+                                              "blockOwnerDeletion": True, "name": job["metadata"]["name"],
+                                              "uid": uid}]},
+            "spec": {"queueName": queue, "active": True, "podSets": pod_sets},
+            "status": {"conditions": [{"type": "QuotaReserved", "status": "False", "reason": reason,
+                                       "message": message, "lastTransitionTime": now(), "observedGeneration": 1}]},
+        }
+        if labels.get(PRIORITY_LABEL):
+            workload["spec"].update(priorityClassName=labels[PRIORITY_LABEL], priority=1000,
+                                    priorityClassSource="kueue.x-k8s.io/workloadpriorityclass")
+        self._validate_crd(workload)
+        workload = self._meta(workload, "Workload", ns)
+        self.objects[("Workload", ns, workload["metadata"]["name"])] = workload
+        fake["workload"] = workload["metadata"]["name"]
+
+    def _jobset_suspend(self, ns: str, jobset: dict[str, Any]) -> None:
+        """The JobSet controller keeps its Jobs suspended while the JobSet is."""
+        suspend = bool(jobset["spec"].get("suspend"))
+        for (kind, n, _), job in list(self.objects.items()):
+            if kind == "Job" and n == ns and any(r.get("uid") == jobset["metadata"]["uid"]
+                                                 for r in job["metadata"].get("ownerReferences") or []):
+                job["spec"]["suspend"] = suspend
 
     def _jobset(self, ns: str, jobset: dict[str, Any]) -> None:
         jobset["_created"] = True
@@ -569,6 +693,21 @@ class FakeCluster:
         return sum(1 for m, p in self.requests if (method is None or m == method) and contains in p)
 
 
+def _crd_schemas() -> Any:
+    """tests/crd_schemas.py, found next to this file whatever ``sys.path`` is."""
+    import importlib.util
+    import sys
+
+    module = sys.modules.get("crd_schemas")
+    if module is None:
+        spec = importlib.util.spec_from_file_location("crd_schemas", Path(__file__).with_name("crd_schemas.py"))
+        assert spec and spec.loader
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["crd_schemas"] = module
+        spec.loader.exec_module(module)
+    return module
+
+
 def _ts(text: str) -> float:
     return datetime.fromisoformat(text).timestamp()
 
@@ -637,6 +776,9 @@ class _Handler(BaseHTTPRequestHandler):
             return self._log(ns, name, query.get("follow") == "true")
         if method == "POST" and not name:
             return self._send(201, _public(fake.create(kind, ns, body)))
+        if method == "GET" and not name and m["plural"] in fake.forbidden:
+            raise ApiError(403, "Forbidden", f'{m["plural"]} is forbidden: User "tester" cannot list resource '
+                                             f'"{m["plural"]}" in the namespace "{ns}"')
         if method == "GET" and not name:
             items = [_public(o) for o in fake.list(kind, ns, query.get("labelSelector", ""))]
             return self._send(200, {"kind": f"{kind}List", "apiVersion": API_VERSION[kind],

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -91,15 +92,73 @@ def test_reasons_oom_image_pull_unschedulable_preemption(fake_k8s, tmp_path):
     assert states(handles)[3].status is xp.Status.COMPLETED
 
 
-def test_kueue_queue_reads_as_waiting_for_admission(fake_k8s, tmp_path):
-    [handle] = launch(tmp_path, [make_request(exe(), xk8s.Kubernetes(queue="lab-queue", workload_priority="high"))])
-    job = fake_k8s.get("Job", "default", handle.name)
-    assert job["spec"]["suspend"] is True
-    assert job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "lab-queue"
+def test_kueue_queue_labels_suspend_and_the_workloads_reason_until_admitted(fake_k8s, tmp_path):
+    handles = launch(tmp_path, sweep(3, xk8s.Kubernetes(queue="lab-queue", workload_priority="high")))
+    name = handles[0].name
+    job = fake_k8s.get("Job", "default", name)
+    assert job["spec"]["suspend"] is True  # created suspended: Kueue unsuspends it when admitted
+    labels = job["metadata"]["labels"]
+    assert (labels["kueue.x-k8s.io/queue-name"], labels["kueue.x-k8s.io/priority-class"]) == ("lab-queue", "high")
+    assert fake_k8s.workload(name)["spec"]["priorityClassName"] == "high"
+    fake_k8s.requests.clear()
+    result = states(handles)
+    assert fake_k8s.calls() == 3  # Jobs, Pods, and the Workloads of the Jobs that wait
+    assert [s.status for s in result] == [xp.Status.PENDING] * 3
+    assert result[1].message == ("waiting for Kueue admission (queue lab-queue): Inadmissible: "
+                                 "LocalQueue lab-queue doesn't exist")
+    fake_k8s.admit(name)
+    fake_k8s.requests.clear()
+    assert [s.message for s in states(handles)] == ["pod pending"] * 3
+    assert fake_k8s.calls() == 2  # nothing waits for Kueue: no Workload LIST
+    fake_k8s.start(name, 0)
+    fake_k8s.finish(name, 0, 0)
+    assert states(handles)[0].status is xp.Status.COMPLETED
+
+
+def test_kueue_without_quota_says_which_resource_is_short(fake_k8s, tmp_path):
+    fake_k8s.create("LocalQueue", "default", {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "LocalQueue",
+                                              "metadata": {"name": "lab-queue"}, "spec": {"clusterQueue": "lab"}})
+    [handle] = launch(tmp_path, [make_request(exe(), xk8s.Kubernetes(queue="lab-queue"))])
+    fake_k8s.workload(handle.name)
     [state] = states([handle])
-    assert state.status is xp.Status.PENDING and "Kueue admission (queue lab-queue)" in state.message
-    fake_k8s.patch("Job", "default", handle.name, {"spec": {"suspend": False}})  # Kueue admits it
-    assert states([handle])[0].message == "pod pending"
+    assert state.status is xp.Status.PENDING
+    assert state.message.startswith("waiting for Kueue admission (queue lab-queue): Pending: couldn't assign "
+                                    "flavors to pod set main: insufficient unused quota for nvidia.com/gpu")
+
+
+def test_a_queued_job_group_waits_as_one_kueue_workload_then_runs(fake_k8s, tmp_path):
+    queued = xk8s.Kubernetes(queue="lab-queue", workload_priority="high")
+    reqs = [make_request(exe(), queued, [role], work_unit_id=1, job_name=role) for role in ("train", "eval")]
+    handles = launch(tmp_path, reqs)
+    name = handles[0].name
+    jobset = fake_k8s.get("JobSet", "default", name)
+    assert jobset["spec"]["suspend"] is True
+    workload = fake_k8s.workload(name, kind="JobSet")  # one Workload for the whole set: gang admission
+    assert [(p["name"], p["count"]) for p in workload["spec"]["podSets"]] == [("train", 1), ("eval", 1)]
+    assert fake_k8s.list("Pod", "default") == []
+    result = states(handles)
+    assert [s.status for s in result] == [xp.Status.PENDING] * 2
+    assert result[0].message == ("waiting for Kueue admission (queue lab-queue): Inadmissible: "
+                                 "LocalQueue lab-queue doesn't exist")
+    fake_k8s.admit(name, kind="JobSet")
+    fake_k8s.start(f"{name}-train-0")
+    assert [s.status for s in states(handles)] == [xp.Status.RUNNING, xp.Status.PENDING]
+
+
+def test_no_right_to_read_workloads_is_said_instead_of_the_reason(fake_k8s, tmp_path):
+    fake_k8s.forbidden.add("workloads")
+    [handle] = launch(tmp_path, [make_request(exe(), xk8s.Kubernetes(queue="lab-queue"))])
+    fake_k8s.workload(handle.name)
+    [state] = states([handle])
+    assert state.status is xp.Status.PENDING
+    assert state.message == ("waiting for Kueue admission (queue lab-queue); not allowed to list Kueue Workloads in "
+                             "default for the reason (grant list on workloads.kueue.x-k8s.io)")
+
+
+def test_a_queued_job_without_a_workload_says_kueue_may_be_missing(fake_k8s, tmp_path):
+    fake_k8s.paused = True  # Kueue has not seen the Job (or is not installed)
+    [handle] = launch(tmp_path, [make_request(exe(), xk8s.Kubernetes(queue="lab-queue"))])
+    assert "no Kueue Workload yet (is Kueue installed" in states([handle])[0].message
 
 
 def test_deadline_exceeded(fake_k8s, tmp_path):
@@ -109,6 +168,62 @@ def test_deadline_exceeded(fake_k8s, tmp_path):
     while states([handle])[0].status is not xp.Status.FAILED and time.monotonic() < deadline:
         time.sleep(0.1)
     assert states([handle])[0].message.startswith("DeadlineExceeded")
+
+
+def test_a_trial_over_its_time_limit_fails_alone_as_deadline_exceeded(fake_k8s, tmp_path):
+    handles = launch(tmp_path, sweep(3, xk8s.Kubernetes(time_limit_secs=1)))
+    name = handles[0].name
+    job = fake_k8s.get("Job", "default", name)
+    assert "activeDeadlineSeconds" not in job["spec"]  # not the whole sweep's limit
+    assert job["spec"]["template"]["spec"]["activeDeadlineSeconds"] == 1  # each trial's pod
+    with fake_k8s.lock:  # the fake's kubelet cannot act in between, however loaded the machine
+        fake_k8s.start(name, 0)
+        fake_k8s.start(name, 1)
+        fake_k8s.finish(name, 1, 0)
+    deadline = time.monotonic() + 10
+    while states(handles)[0].status is not xp.Status.FAILED and time.monotonic() < deadline:
+        time.sleep(0.1)
+    s = states(handles)
+    assert s[0].status is xp.Status.FAILED and s[0].message.startswith(
+        "DeadlineExceeded: the trial ran longer than its time limit (1 s"), s[0]
+    assert fake_k8s.get("Job", "default", name)["status"]["failedIndexes"] == "0"
+    assert [s[1].status, s[2].status] == [xp.Status.COMPLETED, xp.Status.PENDING]
+    with fake_k8s.lock:  # trial 2 gets its own second, whenever it starts
+        fake_k8s.start(name, 2)
+        fake_k8s.finish(name, 2, 0)
+    assert [x.status for x in states(handles)] == [xp.Status.FAILED, xp.Status.COMPLETED, xp.Status.COMPLETED]
+
+
+def test_disruptions_are_retried_without_counting_and_exit_codes_are_not(fake_k8s, tmp_path):
+    handles = launch(tmp_path, sweep(2, xk8s.Kubernetes(retries=0)))
+    name = handles[0].name
+    fake_k8s.start(name, 0)
+    fake_k8s.evict(name, 0)  # a node drain
+    assert len(fake_k8s.pods(name, 0)) == 2  # a new pod although retries=0
+    fake_k8s.start(name, 0)
+    fake_k8s.preempt(name, 0)
+    assert len(fake_k8s.pods(name, 0)) == 3
+    assert states(handles)[0].message == "pod pending (retry 2)"
+    fake_k8s.start(name, 0)
+    fake_k8s.finish(name, 0, 0)
+    fake_k8s.start(name, 1)
+    fake_k8s.finish(name, 1, 1)  # the program's own failure
+    assert len(fake_k8s.pods(name, 1)) == 1  # not retried
+    s = states(handles)
+    assert (s[0].status, s[0].exit_code) == (xp.Status.COMPLETED, 0)
+    assert (s[1].status, s[1].exit_code) == (xp.Status.FAILED, 1)
+    status = fake_k8s.get("Job", "default", name)["status"]
+    assert (status["failed"], status["failedIndexes"]) == (1, "1")  # only the exit code counted
+
+
+def test_an_evicted_pod_reads_evicted_until_it_is_replaced(fake_k8s, tmp_path):
+    [handle] = launch(tmp_path, [make_request(exe(), xk8s.Kubernetes(), ["--x"])])
+    fake_k8s.start(handle.name)
+    fake_k8s.paused = True  # the Job controller has not replaced the pod yet
+    fake_k8s.evict(handle.name)
+    [state] = states([handle])
+    assert state.status is xp.Status.PENDING
+    assert state.message == "evicted (EvictionByEvictionAPI: Eviction API: evicting); will be retried"
 
 
 def test_cancel_one_trial_leaves_the_others_running(fake_k8s, tmp_path):
@@ -181,6 +296,34 @@ def test_status_from_a_later_process(fake_k8s, tmp_path):
             "print(json.dumps([[s.status.name, s.exit_code] for s in hooks.xcore_job_states('k', hs)]))")
     out = subprocess.run([sys.executable, "-c", code, payload], capture_output=True, text=True, check=True)
     assert json.loads(out.stdout) == [["PENDING", None], ["PENDING", None], ["FAILED", 5]]
+
+
+def test_a_trial_cancelled_elsewhere_reads_cancelled_from_a_fresh_process_and_store(fake_k8s, tmp_path):
+    handles = launch(tmp_path, sweep(3, xk8s.Kubernetes(retries=2)))
+    name = handles[0].name
+    for i in range(3):
+        fake_k8s.start(name, i)
+    fake_k8s.finish(name, 2, 0)
+    payload = json.dumps([[h.context, h.namespace, h.name, h.index, h.launch] for h in handles])
+
+    def process(action):  # another machine: its own XCORE_HOME, nothing shared but the cluster
+        code = ("import json, sys; from xk8s import hooks; from xk8s.handles import KubernetesHandle as H\n"
+                "hs = [H(*row) for row in json.loads(sys.argv[1])]\n"
+                "if sys.argv[2] == 'cancel': hooks.xcore_cancel('k', hs[1:2])\n"
+                "print(json.dumps([s.status.name for s in hooks.xcore_job_states('k', hs)]))")
+        env = {**os.environ, "XCORE_HOME": str(tmp_path / f"home-{action}")}
+        out = subprocess.run([sys.executable, "-c", code, payload, action], capture_output=True, text=True,
+                             env=env, check=True, timeout=120)
+        return json.loads(out.stdout)
+
+    assert process("cancel") == ["RUNNING", "CANCELLED", "COMPLETED"]
+    assert process("status") == ["RUNNING", "CANCELLED", "COMPLETED"]
+    assert [s.status for s in states(handles)] == [xp.Status.RUNNING, xp.Status.CANCELLED, xp.Status.COMPLETED]
+    # the replacement pod sees the ConfigMap's mark and exits 121: a failed index, never retried
+    fake_k8s.start(name, 1)
+    fake_k8s.finish(name, 1, 121)
+    fake_k8s.finish(name, 0, 0)
+    assert process("status") == ["COMPLETED", "CANCELLED", "COMPLETED"]
 
 
 def test_api_server_down_is_an_oserror_not_a_crash(fake_k8s, tmp_path):
@@ -256,3 +399,24 @@ def test_a_multi_slice_role_is_done_when_every_replica_is_and_failed_when_one_fa
     fake_k8s.start(f"{evaluate.name}-eval-0")
     fake_k8s.oom_kill(f"{evaluate.name}-eval-0")
     assert states([evaluate])[0].message.startswith("OOMKilled")
+
+
+def test_kueue_reasons_for_eviction_and_admission_checks():
+    from xk8s import states as st
+
+    job = {"metadata": {"uid": "u1", "labels": {"kueue.x-k8s.io/queue-name": "q"}}, "spec": {"suspend": True}}
+
+    def workload(*conditions):
+        return {"u1": {"status": {"conditions": [{"type": t, "status": s, "reason": r, "message": m}
+                                                 for t, s, r, m in conditions]}}}
+
+    evicted = workload(("QuotaReserved", "False", "Pending", "no quota"),
+                       ("Evicted", "True", "Preempted", "Preempted to accommodate a higher priority Workload"))
+    assert st.kueue_reason(job, evicted) == ("evicted by Kueue (Preempted: Preempted to accommodate a higher priority "
+                                             "Workload); waiting for Kueue admission (queue q)")
+    checks = workload(("QuotaReserved", "True", "QuotaReserved", ""),
+                      ("Admitted", "False", "NoChecks", "The workload has pending admission checks"))
+    assert st.kueue_reason(job, checks) == ("waiting for Kueue admission (queue q): quota reserved, waiting for "
+                                            "admission checks: The workload has pending admission checks")
+    assert st.kueue_reason(job, workload()) == "waiting for Kueue admission (queue q): not yet considered by Kueue"
+    assert st.kueue_reason({"metadata": {"labels": {}}, "spec": {"suspend": True}}, {}) == "suspended"

@@ -1,15 +1,16 @@
 """Every manifest shape, validated strictly: batch/v1 and v1 against the official schemas
-(kubernetes-validate, strict), JobSet against its CRD's openAPIV3Schema (tests/schemas)."""
+(kubernetes-validate, strict), JobSet and Kueue objects against their CRDs' openAPIV3Schema
+(tests/schemas, read by tests/crd_schemas.py)."""
 
 from __future__ import annotations
 
-import functools
-import json
 from pathlib import Path
 
+import crd_schemas
 import jsonschema
 import kubernetes_validate
 import pytest
+import yaml
 
 import xcore as xm
 import xk8s
@@ -17,7 +18,7 @@ from xcore import plugin as xp
 from xk8s import manifests as mf
 
 K8S_VERSIONS = ["1.31", "1.33"]
-SCHEMAS = Path(__file__).parent / "schemas"
+EXAMPLES = Path(__file__).parent.parent / "examples"
 
 FULL = xk8s.Kubernetes(
     namespace="ml", requirements=xm.JobRequirements(cpu=3.5, memory="16GiB", ephemeral_storage="20GiB", a100=2),
@@ -36,28 +37,8 @@ TRIALS = [(["python3", "-m", "train", f"--lr={lr}", "it's $HOME\n"], {"SEED": st
           for i, lr in enumerate((0.1, 0.01, 0.001))]
 
 
-def strict(schema: dict) -> dict:
-    """The CRD schema as the API server applies it with strict field validation: unknown
-    fields are errors (the server prunes them and, in Strict mode, rejects the request)."""
-    if isinstance(schema, dict):
-        out = {k: strict(v) for k, v in schema.items()}
-        if out.get("type") == "object" and "properties" in out and "additionalProperties" not in out \
-                and not out.get("x-kubernetes-preserve-unknown-fields"):
-            out["additionalProperties"] = False
-        return out
-    if isinstance(schema, list):
-        return [strict(v) for v in schema]
-    return schema
-
-
-@functools.lru_cache(maxsize=1)
-def jobset_validator() -> jsonschema.Draft7Validator:
-    schema = strict(json.loads((SCHEMAS / "jobset-v1alpha2.json").read_text())["schema"])
-    return jsonschema.Draft7Validator(schema)
-
-
 def validate_jobset(manifest: dict) -> None:
-    jobset_validator().validate(manifest)
+    crd_schemas.validate(manifest)
     # the embedded Job template must also be a valid batch/v1 JobSpec
     for rjob in manifest["spec"]["replicatedJobs"]:
         job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "x"}, "spec": rjob["template"]["spec"]}
@@ -88,6 +69,14 @@ def test_the_validator_is_strict():
     bad["spec"]["replicatedJob"] = []
     with pytest.raises(jsonschema.ValidationError):
         validate_jobset(bad)
+    nested = mf.jobset("x", "ml", [("main", xk8s.Kubernetes(), "img", ["a"], {})], {}, has_command=[True])
+    nested["spec"]["replicatedJobs"][0]["replica"] = 2
+    with pytest.raises(jsonschema.ValidationError, match="'replica' was unexpected"):
+        validate_jobset(nested)
+    wrong_type = mf.jobset("x", "ml", [("main", xk8s.Kubernetes(), "img", ["a"], {})], {}, has_command=[True])
+    wrong_type["spec"]["suspend"] = "yes"
+    with pytest.raises(jsonschema.ValidationError):
+        validate_jobset(wrong_type)
 
 
 @pytest.mark.parametrize("executor", [xk8s.Kubernetes(), FULL, TPU], ids=["plain", "full", "tpu"])
@@ -137,3 +126,55 @@ def test_sweeps_are_chunked_below_the_configmap_limit():
 def test_a_sweep_of_an_image_without_a_command_is_refused_with_the_fix():
     with pytest.raises(xp.ConfigurationError, match=r"xk8s.image\(IMAGE, command="):
         mf.indexed_job("x", "ml", FULL, "img", {}, trials=TRIALS, inline=False, has_command=False)
+
+
+def test_a_queued_jobset_is_suspended_labelled_and_valid():
+    queued = xk8s.Kubernetes(queue="lab-queue", workload_priority="high")
+    manifest = mf.jobset("x", "ml", [("train", queued, "img", ["t"], {})], {}, has_command=[True])
+    validate_jobset(manifest)
+    assert manifest["spec"]["suspend"] is True
+    assert manifest["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "lab-queue"
+    assert manifest["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] == "high"
+
+
+def test_queue_labels_are_the_ones_kueue_reads():
+    # kubernetes-sigs/kueue pkg/controller/constants/constants.go: QueueLabel, WorkloadPriorityClassLabel
+    assert mf.queue_labels(xk8s.Kubernetes(queue="q", workload_priority="p")) == {
+        "kueue.x-k8s.io/queue-name": "q", "kueue.x-k8s.io/priority-class": "p"}
+    job, _ = mf.indexed_job("x", "ml", xk8s.Kubernetes(queue="q"), "img", {}, trials=TRIALS, inline=False)
+    assert job["spec"]["suspend"] is True  # Kueue's webhook would suspend it anyway; created so, no pod starts early
+    plain, _ = mf.indexed_job("x", "ml", xk8s.Kubernetes(), "img", {}, trials=TRIALS, inline=False)
+    assert "suspend" not in plain["spec"]
+
+
+def test_the_kueue_example_is_valid_for_the_kueue_crds():
+    docs = [d for d in yaml.safe_load_all((EXAMPLES / "kueue_queue.yaml").read_text()) if d]
+    assert {d["kind"] for d in docs} == {"ResourceFlavor", "ClusterQueue", "LocalQueue", "WorkloadPriorityClass"}
+    for doc in docs:
+        crd_schemas.validate(doc)
+    [queue] = [d for d in docs if d["kind"] == "LocalQueue"]
+    queue["spec"]["clusterqueue"] = queue["spec"].pop("clusterQueue")  # misspelled
+    with pytest.raises(jsonschema.ValidationError):
+        crd_schemas.validate(queue)
+
+
+def test_the_fakes_workload_is_valid_and_the_validator_rejects_a_misspelled_one(fake_k8s, tmp_path):
+    from xcore.testing import make_launch_context, make_request
+    from xk8s import hooks
+
+    exe = xk8s.KubernetesExecutable(name="t", image="img", command=["python3", "-m", "t"])
+    [handle] = hooks.xcore_launch("xk8s.Kubernetes", [make_request(exe, xk8s.Kubernetes(queue="q"))],
+                                  make_launch_context(tmp_path))
+    workload = {k: v for k, v in fake_k8s.workload(handle.name).items() if not k.startswith("_")}
+    crd_schemas.validate(workload)
+    workload["spec"]["podSets"][0]["cnt"] = workload["spec"]["podSets"][0].pop("count")
+    with pytest.raises(jsonschema.ValidationError):
+        crd_schemas.validate(workload)
+
+
+def test_per_trial_time_limit_is_the_pods_active_deadline():
+    job, _ = mf.indexed_job("x", "ml", FULL, "img", {}, trials=TRIALS, inline=False)
+    assert job["spec"]["template"]["spec"]["activeDeadlineSeconds"] == 3600
+    assert "activeDeadlineSeconds" not in job["spec"]
+    for version in K8S_VERSIONS:
+        kubernetes_validate.validate(job, version, strict=True)

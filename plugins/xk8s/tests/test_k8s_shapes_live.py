@@ -74,6 +74,21 @@ def test_cancel_one_running_trial_of_a_live_sweep(fake_k8s_run, tmp_path):
     assert "was cancelled" in logs(handles[1])
 
 
+def test_a_running_trial_over_its_time_limit_is_killed_and_the_others_finish(fake_k8s_run, tmp_path):
+    program = "import sys, time; print('start', flush=True); time.sleep(float(sys.argv[1]))"
+    exe = xk8s.KubernetesExecutable(name="sleep", image="img", command=["python3", "-c", program])
+    # the limit leaves room for two interpreter starts (entrypoint, then the trial) on a loaded machine
+    reqs = [make_request(exe, xk8s.Kubernetes(time_limit_secs=8), [seconds]) for seconds in ("120", "0", "0")]
+    handles = hooks.xcore_launch("xk8s.Kubernetes", reqs, make_launch_context(tmp_path))
+    started = time.monotonic()
+    result = wait(handles, timeout=60)
+    assert time.monotonic() - started < 60  # not the 120 s the first trial wanted
+    assert result[0].status is xp.Status.FAILED and result[0].message.startswith("DeadlineExceeded"), result[0]
+    assert [s.status for s in result[1:]] == [xp.Status.COMPLETED, xp.Status.COMPLETED]
+    assert "start" in logs(handles[0])
+    assert fake_k8s_run.processes == {}  # the killed process was reaped
+
+
 def test_check_command_reports_each_check(fake_k8s, tmp_path):
     config = tmp_path / "config"
     config.mkdir(exist_ok=True)
@@ -87,6 +102,26 @@ def test_check_command_reports_each_check(fake_k8s, tmp_path):
     assert out.returncode == 1
     failed = [c for c in json.loads(out.stdout)["checks"] if not c["ok"]]
     assert [c["check"] for c in failed] == ["delete jobs"] and "not allowed" in failed[0]["detail"]
+
+
+def test_check_verifies_the_targets_kueue_local_queue(fake_k8s, tmp_path):
+    config = tmp_path / "config"
+    config.mkdir(exist_ok=True)
+    (config / "k8s.toml").write_text('[targets.lab]\ncontext = "fake"\nqueue = "lab-queue"\n')
+    run = [sys.executable, "-m", "xcore.cli.main", "k8s", "check", "lab", "--json"]
+    out = subprocess.run(run, capture_output=True, text=True, check=False)
+    assert out.returncode == 1, out.stdout + out.stderr
+    [failed] = [c for c in json.loads(out.stdout)["checks"] if not c["ok"]]
+    assert failed["check"] == "Kueue queue" and "no Kueue LocalQueue lab-queue in namespace default" in failed["detail"]
+    fake_k8s.create("LocalQueue", "default", {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "LocalQueue",
+                                              "metadata": {"name": "lab-queue"}, "spec": {"clusterQueue": "lab"}})
+    out = subprocess.run(run, capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stdout
+    [queue] = [c for c in json.loads(out.stdout)["checks"] if c["check"] == "Kueue queue"]
+    assert queue["detail"] == "Kueue LocalQueue lab-queue exists (ClusterQueue lab)"
+    fake_k8s.denied.add(("list", "workloads"))
+    out = subprocess.run(run, capture_output=True, text=True, check=False)
+    assert [c["check"] for c in json.loads(out.stdout)["checks"] if not c["ok"]] == ["list Kueue workloads"]
 
 
 def test_examples_launch_through_the_core_as_one_indexed_job_and_one_jobset(fake_k8s, tmp_path):

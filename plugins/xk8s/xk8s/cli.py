@@ -61,9 +61,21 @@ def checks(context: str | None, namespace: str, queue: str | None, registry: str
         return run
 
     def local_queue() -> str:
-        client.custom(context).get_namespaced_custom_object("kueue.x-k8s.io", "v1beta1", namespace, "localqueues",
-                                                            queue)
-        return f"Kueue LocalQueue {queue} exists"
+        ApiException = client.api_exception()
+        for version in ("v1beta1", "v1beta2"):  # v1beta1: every Kueue release so far; v1beta2: newer ones
+            try:
+                found: Any = client.custom(context).get_namespaced_custom_object(
+                    "kueue.x-k8s.io", version, namespace, "localqueues", queue)
+            except ApiException as exc:
+                if exc.status == 404 and version == "v1beta1":
+                    continue
+                if exc.status == 404:
+                    raise LookupError(f"no Kueue LocalQueue {queue} in namespace {namespace} (or Kueue is not "
+                                      "installed): ask the cluster admin, or fix the target's queue") from None
+                raise
+            cluster_queue = (found.get("spec") or {}).get("clusterQueue", "?")
+            return f"Kueue LocalQueue {queue} exists (ClusterQueue {cluster_queue})"
+        raise AssertionError("unreachable")
 
     def registry_up() -> str:
         import urllib.error
@@ -85,6 +97,7 @@ def checks(context: str | None, namespace: str, queue: str | None, registry: str
            ("create configmaps", allowed("create", "configmaps", ""))]
     if queue:
         out.append(("Kueue queue", local_queue))
+        out.append(("list Kueue workloads", allowed("list", "workloads", "kueue.x-k8s.io")))
     if registry:
         out.append(("registry", registry_up))
     return out

@@ -186,8 +186,8 @@ class Kubernetes(xp.Executor):
 
     ``target`` names an entry of ``k8s.toml`` (kubeconfig context plus defaults); ``context``
     a kubeconfig context directly. ``retries`` are per trial (``backoffLimitPerIndex``);
-    preemption and eviction never count against them. ``time_limit_secs`` becomes
-    ``activeDeadlineSeconds`` of the Job. ``max_parallel`` caps the pods of a sweep that run
+    preemption and eviction never count against them. ``time_limit_secs`` bounds each trial
+    (the pod's ``activeDeadlineSeconds``), not the whole sweep. ``max_parallel`` caps the pods of a sweep that run
     at once (``parallelism``).
     """
 

@@ -272,6 +272,37 @@ def snapshot(context: str | None, namespace: str, handles: Sequence[KubernetesHa
     return states.Snapshot.of(jobs, pods)
 
 
+KUEUE_VERSIONS = ("v1beta1", "v1beta2")  # v1beta1 is served by every Kueue release so far
+
+
+def add_workloads(context: str | None, namespace: str, snap: states.Snapshot) -> None:
+    """The Kueue Workloads of Jobs that wait for admission, for the reason (one more LIST, only then)."""
+    from xk8s import client
+
+    uids = sorted({states.workload_owner(j) for j in snap.jobs.values() if states.waits_for_kueue(j)})
+    if not uids:
+        return
+    selector = f"kueue.x-k8s.io/job-uid in ({','.join(uids)})"
+    for version in KUEUE_VERSIONS:
+        client.count("list_workloads")
+        try:
+            response = client.custom(context).list_namespaced_custom_object(
+                "kueue.x-k8s.io", version, namespace, "workloads", label_selector=selector, _preload_content=False)
+        except client.api_exception() as exc:
+            if exc.status == 404:  # this version is not served (or Kueue is not installed)
+                continue
+            if exc.status == 403:
+                snap.workloads_error = (f"not allowed to list Kueue Workloads in {namespace} for the reason "
+                                        "(grant list on workloads.kueue.x-k8s.io)")
+                return
+            raise
+        for item in json.loads(response.data).get("items") or []:
+            uid = (item["metadata"].get("labels") or {}).get("kueue.x-k8s.io/job-uid")
+            if uid:
+                snap.workloads[uid] = item
+        return
+
+
 def _marker_dir(context: str | None, namespace: str) -> Path:
     return xp.plugin_state_dir("xk8s") / "cancelled" / (context or "_") / namespace
 
@@ -357,6 +388,7 @@ def _ask(handles: Sequence[KubernetesHandle]) -> list[xp.JobState]:
             if type(exc).__module__.startswith("urllib3"):
                 raise OSError(f"xk8s: the API server does not answer: {exc}") from None
             raise
+        add_workloads(ctx, namespace, snap)
         marked = _locally_cancelled(ctx, namespace)  # one directory read, not one per trial
         finals: dict[str, dict] = {}
         sets = _jobsets_without_jobs(ctx, namespace, group, snap)

@@ -156,6 +156,9 @@ def pod_spec(executor: Kubernetes, image: str, *, command: Sequence[str] | None,
         spec["imagePullSecrets"] = [{"name": s} for s in executor.image_pull_secrets]
     if executor.priority_class:
         spec["priorityClassName"] = executor.priority_class
+    if executor.time_limit_secs:
+        # per pod, so per trial of a sweep: the kubelet fails the pod with reason DeadlineExceeded
+        spec["activeDeadlineSeconds"] = executor.time_limit_secs
     return spec
 
 
@@ -178,8 +181,6 @@ def job_spec(executor: Kubernetes, pod: dict[str, Any], labels: Mapping[str, str
         "podFailurePolicy": failure_policy(),
         "template": {"metadata": {"labels": dict(labels)}, "spec": pod},
     }
-    if executor.time_limit_secs:
-        spec["activeDeadlineSeconds"] = executor.time_limit_secs
     if executor.ttl_after_finished_secs is not None:
         spec["ttlSecondsAfterFinished"] = executor.ttl_after_finished_secs
     if suspend:

@@ -1,7 +1,8 @@
 """From listed Jobs and Pods (plain dicts) to one xcore ``JobState`` per trial.
 
 The reason a user needs comes first in the message: ``OOMKilled``, ``ImagePullBackOff``,
-``Unschedulable``, ``preempted``, ``DeadlineExceeded``, ``waiting for Kueue admission``.
+``Unschedulable``, ``preempted``/``evicted``, ``DeadlineExceeded`` (a trial over its time limit),
+``waiting for Kueue admission`` with the Kueue Workload's own reason.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import attrs
 from xcore import plugin as xp
 from xk8s import manifests as mf
 
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+JOBSET_LABEL = "jobset.sigs.k8s.io/jobset-name"
 _WAITING_PROBLEMS = {"ImagePullBackOff", "ErrImagePull", "InvalidImageName", "CreateContainerConfigError",
                      "CreateContainerError", "CrashLoopBackOff"}
 
@@ -78,6 +81,10 @@ def _condition(obj: dict[str, Any], kind: str) -> dict[str, Any] | None:
 class Snapshot:
     jobs: dict[str, dict[str, Any]]
     pods: dict[tuple[str, int], list[dict[str, Any]]]
+    #: Kueue Workloads by the uid of the Job they stand for (listed only when a Job waits for Kueue).
+    workloads: dict[str, dict[str, Any]] = attrs.field(factory=dict)
+    #: Why the Workloads could not be read (RBAC), said instead of their reason.
+    workloads_error: str | None = None
     _indexes: dict[str, tuple[set[int], set[int], set[int]]] = attrs.field(factory=dict)
 
     def indexes(self, job: str) -> tuple[set[int], set[int], set[int]]:
@@ -121,6 +128,10 @@ def _ended(pod: dict[str, Any] | None, code_default: int | None = None) -> xp.Jo
     term = _terminated(pod)
     code = term.get("exitCode", code_default)
     started, ended = timestamp(term.get("startedAt")), timestamp(term.get("finishedAt"))
+    if pod and pod.get("status", {}).get("reason") == "DeadlineExceeded":  # the pod's activeDeadlineSeconds
+        limit = pod.get("spec", {}).get("activeDeadlineSeconds")
+        return xp.JobState(xp.Status.FAILED, f"DeadlineExceeded: the trial ran longer than its time limit "
+                                             f"({limit} s, time_limit_secs)", code, started, ended)
     state = xp.exit_state(code, started_at=started, ended_at=ended)
     if state.status is xp.Status.FAILED and term.get("reason") == "OOMKilled":
         return attrs.evolve(state, message=f"OOMKilled: out of memory ({state.message})")
@@ -142,10 +153,49 @@ def _why_pending(pod: dict[str, Any]) -> str:
 def _disrupted(pod: dict[str, Any]) -> str | None:
     cond = _condition(pod, "DisruptionTarget")
     if cond:
-        return f"preempted ({cond.get('reason', 'DisruptionTarget')}: {cond.get('message', '')})".replace(": )", ")")
+        reason = cond.get("reason", "DisruptionTarget")
+        what = "preempted" if "Preemption" in reason else "evicted"
+        return f"{what} ({reason}: {cond.get('message', '')})".replace(": )", ")")
     if pod.get("status", {}).get("reason") == "Evicted":
         return f"evicted ({pod['status'].get('message', '')})"
     return None
+
+
+def waits_for_kueue(job: dict[str, Any]) -> bool:
+    return bool(job.get("spec", {}).get("suspend")) and QUEUE_LABEL in (job["metadata"].get("labels") or {})
+
+
+def workload_owner(job: dict[str, Any]) -> str:
+    """The uid Kueue labels the Workload with: the JobSet's for a JobSet's Job, else the Job's."""
+    if JOBSET_LABEL in (job["metadata"].get("labels") or {}):
+        for ref in job["metadata"].get("ownerReferences") or []:
+            if ref.get("kind") == "JobSet" and ref.get("uid"):
+                return str(ref["uid"])
+    return str(job["metadata"].get("uid", ""))
+
+
+def kueue_reason(job: dict[str, Any], workloads: dict[str, dict[str, Any]], error: str | None = None) -> str:
+    """Why a suspended Job waits: its Kueue Workload's conditions say (no quota, no such queue, evicted)."""
+    queue = (job["metadata"].get("labels") or {}).get(QUEUE_LABEL)
+    if not queue:
+        return "suspended"
+    head = f"waiting for Kueue admission (queue {queue})"
+    workload = workloads.get(workload_owner(job))
+    if workload is None and error:
+        return f"{head}; {error}"
+    if workload is None:
+        return f"{head}: no Kueue Workload yet (is Kueue installed and watching this namespace?)"
+    conditions = {c.get("type"): c for c in (workload.get("status") or {}).get("conditions") or []}
+    evicted = conditions.get("Evicted")
+    if evicted and evicted.get("status") == "True":
+        return f"evicted by Kueue ({evicted.get('reason')}: {evicted.get('message', '')}); {head}"
+    reserved = conditions.get("QuotaReserved")
+    if reserved and reserved.get("status") == "True":
+        admitted = conditions.get("Admitted") or {}
+        return f"{head}: quota reserved, waiting for admission checks: {admitted.get('message', '')}".rstrip(": ")
+    if reserved:
+        return f"{head}: {reserved.get('reason', 'Pending')}: {reserved.get('message', '')}".rstrip(": ")
+    return f"{head}: not yet considered by Kueue"
 
 
 def state_of(snap: Snapshot, job_name: str, index: int, *, locally_cancelled: bool = False) -> xp.JobState:
@@ -174,9 +224,7 @@ def state_of(snap: Snapshot, job_name: str, index: int, *, locally_cancelled: bo
                                                  f"({job['spec'].get('activeDeadlineSeconds')} s)")
         return xp.JobState(xp.Status.FAILED, f"{reason}: {message}".rstrip(": "))
     if job.get("spec", {}).get("suspend"):
-        queue = (job["metadata"].get("labels") or {}).get("kueue.x-k8s.io/queue-name")
-        return xp.JobState(xp.Status.PENDING, f"waiting for Kueue admission (queue {queue})" if queue
-                           else "suspended")
+        return xp.JobState(xp.Status.PENDING, kueue_reason(job, snap.workloads, snap.workloads_error))
     if pod is None:
         return xp.JobState(xp.Status.PENDING, "waiting for a pod")
     phase = pod.get("status", {}).get("phase")

@@ -81,12 +81,10 @@ def worker_pool(request: xp.LaunchRequest, pool: int) -> dict[str, Any]:
     if machine.vertex_accelerator:
         machine_spec["accelerator_type"] = machine.vertex_accelerator
         machine_spec["accelerator_count"] = machine.accelerator_count
-    shape = requirements.topology
-    topology = (shape.name if shape is not None and len(shape.dimensions) > 1 else None) or machine.tpu_topology
-    if topology and machine.accelerator and machine.accelerator.startswith("TPU"):
-        machine_spec["tpu_topology"] = str(topology)
-    replicas = requirements.replicas
-    if pool == 0 and replicas != 1:
+    if machine.tpu_topology:
+        machine_spec["tpu_topology"] = machine.tpu_topology
+    replicas = machine.hosts if machine.hosts > 1 else requirements.replicas  # a TPU slice: one replica per host
+    if pool == 0 and replicas != 1 and machine.hosts == 1:
         raise xp.ConfigurationError(
             f"{request.full_name}: Vertex's first worker pool (the chief) runs 1 replica, not {replicas}; "
             "put the other replicas in a 'worker' job of a JobGroup.")

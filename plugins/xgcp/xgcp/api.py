@@ -57,10 +57,24 @@ def is_retryable(exc: BaseException) -> bool:
                             ex.GatewayTimeout, ex.DeadlineExceeded, requests.ConnectionError, requests.Timeout))
 
 
-def explain(exc: BaseException, project: str) -> str:
+def explain(exc: BaseException, project: str, endpoint: str = "") -> str:
     """One sentence that says what happened and what to run."""
     ex = _errors()
+    import requests
+    from google.auth import exceptions as auth_errors
+
+    if isinstance(exc, auth_errors.GoogleAuthError):  # e.g. a refresh after a 401 failed: expired login
+        return "Google rejected the credentials: run `gcloud auth application-default login`."
+    if isinstance(exc, (requests.ConnectionError, requests.Timeout)):
+        where = endpoint or "the Vertex AI endpoint"
+        return (f"Cannot reach {where} ({type(exc).__name__}): check the location in the target "
+                "(`xcore vertex list`) and your network or proxy settings.")
     text = re.sub(r"^(GET|POST|DELETE|PATCH|PUT) \S+: ", "", getattr(exc, "message", None) or str(exc))
+    if isinstance(exc, (ex.PermissionDenied, ex.Forbidden, ex.NotFound)) and (
+            "may not exist" in text or f"project {project} not found" in text.lower()
+            or "project not found" in text.lower()):
+        return (f"Project {project} does not exist or you cannot see it: check the id with "
+                f"`gcloud projects describe {project}` (or set project in vertex.toml).")
     if isinstance(exc, (ex.TooManyRequests, ex.ResourceExhausted)):
         return (f"Vertex quota exceeded in project {project} ({text}); request more quota in the Cloud console "
                 "(IAM & Admin > Quotas) or lower Vertex(create_parallelism=...).")

@@ -17,7 +17,8 @@ Example (``~/.config/xcore/vertex.toml``; ``XCORE_CONFIG_DIR`` moves it)::
     labels = { team = "ml" }
 
 Without a file, ``GOOGLE_CLOUD_PROJECT`` and ``XGCP_LOCATION`` (default ``us-central1``) name the
-project and location. ``XGCP_API_ENDPOINT`` / ``XGCP_LOGGING_ENDPOINT`` point at other endpoints
+project and location. ``XGCP_API_ENDPOINT`` / ``XGCP_LOGGING_ENDPOINT`` / ``XGCP_QUOTAS_ENDPOINT``
+(Cloud Quotas, read by ``xcore vertex check``) point at other endpoints
 (an ``http://`` endpoint is a local emulator and gets anonymous credentials).
 Credentials are Application Default Credentials: ``gcloud auth application-default login``,
 a key file in ``GOOGLE_APPLICATION_CREDENTIALS``, or impersonation configured through gcloud.
@@ -38,6 +39,7 @@ FILE_NAME = "vertex.toml"
 ENV_TARGET = "XGCP_TARGET"
 ENV_API = "XGCP_API_ENDPOINT"
 ENV_LOGGING = "XGCP_LOGGING_ENDPOINT"
+ENV_QUOTAS = "XGCP_QUOTAS_ENDPOINT"
 DEFAULT_LOCATION = "us-central1"
 SCOPES = ("https://www.googleapis.com/auth/cloud-platform",)
 
@@ -52,6 +54,7 @@ class Target:
     service_account: str | None = None
     api_endpoint: str | None = None
     logging_endpoint: str | None = None
+    quotas_endpoint: str | None = None
     defaults: dict[str, Any] = attrs.field(factory=dict)
 
     def to_json(self) -> dict[str, Any]:
@@ -114,6 +117,10 @@ def api_endpoint(location: str, target: Target | None = None) -> str:
 
 def logging_endpoint(target: Target | None = None) -> str:
     return os.environ.get(ENV_LOGGING) or (target and target.logging_endpoint) or "https://logging.googleapis.com"
+
+
+def quotas_endpoint(target: Target | None = None) -> str:
+    return os.environ.get(ENV_QUOTAS) or (target and target.quotas_endpoint) or "https://cloudquotas.googleapis.com"
 
 
 def is_emulator(endpoint: str) -> bool:

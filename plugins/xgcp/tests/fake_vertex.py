@@ -274,6 +274,9 @@ class FakeVertex:
 
     def entries_list(self, body: dict[str, Any]) -> dict[str, Any]:
         self.calls["logs"] += 1
+        failure = self._inject("logs")
+        if failure:
+            raise ApiError(failure.code, failure.message)
         predicate = parse_log_filter(body.get("filter", ""))
         with self.lock:
             matching = [e for e in self.entries if predicate(e)]

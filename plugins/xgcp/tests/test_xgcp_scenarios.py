@@ -332,3 +332,22 @@ def test_every_job_option_reaches_the_custom_job_vertex_parses(vertex, xcore_hom
     assert {k: v for k, v in created.labels.items() if not k.startswith("xcore_")} == {"team": "ml",
                                                                                      "cost-center": "r_d"}
     assert set(created.labels) >= {"xcore_store", "xcore_experiment", "xcore_unit", "xcore_request"}
+
+
+@pytest.mark.parametrize(("code", "message", "expected"), [
+    (403, "Permission 'logging.logEntries.list' denied on resource",
+     "Permission denied reading logs in project fake-project: grant roles/logging.viewer, e.g. "
+     "`gcloud projects add-iam-policy-binding fake-project --member=user:YOU --role=roles/logging.viewer`."),
+    (403, "Cloud Logging API has not been used in project fake-project before or it is disabled.",
+     "The Cloud Logging API is not enabled in project fake-project: run "
+     "`gcloud services enable logging.googleapis.com --project fake-project`."),
+])
+def test_logs_that_cannot_be_read_say_what_to_run(vertex, xcore_home, image, code, message, expected):
+    from xgcp.api import VertexError
+
+    vertex.auto_run = False
+    [job] = jobs(run_units([{"args": ["x"]}]))
+    vertex.fail("logs", code, message)
+    with pytest.raises(VertexError) as caught:
+        "".join(logs(job))
+    assert str(caught.value) == expected

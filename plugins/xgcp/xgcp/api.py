@@ -136,6 +136,20 @@ def list_jobs(api: Any, project: str, location: str, filter_: str) -> dict[str, 
     return {job.name: job for job in pages}
 
 
+def logging_error(status: int, text: str, project: str) -> str:
+    """What a failed Cloud Logging read means, as one sentence with what to run."""
+    if status == 401:
+        return "Google rejected the credentials: run `gcloud auth application-default login`."
+    if status == 403 and ("SERVICE_DISABLED" in text or "has not been used" in text or "is disabled" in text):
+        return (f"The Cloud Logging API is not enabled in project {project}: run "
+                f"`gcloud services enable logging.googleapis.com --project {project}`.")
+    if status == 403:
+        return (f"Permission denied reading logs in project {project}: grant roles/logging.viewer, e.g. "
+                f"`gcloud projects add-iam-policy-binding {project} --member=user:YOU --role=roles/logging.viewer`.")
+    return (f"Cloud Logging answered {status} ({text[:200]}); try again, or read the logs in the Cloud console "
+            f"(Logging > Logs Explorer, project {project}).")
+
+
 EXIT_RE = re.compile(r"replica (workerpool(\d+)-\d+) exited with a non-zero status of (-?\d+)")
 
 
@@ -164,8 +178,7 @@ def log_entries(project: str, job_id: str, pool: int, target: config.Target | No
                 body["pageToken"] = token
             response = session.post(f"{endpoint}/v2/entries:list", json=body, timeout=60)
             if response.status_code != 200:
-                raise VertexError(f"Cloud Logging answered {response.status_code}: {response.text[:300]}; check "
-                                  f"that the Logging API is enabled and you may read logs in project {project}.")
+                raise VertexError(logging_error(response.status_code, response.text, project))
             data = response.json()
             for entry in data.get("entries", []):
                 key = entry.get("insertId") or repr(entry)

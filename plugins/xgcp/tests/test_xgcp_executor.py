@@ -160,6 +160,13 @@ def test_targets_file(tmp_path, monkeypatch):
     (tmp_path / "vertex.toml").write_text('[targets.x]\nprojet = "typo"\n')
     with pytest.raises(ConfigurationError, match="unknown keys projet"):
         config.resolve()
+    (tmp_path / "vertex.toml").write_text('[targets.x]\nproject = "p"\n[targets.x.defaults]\nscheduling = "spot"\n')
+    with pytest.raises(ConfigurationError, match=r"\[targets.x.defaults\] has scheduling, which xgcp does not read; "
+                                                 "defaults may set labels, network, service_account"):
+        config.resolve()
+    (tmp_path / "vertex.toml").write_text('[targets.x]\nproject = "p"\n[targets.x.defaults]\nlabels = { Team = "a" }\n')
+    with pytest.raises(ConfigurationError, match=r"\[targets.x.defaults\] Vertex label Team='a': keys start"):
+        config.resolve()
 
 
 def test_no_project_anywhere_says_what_to_set(tmp_path, monkeypatch):

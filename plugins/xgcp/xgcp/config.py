@@ -84,11 +84,30 @@ def load_targets() -> tuple[dict[str, Target], str | None]:
                 f"known: {', '.join(sorted(fields))}.")
         if "project" not in table:
             raise xp.ConfigurationError(f"{path}: target {name!r} needs project = \"...\".")
+        _check_defaults(path, name, table.get("defaults") or {})
         targets[name] = Target(name=name, **table)
     default = data.get("default")
     if default is not None and default not in targets:
         raise xp.ConfigurationError(f"{path}: default = {default!r} names no [targets.{default}] table.")
     return targets, default
+
+
+DEFAULT_FIELDS = ("labels", "network", "service_account")  # the executor fields a target's defaults fill in
+
+
+def _check_defaults(path: Path, name: str, defaults: dict[str, Any]) -> None:
+    """Defaults xgcp would ignore or Vertex would reject fail here, naming the file."""
+    from xgcp.executors import _check_labels
+
+    unknown = sorted(set(defaults) - set(DEFAULT_FIELDS))
+    if unknown:
+        raise xp.ConfigurationError(
+            f"{path}: [targets.{name}.defaults] has {', '.join(unknown)}, which xgcp does not read; "
+            f"defaults may set {', '.join(DEFAULT_FIELDS)} (set other fields on xgcp.Vertex(...)).")
+    try:
+        _check_labels(None, None, dict(defaults.get("labels") or {}))
+    except xp.ConfigurationError as exc:
+        raise xp.ConfigurationError(f"{path}: [targets.{name}.defaults] {exc}") from None
 
 
 def resolve(name: str | None = None, project: str | None = None, location: str | None = None) -> Target:

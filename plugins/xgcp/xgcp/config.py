@@ -12,7 +12,7 @@ Example (``~/.config/xcore/vertex.toml``; ``XCORE_CONFIG_DIR`` moves it)::
     staging_bucket = "gs://my-bucket/xcore"
     service_account = "trainer@my-project.iam.gserviceaccount.com"
 
-    [targets.dev.defaults]             # Vertex executor fields used when the executor leaves them unset
+    [targets.dev.defaults]             # used when the executor leaves them unset: labels, network, service_account
     network = "projects/123/global/networks/default"
     labels = { team = "ml" }
 

@@ -510,6 +510,9 @@ class _Handler(BaseHTTPRequestHandler):
         except ApiError as exc:
             self._send(exc.code, {"error": {"code": exc.code, "message": exc.message,
                                             "status": STATUS_NAMES.get(exc.code, "UNKNOWN")}})
+        except Exception as exc:  # noqa: BLE001  (a bug in this fake: a 400 the client does not retry for minutes)
+            self._send(400, {"error": {"code": 400, "message": f"fake_vertex bug: {type(exc).__name__}: {exc}",
+                                       "status": "INVALID_ARGUMENT"}})
 
     def do_GET(self) -> None:
         self._dispatch("GET")

@@ -140,3 +140,14 @@ def test_unreachable_endpoint_names_it_and_what_to_check(vertex, capsys, monkeyp
     assert status == 1
     assert step["detail"] == (f"Cannot reach {closed} (ConnectionError): check the location in the target "
                               "(`xcore vertex list`) and your network or proxy settings.")
+
+
+def test_text_output_marks_a_quota_warning_and_exits_0(vertex, capsys):
+    from xgcp import cli
+
+    vertex.fail("quotas", 403, "Cloud Quotas API has not been used in project fake-project before or it is disabled.")
+    assert cli.check_target(argparse.Namespace(name=None, json=False)) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "vertex target env (fake-project, us-central1)"
+    assert [line.split(":")[0] for line in lines[1:]] == [
+        "  ok   credentials found", "  ok   project reachable, Vertex API enabled", "  warn custom-training quota"]

@@ -252,3 +252,27 @@ def test_tpu_shapes_vertex_cannot_run_are_one_line_errors(requirements, message)
 
     with pytest.raises(ResourceSpecError, match=re.escape(message)):
         xgcp.Vertex(requirements=xm.JobRequirements(**requirements))
+
+
+@pytest.mark.parametrize(("gpus", "machine", "others"), [("8x2", "a3-highgpu-8g", 1), ("8x4", "a3-highgpu-8g", 3)])
+def test_multi_host_gpus_put_the_other_hosts_in_worker_pool_1(gpus, machine, others):
+    from xgcp import api
+
+    exe = xgcp.VertexExecutable(name="t", image_uri="img")
+    executor = xgcp.Vertex(requirements=xm.JobRequirements(h100=gpus))
+    body = build.custom_job([make_request(exe, executor, ["--x"])], _target(), "s", "t", "r")
+    chief, workers = body["job_spec"]["worker_pool_specs"]
+    assert chief["replica_count"] == 1 and workers["replica_count"] == others
+    for pool in (chief, workers):
+        assert pool["machine_spec"] == {"machine_type": machine, "accelerator_type": "NVIDIA_H100_80GB",
+                                        "accelerator_count": 8}
+        assert pool["container_spec"]["args"] == ["--x"]
+    api.message(body)
+
+
+def test_a_multi_host_gpu_chief_next_to_a_worker_job_is_a_clear_error():
+    exe = xgcp.VertexExecutable(name="t", image_uri="img")
+    requests = [make_request(exe, xgcp.Vertex(requirements=xm.JobRequirements(h100="8x2")), [], job_name="chief"),
+                make_request(exe, xgcp.Vertex(), [], job_name="worker")]
+    with pytest.raises(ConfigurationError, match="multi-host GPU chief .2 hosts. fills Vertex worker pools 0 and 1"):
+        build.custom_job(requests, _target(), "s", "t", "r")

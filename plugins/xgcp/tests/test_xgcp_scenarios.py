@@ -351,3 +351,15 @@ def test_logs_that_cannot_be_read_say_what_to_run(vertex, xcore_home, image, cod
     with pytest.raises(VertexError) as caught:
         "".join(logs(job))
     assert str(caught.value) == expected
+
+
+def test_multi_host_gpu_job_runs_its_other_hosts_as_worker_pool_1(vertex, xcore_home, image):
+    exp = run_units([{"args": ["x"]}], xgcp.Vertex(requirements=xm.JobRequirements(a100="8x2")))
+    [job] = wait(exp)
+    assert job.status is Status.COMPLETED, job.message
+    [created] = vertex.jobs.values()
+    chief, workers = created.job_spec.worker_pool_specs
+    assert [(p.machine_spec.machine_type, p.replica_count) for p in (chief, workers)] == [
+        ("a2-highgpu-8g", 1), ("a2-highgpu-8g", 1)]
+    assert sorted({e["resource"]["labels"]["task_name"] for e in vertex.entries}) == ["workerpool0-0",
+                                                                                     "workerpool1-0"]

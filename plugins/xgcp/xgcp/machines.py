@@ -232,12 +232,16 @@ def select_machine(requirements: JobRequirements) -> Machine:
                 f"Vertex: a {machine.machine_type} TPU host has {machine.vcpus} vCPUs and {machine.memory_gib:g} GiB, "
                 f"less than the {cpu or 0:g} vCPUs and {(memory or 0) / GiB:g} GiB asked for; lower cpu or memory.")
         return machine
-    pool = candidates(accelerator, requirements.accelerator_count)
+    count, hosts = requirements.accelerator_count, 1
+    shape = requirements.topology
+    if accelerator and shape is not None and len(shape.dimensions) > 1:  # GPUs: h100='8x2' = 2 hosts of 8
+        count, hosts = shape.dimensions[0], shape.chip_count // shape.dimensions[0]
+    pool = candidates(accelerator, count)
     fitting = [m for m in pool if (cpu or 0) <= m.vcpus and (memory or 0) <= m.memory_gib * GiB]
     if not fitting:
         largest = max(pool, key=lambda m: (m.vcpus, m.memory_gib))
-        what = f" with {requirements.accelerator_count} {accelerator}" if accelerator else ""
+        what = f" with {count} {accelerator}" if accelerator else ""
         raise ConfigurationError(
             f"Vertex: no machine{what} has {cpu or 0:g} vCPUs and {(memory or 0) / GiB:g} GiB; the largest "
             f"({largest.machine_type}) has {largest.vcpus} vCPUs and {largest.memory_gib:g} GiB. Lower cpu or memory.")
-    return min(fitting, key=lambda m: (m.vcpus, m.memory_gib))
+    return attrs.evolve(min(fitting, key=lambda m: (m.vcpus, m.memory_gib)), hosts=hosts)

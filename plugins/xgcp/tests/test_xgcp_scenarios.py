@@ -363,3 +363,18 @@ def test_multi_host_gpu_job_runs_its_other_hosts_as_worker_pool_1(vertex, xcore_
         ("a2-highgpu-8g", 1), ("a2-highgpu-8g", 1)]
     assert sorted({e["resource"]["labels"]["task_name"] for e in vertex.entries}) == ["workerpool0-0",
                                                                                      "workerpool1-0"]
+
+
+def test_logs_from_an_unreachable_logging_endpoint_say_so(vertex, xcore_home, image, monkeypatch):
+    import socket
+
+    from xgcp.api import VertexError
+
+    vertex.auto_run = False
+    [job] = jobs(run_units([{"args": ["x"]}]))
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    monkeypatch.setenv("XGCP_LOGGING_ENDPOINT", closed)
+    with pytest.raises(VertexError, match=f"^Cannot reach {closed} \\(ConnectionError\\)"):
+        "".join(logs(job))

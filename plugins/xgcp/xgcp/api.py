@@ -176,7 +176,10 @@ def log_entries(project: str, job_id: str, pool: int, target: config.Target | No
             }
             if token:
                 body["pageToken"] = token
-            response = session.post(f"{endpoint}/v2/entries:list", json=body, timeout=60)
+            try:
+                response = session.post(f"{endpoint}/v2/entries:list", json=body, timeout=60)
+            except Exception as exc:  # noqa: BLE001  (refused credentials, network: one sentence)
+                raise VertexError(explain(exc, project, endpoint)) from None
             if response.status_code != 200:
                 raise VertexError(logging_error(response.status_code, response.text, project))
             data = response.json()

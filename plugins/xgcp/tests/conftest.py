@@ -21,6 +21,7 @@ def vertex(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakeVert
     fake = FakeVertex().start()
     monkeypatch.setenv("XGCP_API_ENDPOINT", fake.endpoint)
     monkeypatch.setenv("XGCP_LOGGING_ENDPOINT", fake.endpoint)
+    monkeypatch.setenv("XGCP_QUOTAS_ENDPOINT", fake.endpoint)
     monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "fake-project")
     monkeypatch.delenv("XGCP_TARGET", raising=False)
     monkeypatch.setenv("XCORE_CONFIG_DIR", str(tmp_path / "config"))

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
+import socket
 
+import pytest
 from xgcp_testkit import xcore_cli
 
 
@@ -12,8 +15,12 @@ def test_check_passes_against_a_reachable_project(vertex, tmp_path):
     result = xcore_cli("vertex", "check", "--json")
     assert result.returncode == 0, result.stdout + result.stderr
     report = json.loads(result.stdout)
-    assert [c["check"] for c in report["checks"]] == ["credentials found", "project reachable, Vertex API enabled"]
-    assert all(c["ok"] for c in report["checks"])
+    assert [c["check"] for c in report["checks"]] == ["credentials found", "project reachable, Vertex API enabled",
+                                                      "custom-training quota"]
+    assert all(c["ok"] and not c["warning"] for c in report["checks"])
+    assert report["checks"][2]["detail"] == (
+        "us-central1: cpus 575, nvidia_l4_gpus 8, nvidia_t4_gpus 4; 0 for 1 more (nvidia_a100_gpus)")
+    assert vertex.calls["quotas"] == 1
 
 
 def test_check_reports_a_disabled_api_with_the_command_to_run(vertex):
@@ -50,3 +57,97 @@ def test_list_shows_configured_targets(vertex, tmp_path):
     result = xcore_cli("vertex", "list", "--json")
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["targets"][0]["project"] == "p1"
+
+
+def check(capsys, name=None):
+    """``xcore vertex check --json`` in this process (the CLI subprocess tests above cover the wiring)."""
+    from xgcp import cli
+
+    code = cli.check_target(argparse.Namespace(name=name, json=True))
+    report = json.loads(capsys.readouterr().out)
+    return code, {c["check"]: c for c in report["checks"]}
+
+
+def one_sentence(text):
+    return text.endswith((".", "`.")) and text.count("`") in (0, 2) and "\n" not in text
+
+
+def test_quota_is_read_for_the_target_region(vertex, tmp_path, capsys):
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "vertex.toml").write_text('[targets.eu]\nproject = "p1"\nlocation = "europe-west4"\n')
+    code, checks = check(capsys, "eu")
+    assert code == 0
+    assert checks["custom-training quota"]["detail"] == (
+        "europe-west4: cpus 32; 0 for 3 more (nvidia_a100_gpus, nvidia_l4_gpus, nvidia_t4_gpus)")
+
+
+@pytest.mark.parametrize(("code", "message", "expected"), [
+    (403, "Cloud Quotas API has not been used in project fake-project before or it is disabled.",
+     "Quota not visible: the Cloud Quotas API is not enabled in project fake-project: run "
+     "`gcloud services enable cloudquotas.googleapis.com --project fake-project`."),
+    (403, "Permission 'cloudquotas.quotas.get' denied",
+     "Quota not visible: permission denied in project fake-project; grant roles/cloudquotas.viewer, e.g. "
+     "`gcloud projects add-iam-policy-binding fake-project --member=user:YOU --role=roles/cloudquotas.viewer`."),
+])
+def test_quota_not_visible_is_a_warning_that_says_what_to_run(vertex, capsys, code, message, expected):
+    vertex.fail("quotas", code, message)
+    status, checks = check(capsys)
+    assert status == 0, "jobs may still run: quota is a warning"
+    quota = checks["custom-training quota"]
+    assert (quota["ok"], quota["warning"], quota["detail"]) == (True, True, expected)
+    assert one_sentence(quota["detail"])
+
+
+def test_no_cpu_quota_in_the_region_is_a_warning(vertex, capsys):
+    vertex.quotas["custom_model_training_cpus"] = {"": 0}
+    status, checks = check(capsys)
+    quota = checks["custom-training quota"]
+    assert status == 0 and quota["warning"]
+    assert quota["detail"].startswith("Project fake-project has no custom-training CPU quota in us-central1: request")
+    assert one_sentence(quota["detail"])
+
+
+@pytest.mark.parametrize(("code", "message", "expected"), [
+    (403, "Vertex AI API has not been used in project fake-project before or it is disabled.",
+     "The Vertex AI API is not enabled in project fake-project: run "
+     "`gcloud services enable aiplatform.googleapis.com --project fake-project`."),
+    (403, "Permission 'aiplatform.customJobs.list' denied on resource '//aiplatform.googleapis.com/projects/x'",
+     "Permission denied in project fake-project (Permission 'aiplatform.customJobs.list' denied on resource "
+     "'//aiplatform.googleapis.com/projects/x'): grant your account roles/aiplatform.user, e.g. "
+     "`gcloud projects add-iam-policy-binding fake-project --member=user:YOU --role=roles/aiplatform.user`."),
+    (403, "Permission denied on resource project fake-project (or it may not exist).",
+     "Project fake-project does not exist or you cannot see it: check the id with "
+     "`gcloud projects describe fake-project` (or set project in vertex.toml)."),
+    (401, "Request had invalid authentication credentials.",
+     "Google rejected the credentials: run `gcloud auth application-default login`."),
+])
+def test_each_vertex_failure_is_one_sentence_with_the_command(vertex, capsys, code, message, expected):
+    vertex.fail("list", code, message)
+    status, checks = check(capsys)
+    step = checks["project reachable, Vertex API enabled"]
+    assert (status, step["ok"], step["detail"]) == (1, False, expected)
+    assert "custom-training quota" not in checks, "no quota check after a failed one"
+    assert one_sentence(step["detail"])
+
+
+def test_unreachable_endpoint_names_it_and_what_to_check(vertex, capsys, monkeypatch):
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{sock.getsockname()[1]}"  # nothing listens once the socket closes
+    monkeypatch.setenv("XGCP_API_ENDPOINT", closed)
+    status, checks = check(capsys)
+    step = checks["project reachable, Vertex API enabled"]
+    assert status == 1
+    assert step["detail"] == (f"Cannot reach {closed} (ConnectionError): check the location in the target "
+                              "(`xcore vertex list`) and your network or proxy settings.")
+
+
+def test_text_output_marks_a_quota_warning_and_exits_0(vertex, capsys):
+    from xgcp import cli
+
+    vertex.fail("quotas", 403, "Cloud Quotas API has not been used in project fake-project before or it is disabled.")
+    assert cli.check_target(argparse.Namespace(name=None, json=False)) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "vertex target env (fake-project, us-central1)"
+    assert [line.split(":")[0] for line in lines[1:]] == [
+        "  ok   credentials found", "  ok   project reachable, Vertex API enabled", "  warn custom-training quota"]

@@ -160,6 +160,13 @@ def test_targets_file(tmp_path, monkeypatch):
     (tmp_path / "vertex.toml").write_text('[targets.x]\nprojet = "typo"\n')
     with pytest.raises(ConfigurationError, match="unknown keys projet"):
         config.resolve()
+    (tmp_path / "vertex.toml").write_text('[targets.x]\nproject = "p"\n[targets.x.defaults]\nscheduling = "spot"\n')
+    with pytest.raises(ConfigurationError, match=r"\[targets.x.defaults\] has scheduling, which xgcp does not read; "
+                                                 "defaults may set labels, network, service_account"):
+        config.resolve()
+    (tmp_path / "vertex.toml").write_text('[targets.x]\nproject = "p"\n[targets.x.defaults]\nlabels = { Team = "a" }\n')
+    with pytest.raises(ConfigurationError, match=r"\[targets.x.defaults\] Vertex label Team='a': keys start"):
+        config.resolve()
 
 
 def test_no_project_anywhere_says_what_to_set(tmp_path, monkeypatch):
@@ -194,3 +201,78 @@ def test_package_leaves_executor_specs_it_does_not_own_to_others(tmp_path):
         hooks.xcore_package(xm.binary(xgcp.Vertex.Spec(), "/bin/true"), context)
     made = hooks.xcore_package(xm.container(xgcp.Vertex.Spec(), "us-docker.pkg.dev/p/r/img:1"), context)
     assert (made.image_uri, made.command) == ("us-docker.pkg.dev/p/r/img:1", [])
+
+
+@pytest.mark.parametrize(("requirements", "machine", "topology", "hosts", "accelerator"), [
+    ({"tpu_v5e": 1}, "ct5lp-hightpu-1t", "1x1", 1, ("TPU_V5_LITEPOD", 1)),
+    ({"tpu_v5e": "2x4"}, "ct5lp-hightpu-8t", "2x4", 1, ("TPU_V5_LITEPOD", 8)),  # one host when one fits
+    ({"tpu_v5e": "4x4"}, "ct5lp-hightpu-4t", "4x4", 4, ("TPU_V5_LITEPOD", 4)),
+    ({"tpu_v5e": 16}, "ct5lp-hightpu-4t", "4x4", 4, ("TPU_V5_LITEPOD", 4)),  # a chip count: the family's shape
+    ({"tpu_v5e": "16x16", "replicas": 64}, "ct5lp-hightpu-4t", "16x16", 64, ("TPU_V5_LITEPOD", 4)),
+    ({"tpu_v4": 4}, "ct4p-hightpu-4t", "2x2x1", 1, ("TPU_V4_POD", 4)),
+    ({"tpu_v4": "2x2x2"}, "ct4p-hightpu-4t", "2x2x2", 2, ("TPU_V4_POD", 4)),
+    ({"tpu_v5p": "4x4x4"}, "ct5p-hightpu-4t", "4x4x4", 16, None),  # no v5p enum in aiplatform_v1
+    ({"tpu_v6e": "8x8"}, "ct6e-standard-4t", "8x8", 16, None),
+])
+def test_tpu_slices_become_one_pool_of_host_machines_one_replica_per_host(requirements, machine, topology, hosts,
+                                                                         accelerator):
+    from xgcp import api
+
+    exe = xgcp.VertexExecutable(name="t", image_uri="img")
+    executor = xgcp.Vertex(requirements=xm.JobRequirements(**requirements))
+    body = build.custom_job([make_request(exe, executor, [])], _target(), "s", "t", "r")
+    [pool] = body["job_spec"]["worker_pool_specs"]
+    expected = {"machine_type": machine, "tpu_topology": topology}
+    if accelerator:
+        expected.update(accelerator_type=accelerator[0], accelerator_count=accelerator[1])
+    assert pool["machine_spec"] == expected
+    assert pool["replica_count"] == hosts
+    parsed = api.message(body)  # the real message type takes every field
+    assert parsed.job_spec.worker_pool_specs[0].machine_spec.tpu_topology == topology
+
+
+@pytest.mark.parametrize(("requirements", "message"), [
+    ({"tpu_v5e": "3x3"}, "Vertex runs TPU_V5E slices of 1x1, 2x2, 2x4, 4x4, 4x8, 8x8, 8x16, 16x16, not 3x3; "
+                         "ask for one of those topologies."),
+    ({"tpu_v4": "4x4"}, "Vertex runs TPU_V4 slices of 2x2x1, 2x2x2, 2x2x4"),
+    ({"tpu_v5e": 12}, "Vertex runs TPU_V5E slices of 1, 4, 8, 16, 32, 64, 128, 256 chips, not 12; ask for one of "
+                      "those counts or a topology such as tpu_v5e='1x1'."),
+    ({"tpu_v5e": "4x4", "replicas": 2}, "Vertex runs a 4x4 TPU_V5E slice on 4 host(s), one replica each; leave "
+                                        "replicas unset (or 4), not 2."),
+    ({"tpu_v5e": "4x4", "num_slices": 2}, "Vertex custom jobs run one TPU slice (aiplatform_v1 has no multi-slice "
+                                          "field), not num_slices=2: ask for one larger slice, or run Multislice on "
+                                          "GKE with xk8s."),
+    ({"tpu_v3": "4x4"}, "Vertex runs TPU_V3 as one 8-core host (tpu_v3=8), not 4x4 pod slices"),
+    ({"tpu_v5e": 4, "cpu": 200}, "Vertex: a ct5lp-hightpu-4t TPU host has 112 vCPUs and 192 GiB, less than the 200 "
+                                 "vCPUs and 0 GiB asked for; lower cpu or memory."),
+    ({"tpu_v7": 8}, "Vertex has no machine with TPU_V7 accelerators"),
+])
+def test_tpu_shapes_vertex_cannot_run_are_one_line_errors(requirements, message):
+    import re
+
+    with pytest.raises(ResourceSpecError, match=re.escape(message)):
+        xgcp.Vertex(requirements=xm.JobRequirements(**requirements))
+
+
+@pytest.mark.parametrize(("gpus", "machine", "others"), [("8x2", "a3-highgpu-8g", 1), ("8x4", "a3-highgpu-8g", 3)])
+def test_multi_host_gpus_put_the_other_hosts_in_worker_pool_1(gpus, machine, others):
+    from xgcp import api
+
+    exe = xgcp.VertexExecutable(name="t", image_uri="img")
+    executor = xgcp.Vertex(requirements=xm.JobRequirements(h100=gpus))
+    body = build.custom_job([make_request(exe, executor, ["--x"])], _target(), "s", "t", "r")
+    chief, workers = body["job_spec"]["worker_pool_specs"]
+    assert chief["replica_count"] == 1 and workers["replica_count"] == others
+    for pool in (chief, workers):
+        assert pool["machine_spec"] == {"machine_type": machine, "accelerator_type": "NVIDIA_H100_80GB",
+                                        "accelerator_count": 8}
+        assert pool["container_spec"]["args"] == ["--x"]
+    api.message(body)
+
+
+def test_a_multi_host_gpu_chief_next_to_a_worker_job_is_a_clear_error():
+    exe = xgcp.VertexExecutable(name="t", image_uri="img")
+    requests = [make_request(exe, xgcp.Vertex(requirements=xm.JobRequirements(h100="8x2")), [], job_name="chief"),
+                make_request(exe, xgcp.Vertex(), [], job_name="worker")]
+    with pytest.raises(ConfigurationError, match="multi-host GPU chief .2 hosts. fills Vertex worker pools 0 and 1"):
+        build.custom_job(requests, _target(), "s", "t", "r")

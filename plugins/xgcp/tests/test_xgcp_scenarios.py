@@ -275,3 +275,106 @@ def test_status_is_one_list_call_per_project_and_location(vertex, xcore_home, im
     before = vertex.calls["list"]
     assert [s.status for s in states(experiment.experiment_id)] == [Status.PENDING] * 6
     assert vertex.calls["list"] - before == 2
+
+
+def test_multi_host_tpu_slice_runs_one_replica_per_host(vertex, xcore_home, image):
+    with xm.create_experiment("tpu slice") as experiment:
+        [exe] = experiment.package([xm.container(xgcp.Vertex.Spec(), IMAGE)])
+        experiment.add(xm.JobGroup(
+            chief=xm.Job(exe, xgcp.Vertex(requirements=xm.JobRequirements(tpu_v5e="4x4")), args=["slice"]),
+            evaluator=xm.Job(exe, xgcp.Vertex(requirements=xm.JobRequirements(cpu=4)), args=["eval"])))
+    found = wait(experiment.experiment_id)
+    [created] = vertex.jobs.values()  # parsed by the fake with the real aiplatform_v1 types
+    tpu, _, _, evaluator = created.job_spec.worker_pool_specs
+    assert (tpu.machine_spec.machine_type, tpu.machine_spec.tpu_topology, tpu.machine_spec.accelerator_count,
+            tpu.replica_count) == ("ct5lp-hightpu-4t", "4x4", 4, 4)
+    assert (evaluator.machine_spec.machine_type, evaluator.replica_count) == ("n1-highcpu-4", 1)
+    assert [j.status for j in found] == [Status.COMPLETED, Status.COMPLETED], [j.message for j in found]
+    tasks = sorted({e["resource"]["labels"]["task_name"] for e in vertex.entries})
+    assert tasks == ["workerpool0-0", "workerpool0-1", "workerpool0-2", "workerpool0-3", "workerpool3-0"]
+
+
+def test_the_fake_rejects_a_tpu_slice_with_the_wrong_replica_count(vertex):
+    from google.api_core import exceptions
+
+    from xgcp import api
+
+    body = {"display_name": "x", "job_spec": {"worker_pool_specs": [{
+        "container_spec": {"image_uri": IMAGE}, "replica_count": 3,
+        "machine_spec": {"machine_type": "ct5lp-hightpu-4t", "tpu_topology": "4x4"}}]}}
+    with pytest.raises(exceptions.BadRequest, match="replica_count must be 4 for tpu_topology 4x4"):
+        api.create(api.client("us-central1"), "p", "us-central1", body, "r")
+
+
+def test_every_job_option_reaches_the_custom_job_vertex_parses(vertex, xcore_home, image):
+    """Scheduling, TensorBoard, web access, output dir, network, boot disk and labels, as the
+    fake (the real aiplatform_v1 types) reads them."""
+    vertex.auto_run = False
+    board = xgcp.TensorboardCapability(name="projects/p/locations/us-central1/tensorboards/7",
+                                       base_output_directory="gs://bucket/tb")
+    executor = xgcp.Vertex(
+        requirements=xm.JobRequirements(l4=1), scheduling="flex-start", max_wait_secs=1800, timeout_secs=7200,
+        restart_job_on_worker_restart=True, tensorboard=board, service_account="sa@p.iam.gserviceaccount.com",
+        enable_web_access=True, network="projects/123/global/networks/lab", boot_disk_type="pd-balanced",
+        boot_disk_size_gb=250, labels={"team": "ml", "cost-center": "r_d"})
+    run_units([{"args": ["x"]}], executor)
+    [created] = vertex.jobs.values()
+    spec = created.job_spec
+    scheduling = spec.scheduling
+    assert (scheduling.strategy.name, scheduling.max_wait_duration.total_seconds(), scheduling.timeout.total_seconds(),
+            scheduling.restart_job_on_worker_restart) == ("FLEX_START", 1800, 7200, True)
+    assert spec.tensorboard == board.name and spec.service_account == "sa@p.iam.gserviceaccount.com"
+    assert spec.base_output_directory.output_uri_prefix == "gs://bucket/tb"  # TensorBoard's, none given
+    assert spec.enable_web_access and spec.network == "projects/123/global/networks/lab"
+    [pool] = spec.worker_pool_specs
+    assert (pool.disk_spec.boot_disk_type, pool.disk_spec.boot_disk_size_gb) == ("pd-balanced", 250)
+    assert (pool.machine_spec.machine_type, pool.machine_spec.accelerator_type.name) == ("g2-standard-4", "NVIDIA_L4")
+    assert {k: v for k, v in created.labels.items() if not k.startswith("xcore_")} == {"team": "ml",
+                                                                                     "cost-center": "r_d"}
+    assert set(created.labels) >= {"xcore_store", "xcore_experiment", "xcore_unit", "xcore_request"}
+
+
+@pytest.mark.parametrize(("code", "message", "expected"), [
+    (403, "Permission 'logging.logEntries.list' denied on resource",
+     "Permission denied reading logs in project fake-project: grant roles/logging.viewer, e.g. "
+     "`gcloud projects add-iam-policy-binding fake-project --member=user:YOU --role=roles/logging.viewer`."),
+    (403, "Cloud Logging API has not been used in project fake-project before or it is disabled.",
+     "The Cloud Logging API is not enabled in project fake-project: run "
+     "`gcloud services enable logging.googleapis.com --project fake-project`."),
+])
+def test_logs_that_cannot_be_read_say_what_to_run(vertex, xcore_home, image, code, message, expected):
+    from xgcp.api import VertexError
+
+    vertex.auto_run = False
+    [job] = jobs(run_units([{"args": ["x"]}]))
+    vertex.fail("logs", code, message)
+    with pytest.raises(VertexError) as caught:
+        "".join(logs(job))
+    assert str(caught.value) == expected
+
+
+def test_multi_host_gpu_job_runs_its_other_hosts_as_worker_pool_1(vertex, xcore_home, image):
+    exp = run_units([{"args": ["x"]}], xgcp.Vertex(requirements=xm.JobRequirements(a100="8x2")))
+    [job] = wait(exp)
+    assert job.status is Status.COMPLETED, job.message
+    [created] = vertex.jobs.values()
+    chief, workers = created.job_spec.worker_pool_specs
+    assert [(p.machine_spec.machine_type, p.replica_count) for p in (chief, workers)] == [
+        ("a2-highgpu-8g", 1), ("a2-highgpu-8g", 1)]
+    assert sorted({e["resource"]["labels"]["task_name"] for e in vertex.entries}) == ["workerpool0-0",
+                                                                                     "workerpool1-0"]
+
+
+def test_logs_from_an_unreachable_logging_endpoint_say_so(vertex, xcore_home, image, monkeypatch):
+    import socket
+
+    from xgcp.api import VertexError
+
+    vertex.auto_run = False
+    [job] = jobs(run_units([{"args": ["x"]}]))
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    monkeypatch.setenv("XGCP_LOGGING_ENDPOINT", closed)
+    with pytest.raises(VertexError, match=f"^Cannot reach {closed} \\(ConnectionError\\)"):
+        "".join(logs(job))

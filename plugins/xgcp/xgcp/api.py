@@ -57,10 +57,24 @@ def is_retryable(exc: BaseException) -> bool:
                             ex.GatewayTimeout, ex.DeadlineExceeded, requests.ConnectionError, requests.Timeout))
 
 
-def explain(exc: BaseException, project: str) -> str:
+def explain(exc: BaseException, project: str, endpoint: str = "") -> str:
     """One sentence that says what happened and what to run."""
     ex = _errors()
+    import requests
+    from google.auth import exceptions as auth_errors
+
+    if isinstance(exc, auth_errors.GoogleAuthError):  # e.g. a refresh after a 401 failed: expired login
+        return "Google rejected the credentials: run `gcloud auth application-default login`."
+    if isinstance(exc, (requests.ConnectionError, requests.Timeout)):
+        where = endpoint or "the Vertex AI endpoint"
+        return (f"Cannot reach {where} ({type(exc).__name__}): check the location in the target "
+                "(`xcore vertex list`) and your network or proxy settings.")
     text = re.sub(r"^(GET|POST|DELETE|PATCH|PUT) \S+: ", "", getattr(exc, "message", None) or str(exc))
+    if isinstance(exc, (ex.PermissionDenied, ex.Forbidden, ex.NotFound)) and (
+            "may not exist" in text or f"project {project} not found" in text.lower()
+            or "project not found" in text.lower()):
+        return (f"Project {project} does not exist or you cannot see it: check the id with "
+                f"`gcloud projects describe {project}` (or set project in vertex.toml).")
     if isinstance(exc, (ex.TooManyRequests, ex.ResourceExhausted)):
         return (f"Vertex quota exceeded in project {project} ({text}); request more quota in the Cloud console "
                 "(IAM & Admin > Quotas) or lower Vertex(create_parallelism=...).")
@@ -122,6 +136,20 @@ def list_jobs(api: Any, project: str, location: str, filter_: str) -> dict[str, 
     return {job.name: job for job in pages}
 
 
+def logging_error(status: int, text: str, project: str) -> str:
+    """What a failed Cloud Logging read means, as one sentence with what to run."""
+    if status == 401:
+        return "Google rejected the credentials: run `gcloud auth application-default login`."
+    if status == 403 and ("SERVICE_DISABLED" in text or "has not been used" in text or "is disabled" in text):
+        return (f"The Cloud Logging API is not enabled in project {project}: run "
+                f"`gcloud services enable logging.googleapis.com --project {project}`.")
+    if status == 403:
+        return (f"Permission denied reading logs in project {project}: grant roles/logging.viewer, e.g. "
+                f"`gcloud projects add-iam-policy-binding {project} --member=user:YOU --role=roles/logging.viewer`.")
+    return (f"Cloud Logging answered {status} ({text[:200]}); try again, or read the logs in the Cloud console "
+            f"(Logging > Logs Explorer, project {project}).")
+
+
 EXIT_RE = re.compile(r"replica (workerpool(\d+)-\d+) exited with a non-zero status of (-?\d+)")
 
 
@@ -148,10 +176,12 @@ def log_entries(project: str, job_id: str, pool: int, target: config.Target | No
             }
             if token:
                 body["pageToken"] = token
-            response = session.post(f"{endpoint}/v2/entries:list", json=body, timeout=60)
+            try:
+                response = session.post(f"{endpoint}/v2/entries:list", json=body, timeout=60)
+            except Exception as exc:  # noqa: BLE001  (refused credentials, network: one sentence)
+                raise VertexError(explain(exc, project, endpoint)) from None
             if response.status_code != 200:
-                raise VertexError(f"Cloud Logging answered {response.status_code}: {response.text[:300]}; check "
-                                  f"that the Logging API is enabled and you may read logs in project {project}.")
+                raise VertexError(logging_error(response.status_code, response.text, project))
             data = response.json()
             for entry in data.get("entries", []):
                 key = entry.get("insertId") or repr(entry)

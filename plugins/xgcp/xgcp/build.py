@@ -3,7 +3,8 @@
 A work unit's single job is one CustomJob with one worker pool. A JobGroup is one CustomJob
 with a worker pool per job, placed as XManager places them: jobs named after Vertex's roles
 (``chief``, ``worker``/``workers``, ``ps``/``parameter_server``, ``evaluator``) go to pools
-0-3, otherwise jobs fill pools in order; pool 0 runs one replica (the chief). Args go to
+0-3, otherwise jobs fill pools in order; pool 0 runs one replica (the chief), except a TPU
+slice (one replica per host); a multi-host GPU chief spills its other hosts into pool 1. Args go to
 ``containerSpec.args`` and env to ``containerSpec.env`` as lists: nothing passes through a shell.
 """
 
@@ -81,12 +82,10 @@ def worker_pool(request: xp.LaunchRequest, pool: int) -> dict[str, Any]:
     if machine.vertex_accelerator:
         machine_spec["accelerator_type"] = machine.vertex_accelerator
         machine_spec["accelerator_count"] = machine.accelerator_count
-    shape = requirements.topology
-    topology = (shape.name if shape is not None and len(shape.dimensions) > 1 else None) or machine.tpu_topology
-    if topology and machine.accelerator and machine.accelerator.startswith("TPU"):
-        machine_spec["tpu_topology"] = str(topology)
-    replicas = requirements.replicas
-    if pool == 0 and replicas != 1:
+    if machine.tpu_topology:
+        machine_spec["tpu_topology"] = machine.tpu_topology
+    replicas = machine.hosts if machine.hosts > 1 else requirements.replicas  # a TPU slice: one replica per host
+    if pool == 0 and replicas != 1 and machine.hosts == 1:
         raise xp.ConfigurationError(
             f"{request.full_name}: Vertex's first worker pool (the chief) runs 1 replica, not {replicas}; "
             "put the other replicas in a 'worker' job of a JobGroup.")
@@ -99,6 +98,17 @@ def worker_pool(request: xp.LaunchRequest, pool: int) -> dict[str, Any]:
         spec["disk_spec"] = {"boot_disk_type": executor.boot_disk_type or "pd-ssd",
                              "boot_disk_size_gb": executor.boot_disk_size_gb or 100}
     return spec
+
+
+def spread_hosts(specs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A multi-host GPU chief (``h100='8x2'``): Vertex's first pool runs one replica, so the
+    other hosts, same machine and container, become worker pool 1."""
+    first = specs[0]
+    if len(specs) > 1 and specs[1]:
+        raise xp.ConfigurationError(
+            f"A multi-host GPU chief ({first['replica_count']} hosts) fills Vertex worker pools 0 and 1, and this "
+            "JobGroup also has a job in pool 1 ('worker'); give the chief one host or drop that job.")
+    return [{**first, "replica_count": 1}, {**first, "replica_count": first["replica_count"] - 1}, *specs[2:]]
 
 
 def _default(executor: Vertex, target: Target, field: str) -> Any:
@@ -115,6 +125,8 @@ def custom_job(requests: Sequence[xp.LaunchRequest], target: Target, store: str,
     specs: list[dict[str, Any]] = [{} for _ in range(max(pools) + 1)]
     for request, pool in zip(requests, pools, strict=True):
         specs[pool] = worker_pool(request, pool)
+    if specs[0].get("replica_count", 1) > 1 and "tpu_topology" not in specs[0]["machine_spec"]:
+        specs = spread_hosts(specs)
     job_spec: dict[str, Any] = {"worker_pool_specs": specs}
     scheduling: dict[str, Any] = {}
     if executor.timeout_secs:

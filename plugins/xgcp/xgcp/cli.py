@@ -46,20 +46,26 @@ def list_targets(args: argparse.Namespace) -> int:
 
 
 def check_target(args: argparse.Namespace) -> int:
+    """Credentials, project and Vertex API, then quota (a warning only: jobs may still run).
+    Each failure is one sentence that says what to run."""
     from xcore.plugin import XcoreError
-    from xgcp import api, config
+    from xgcp import api, config, quota
 
     results: list[dict[str, Any]] = []
 
     def step(name: str, action: Any) -> bool:
         start = time.perf_counter()
+        warning = False
         try:
             detail, ok = action(), True
+        except quota.QuotaNotVisible as exc:
+            detail, ok, warning = str(exc), True, True
         except XcoreError as exc:
             detail, ok = str(exc), False
         except Exception as exc:  # noqa: BLE001  (any Google API error: one sentence with what to run)
-            detail, ok = api.explain(exc, target.project), False
-        results.append({"check": name, "ok": ok, "detail": detail, "seconds": round(time.perf_counter() - start, 3)})
+            detail, ok = api.explain(exc, target.project, endpoint), False
+        results.append({"check": name, "ok": ok, "warning": warning, "detail": detail,
+                        "seconds": round(time.perf_counter() - start, 3)})
         return ok
 
     try:
@@ -79,12 +85,22 @@ def check_target(args: argparse.Namespace) -> int:
         next(iter(jobs.pages), None)
         return f"listed custom jobs in {api.parent(target.project, target.location)} ({endpoint})"
 
+    def quotas() -> str:
+        found = quota.training_quotas(target.project, target.location, target)
+        problem = quota.warning(found, target.location, target.project)
+        if problem:
+            raise quota.QuotaNotVisible(problem)
+        return quota.summary(found, target.location)
+
     ok = step("credentials found", credentials)
     ok = ok and step("project reachable, Vertex API enabled", reachable)
+    if ok:
+        step("custom-training quota", quotas)
     if args.json:
         print(json.dumps({"target": target.name, "ok": ok, "checks": results}, indent=2))
     else:
         print(f"vertex target {target.name} ({target.project}, {target.location})")
         for r in results:
-            print(f"  {'ok  ' if r['ok'] else 'FAIL'} {r['check']}: {r['detail']}")
+            mark = "warn" if r["warning"] else "ok  " if r["ok"] else "FAIL"
+            print(f"  {mark} {r['check']}: {r['detail']}")
     return 0 if ok else 1

@@ -12,12 +12,13 @@ Example (``~/.config/xcore/vertex.toml``; ``XCORE_CONFIG_DIR`` moves it)::
     staging_bucket = "gs://my-bucket/xcore"
     service_account = "trainer@my-project.iam.gserviceaccount.com"
 
-    [targets.dev.defaults]             # Vertex executor fields used when the executor leaves them unset
+    [targets.dev.defaults]             # used when the executor leaves them unset: labels, network, service_account
     network = "projects/123/global/networks/default"
     labels = { team = "ml" }
 
 Without a file, ``GOOGLE_CLOUD_PROJECT`` and ``XGCP_LOCATION`` (default ``us-central1``) name the
-project and location. ``XGCP_API_ENDPOINT`` / ``XGCP_LOGGING_ENDPOINT`` point at other endpoints
+project and location. ``XGCP_API_ENDPOINT`` / ``XGCP_LOGGING_ENDPOINT`` / ``XGCP_QUOTAS_ENDPOINT``
+(Cloud Quotas, read by ``xcore vertex check``) point at other endpoints
 (an ``http://`` endpoint is a local emulator and gets anonymous credentials).
 Credentials are Application Default Credentials: ``gcloud auth application-default login``,
 a key file in ``GOOGLE_APPLICATION_CREDENTIALS``, or impersonation configured through gcloud.
@@ -38,6 +39,7 @@ FILE_NAME = "vertex.toml"
 ENV_TARGET = "XGCP_TARGET"
 ENV_API = "XGCP_API_ENDPOINT"
 ENV_LOGGING = "XGCP_LOGGING_ENDPOINT"
+ENV_QUOTAS = "XGCP_QUOTAS_ENDPOINT"
 DEFAULT_LOCATION = "us-central1"
 SCOPES = ("https://www.googleapis.com/auth/cloud-platform",)
 
@@ -52,6 +54,7 @@ class Target:
     service_account: str | None = None
     api_endpoint: str | None = None
     logging_endpoint: str | None = None
+    quotas_endpoint: str | None = None
     defaults: dict[str, Any] = attrs.field(factory=dict)
 
     def to_json(self) -> dict[str, Any]:
@@ -81,11 +84,30 @@ def load_targets() -> tuple[dict[str, Target], str | None]:
                 f"known: {', '.join(sorted(fields))}.")
         if "project" not in table:
             raise xp.ConfigurationError(f"{path}: target {name!r} needs project = \"...\".")
+        _check_defaults(path, name, table.get("defaults") or {})
         targets[name] = Target(name=name, **table)
     default = data.get("default")
     if default is not None and default not in targets:
         raise xp.ConfigurationError(f"{path}: default = {default!r} names no [targets.{default}] table.")
     return targets, default
+
+
+DEFAULT_FIELDS = ("labels", "network", "service_account")  # the executor fields a target's defaults fill in
+
+
+def _check_defaults(path: Path, name: str, defaults: dict[str, Any]) -> None:
+    """Defaults xgcp would ignore or Vertex would reject fail here, naming the file."""
+    from xgcp.executors import _check_labels
+
+    unknown = sorted(set(defaults) - set(DEFAULT_FIELDS))
+    if unknown:
+        raise xp.ConfigurationError(
+            f"{path}: [targets.{name}.defaults] has {', '.join(unknown)}, which xgcp does not read; "
+            f"defaults may set {', '.join(DEFAULT_FIELDS)} (set other fields on xgcp.Vertex(...)).")
+    try:
+        _check_labels(None, None, dict(defaults.get("labels") or {}))
+    except xp.ConfigurationError as exc:
+        raise xp.ConfigurationError(f"{path}: [targets.{name}.defaults] {exc}") from None
 
 
 def resolve(name: str | None = None, project: str | None = None, location: str | None = None) -> Target:
@@ -114,6 +136,10 @@ def api_endpoint(location: str, target: Target | None = None) -> str:
 
 def logging_endpoint(target: Target | None = None) -> str:
     return os.environ.get(ENV_LOGGING) or (target and target.logging_endpoint) or "https://logging.googleapis.com"
+
+
+def quotas_endpoint(target: Target | None = None) -> str:
+    return os.environ.get(ENV_QUOTAS) or (target and target.quotas_endpoint) or "https://cloudquotas.googleapis.com"
 
 
 def is_emulator(endpoint: str) -> bool:

@@ -5,6 +5,12 @@ accelerator counts the type allows. Built-in accelerators (a2, a3, g2, TPU) have
 n1 machines take attachable GPUs in the counts Google allows, up to a vCPU limit per count.
 Sources: Google Cloud's "Configure compute resources for custom training" and the GPU
 platform pages (figures as of 2026). Adding a type is one line.
+
+TPUs come as *slices* (``TPU_SLICES``): a topology (``tpu_v5e='4x4'``) or a chip count
+(``tpu_v5e=16``, read as the family's shape with that many chips) becomes one worker pool of
+the family's host machine type with ``tpu_topology`` set and one replica per host (a 4x4 v5e
+slice: 4 hosts of ``ct5lp-hightpu-4t``). A shape Vertex does not run is a clear error, and so
+is ``num_slices > 1``: aiplatform_v1 has no field for multi-slice jobs.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ class Machine:
     accelerator_count: int = 0
     vertex_accelerator: str | None = None  # aiplatform_v1 AcceleratorType name
     tpu_topology: str | None = None
+    hosts: int = 1  # replicas a TPU slice needs (one per host VM)
 
 
 def _family(prefix: str, sizes: Iterable[int], gib_per_vcpu: float) -> list[Machine]:
@@ -54,7 +61,7 @@ N1_GPUS: dict[str, tuple[str, dict[int, int]]] = {
 }
 
 
-def _builtin(machine: str, vcpus: int, gib: float, acc: str, count: int, vertex: str,
+def _builtin(machine: str, vcpus: int, gib: float, acc: str, count: int, vertex: str | None,
              topology: str | None = None) -> Machine:
     return Machine(machine, vcpus, gib, acc, count, vertex, topology)
 
@@ -85,10 +92,44 @@ ACCELERATOR_MACHINES: list[Machine] = [
     _builtin("cloud-tpu", 96, 335, "TPU_V2", 8, "TPU_V2"),
     _builtin("cloud-tpu", 96, 335, "TPU_V3", 8, "TPU_V3"),
     _builtin("ct4p-hightpu-4t", 240, 407, "TPU_V4", 4, "TPU_V4_POD", "2x2x1"),
+    _builtin("ct5p-hightpu-4t", 208, 448, "TPU_V5P", 4, None, "2x2x1"),
     _builtin("ct5lp-hightpu-1t", 24, 48, "TPU_V5E", 1, "TPU_V5_LITEPOD", "1x1"),
     _builtin("ct5lp-hightpu-4t", 112, 192, "TPU_V5E", 4, "TPU_V5_LITEPOD", "2x2"),
     _builtin("ct5lp-hightpu-8t", 224, 384, "TPU_V5E", 8, "TPU_V5_LITEPOD", "2x4"),
+    _builtin("ct6e-standard-1t", 44, 176, "TPU_V6E", 1, None, "1x1"),
+    _builtin("ct6e-standard-4t", 180, 720, "TPU_V6E", 4, None, "2x2"),
+    _builtin("ct6e-standard-8t", 180, 1440, "TPU_V6E", 8, None, "2x4"),
 ]
+
+
+@attrs.frozen
+class TpuFamily:
+    """The TPU slices Vertex runs for one xcore TPU type. ``shapes``: topology -> the machine
+    type of a single-host slice, or None for a multi-host slice of ``host_machine`` VMs."""
+
+    accelerator: str
+    host_machine: str
+    chips_per_host: int
+    vertex_accelerator: str | None  # None: the machine type alone names the TPU (no enum in v1)
+    shapes: dict[str, str | None]
+
+
+def _shapes(single: dict[str, str], multi: Iterable[str]) -> dict[str, str | None]:
+    return {**single, **dict.fromkeys(multi)}
+
+
+_CUBES = ("2x2x2", "2x2x4", "2x4x4", "4x4x4", "4x4x8", "4x8x8", "8x8x8", "8x8x16", "8x16x16")
+_GRIDS = ("4x4", "4x8", "8x8", "8x16", "16x16")
+
+#: TPU v4 and v5p: 3D slices of 4-chip hosts; v5e and v6e: 2D slices, 1/4/8-chip single hosts.
+TPU_SLICES: dict[str, TpuFamily] = {f.accelerator: f for f in (
+    TpuFamily("TPU_V4", "ct4p-hightpu-4t", 4, "TPU_V4_POD", _shapes({"2x2x1": "ct4p-hightpu-4t"}, _CUBES)),
+    TpuFamily("TPU_V5P", "ct5p-hightpu-4t", 4, None, _shapes({"2x2x1": "ct5p-hightpu-4t"}, _CUBES)),
+    TpuFamily("TPU_V5E", "ct5lp-hightpu-4t", 4, "TPU_V5_LITEPOD", _shapes(
+        {"1x1": "ct5lp-hightpu-1t", "2x2": "ct5lp-hightpu-4t", "2x4": "ct5lp-hightpu-8t"}, _GRIDS)),
+    TpuFamily("TPU_V6E", "ct6e-standard-4t", 4, None, _shapes(
+        {"1x1": "ct6e-standard-1t", "2x2": "ct6e-standard-4t", "2x4": "ct6e-standard-8t"}, _GRIDS)),
+)}
 
 DEFAULT_MACHINE = "n1-standard-4"  # Vertex's own default for a worker pool
 
@@ -128,21 +169,79 @@ def candidates(accelerator: str | None, count: int) -> list[Machine]:
     return fitting
 
 
+def _chips(topology: str) -> int:
+    count = 1
+    for size in topology.split("x"):
+        count *= int(size)
+    return count
+
+
+def tpu_slice(requirements: JobRequirements) -> Machine:
+    """The machine (one host VM) of the TPU slice the requirements name, with ``tpu_topology``
+    and ``hosts`` set; a chip count picks the family's shape with that many chips."""
+    accelerator = requirements.accelerator.name
+    family = TPU_SLICES[accelerator]
+    shape = requirements.topology
+    if shape is not None and len(shape.dimensions) > 1:
+        topology = shape.name
+        if topology not in family.shapes:
+            raise ConfigurationError(
+                f"Vertex runs {accelerator} slices of {', '.join(family.shapes)}, not {topology}; "
+                f"ask for one of those topologies.")
+    else:
+        count = requirements.accelerator_count
+        topology = next((t for t in family.shapes if _chips(t) == count), "")
+        if not topology:
+            allowed = ", ".join(str(c) for c in sorted({_chips(t) for t in family.shapes}))
+            raise ConfigurationError(
+                f"Vertex runs {accelerator} slices of {allowed} chips, not {count}; ask for one of those counts "
+                f"or a topology such as {accelerator.lower()}={next(iter(family.shapes))!r}.")
+    single = family.shapes[topology]
+    hosts = 1 if single else _chips(topology) // family.chips_per_host
+    machine = next(m for m in ACCELERATOR_MACHINES if m.machine_type == (single or family.host_machine))
+    replicas = requirements.replicas
+    if replicas not in (1, hosts):
+        raise ConfigurationError(
+            f"Vertex runs a {topology} {accelerator} slice on {hosts} host(s), one replica each; "
+            f"leave replicas unset (or {hosts}), not {replicas}.")
+    return attrs.evolve(machine, tpu_topology=topology, hosts=hosts)
+
+
 def select_machine(requirements: JobRequirements) -> Machine:
     """The smallest machine (fewest vCPUs, then least memory) with the requested accelerators,
-    at least the requested vCPUs and memory. No requirements: ``n1-standard-4``."""
+    at least the requested vCPUs and memory. No requirements: ``n1-standard-4``. TPUs: the
+    host machine of the slice (``tpu_slice``)."""
     cpu, memory = requirements.cpu, requirements.memory
     accelerator = requirements.accelerator.name if requirements.accelerator else None
     if accelerator == "LOCAL_GPU":
         raise ConfigurationError("Vertex: name the GPU type (t4=1, l4=1, a100=1, h100=8...), not a generic gpu.")
+    if (requirements.num_slices or 1) > 1:
+        raise ConfigurationError(
+            f"Vertex custom jobs run one TPU slice (aiplatform_v1 has no multi-slice field), not "
+            f"num_slices={requirements.num_slices}: ask for one larger slice, or run Multislice on GKE with xk8s.")
     if accelerator is None and cpu is None and memory is None:
         return next(m for m in CPU_MACHINES if m.machine_type == DEFAULT_MACHINE)
-    pool = candidates(accelerator, requirements.accelerator_count)
+    if accelerator in ("TPU_V2", "TPU_V3") and requirements.topology and len(requirements.topology.dimensions) > 1:
+        raise ConfigurationError(
+            f"Vertex runs {accelerator} as one 8-core host ({accelerator.lower()}=8), not {requirements.topology.name} "
+            f"pod slices; for a multi-host slice use {', '.join(t.lower() for t in TPU_SLICES)}.")
+    if accelerator in TPU_SLICES:
+        machine = tpu_slice(requirements)
+        if (cpu or 0) > machine.vcpus or (memory or 0) > machine.memory_gib * GiB:
+            raise ConfigurationError(
+                f"Vertex: a {machine.machine_type} TPU host has {machine.vcpus} vCPUs and {machine.memory_gib:g} GiB, "
+                f"less than the {cpu or 0:g} vCPUs and {(memory or 0) / GiB:g} GiB asked for; lower cpu or memory.")
+        return machine
+    count, hosts = requirements.accelerator_count, 1
+    shape = requirements.topology
+    if accelerator and shape is not None and len(shape.dimensions) > 1:  # GPUs: h100='8x2' = 2 hosts of 8
+        count, hosts = shape.dimensions[0], shape.chip_count // shape.dimensions[0]
+    pool = candidates(accelerator, count)
     fitting = [m for m in pool if (cpu or 0) <= m.vcpus and (memory or 0) <= m.memory_gib * GiB]
     if not fitting:
         largest = max(pool, key=lambda m: (m.vcpus, m.memory_gib))
-        what = f" with {requirements.accelerator_count} {accelerator}" if accelerator else ""
+        what = f" with {count} {accelerator}" if accelerator else ""
         raise ConfigurationError(
             f"Vertex: no machine{what} has {cpu or 0:g} vCPUs and {(memory or 0) / GiB:g} GiB; the largest "
             f"({largest.machine_type}) has {largest.vcpus} vCPUs and {largest.memory_gib:g} GiB. Lower cpu or memory.")
-    return min(fitting, key=lambda m: (m.vcpus, m.memory_gib))
+    return attrs.evolve(min(fitting, key=lambda m: (m.vcpus, m.memory_gib)), hosts=hosts)

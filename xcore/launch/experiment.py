@@ -50,7 +50,6 @@ from xcore.store import MetadataStore
 from xcore.store.records import ExperimentRecord, JobRecord, NewJob
 from xcore.store.redaction import redact_env, redact_nested
 
-
 # -- experiment ------------------------------------------------------------------------------
 
 

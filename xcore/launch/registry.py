@@ -15,10 +15,16 @@ from xcore.errors import ConfigurationError
 from xcore.hooks.host import PluginHost, get_host
 from xcore.launch import vcs
 from xcore.launch.experiment import Experiment
-from xcore.launch.units import AuxiliaryUnit, AuxiliaryUnitRole, ExperimentUnitRole, WorkUnit, WorkUnitRole, current_user
+from xcore.launch.units import (
+    AuxiliaryUnit,
+    AuxiliaryUnitRole,
+    ExperimentUnitRole,
+    WorkUnit,
+    WorkUnitRole,
+    current_user,
+)
 from xcore.store import MetadataStore
 from xcore.store.records import ExperimentRecord
-
 
 _launch_script: Path | None = None
 created_experiment_ids: list[int] = []  # in this process, so `xcore launch` can report them
@@ -70,7 +76,7 @@ def create_experiment(
 
 def get_experiment(experiment_id: int) -> Experiment:
     """Reopen a recorded experiment to inspect it or add more work units."""
-    from xcore.orphans import resolve_orphans
+    from xcore.runtime.orphans import resolve_orphans
 
     host = get_host()
     store = open_store(host)

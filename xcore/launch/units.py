@@ -280,6 +280,7 @@ def _address(handle: Mapping[str, Any] | None) -> str | None:
 
 
 def current_user() -> str:
+    """Who launches: recorded as an experiment's user and its metadata's ``creator``."""
     try:
         return getpass.getuser()
     except Exception:

@@ -13,10 +13,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from xcore.errors import XcoreError
-from xcore.plugins import PluginHost
-from xcore.records import JobRecord, unreadable
+from xcore.hooks.host import PluginHost
 from xcore.status import JobState, Status
 from xcore.store import MetadataStore
+from xcore.store.records import JobRecord, unreadable
 
 
 def refresh_jobs(store: MetadataStore, host: PluginHost, jobs: Sequence[JobRecord]) -> list[JobRecord]:

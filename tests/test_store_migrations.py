@@ -29,6 +29,7 @@ def _old_sqlite_module(tmp_path: Path):
                                 capture_output=True, text=True, timeout=30).stdout
     except (OSError, subprocess.SubprocessError):
         return None
+    source = source.replace("from xcore.records import", "from xcore.store.records import")  # moved since
     path = tmp_path / "old_sqlite_store.py"
     path.write_text(source)
     spec = importlib.util.spec_from_file_location("old_sqlite_store", path)

@@ -92,9 +92,9 @@ CREATED: list[str] = []  # container ids this benchmark started, removed at the 
 
 
 def remember(experiment) -> None:
-    import xcore.plugins
+    import xcore.hooks.host
 
-    serializer = xcore.plugins.get_host().serializer
+    serializer = xcore.hooks.host.get_host().serializer
     CREATED.extend(serializer.load(j.handle).container_id for j in experiment._all_jobs() if j.handle)
 
 

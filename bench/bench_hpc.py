@@ -139,8 +139,8 @@ def bench_status(script: Path, tasks: int) -> dict:
         exp = latest_experiment()
         code = textwrap.dedent(f"""
             import json, time
-            from xcore.experiment import open_store
-            from xcore.plugins import get_host
+            from xcore.launch.registry import open_store
+            from xcore.hooks.host import get_host
             from xhpc import transport
             host = get_host(); store = open_store(host)
             jobs = [j for u in store.work_units({exp}) for j in u.jobs]

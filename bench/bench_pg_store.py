@@ -75,7 +75,7 @@ class Schema:
 
 
 def new_job(i: int):
-    from xcore.records import NewJob
+    from xcore.store.records import NewJob
 
     return NewJob(name="true", executor_kind="xlocal.Local", executor=EXECUTOR, executable=EXECUTABLE,
                   args=[f"--seed={i}"], env={})
@@ -87,7 +87,7 @@ def new_job(i: int):
 def rate_raw(url: str, n: int) -> float:
     import psycopg
 
-    from xcore.postgres_store import PostgresStore
+    from xcore.store.postgres import PostgresStore
 
     store = PostgresStore(url)
     exp = store.create_experiment("raw").id
@@ -110,7 +110,7 @@ def rate_raw(url: str, n: int) -> float:
 
 
 def rate_store(url: str, n: int) -> float:
-    from xcore.postgres_store import PostgresStore
+    from xcore.store.postgres import PostgresStore
 
     store = PostgresStore(url)
     exp = store.create_experiment("store").id
@@ -130,7 +130,7 @@ WRITER = textwrap.dedent(
     import sys, time
     sys.path.insert(0, sys.argv[4])
     from bench_pg_store import new_job
-    from xcore.postgres_store import PostgresStore
+    from xcore.store.postgres import PostgresStore
     url, n, go = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
     store = PostgresStore(url)
     jobs = [new_job(i) for i in range(1, n + 1)]
@@ -149,7 +149,7 @@ WRITER = textwrap.dedent(
 def concurrent(url: str) -> dict:
     import psycopg
 
-    from xcore.postgres_store import PostgresStore
+    from xcore.store.postgres import PostgresStore
 
     PostgresStore(url).close()  # the schema, before the writers race
     go = time.time() + 3.0  # every writer has started and connected by then
@@ -185,7 +185,7 @@ def concurrent(url: str) -> dict:
 def fill_postgres(url: str) -> int:
     import psycopg
 
-    from xcore.postgres_store import PostgresStore
+    from xcore.store.postgres import PostgresStore
 
     PostgresStore(url).close()
     n, u = BIG_EXPERIMENTS, UNITS_PER_EXPERIMENT
@@ -215,7 +215,7 @@ def fill_postgres(url: str) -> int:
 def fill_sqlite(path: Path) -> int:
     import sqlite3
 
-    from xcore.sqlite_store import SqliteStore
+    from xcore.store.sqlite import SqliteStore
 
     SqliteStore(path).close()
     n, u = BIG_EXPERIMENTS, UNITS_PER_EXPERIMENT
@@ -245,7 +245,7 @@ def fill_sqlite(path: Path) -> int:
 
 def in_process(url: str) -> dict:
     """What list and show ask of the store, without the CLI process around it (median of 5)."""
-    from xcore.plugins import PluginHost
+    from xcore.hooks.host import PluginHost
 
     def median(fn) -> float:
         samples = []
@@ -284,7 +284,7 @@ def cli_times(url: str) -> dict:
 
 def main() -> int:
     base = server_url()
-    from xcore.redaction import redact_url
+    from xcore.store.redaction import redact_url
 
     print(f"PostgreSQL team store, server {redact_url(base)}, cpu count {os.cpu_count()}, "
           f"load average {os.getloadavg()[0]:.1f}{' (--quick)' if QUICK else ''}")

@@ -46,7 +46,7 @@ EXECUTABLE = {
 
 
 def new_job(i: int):
-    from xcore.records import NewJob
+    from xcore.store.records import NewJob
 
     return NewJob(name="true", executor_kind="xlocal.Local", executor=EXECUTOR, executable=EXECUTABLE,
                   args=[f"--seed={i}"], env={})
@@ -54,7 +54,7 @@ def new_job(i: int):
 
 def bench_raw_sqlite(path: Path, n: int) -> float:
     """Baseline: what SqliteStore.add_work_unit does, minus the Python layer."""
-    from xcore.sqlite_store import SqliteStore
+    from xcore.store.sqlite import SqliteStore
 
     SqliteStore(path).close()  # create the schema
     db = sqlite3.connect(path, timeout=120, isolation_level=None)
@@ -82,7 +82,7 @@ def bench_raw_sqlite(path: Path, n: int) -> float:
 
 
 def bench_store_add(path: Path, n: int) -> tuple[float, object, int, list[int]]:
-    from xcore.sqlite_store import SqliteStore
+    from xcore.store.sqlite import SqliteStore
 
     store = SqliteStore(path)
     exp = store.create_experiment("store-add").id
@@ -128,7 +128,7 @@ WRITER = textwrap.dedent(
     import os, sys, time
     sys.path.insert(0, sys.argv[4])
     from bench_store import new_job
-    from xcore.sqlite_store import SqliteStore
+    from xcore.store.sqlite import SqliteStore
     path, n, go = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
     store = SqliteStore(path)
     exp = store.create_experiment(f"writer-{os.getpid()}").id
@@ -143,7 +143,7 @@ WRITER = textwrap.dedent(
 
 
 def bench_concurrent(path: Path) -> dict[str, float]:
-    from xcore.sqlite_store import SqliteStore
+    from xcore.store.sqlite import SqliteStore
 
     SqliteStore(path).close()
     go = time.time() + 1.5  # every writer has opened the store and waits for this moment
@@ -176,8 +176,8 @@ def bench_concurrent(path: Path) -> dict[str, float]:
 
 
 def bench_reads(home: Path) -> dict[str, float]:
-    from xcore.sqlite_store import SqliteStore
     from xcore.status import JobState, Status
+    from xcore.store.sqlite import SqliteStore
 
     path = home / "xcore.db"
     store = SqliteStore(path)

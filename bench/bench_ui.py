@@ -32,7 +32,7 @@ REPEATS = int(sys.argv[1]) if len(sys.argv) > 1 else 7
 
 
 def seed() -> int:
-    from xcore.experiment import open_store
+    from xcore.launch.registry import open_store
     from xcore.ui.sample import sample_sweep
 
     store = open_store()

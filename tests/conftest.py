@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from xcore.plugins import reset_host
+from xcore.hooks.host import reset_host
 
 
 @pytest.fixture(autouse=True)

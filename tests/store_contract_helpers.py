@@ -6,12 +6,12 @@ from collections.abc import Iterator
 
 import pytest
 
-from xcore.records import NewJob
 from xcore.store import MetadataStore
+from xcore.store.records import NewJob
 
 
 def open_url(url: str, **options: object) -> MetadataStore:
-    from xcore.plugins import PluginHost
+    from xcore.hooks.host import PluginHost
 
     return PluginHost(load_entry_points=False).open_store(url, dict(options))
 

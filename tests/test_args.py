@@ -1,7 +1,7 @@
 import pytest
 
-from xcore.args import SequentialArgs, merge_args
-from xcore.serialization import args_from_json, args_to_json
+from xcore.hooks.serialization import args_from_json, args_to_json
+from xcore.launch.args import SequentialArgs, merge_args
 
 
 def test_dict_args_render_like_xmanager():

@@ -1,4 +1,4 @@
-"""The batching rule (``xcore.launcher``): submissions follow what the script does, not timing."""
+"""The batching rule (``xcore.runtime.launcher``): submissions follow what the script does, not timing."""
 
 from __future__ import annotations
 

@@ -14,10 +14,11 @@ import textwrap
 import time
 
 import xcore as xm
-from xcore import hookspecs
 from xcore.cli.main import build_parser, main
-from xcore.experiment import cancel_jobs, open_store
-from xcore.plugins import get_host
+from xcore.hooks import specs as hookspecs
+from xcore.hooks.host import get_host
+from xcore.launch.registry import open_store
+from xcore.runtime.tracking import cancel_jobs
 from xcore.testing import fake, plugin_host
 
 KILLED_LAUNCHER = textwrap.dedent("""

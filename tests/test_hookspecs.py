@@ -4,7 +4,7 @@ import inspect
 import re
 from pathlib import Path
 
-from xcore import hookspecs
+from xcore.hooks import specs as hookspecs
 
 HOOKS = [name for name, fn in vars(hookspecs).items() if name.startswith("xcore_") and inspect.isfunction(fn)]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import warnings
 
 import attrs
@@ -10,7 +11,7 @@ import pytest
 
 import xcore as xm
 from xcore import plugin as xp
-from xcore.plugins import PLUGIN_API_VERSION, PluginHost
+from xcore.hooks.host import PLUGIN_API_VERSION, PluginHost
 from xcore.testing import InMemoryStore, fake, make_launch_context, make_packaging_context, make_request, plugin_host
 
 
@@ -141,14 +142,14 @@ def test_deprecated_hooks_warn_through_pluggy_warn_on_impl():
 def test_the_plugin_api_exports_resolve():
     for name in xp.__all__:
         assert getattr(xp, name) is not None, name
-    assert xp.KindRegistrar is __import__("xcore.kinds").kinds.KindRegistrar  # re-exported, not copied
+    assert xp.KindRegistrar is importlib.import_module("xcore.hooks.kinds").KindRegistrar  # re-exported, not copied
     assert xp.PLUGIN_API_VERSION == "1.0"
 
 
 def test_in_memory_store_behaves_like_the_store():
     store = InMemoryStore()
     experiment = store.create_experiment("t", tags=["a"])
-    from xcore.records import NewJob
+    from xcore.store.records import NewJob
 
     [job_id] = store.add_work_unit(experiment.id, 1, "work_unit", {"lr": 1}, "", [NewJob("job", "k", {}, {}, [], {})])
     store.mark_launched([(job_id, "fake.FakeHandle", {"record": "x"}, "/log")])
@@ -204,7 +205,7 @@ def test_a_variable_the_plugin_derived_from_the_users_is_kept(tmp_path):
 
 
 def test_in_memory_store_replaces_jobs_that_never_reached_a_backend():
-    from xcore.records import NewJob
+    from xcore.store.records import NewJob
 
     store = InMemoryStore()
     experiment = store.create_experiment("t")

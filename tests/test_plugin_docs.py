@@ -7,8 +7,8 @@ import inspect
 import re
 
 from core_helpers import REPO
-from xcore import hookspecs
 from xcore import plugin as xp
+from xcore.hooks import specs as hookspecs
 
 DOC = (REPO / "docs/plugins.md").read_text()
 HOOKS = [name for name, fn in vars(hookspecs).items() if name.startswith("xcore_") and inspect.isfunction(fn)]

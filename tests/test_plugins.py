@@ -12,8 +12,8 @@ import pytest
 import xcore
 from core_helpers import run_xcore
 from xcore.errors import DuplicateKindError, PackagingError, UnknownKindError
-from xcore.job_blocks import Executor
-from xcore.plugins import PluginHost
+from xcore.hooks.host import PluginHost
+from xcore.launch.job_blocks import Executor
 
 
 def make_distribution(site: Path, dist: str, ep_name: str, module: str, code: str, version: str = "1.2.3") -> None:
@@ -79,7 +79,7 @@ def test_disable_and_select_switches(site):
 def test_two_plugins_claiming_one_kind_is_an_error_naming_both(site):
     make_distribution(site, "xcore-rival", "rival", "rival_plugin", """
         import attrs, xcore
-        from xcore.job_blocks import Executor
+        from xcore.launch.job_blocks import Executor
 
         @attrs.define(kw_only=True)
         class Local(Executor):
@@ -122,8 +122,8 @@ def test_no_plugin_can_package_pair():
         pass
 
     host = PluginHost()
-    from xcore.execution import PackagingContext
-    from xcore.progress import Progress
+    from xcore.hooks.execution import PackagingContext
+    from xcore.runtime.progress import Progress
 
     with pytest.raises(PackagingError, match="No installed plugin can package 'xcore.Binary'"):
         host.package(xcore.binary(OtherSpec(), "/bin/true"), PackagingContext(Path("/tmp"), Progress(enabled=False)))

@@ -20,8 +20,8 @@ from store_contract_helpers import new_job, open_url
 
 from core_helpers import run_xcore
 from xcore.errors import ConfigurationError
-from xcore.postgres_store import PostgresStore
 from xcore.status import JobState, Status
+from xcore.store.postgres import PostgresStore
 
 WRONG = "Wr0ng-pa$$word-42"
 
@@ -213,7 +213,7 @@ def test_password_from_pgpass_or_pgpassword_and_tls_options_pass_through(pg_url,
 
 
 def test_unreachable_server_fails_clearly_after_the_retry_deadline(monkeypatch):
-    from xcore.postgres_store import StoreUnavailableError
+    from xcore.store.postgres import StoreUnavailableError
 
     monkeypatch.setenv("XCORE_STORE_RETRY_SECS", "1")
     start = time.monotonic()

@@ -120,7 +120,7 @@ def test_cluster_build_cache_is_private(open_parent):
 
 def test_store_wal_and_shm_files_are_private_while_open(open_parent, monkeypatch):
     monkeypatch.setenv("XCORE_HOME", str(open_parent / "home"))
-    from xcore.sqlite_store import SqliteStore
+    from xcore.store.sqlite import SqliteStore
 
     store = SqliteStore(open_parent / "home" / "xcore.db")
     store.create_experiment("t")

@@ -39,10 +39,10 @@ def private_imports(package: Path, root: Path = REPO) -> list[str]:
 def test_the_checker_sees_private_imports(tmp_path):
     (tmp_path / "p").mkdir()
     (tmp_path / "p" / "m.py").write_text(
-        "import xcore\nfrom xcore.plugin import hookimpl\nfrom xcore import paths\nimport xcore.kinds\n"
+        "import xcore\nfrom xcore.plugin import hookimpl\nfrom xcore import paths\nimport xcore.hooks.kinds\n"
         "from xcore.errors import LaunchError\nfrom xcore.testing import fake\n")
     assert [line.split(": ", 1)[1] for line in private_imports(tmp_path / "p", tmp_path)] == [
-        "from xcore import paths", "import xcore.kinds", "from xcore.errors import ..."]
+        "from xcore import paths", "import xcore.hooks.kinds", "from xcore.errors import ..."]
 
 
 def test_the_example_plugin_imports_only_the_public_surface():

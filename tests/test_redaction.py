@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from core_helpers import run_xcore, write_script
-from xcore.redaction import REDACTED, is_secret_name, mask_url_passwords, redact_nested
+from xcore.store.redaction import REDACTED, is_secret_name, mask_url_passwords, redact_nested
 
 SECRET_NAMES = [
     "DB_PASS", "OPENAI_KEY", "MY_SECRET_X", "GH_TOKEN_RO", "AWS_SECRET_ACCESS_KEY", "WANDB_API_KEY", "HF_TOKEN",

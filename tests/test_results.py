@@ -9,10 +9,10 @@ import sys
 import pytest
 
 import xcore as xm
-from xcore import results
 from xcore.cli.main import main
-from xcore.experiment import open_store
-from xcore.plugins import get_host
+from xcore.hooks.host import get_host
+from xcore.launch.registry import open_store
+from xcore.runtime import results
 from xcore.testing import fake, plugin_host
 from xcore.trackers import TrackedJob
 from xcore.trackers.builtin import tracking
@@ -138,7 +138,7 @@ def test_a_log_that_cannot_be_read_now_is_read_later(any_store, monkeypatch):
 def test_a_version_2_store_migrates_and_keeps_its_records(tmp_path):
     import sqlite3
 
-    from xcore.sqlite_store import MIGRATIONS, SqliteStore
+    from xcore.store.sqlite import MIGRATIONS, SqliteStore
 
     path = tmp_path / "old.db"
     db = sqlite3.connect(path)
@@ -150,7 +150,7 @@ def test_a_version_2_store_migrates_and_keeps_its_records(tmp_path):
     db.close()
     store = SqliteStore(path)
     assert store.get_experiment(1).title == "old"
-    from xcore.records import NewJob
+    from xcore.store.records import NewJob
 
     [job_id] = store.add_work_unit(1, 1, "work_unit", {"lr": 0.1}, "", [NewJob("job", "k", {}, {}, [], {})])
     store.record_results(job_id, {"loss": 0.5}, final=True)

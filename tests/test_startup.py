@@ -17,7 +17,7 @@ from core_helpers import run_xcore
 
 HEAVY = ("typing", "asyncio", "attrs", "cattrs", "pluggy", "importlib.metadata", "email", "zipfile", "shutil", "bz2",
          "lzma",
-         "xcore.experiment", "xcore.plugins", "xcore.launcher")
+         "xcore.launch.experiment", "xcore.hooks.host", "xcore.runtime.launcher")
 PLUGINS = ("xlocal", "xhpc", "xinline")
 
 
@@ -70,7 +70,8 @@ def test_help_lists_plugin_commands_declared_in_metadata_without_importing_them(
 def test_list_on_empty_store_imports_no_plugin_and_no_asyncio(tmp_path):
     modules, _ = _modules_after(["list"], tmp_path)
     assert _offenders(modules, PLUGINS) == []
-    assert _offenders(modules, ("asyncio", "cattrs", "pluggy", "importlib.metadata", "xcore.experiment", "bz2")) == []
+    heavy = ("asyncio", "cattrs", "pluggy", "importlib.metadata", "xcore.launch.experiment", "bz2")
+    assert _offenders(modules, heavy) == []
 
 
 def test_declared_plugin_command_runs_and_imports_its_plugin(tmp_path):
@@ -85,7 +86,7 @@ def test_plugin_command_added_only_by_hook_still_runs(tmp_path, monkeypatch):
     site = tmp_path / "site"
     site.mkdir()
     (site / "hooky.py").write_text(textwrap.dedent("""
-        from xcore.markers import hookimpl
+        from xcore.hooks.markers import hookimpl
 
         @hookimpl
         def xcore_add_commands(subparsers):

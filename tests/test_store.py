@@ -4,9 +4,9 @@ import sqlite3
 import pytest
 
 from xcore.errors import ConfigurationError, NotFoundError
-from xcore.records import NewJob
-from xcore.sqlite_store import SCHEMA_VERSION, SqliteStore
 from xcore.status import JobState, Status
+from xcore.store.records import NewJob
+from xcore.store.sqlite import SCHEMA_VERSION, SqliteStore
 
 
 def _job(name="main"):

@@ -16,7 +16,7 @@ from store_contract_helpers import new_job, open_url
 from xcore.errors import NotFoundError
 from xcore.status import JobState, Status
 from xcore.store import MetadataStore
-from xcore.store_migrations import SCHEMA_VERSION
+from xcore.store.migrations import SCHEMA_VERSION
 
 
 def test_ids_start_at_one_and_fields_round_trip(store_url):
@@ -155,7 +155,7 @@ def test_concurrent_launchers_get_gap_free_ids(store_url):
     assert set(events.values()) == {1}
 
 
-# -- launcher leases (see xcore.orphans) -----------------------------------------------------------
+# -- launcher leases (see xcore.runtime.orphans) -----------------------------------------------------------
 
 
 def _rows(url: str, sql: str) -> list[tuple]:

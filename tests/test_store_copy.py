@@ -10,7 +10,7 @@ from store_contract_helpers import new_job, open_url
 
 from core_helpers import run_xcore
 from xcore.status import JobState, Status
-from xcore.store_migrations import SCHEMA_VERSION
+from xcore.store.migrations import SCHEMA_VERSION
 
 
 def _fill(url: str, titles: list[str]) -> None:

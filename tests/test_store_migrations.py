@@ -14,9 +14,9 @@ from store_contract_helpers import new_job, open_url
 
 from core_helpers import REPO, run_xcore
 from xcore.errors import StoreError
-from xcore.sqlite_store import SqliteStore
 from xcore.status import JobState, Status
-from xcore.store_migrations import SCHEMA_VERSION, SchemaVersionError
+from xcore.store.migrations import SCHEMA_VERSION, SchemaVersionError
+from xcore.store.sqlite import SqliteStore
 
 OLD_COMMIT = "00c5f85"
 V1_DDL = Path(__file__).parent / "data" / "sqlite_schema_v1.sql"
@@ -29,6 +29,7 @@ def _old_sqlite_module(tmp_path: Path):
                                 capture_output=True, text=True, timeout=30).stdout
     except (OSError, subprocess.SubprocessError):
         return None
+    source = source.replace("from xcore.records import", "from xcore.store.records import")  # moved since
     path = tmp_path / "old_sqlite_store.py"
     path.write_text(source)
     spec = importlib.util.spec_from_file_location("old_sqlite_store", path)
@@ -158,7 +159,7 @@ def test_postgres_store_of_an_old_schema_is_migrated_by_the_command(pg_url, old)
     (2 is what the first PostgreSQL store release created: no leases yet.)"""
     import psycopg
 
-    from xcore import postgres_store
+    from xcore.store import postgres as postgres_store
 
     with psycopg.connect(pg_url, autocommit=True) as conn:
         for migration in postgres_store.MIGRATIONS[:old]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from xcore.errors import PluginLoadError
-from xcore.plugins import PluginHost
-from xcore.redaction import redact_url
+from xcore.hooks.host import PluginHost
+from xcore.store.redaction import redact_url
 
 
 @pytest.mark.parametrize(("url", "shown"), [

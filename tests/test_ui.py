@@ -12,8 +12,8 @@ import pytest
 from starlette.testclient import TestClient  # xcore-core[ui], installed by scripts/test.sh
 
 import xcore as xm
-from xcore.experiment import open_store
-from xcore.plugins import get_host
+from xcore.hooks.host import get_host
+from xcore.launch.registry import open_store
 from xcore.testing import fake, plugin_host
 from xcore.ui.app import create_app
 from xcore.ui.sample import sample_sweep
@@ -41,7 +41,7 @@ def client(xcore_home):
 
 def test_pages_escape_hostile_values_and_show_results(client):
     experiment_id = _sweep(3, title=HOSTILE)
-    from xcore import results
+    from xcore.runtime import results
 
     results.collect(open_store(), get_host(), experiment_id)
     http = client()

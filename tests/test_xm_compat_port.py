@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from core_helpers import run_xcore
-from xcore.port import port_source
+from xcore.cli.port import port_source
 from xcore.testing import require_service
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "xmanager_local"

@@ -12,88 +12,87 @@ __version__ = "0.1.0"
 
 _EXPORTS: dict[str, str] = {
     # launch API
-    "create_experiment": "xcore.experiment",
-    "get_experiment": "xcore.experiment",
-    "list_experiments": "xcore.experiment",
-    "Experiment": "xcore.experiment",
-    "ExperimentUnit": "xcore.experiment",
-    "WorkUnit": "xcore.experiment",
-    "AuxiliaryUnit": "xcore.experiment",
-    "AuxiliaryUnitJob": "xcore.experiment",
-    "AuxiliaryUnitRole": "xcore.experiment",
-    "WorkUnitRole": "xcore.experiment",
-    "ExperimentUnitRole": "xcore.experiment",
-    "Importance": "xcore.experiment",
-    "MetadataContext": "xcore.experiment",
-    "ContextAnnotations": "xcore.experiment",
-    "WorkUnitCompletedAwaitable": "xcore.experiment",
-    "LaunchFuture": "xcore.experiment",
-    "LaunchedJob": "xcore.core",
-    "core": "xcore.core",
-    "job_operators": "xcore.job_operators",
-    "ShellSafeArg": "xcore.utils",
-    "run_in_asyncio_loop": "xcore.utils",
+    "create_experiment": "xcore.launch.registry",
+    "get_experiment": "xcore.launch.registry",
+    "list_experiments": "xcore.launch.registry",
+    "Experiment": "xcore.launch.experiment",
+    "ExperimentUnit": "xcore.launch.units",
+    "WorkUnit": "xcore.launch.units",
+    "AuxiliaryUnit": "xcore.launch.units",
+    "AuxiliaryUnitJob": "xcore.launch.units",
+    "AuxiliaryUnitRole": "xcore.launch.units",
+    "WorkUnitRole": "xcore.launch.units",
+    "ExperimentUnitRole": "xcore.launch.units",
+    "Importance": "xcore.launch.units",
+    "MetadataContext": "xcore.launch.units",
+    "ContextAnnotations": "xcore.launch.units",
+    "WorkUnitCompletedAwaitable": "xcore.launch.units",
+    "LaunchFuture": "xcore.launch.units",
+    "LaunchedJob": "xcore.launch.core",
+    "core": "xcore.launch.core",
+    "job_operators": "xcore.launch.job_operators",
+    "ShellSafeArg": "xcore.launch.utils",
+    "run_in_asyncio_loop": "xcore.launch.utils",
     # job blocks
-    "ExecutableSpec": "xcore.job_blocks",
-    "Executable": "xcore.job_blocks",
-    "ExecutorSpec": "xcore.job_blocks",
-    "Executor": "xcore.job_blocks",
-    "Packageable": "xcore.job_blocks",
-    "Job": "xcore.job_blocks",
-    "JobGroup": "xcore.job_blocks",
-    "JobConfig": "xcore.job_blocks",
-    "JobGeneratorType": "xcore.job_blocks",
-    "JobType": "xcore.job_blocks",
-    "Constraint": "xcore.job_blocks",
-    "get_args_for_all_jobs": "xcore.job_blocks",
-    "SequentialArgs": "xcore.args",
-    "UserArgs": "xcore.args",
-    "merge_args": "xcore.args",
+    "ExecutableSpec": "xcore.launch.job_blocks",
+    "Executable": "xcore.launch.job_blocks",
+    "ExecutorSpec": "xcore.launch.job_blocks",
+    "Executor": "xcore.launch.job_blocks",
+    "Packageable": "xcore.launch.job_blocks",
+    "Job": "xcore.launch.job_blocks",
+    "JobGroup": "xcore.launch.job_blocks",
+    "JobConfig": "xcore.launch.job_blocks",
+    "JobGeneratorType": "xcore.launch.job_blocks",
+    "JobType": "xcore.launch.job_blocks",
+    "Constraint": "xcore.launch.job_blocks",
+    "get_args_for_all_jobs": "xcore.launch.job_blocks",
+    "SequentialArgs": "xcore.launch.args",
+    "UserArgs": "xcore.launch.args",
+    "merge_args": "xcore.launch.args",
     # executable specs and helpers
-    "Binary": "xcore.executables",
-    "BinaryDependency": "xcore.executables",
-    "PythonModule": "xcore.executables",
-    "Container": "xcore.executables",
-    "PythonContainer": "xcore.executables",
-    "Dockerfile": "xcore.executables",
-    "ModuleName": "xcore.executables",
-    "CommandList": "xcore.executables",
-    "BazelBinary": "xcore.bazel",
-    "BazelContainer": "xcore.bazel",
-    "bazel_binary": "xcore.bazel",
-    "bazel_container": "xcore.bazel",
-    "binary": "xcore.packagables",
-    "python_module": "xcore.packagables",
-    "container": "xcore.packagables",
-    "python_container": "xcore.packagables",
-    "dockerfile_container": "xcore.packagables",
+    "Binary": "xcore.launch.executables",
+    "BinaryDependency": "xcore.launch.executables",
+    "PythonModule": "xcore.launch.executables",
+    "Container": "xcore.launch.executables",
+    "PythonContainer": "xcore.launch.executables",
+    "Dockerfile": "xcore.launch.executables",
+    "ModuleName": "xcore.launch.executables",
+    "CommandList": "xcore.launch.executables",
+    "BazelBinary": "xcore.launch.bazel",
+    "BazelContainer": "xcore.launch.bazel",
+    "bazel_binary": "xcore.launch.bazel",
+    "bazel_container": "xcore.launch.bazel",
+    "binary": "xcore.launch.packagables",
+    "python_module": "xcore.launch.packagables",
+    "container": "xcore.launch.packagables",
+    "python_container": "xcore.launch.packagables",
+    "dockerfile_container": "xcore.launch.packagables",
     # resources and units
-    "JobRequirements": "xcore.resources",
-    "ResourceType": "xcore.resources",
-    "AcceleratorType": "xcore.resources",
-    "GpuType": "xcore.resources",
-    "TpuType": "xcore.resources",
-    "Topology": "xcore.resources",
-    "InvalidTpuTopologyError": "xcore.resources",
-    "Architecture": "xcore.resources",
-    "ServiceTier": "xcore.resources",
-    "ResourceDict": "xcore.resources",
-    "ResourceQuantity": "xcore.resources",
-    "vCPU": "xcore.units", "KB": "xcore.units", "MB": "xcore.units", "GB": "xcore.units",
-    "TB": "xcore.units", "PB": "xcore.units", "KiB": "xcore.units", "MiB": "xcore.units",
-    "GiB": "xcore.units", "TiB": "xcore.units", "PiB": "xcore.units",
-    "Sec": "xcore.units", "Min": "xcore.units", "Hr": "xcore.units",
+    "JobRequirements": "xcore.launch.resources",
+    "ResourceType": "xcore.launch.resources",
+    "AcceleratorType": "xcore.launch.resources",
+    "GpuType": "xcore.launch.resources",
+    "TpuType": "xcore.launch.resources",
+    "Topology": "xcore.launch.resources",
+    "InvalidTpuTopologyError": "xcore.launch.resources",
+    "Architecture": "xcore.launch.resources",
+    "ServiceTier": "xcore.launch.resources",
+    "ResourceDict": "xcore.launch.resources",
+    "ResourceQuantity": "xcore.launch.resources",
+    **dict.fromkeys(
+        ["vCPU", "KB", "MB", "GB", "TB", "PB", "KiB", "MiB", "GiB", "TiB", "PiB", "Sec", "Min", "Hr"],
+        "xcore.launch.quantities"),
     # status
     "Status": "xcore.status",
     "JobState": "xcore.status",
     "ExperimentUnitStatus": "xcore.status",
     "WorkUnitStatus": "xcore.status",
     # plugin authors
-    "hookimpl": "xcore.markers",
-    "JobHandle": "xcore.execution",
-    "LaunchRequest": "xcore.execution",
-    "LaunchContext": "xcore.execution",
-    "PackagingContext": "xcore.execution",
+    "hookimpl": "xcore.hooks.markers",
+    "JobHandle": "xcore.hooks.execution",
+    "LaunchRequest": "xcore.hooks.execution",
+    "LaunchContext": "xcore.hooks.execution",
+    "PackagingContext": "xcore.hooks.execution",
     "MetadataStore": "xcore.store",
     # errors
     "XcoreError": "xcore.errors",
@@ -121,12 +120,14 @@ TYPE_CHECKING = False  # type checkers treat this as typing.TYPE_CHECKING; impor
 
 
 if TYPE_CHECKING:  # static type checkers and IDEs see the real names
-    from xcore import core, job_operators
-    from xcore.args import SequentialArgs, UserArgs, merge_args
-    from xcore.bazel import BazelBinary, BazelContainer, bazel_binary, bazel_container
-    from xcore.core import LaunchedJob
     from xcore.errors import *  # noqa: F403
-    from xcore.executables import (
+    from xcore.hooks.execution import JobHandle, LaunchContext, LaunchRequest, PackagingContext
+    from xcore.hooks.markers import hookimpl
+    from xcore.launch import core, job_operators
+    from xcore.launch.args import SequentialArgs, UserArgs, merge_args
+    from xcore.launch.bazel import BazelBinary, BazelContainer, bazel_binary, bazel_container
+    from xcore.launch.core import LaunchedJob
+    from xcore.launch.executables import (
         Binary,
         BinaryDependency,
         CommandList,
@@ -136,26 +137,8 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the real names
         PythonContainer,
         PythonModule,
     )
-    from xcore.execution import JobHandle, LaunchContext, LaunchRequest, PackagingContext
-    from xcore.experiment import (
-        AuxiliaryUnit,
-        AuxiliaryUnitJob,
-        AuxiliaryUnitRole,
-        ContextAnnotations,
-        Experiment,
-        ExperimentUnit,
-        ExperimentUnitRole,
-        Importance,
-        LaunchFuture,
-        MetadataContext,
-        WorkUnit,
-        WorkUnitCompletedAwaitable,
-        WorkUnitRole,
-        create_experiment,
-        get_experiment,
-        list_experiments,
-    )
-    from xcore.job_blocks import (
+    from xcore.launch.experiment import Experiment
+    from xcore.launch.job_blocks import (
         Constraint,
         Executable,
         ExecutableSpec,
@@ -169,9 +152,10 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the real names
         Packageable,
         get_args_for_all_jobs,
     )
-    from xcore.markers import hookimpl
-    from xcore.packagables import binary, container, dockerfile_container, python_container, python_module
-    from xcore.resources import (
+    from xcore.launch.packagables import binary, container, dockerfile_container, python_container, python_module
+    from xcore.launch.quantities import GB, KB, MB, PB, TB, GiB, Hr, KiB, MiB, Min, PiB, Sec, TiB, vCPU
+    from xcore.launch.registry import create_experiment, get_experiment, list_experiments
+    from xcore.launch.resources import (
         AcceleratorType,
         Architecture,
         GpuType,
@@ -184,7 +168,20 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the real names
         Topology,
         TpuType,
     )
+    from xcore.launch.units import (
+        AuxiliaryUnit,
+        AuxiliaryUnitJob,
+        AuxiliaryUnitRole,
+        ContextAnnotations,
+        ExperimentUnit,
+        ExperimentUnitRole,
+        Importance,
+        LaunchFuture,
+        MetadataContext,
+        WorkUnit,
+        WorkUnitCompletedAwaitable,
+        WorkUnitRole,
+    )
+    from xcore.launch.utils import ShellSafeArg, run_in_asyncio_loop
     from xcore.status import ExperimentUnitStatus, JobState, Status, WorkUnitStatus
     from xcore.store import MetadataStore
-    from xcore.units import GB, KB, MB, PB, TB, GiB, Hr, KiB, MiB, Min, PiB, Sec, TiB, vCPU
-    from xcore.utils import ShellSafeArg, run_in_asyncio_loop

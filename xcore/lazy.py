@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 def lazy_exports(package: str, exports: Mapping[str, str]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """Return ``__getattr__`` and ``__dir__`` for ``package`` that import ``name`` from
     ``exports[name]`` (a module path) on first use and cache it in the package. A name whose
-    module is ``package.name`` is that submodule itself."""
+    module path ends in ``.name`` (``"core": "xcore.launch.core"``) is that module itself."""
     namespace = importlib.import_module(package).__dict__
 
     def __getattr__(name: str) -> Any:
@@ -21,7 +21,7 @@ def lazy_exports(package: str, exports: Mapping[str, str]) -> tuple[Callable[[st
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
         imported = importlib.import_module(module)
-        value = imported if module == f"{package}.{name}" else getattr(imported, name)  # a submodule
+        value = imported if module.rpartition(".")[2] == name else getattr(imported, name)  # a module
         namespace[name] = value
         return value
 

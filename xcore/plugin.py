@@ -57,7 +57,7 @@ and test it with the contract suite (``pytest_plugins = ["xcore.testing.contract
 ``xcore_contract_target`` fixture; see ``xcore.testing.contract``). ``xcore plugin new NAME``
 generates all of this; ``docs/plugins.md`` is the tutorial and the rules of the contract
 (what a forgotten job reads as, which exceptions hooks may raise, log decoding, cancel, env,
-exit codes); ``xcore/hookspecs.py`` documents every hook.
+exit codes); ``xcore/hooks/specs.py`` documents every hook.
 
 What this module exports:
 
@@ -93,43 +93,43 @@ from typing import TYPE_CHECKING
 from xcore.lazy import lazy_exports
 
 _EXPORTS = {
-    "hookimpl": "xcore.markers",
-    "KindRegistrar": "xcore.kinds",
-    "PLUGIN_API_VERSION": "xcore.plugins",
-    "XcorePluginDeprecationWarning": "xcore.hookspecs",
+    "hookimpl": "xcore.hooks.markers",
+    "KindRegistrar": "xcore.hooks.kinds",
+    "PLUGIN_API_VERSION": "xcore.hooks.host",
+    "XcorePluginDeprecationWarning": "xcore.hooks.specs",
     # the model
-    "Executor": "xcore.job_blocks",
-    "ExecutorSpec": "xcore.job_blocks",
-    "Executable": "xcore.job_blocks",
-    "ExecutableSpec": "xcore.job_blocks",
-    "Packageable": "xcore.job_blocks",
-    "JobRequirements": "xcore.resources",
-    "ResourceType": "xcore.resources",
-    "SequentialArgs": "xcore.args",
-    "Binary": "xcore.executables",
-    "PythonModule": "xcore.executables",
-    "Container": "xcore.executables",
-    "PythonContainer": "xcore.executables",
-    "Dockerfile": "xcore.executables",
-    "ModuleName": "xcore.executables",
-    "CommandList": "xcore.executables",
-    "entrypoint_argv": "xcore.executables",
-    "BazelBinary": "xcore.bazel",
-    "BazelContainer": "xcore.bazel",
-    "bazel_workspace": "xcore.bazel",
-    "bazel_build": "xcore.bazel",
-    "bazel_output": "xcore.bazel",
-    "to_requirements": "xcore.job_blocks",
+    "Executor": "xcore.launch.job_blocks",
+    "ExecutorSpec": "xcore.launch.job_blocks",
+    "Executable": "xcore.launch.job_blocks",
+    "ExecutableSpec": "xcore.launch.job_blocks",
+    "Packageable": "xcore.launch.job_blocks",
+    "JobRequirements": "xcore.launch.resources",
+    "ResourceType": "xcore.launch.resources",
+    "SequentialArgs": "xcore.launch.args",
+    "Binary": "xcore.launch.executables",
+    "PythonModule": "xcore.launch.executables",
+    "Container": "xcore.launch.executables",
+    "PythonContainer": "xcore.launch.executables",
+    "Dockerfile": "xcore.launch.executables",
+    "ModuleName": "xcore.launch.executables",
+    "CommandList": "xcore.launch.executables",
+    "entrypoint_argv": "xcore.launch.executables",
+    "BazelBinary": "xcore.launch.bazel",
+    "BazelContainer": "xcore.launch.bazel",
+    "bazel_workspace": "xcore.launch.bazel",
+    "bazel_build": "xcore.launch.bazel",
+    "bazel_output": "xcore.launch.bazel",
+    "to_requirements": "xcore.launch.job_blocks",
     # requests, contexts and results
-    "LaunchRequest": "xcore.execution",
-    "LaunchContext": "xcore.execution",
-    "PackagingContext": "xcore.execution",
-    "JobHandle": "xcore.execution",
-    "LaunchFailure": "xcore.execution",
-    "launch_failure_message": "xcore.execution",
+    "LaunchRequest": "xcore.hooks.execution",
+    "LaunchContext": "xcore.hooks.execution",
+    "PackagingContext": "xcore.hooks.execution",
+    "JobHandle": "xcore.hooks.execution",
+    "LaunchFailure": "xcore.hooks.execution",
+    "launch_failure_message": "xcore.hooks.execution",
     "JobState": "xcore.status",
     "Status": "xcore.status",
-    "Progress": "xcore.progress",
+    "Progress": "xcore.runtime.progress",
     "MetadataStore": "xcore.store",
     # errors
     "XcoreError": "xcore.errors",
@@ -186,8 +186,6 @@ def __getattr__(name: str) -> object:
 
 
 if TYPE_CHECKING:
-    from xcore.args import SequentialArgs
-    from xcore.bazel import BazelBinary, BazelContainer, bazel_build, bazel_output, bazel_workspace
     from xcore.errors import (
         ConfigurationError,
         LaunchError,
@@ -197,7 +195,21 @@ if TYPE_CHECKING:
         UnknownKindError,
         XcoreError,
     )
-    from xcore.executables import (
+    from xcore.hooks.execution import (
+        JobHandle,
+        LaunchContext,
+        LaunchFailure,
+        LaunchRequest,
+        PackagingContext,
+        launch_failure_message,
+    )
+    from xcore.hooks.host import PLUGIN_API_VERSION
+    from xcore.hooks.kinds import KindRegistrar
+    from xcore.hooks.markers import hookimpl
+    from xcore.hooks.specs import XcorePluginDeprecationWarning
+    from xcore.launch.args import SequentialArgs
+    from xcore.launch.bazel import BazelBinary, BazelContainer, bazel_build, bazel_output, bazel_workspace
+    from xcore.launch.executables import (
         Binary,
         CommandList,
         Container,
@@ -207,22 +219,11 @@ if TYPE_CHECKING:
         PythonModule,
         entrypoint_argv,
     )
-    from xcore.execution import (
-        JobHandle,
-        LaunchContext,
-        LaunchFailure,
-        LaunchRequest,
-        PackagingContext,
-        launch_failure_message,
-    )
-    from xcore.hookspecs import XcorePluginDeprecationWarning
-    from xcore.job_blocks import Executable, ExecutableSpec, Executor, ExecutorSpec, Packageable, to_requirements
-    from xcore.kinds import KindRegistrar
+    from xcore.launch.job_blocks import Executable, ExecutableSpec, Executor, ExecutorSpec, Packageable, to_requirements
+    from xcore.launch.resources import JobRequirements, ResourceType
     from xcore.lazy import lazy_exports
-    from xcore.markers import hookimpl
     from xcore.paths import config_dir, from_launch_dir, plugin_state_dir
     from xcore.paths import home as xcore_home
-    from xcore.plugins import PLUGIN_API_VERSION
     from xcore.plumbing.cancel import cancel_requested, cancelled_at, mark_cancelled
     from xcore.plumbing.digests import DigestCache, file_digest
     from xcore.plumbing.exits import (
@@ -242,7 +243,6 @@ if TYPE_CHECKING:
         iter_project_files,
     )
     from xcore.plumbing.logs import TextDecoder, decode_chunks, follow_bytes, follow_file, read_file_from
-    from xcore.progress import Progress
-    from xcore.resources import JobRequirements, ResourceType
+    from xcore.runtime.progress import Progress
     from xcore.status import JobState, Status
     from xcore.store import MetadataStore

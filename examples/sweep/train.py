@@ -38,7 +38,7 @@ def main() -> None:
     # accuracy: the share of points predicted within 0.2 of their target
     accuracy = sum(abs(w * x + b - y) < 0.2 for x, y in data) / len(data)
     print(f"final loss {loss:.5f} (w={w:.3f}, b={b:.3f})")
-    # xcore's result convention (see xcore/results.py): `xcore show` and `xcore ui` show these
+    # xcore's result convention (see xcore/runtime/results.py): `xcore show` and `xcore ui` show these
     print("XCORE_RESULT " + json.dumps({"loss": loss, "accuracy": accuracy}), flush=True)
 
 

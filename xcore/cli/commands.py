@@ -13,10 +13,10 @@ import attrs
 
 from xcore.cli.tables import format_duration, format_time, plural, printable, render_table
 from xcore.errors import NotFoundError, XcoreError
-from xcore.progress import Progress
-from xcore.records import ExperimentRecord, JobRecord, WorkUnitRecord, unreadable
+from xcore.runtime.progress import Progress
 from xcore.status import Status
 from xcore.store import MetadataStore
+from xcore.store.records import ExperimentRecord, JobRecord, WorkUnitRecord, unreadable
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_TIMEOUT = 0, 1, 2, 124
 EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
@@ -27,19 +27,19 @@ EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
 
 
 def get_host() -> Any:
-    from xcore.plugins import get_host as host
+    from xcore.hooks.host import get_host as host
 
     return host()
 
 
 def refresh_jobs(*args: Any, **kwargs: Any) -> list[JobRecord]:
-    from xcore import tracking
+    from xcore.runtime import tracking
 
     return tracking.refresh_jobs(*args, **kwargs)
 
 
 def wait_for(*args: Any, **kwargs: Any) -> list[JobRecord]:
-    from xcore import tracking
+    from xcore.runtime import tracking
 
     return tracking.wait_for(*args, **kwargs)
 
@@ -49,19 +49,17 @@ def _store() -> MetadataStore:
 
     url = paths.store_url()
     if url.startswith("sqlite:"):  # the built-in store (the host would pick it too): no plugin needed
-        from xcore.sqlite_store import open_url
+        from xcore.store.sqlite import open_url
 
         store: MetadataStore = open_url(url)
     else:
-        from xcore.experiment import open_store
-
-        store = open_store(get_host())
+        store = get_host().open_store(url)  # the plugin that owns the URL's scheme
     try:
         leases = bool(store.leases())
     except Exception:  # noqa: BLE001 - an old or unusual store: resolve_orphans decides
         leases = True
     if leases:  # work of launchers that were killed: adopt it or mark it failed
-        from xcore.orphans import resolve_orphans
+        from xcore.runtime.orphans import resolve_orphans
 
         resolve_orphans(store, get_host())
     return store
@@ -100,7 +98,7 @@ def launch(args: argparse.Namespace) -> int:
     import runpy
     import signal
 
-    from xcore import experiment as experiment_module
+    from xcore.launch import registry
 
     script = Path(args.script)
     if not script.is_file():
@@ -108,8 +106,8 @@ def launch(args: argparse.Namespace) -> int:
     script = script.resolve()
     _refuse_stdlib_name(script)
     script_args = list(args.script_args)
-    experiment_module.set_launch_script(script)
-    before = len(experiment_module.created_experiment_ids)
+    registry.set_launch_script(script)
+    before = len(registry.created_experiment_ids)
     saved_argv, saved_path = sys.argv, list(sys.path)
     sys.argv = [str(script), *script_args]
     sys.path.insert(0, str(script.parent))
@@ -124,16 +122,16 @@ def launch(args: argparse.Namespace) -> int:
         error = exc
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
-        experiment_module.set_launch_script(None)
+        registry.set_launch_script(None)
         if previous_term is not None:
             signal.signal(signal.SIGTERM, previous_term)
-    created = experiment_module.created_experiment_ids[before:]
+    created = registry.created_experiment_ids[before:]
     store = _store()
     if error is not None:
         _mark_unfinished_failed(store, created, error)
         _report_launch_error(script, error, created, store, args.traceback)
         if isinstance(error, KeyboardInterrupt):
-            from xcore.launcher import Terminated
+            from xcore.runtime.launcher import Terminated
 
             return EXIT_TERMINATED if isinstance(error, Terminated) else EXIT_INTERRUPTED
         return EXIT_FAILED
@@ -176,7 +174,7 @@ def _terminate_as_interrupt() -> Any:
     if threading.current_thread() is not threading.main_thread():
         return None
 
-    from xcore.launcher import Terminated
+    from xcore.runtime.launcher import Terminated
 
     def handler(signum: int, frame: Any) -> None:
         raise Terminated("terminated")
@@ -188,7 +186,7 @@ def _report_launch_error(script: Path, error: BaseException, created: list[int],
                          full: bool) -> None:
     import traceback
 
-    from xcore.launcher import Terminated
+    from xcore.runtime.launcher import Terminated
 
     if isinstance(error, SystemExit):
         detail = f"it exited with status {error.code}"
@@ -236,9 +234,9 @@ def list_(args: argparse.Namespace) -> int:
     limit = None if args.limit == 0 else args.limit
     user = args.user
     if getattr(args, "mine", False):
-        from xcore.experiment import _user  # the name experiments record as their launcher
+        from xcore.launch.units import current_user  # the name experiments record as their launcher
 
-        user = _user()
+        user = current_user()
     records = store.list_experiments(title=args.title, tag=args.tag, user=user, limit=None if args.status else limit)
     _refresh_experiments(store, [r.id for r in records if r.status.is_active][:200])
     records = store.list_experiments(status=args.status, title=args.title, tag=args.tag, user=user, limit=limit)
@@ -313,7 +311,7 @@ def show(args: argparse.Namespace) -> int:
             f"Experiment {experiment_id} has no work unit {unit_id} (see `xcore show {experiment_id}`).")
     refresh_jobs(store, get_host(), [j for u in units for j in u.jobs])
     record = store.get_experiment(experiment_id)
-    from xcore import results as results_module
+    from xcore.runtime import results as results_module
 
     results_module.collect(store, get_host(), experiment_id)
     wanted = None if unit_id is None else [unit_id]
@@ -490,7 +488,7 @@ def _counts(jobs: list[JobRecord], total: bool = True) -> str:
 
 
 def cancel(args: argparse.Namespace) -> int:
-    from xcore.experiment import cancel_jobs
+    from xcore.runtime.tracking import cancel_jobs
 
     experiment_id, unit_id = _parse_target(args.target)
     store = _store()

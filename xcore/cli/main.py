@@ -12,7 +12,7 @@ TYPE_CHECKING = False  # not typing's: importing typing costs every command ~10 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from xcore.entry_points import EntryPoint
+    from xcore.hooks.entry_points import EntryPoint
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_TIMEOUT = 0, 1, 2, 124
 
@@ -119,7 +119,7 @@ def build_parser(with_plugins: bool = True, command: str | None = None) -> argpa
     p.add_argument("script", help="the launch script to port")
     p.add_argument("--write", "-w", action="store_true", help="rewrite SCRIPT in place")
     p.add_argument("--output", "-o", help="write the ported script to this file instead")
-    p.set_defaults(func="xcore.port:command")
+    p.set_defaults(func="xcore.cli.port:command")
 
     p = sub.add_parser("plugins", help="list installed plugins")
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -132,7 +132,7 @@ def build_parser(with_plugins: bool = True, command: str | None = None) -> argpa
     store_commands.add_parser(sub)
 
     if with_plugins:
-        from xcore.entry_points import declared_commands
+        from xcore.hooks.entry_points import declared_commands
 
         for name, ep in declared_commands().items():
             if name in sub.choices:
@@ -142,7 +142,7 @@ def build_parser(with_plugins: bool = True, command: str | None = None) -> argpa
             else:
                 sub.add_parser(name, help=f"(plugin {ep.distribution}: xcore {name} --help)")
         if command is None or (command and command not in sub.choices):  # maybe a plugin's, added by its hook
-            from xcore.plugins import get_host
+            from xcore.hooks.host import get_host
 
             get_host().add_commands(sub)
     return parser
@@ -178,7 +178,7 @@ def _command_of(argv: Sequence[str]) -> str | None:
 
 def _print_plugin_warnings() -> None:
     """Plugins that failed to load, once they were loaded (commands that need none load none)."""
-    plugins = sys.modules.get("xcore.plugins")  # never imported: no plugin was loaded
+    plugins = sys.modules.get("xcore.hooks.host")  # never imported: no plugin was loaded
     host = getattr(plugins, "_host", None)
     if host is not None and host.loaded:
         for warning in host.failure_warnings():

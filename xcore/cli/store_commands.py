@@ -34,7 +34,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def _open(url: str | None, *, migrate: bool | None = None) -> MetadataStore:
     from xcore import paths
-    from xcore.plugins import get_host
+    from xcore.hooks.host import get_host
 
     options = {} if migrate is None else {"migrate": migrate}
     return get_host().open_store(url or paths.store_url(), options)
@@ -78,7 +78,7 @@ def migrate(args: argparse.Namespace) -> int:
 
 
 def copy(args: argparse.Namespace) -> int:
-    from xcore.store_copy import copy_store
+    from xcore.store.copy import copy_store
 
     source = _open(args.source)
     destination = _open(args.destination)

@@ -7,7 +7,7 @@ import sys
 import time
 from collections.abc import Sequence
 
-from xcore.progress import plural
+from xcore.runtime.progress import plural
 
 __all__ = ["format_duration", "format_time", "plural", "printable", "render_table"]
 

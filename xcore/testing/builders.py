@@ -8,10 +8,10 @@ import itertools
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from xcore.execution import LaunchContext, LaunchRequest, PackagingContext
-from xcore.job_blocks import Executable, Executor
-from xcore.plugins import PluginHost, reset_host
-from xcore.progress import Progress
+from xcore.hooks.execution import LaunchContext, LaunchRequest, PackagingContext
+from xcore.hooks.host import PluginHost, reset_host
+from xcore.launch.job_blocks import Executable, Executor
+from xcore.runtime.progress import Progress
 
 _job_ids = itertools.count(1)
 
@@ -49,7 +49,7 @@ def plugin_host(plugins: Mapping[str, object | str] | None = None, *, entry_poin
 
     ``entry_points=False`` (default) loads no installed plugin, so a unit test sees only what
     it registers; ``install=True`` makes it the process's host (what ``xcore.get_experiment``,
-    ``create_experiment`` and the CLI use). Call ``xcore.plugins.reset_host()`` to undo.
+    ``create_experiment`` and the CLI use). Call ``xcore.hooks.host.reset_host()`` to undo.
     """
     host = PluginHost(load_entry_points=entry_points)
     for name, plugin in (plugins or {}).items():

@@ -41,8 +41,8 @@ from typing import Any
 import attrs
 import pytest
 
-from xcore.execution import JobHandle
-from xcore.job_blocks import Executor, ExecutorSpec, Packageable
+from xcore.hooks.execution import JobHandle
+from xcore.launch.job_blocks import Executor, ExecutorSpec, Packageable
 from xcore.status import Status
 
 PROBE_MODULE = "xcore_contract_probe"
@@ -133,7 +133,7 @@ class ContractRun:
         """Run ``xcore ARGS`` in a new process, with the target's extra plugins registered."""
         script = (
             "import importlib, sys\n"
-            "from xcore.plugins import PluginHost, reset_host\n"
+            "from xcore.hooks.host import PluginHost, reset_host\n"
             "host = PluginHost()\n"
             f"for name, module in {dict(self.target.plugins)!r}.items():\n"
             "    host.register(importlib.import_module(module), name)\n"
@@ -145,25 +145,25 @@ class ContractRun:
                               env=self.env(), timeout=timeout or self.target.timeout_secs + 30, check=False)
 
     def jobs(self) -> list[Any]:
-        from xcore.experiment import open_store
+        from xcore.launch.registry import open_store
 
         return [job for unit in open_store().work_units(self.experiment_id) for job in unit.jobs]
 
     def handle(self, index: int = 0) -> JobHandle:
-        from xcore.plugins import get_host
+        from xcore.hooks.host import get_host
 
         job = self.jobs()[index]
         assert job.handle is not None, f"job {job.id} has no handle: {job.status} {job.message}"
         return get_host().serializer.load(job.handle)
 
     def wait(self, timeout: float | None = None) -> list[Any]:
-        from xcore.experiment import get_experiment
+        from xcore.launch.registry import get_experiment
 
         get_experiment(self.experiment_id).wait_until_complete(timeout=timeout or self.target.timeout_secs)
         return self.jobs()
 
     def logs(self, index: int = 0, follow: bool = False) -> str:
-        from xcore.plugins import get_host
+        from xcore.hooks.host import get_host
 
         job = self.jobs()[index]
         return "".join(get_host().job_logs(job.handle_kind, self.handle(index), follow))
@@ -185,7 +185,7 @@ class ContractSuite:
         monkeypatch.delenv("XCORE_STORE", raising=False)
         plugin_host(dict(xcore_contract_target.plugins), entry_points=True)
         yield home
-        from xcore.plugins import reset_host
+        from xcore.hooks.host import reset_host
 
         reset_host()
 
@@ -219,8 +219,9 @@ class ContractSuite:
             return runs[-1]
 
         yield run
-        from xcore.experiment import cancel_jobs, open_store
-        from xcore.plugins import get_host
+        from xcore.hooks.host import get_host
+        from xcore.launch.registry import open_store
+        from xcore.runtime.tracking import cancel_jobs
 
         for launched in runs:
             try:
@@ -247,8 +248,8 @@ class ContractSuite:
         """The probe (``xm.python_module``, or ``ContractTarget.package``) packages for the executor
         spec; the core attaches the packageable's default args and env."""
         import xcore as xm
-        from xcore.experiment import package
-        from xcore.plugins import get_host
+        from xcore.hooks.host import get_host
+        from xcore.runtime.packaging import package
 
         packageable = self.packageable(xcore_contract_target, probe, args=["echo", "default"],
                                        env_vars={"XCORE_PROBE_ENV": "from packaging"})
@@ -351,7 +352,7 @@ class ContractSuite:
 
     def test_handle_serialization_round_trip(self, launch: Callable[..., ContractRun]) -> None:
         """A handle is a registered attrs class that survives JSON and loads back equal."""
-        from xcore.plugins import get_host
+        from xcore.hooks.host import get_host
 
         run = launch([["echo", "handle"]])
         [job] = run.jobs()

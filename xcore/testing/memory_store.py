@@ -9,9 +9,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from xcore.errors import ConfigurationError, NotFoundError
-from xcore.records import ExperimentRecord, JobRecord, NewJob, StatusEvent, WorkUnitRecord
 from xcore.status import JobState, Status, combine
 from xcore.store import ExperimentHistory, Imported, MetadataStore, StoreInfo
+from xcore.store.records import ExperimentRecord, JobRecord, NewJob, StatusEvent, WorkUnitRecord
 
 _EXPERIMENT_FIELDS = {"title", "tags", "notes", "launch_status", "launch_error"}
 _NEVER_LAUNCHED = {Status.FAILED, Status.CANCELLED}  # with no handle: replace_unlaunched runs them again
@@ -236,7 +236,7 @@ class MemoryStorePlugin:
     def __init__(self, store: InMemoryStore | None = None) -> None:
         self.store = store or InMemoryStore()
 
-    from xcore.markers import hookimpl as _hookimpl
+    from xcore.hooks.markers import hookimpl as _hookimpl
 
     @_hookimpl(tryfirst=True)
     def xcore_open_store(self, url: str, options: dict[str, Any]) -> MetadataStore | None:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 if TYPE_CHECKING:
-    from xcore.plugins import PluginHost
+    from xcore.hooks.host import PluginHost
 
 
 @attrs.frozen

@@ -24,7 +24,7 @@ from starlette.routing import Route
 from starlette.templating import Jinja2Templates
 
 from xcore.errors import NotFoundError
-from xcore.plugins import PluginHost
+from xcore.hooks.host import PluginHost
 from xcore.status import Status
 from xcore.store import MetadataStore
 from xcore.ui import data
@@ -241,7 +241,7 @@ def create_app(store: MetadataStore, host: PluginHost, *, read_only: bool = Fals
         unit_id = request.path_params.get("unit_id")
         from starlette.concurrency import run_in_threadpool
 
-        from xcore.experiment import cancel_jobs
+        from xcore.runtime.tracking import cancel_jobs
 
         def run() -> None:
             units = store.work_units(experiment_id, None if unit_id is None else [unit_id])

@@ -11,10 +11,10 @@ from typing import Any
 
 import attrs
 
-from xcore.records import ExperimentRecord, UnitSummary
-from xcore.results import result_names
+from xcore.runtime.results import result_names
 from xcore.status import Status
 from xcore.store import MetadataStore
+from xcore.store.records import ExperimentRecord, UnitSummary
 
 PAGE_SIZE = 50
 STATUS_ORDER = [s.value for s in Status]

@@ -7,9 +7,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from xcore.records import NewJob
 from xcore.status import JobState, Status
 from xcore.store import MetadataStore
+from xcore.store.records import NewJob
 
 STATUSES = (Status.COMPLETED, Status.COMPLETED, Status.COMPLETED, Status.FAILED, Status.RUNNING, Status.PENDING)
 

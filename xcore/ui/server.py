@@ -28,8 +28,8 @@ def is_loopback(host: str) -> bool:
 def refresh_forever(store: object, host: object, stop: threading.Event, interval: float) -> None:
     """Every ``interval`` s: ask the backends about the active jobs of the newest experiments
     and read the results of jobs that ended, so pages show what the backends know."""
-    from xcore import results
-    from xcore.tracking import refresh_jobs
+    from xcore.runtime import results
+    from xcore.runtime.tracking import refresh_jobs
 
     watched: set[int] = set()
     while not stop.wait(interval):
@@ -51,9 +51,9 @@ def run(args: argparse.Namespace) -> int:
         from xcore.ui.app import LOOPBACK, create_app
     except ImportError as exc:
         raise XcoreError(f"{EXTRA_HINT} ({exc}).") from None
-    from xcore import results
     from xcore.cli.commands import _store
-    from xcore.plugins import get_host
+    from xcore.hooks.host import get_host
+    from xcore.runtime import results
 
     token = args.token or os.environ.get("XCORE_UI_TOKEN") or None
     exposed = not is_loopback(args.host)

@@ -140,8 +140,8 @@ def main() -> None:
     print(f"sweep of {args.trials} trials created: {created:.2f} s, {fake.calls['create']} create calls, "
           f"{fake.calls['list']} list calls (target: {args.trials} creates, no duplicates)")
 
-    from xcore.experiment import open_store
-    from xcore.plugins import get_host
+    from xcore.hooks.host import get_host
+    from xcore.launch.registry import open_store
 
     host = get_host()
     records = [j for u in open_store().work_units(experiment.experiment_id) for j in u.jobs]

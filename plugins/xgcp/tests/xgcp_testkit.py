@@ -2,8 +2,8 @@
 
 The plugin API 1.0 has no public way to read every job record of an experiment (the
 public ``launched_jobs`` leaves out jobs that failed to launch) or to call a hook on a stored
-handle; the contract suite itself uses ``xcore.experiment.open_store`` and
-``xcore.plugins.get_host``. Those core imports are kept here, in one place.
+handle; the contract suite itself uses ``xcore.launch.registry.open_store`` and
+``xcore.hooks.host.get_host``. Those core imports are kept here, in one place.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import xcore as xm
 
 
 def jobs(experiment_id: int) -> list[Any]:
-    from xcore.experiment import open_store  # no public equivalent (see the module docstring)
+    from xcore.launch.registry import open_store
 
     return [job for unit in open_store().work_units(experiment_id) for job in unit.jobs]
 
@@ -28,7 +28,7 @@ def wait(experiment_id: int, timeout: float = 30) -> list[Any]:
 
 
 def host() -> Any:
-    from xcore.plugins import get_host  # no public equivalent (see the module docstring)
+    from xcore.hooks.host import get_host  # no public equivalent (see the module docstring)
 
     return get_host()
 

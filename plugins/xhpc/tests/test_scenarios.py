@@ -23,7 +23,7 @@ TRICKY = ["it's", 'say "hi"', "`echo INJECTED`", "$(echo INJECTED)", "$HOME", "b
 
 
 def _logs(experiment: object, job: object) -> str:
-    from xcore.plugins import get_host
+    from xcore.hooks.host import get_host
 
     host = get_host()
     return "".join(host.job_logs(job.handle_kind, host.serializer.load(job.handle), False))

@@ -66,7 +66,7 @@ def test_one_task_array_is_final_while_sacct_lists_it_without_task(xcore_env: Pa
 
 
 def _load(job: object) -> object:
-    from xcore.plugins import get_host
+    from xcore.hooks.host import get_host
 
     return get_host().serializer.load(job.handle)  # type: ignore[attr-defined]
 

@@ -79,7 +79,7 @@ def test_array_job_broadcasts_a_single_entry_and_checks_lengths():
 
 
 def test_array_job_runs_as_one_local_work_unit(tmp_path, monkeypatch):
-    from xcore.plugins import reset_host
+    from xcore.hooks.host import reset_host
 
     monkeypatch.setenv("XCORE_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("XCORE_QUIET", "1")
@@ -97,11 +97,11 @@ def test_array_job_runs_as_one_local_work_unit(tmp_path, monkeypatch):
 
 def test_unpackaged_lxm3_specs_fail_at_package_with_a_clear_error(tmp_path, monkeypatch):
     from xcore.errors import PackagingError
-    from xcore.plugins import reset_host
+    from xcore.hooks.host import reset_host
 
     monkeypatch.setenv("XCORE_HOME", str(tmp_path / "home"))
     reset_host()
-    from xcore.experiment import package
+    from xcore.runtime.packaging import package
 
     spec = xm_cluster.PexBinary(xm_cluster.ModuleName("pkg.main"))
     with pytest.raises(PackagingError, match="PexBinary"):
@@ -140,7 +140,7 @@ def test_lxm3_style_array_job_on_real_slurm(cluster, tmp_path: Path) -> None:
     jobs = experiment.wait_until_complete(timeout=180)
     assert [j.status for j in jobs] == [xm.Status.COMPLETED] * 3
     assert len({j.handle["job_id"] for j in jobs}) == 1  # one array submission
-    from xcore.plugins import get_host
+    from xcore.hooks.host import get_host
 
     host = get_host()
     logs = sorted("".join(host.job_logs(j.handle_kind, host.serializer.load(j.handle), False)).strip() for j in jobs)

@@ -65,7 +65,7 @@ def cluster_toml(name: str, scheduler: str, mode: str, staging: str, **extra: ob
 @pytest.fixture
 def xcore_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Own XCORE_HOME and XCORE_CONFIG_DIR, a fresh plugin host and no cached SSH connections."""
-    import xcore.plugins
+    import xcore.hooks.host
     from xhpc import transport
 
     monkeypatch.setenv("XCORE_HOME", str(tmp_path / "home"))
@@ -73,11 +73,11 @@ def xcore_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.delenv("XCORE_CLUSTER", raising=False)
     monkeypatch.delenv("XCORE_STORE", raising=False)
     (tmp_path / "config").mkdir()
-    xcore.plugins.reset_host()
+    xcore.hooks.host.reset_host()
     transport.reset()
     yield tmp_path
     transport.reset()
-    xcore.plugins.reset_host()
+    xcore.hooks.host.reset_host()
 
 
 @pytest.fixture(params=[("slurm", "ssh"), ("slurm", "local"), ("sge", "ssh"), ("sge", "local")],

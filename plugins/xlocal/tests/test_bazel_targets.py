@@ -15,7 +15,7 @@ import pytest
 import xcore as xm
 import xlocal
 from xcore.errors import PackagingError
-from xcore.experiment import package
+from xcore.runtime.packaging import package
 from xcore.testing import require_service
 
 pytestmark = pytest.mark.infra("bazel")
@@ -42,11 +42,11 @@ def bazel_root():
 
 @pytest.fixture
 def workspace(bazel_root, tmp_path, monkeypatch) -> Path:
-    import xcore.plugins
+    import xcore.hooks.host
 
     monkeypatch.setenv("XCORE_HOME", str(tmp_path / "home"))  # a private store for each test
     monkeypatch.setenv("XCORE_QUIET", "1")
-    xcore.plugins.reset_host()
+    xcore.hooks.host.reset_host()
     root, startup = bazel_root
     for stale in root.iterdir():
         if stale.name not in ("WORKSPACE",) and not stale.name.startswith("bazel-"):
@@ -97,7 +97,7 @@ def test_a_bazel_container_is_loaded_and_run(workspace):
                                                          "x y"]))
     [job] = experiment.wait_until_complete(timeout=120)
     assert job.status is xm.Status.COMPLETED, job.message
-    from xcore.plugins import get_host
+    from xcore.hooks.host import get_host
 
     host = get_host()
     assert "".join(host.job_logs(job.handle_kind, host.serializer.load(job.handle), False)) == "inside ['x y']\n"

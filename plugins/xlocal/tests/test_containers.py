@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 import xcore as xm
-import xcore.plugins
+import xcore.hooks.host
 from xcore.testing import require_service
 
 docker = pytest.importorskip("docker", reason="pip install 'xcore-xlocal[docker]'")
@@ -126,9 +126,9 @@ def home(tmp_path, monkeypatch) -> Path:
     monkeypatch.setenv("XCORE_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("XCORE_QUIET", "1")
     monkeypatch.setenv("XCORE_BATCH_WINDOW", "0.01")
-    xcore.plugins.reset_host()
+    xcore.hooks.host.reset_host()
     yield tmp_path / "home"
-    xcore.plugins.reset_host()
+    xcore.hooks.host.reset_host()
 
 
 @pytest.fixture
@@ -136,7 +136,7 @@ def cleanup(engine, home):
     """Remove the containers a test started: those its own store has handles for (experiment
     ids repeat across the private stores of tests running at the same time on one engine, so
     the labels alone would also remove other runs' containers)."""
-    from xcore.experiment import open_store
+    from xcore.launch.registry import open_store
 
     experiments: list[int] = []
     yield experiments
@@ -154,11 +154,11 @@ def _package(experiment, spec, **kwargs):
 
 
 def _handle(job):
-    return xcore.plugins.get_host().serializer.load(job.handle)
+    return xcore.hooks.host.get_host().serializer.load(job.handle)
 
 
 def _logs(job, follow=False) -> str:
-    return "".join(xcore.plugins.get_host().job_logs(job.handle_kind, _handle(job), follow))
+    return "".join(xcore.hooks.host.get_host().job_logs(job.handle_kind, _handle(job), follow))
 
 
 def _result(job) -> dict:
@@ -296,13 +296,13 @@ def test_limits_volumes_and_network(engine, built, project, home, cleanup, tmp_p
 
 LATER = textwrap.dedent("""
     import json, sys
-    import xcore, xcore.plugins
+    import xcore, xcore.hooks.host
     action, experiment_id = sys.argv[1], int(sys.argv[2])
     experiment = xcore.get_experiment(experiment_id)
     unit = experiment.work_units[1]
     if action == "cancel":
         unit.stop()
-    host = xcore.plugins.get_host()
+    host = xcore.hooks.host.get_host()
     [job] = unit._jobs()
     logs = "".join(host.job_logs(job.handle_kind, host.serializer.load(job.handle), action == "follow"))
     status = unit.get_status()  # after following the logs to the end, the job has ended
@@ -330,7 +330,7 @@ def test_cancel_status_and_logs_from_a_later_process(engine, built, project, hom
     assert time.monotonic() - started < 30  # python as the child of init ends on SIGTERM at once
     assert later["status"] == "CANCELLED"
     assert "sleeping" in later["logs"]
-    xcore.plugins.reset_host()
+    xcore.hooks.host.reset_host()
     status = xm.get_experiment(experiment.experiment_id).work_units[1].get_status()
     assert status.is_cancelled, status
 

@@ -23,9 +23,9 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     # xm_local's experiment functions (xcore's own: experiments are backend-neutral)
-    "create_experiment": "xcore.experiment",
-    "get_experiment": "xcore.experiment",
-    "list_experiments": "xcore.experiment",
+    "create_experiment": "xcore",
+    "get_experiment": "xcore",
+    "list_experiments": "xcore",
     "Local": "xlocal.executors",
     "LocalSpec": "xlocal.executors",
     "DockerOptions": "xlocal.executors",

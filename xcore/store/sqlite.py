@@ -17,9 +17,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from xcore import paths, records, store_migrations
+from xcore import paths
 from xcore.errors import NotFoundError, StoreError
-from xcore.records import (
+from xcore.status import JobState, Status, combine
+from xcore.store import ExperimentHistory, Imported, MetadataStore, StoreInfo, records
+from xcore.store import migrations as store_migrations
+from xcore.store.records import (
     ExperimentRecord,
     JobRecord,
     LeaseRecord,
@@ -28,8 +31,6 @@ from xcore.records import (
     UnitSummary,
     WorkUnitRecord,
 )
-from xcore.status import JobState, Status, combine
-from xcore.store import ExperimentHistory, Imported, MetadataStore, StoreInfo
 
 MIGRATIONS: list[str] = [
     # 1: initial schema
@@ -121,7 +122,7 @@ MIGRATIONS: list[str] = [
         created_at REAL NOT NULL
     );
     """,
-    # 4: trial results reported by the programs (xcore.results) and tracker links per job
+    # 4: trial results reported by the programs (xcore.runtime.results) and tracker links per job
     """
     ALTER TABLE jobs ADD COLUMN results_at REAL;
     CREATE TABLE job_results (

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from xcore.errors import DuplicateKindError, UnknownKindError
-from xcore.execution import JobHandle
-from xcore.job_blocks import Executable, ExecutableSpec, Executor, ExecutorSpec
+from xcore.hooks.execution import JobHandle
+from xcore.launch.job_blocks import Executable, ExecutableSpec, Executor, ExecutorSpec
 
 if TYPE_CHECKING:  # only annotations use it
     from attrs import AttrsInstance

@@ -32,12 +32,20 @@ import psycopg
 from psycopg import errors as pg_errors
 from psycopg.rows import dict_row
 
-from xcore import store_migrations
 from xcore.errors import ConfigurationError, NotFoundError, XcoreError
-from xcore.records import ExperimentRecord, JobRecord, LeaseRecord, NewJob, StatusEvent, UnitSummary, WorkUnitRecord
-from xcore.redaction import redact_text, redact_url
 from xcore.status import JobState, Status, combine
 from xcore.store import ExperimentHistory, Imported, MetadataStore, StoreInfo
+from xcore.store import migrations as store_migrations
+from xcore.store.records import (
+    ExperimentRecord,
+    JobRecord,
+    LeaseRecord,
+    NewJob,
+    StatusEvent,
+    UnitSummary,
+    WorkUnitRecord,
+)
+from xcore.store.redaction import redact_text, redact_url
 
 T = TypeVar("T")
 

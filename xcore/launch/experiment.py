@@ -1,4 +1,4 @@
-"""Experiments and work units: XManager's launch API, backed by the metadata store.
+"""An experiment: XManager's launch API, backed by the metadata store.
 
 ``create_experiment`` works the same from sync and async launch scripts::
 
@@ -7,288 +7,48 @@
             experiment.add(xcore.Job(executable, executor, args={"lr": lr}))
 
 ``add`` records the work unit at once (ids start at 1, in call order) and returns an
-awaitable; the launch itself is batched (see ``launcher``).
+awaitable; the launch itself is batched (see ``xcore.runtime.launcher``). Units are in
+``units``; creating and reopening experiments in ``registry``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import enum
-import getpass
-import hashlib
 import inspect
 import os
-import socket
-import sys
 import threading
 import time
-from collections.abc import Generator, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-import attrs
-
-from xcore import core, paths, vcs
-from xcore.args import SequentialArgs
-from xcore.errors import (
-    ConfigurationError,
-    DebugInterrupt,
-    ExperimentUnitError,
-    ExperimentUnitFailedError,
-    ExperimentUnitNotCompletedError,
+from xcore.errors import DebugInterrupt, ExperimentUnitError
+from xcore.hooks.execution import LaunchRequest
+from xcore.hooks.host import PluginHost
+from xcore.hooks.validation import check_field_types
+from xcore.launch import core
+from xcore.launch.args import SequentialArgs
+from xcore.launch.job_blocks import Executable, Job, JobConfig, JobGroup, Packageable, job_args_with_overrides
+from xcore.launch.units import (
+    AuxiliaryUnit,
+    AuxiliaryUnitJob,
+    AuxiliaryUnitRole,
+    ContextAnnotations,
+    ExperimentUnit,
+    ExperimentUnitRole,
+    LaunchFuture,
+    MetadataContext,
+    WorkUnit,
+    WorkUnitRole,
 )
-from xcore.execution import LaunchRequest, PackagingContext
-from xcore.job_blocks import Executable, Job, JobConfig, JobGroup, Packageable, job_args_with_overrides
-from xcore.launcher import INTERRUPTED, BatchLauncher, PendingJob, UnitTicket
-from xcore.plugins import PluginHost, get_host
-from xcore.progress import Progress
-from xcore.records import ExperimentRecord, JobRecord, NewJob
-from xcore.redaction import redact_env, redact_nested
+from xcore.runtime.launcher import INTERRUPTED, BatchLauncher, PendingJob, UnitTicket
+from xcore.runtime.packaging import package
+from xcore.runtime.progress import Progress
+from xcore.runtime.tracking import cancel_jobs, refresh_jobs, wait_for
 from xcore.status import ExperimentUnitStatus, Status, combine
 from xcore.store import MetadataStore
-from xcore.tracking import load_handles, refresh_jobs, wait_for
-from xcore.validation import check_field_types
-
-# -- roles and annotations -------------------------------------------------------------------
-
-
-class Importance(enum.Enum):
-    LOW = "low"
-    NORMAL = "normal"
-    HIGH = "high"
-
-
-@attrs.frozen
-class WorkUnitRole:
-    """A unit that is part of the experiment's result."""
-
-
-@attrs.frozen
-class AuxiliaryUnitRole:
-    """A helper unit (e.g. TensorBoard): not counted in the experiment's status, and stopped
-    ``termination_delay_secs`` after the work units end."""
-
-    importance: Importance = Importance.NORMAL
-    termination_delay_secs: float = 30.0
-
-
-ExperimentUnitRole = WorkUnitRole | AuxiliaryUnitRole
-
-
-@attrs.define
-class AuxiliaryUnitJob:
-    """Wraps a job to add it as an auxiliary unit: ``experiment.add(AuxiliaryUnitJob(job))``."""
-
-    job: Job | JobGroup
-    importance: Importance = Importance.NORMAL
-    termination_delay_secs: float = 30.0
-
-    @property
-    def role(self) -> AuxiliaryUnitRole:
-        return AuxiliaryUnitRole(self.importance, self.termination_delay_secs)
-
-
-class ContextAnnotations:
-    """Title, tags and notes of an experiment; every change is saved at once."""
-
-    def __init__(self, store: MetadataStore, record: ExperimentRecord) -> None:
-        self._store, self._record = store, record
-
-    @property
-    def title(self) -> str:
-        return self._record.title
-
-    @property
-    def tags(self) -> list[str]:
-        return list(self._record.tags)
-
-    @property
-    def notes(self) -> str:
-        return self._record.notes
-
-    def set_title(self, title: str) -> None:
-        self._store.update_experiment(self._record.id, title=title)
-        self._record.title = title
-
-    def add_tags(self, *tags: str) -> None:
-        new = self._record.tags + [t for t in tags if t not in self._record.tags]
-        self._store.update_experiment(self._record.id, tags=new)
-        self._record.tags = new
-
-    def remove_tags(self, *tags: str) -> None:
-        new = [t for t in self._record.tags if t not in tags]
-        self._store.update_experiment(self._record.id, tags=new)
-        self._record.tags = new
-
-    def set_notes(self, notes: str) -> None:
-        self._store.update_experiment(self._record.id, notes=notes)
-        self._record.notes = notes
-
-
-class MetadataContext:
-    """An experiment's metadata: ``annotations`` (title, tags, notes) and its ``creator``."""
-
-    def __init__(self, annotations: ContextAnnotations, creator: str | None = None) -> None:
-        self.annotations = annotations
-        self.creator = creator if creator is not None else _user()
-
-
-# -- awaitables ------------------------------------------------------------------------------
-
-
-class LaunchFuture:
-    """What ``add`` returns: ignore it in sync code, ``await`` it (or ``.result()``) to get the
-    launched unit. Waiting submits anything still queued right away."""
-
-    def __init__(self, future: concurrent.futures.Future, launcher: BatchLauncher, unit: Any) -> None:
-        self._future = future
-        self._launcher = launcher
-        self.unit = unit
-        self._cancelled = False
-
-    def result(self, timeout: float | None = None) -> Any:
-        if self._cancelled:
-            raise concurrent.futures.CancelledError()
-        if not self._future.done():
-            self._launcher.flush()
-        return self._future.result(timeout)
-
-    def done(self) -> bool:
-        return self._cancelled or self._future.done()
-
-    def cancelled(self) -> bool:
-        return self._cancelled
-
-    def cancel(self) -> bool:
-        """Cancel this launch, as cancelling XManager's ``add()`` future does: a job generator
-        still running is cancelled, and whatever the unit already submitted is stopped.
-        Returns False if the launch had already finished (nothing is cancelled then)."""
-        if self._cancelled:
-            return True
-        if self._future.done():
-            return False
-        self._cancelled = True
-        self._future.cancel()  # a job generator's task; a plain unit's future is not cancellable
-        if hasattr(self.unit, "stop"):
-            self.unit.stop()
-        return True
-
-    def __await__(self) -> Generator[Any, None, Any]:
-        if self._cancelled:
-            raise asyncio.CancelledError()
-        if not self._future.done():
-            yield from asyncio.get_running_loop().run_in_executor(None, self._launcher.flush).__await__()
-        return (yield from asyncio.wrap_future(self._future).__await__())
-
-
-class WorkUnitCompletedAwaitable:
-    """``wu.wait_until_complete()``: await it, or call ``.result()`` from sync code."""
-
-    def __init__(self, unit: ExperimentUnit) -> None:
-        self.work_unit = unit
-
-    def result(self, timeout: float | None = None) -> ExperimentUnit:
-        return self.work_unit._wait(timeout)
-
-    def __await__(self) -> Generator[Any, None, ExperimentUnit]:
-        return (yield from asyncio.get_running_loop().run_in_executor(None, self.result).__await__())
-
-
-# -- units -----------------------------------------------------------------------------------
-
-
-class ExperimentUnit:
-    """One work unit or auxiliary unit of an experiment."""
-
-    def __init__(self, experiment: Experiment, unit_id: int, role: ExperimentUnitRole, args: Any) -> None:
-        self.experiment = experiment
-        self.experiment_id = experiment.experiment_id
-        self._id = unit_id
-        self.role = role
-        self.args = args
-        self._job_names: set[str] = set()
-        self._identity = ""
-
-    @property
-    def work_unit_id(self) -> int:
-        return self._id
-
-    @property
-    def experiment_unit_name(self) -> str:
-        return f"{self.experiment_id}_{self._id}"
-
-    @property
-    def context(self) -> MetadataContext:
-        return self.experiment.context
-
-    def get_full_job_name(self, job_name: str) -> str:
-        """A job's name made unique across experiments and units: ``{xid}_{unit}_{job}``."""
-        return f"{self.experiment_unit_name}_{job_name}"
-
-    @property
-    def identity(self) -> str:
-        """The identity given to ``experiment.add(..., identity=...)``, else ''."""
-        return self._identity
-
-    def add(self, job: Job | JobGroup, args: Mapping[str, Any] | None = None, *, identity: str = "") -> LaunchFuture:
-        """Add jobs to this unit (from inside a job generator). ``identity`` is accepted for
-        XManager compatibility; units, not jobs, are deduplicated by identity in xcore."""
-        return self.experiment._add_jobs(self, job, args)
-
-    def _jobs(self) -> list[JobRecord]:
-        units = self.experiment._store.work_units(self.experiment_id, [self._id])
-        return units[0].jobs if units else []
-
-    def get_status(self) -> ExperimentUnitStatus:
-        self.experiment._launcher.flush()
-        jobs = refresh_jobs(self.experiment._store, self.experiment._host, self._jobs())
-        status = combine(j.status for j in jobs)
-        messages = [f"{j.name}: {j.message}" for j in jobs if j.message and j.status is status]
-        return ExperimentUnitStatus(status, "; ".join(messages))
-
-    @property
-    def launched_jobs(self) -> list[core.LaunchedJob]:
-        """One ``LaunchedJob`` (name, backend address, log location) per submitted job."""
-        return [
-            core.LaunchedJob(name=j.name, address=_address(j.handle), logs=j.log_path)
-            for j in self._jobs() if j.handle is not None
-        ]
-
-    def wait_until_complete(self) -> WorkUnitCompletedAwaitable:
-        return WorkUnitCompletedAwaitable(self)
-
-    def _wait(self, timeout: float | None) -> ExperimentUnit:
-        self.experiment._launcher.flush()
-        jobs = wait_for(self._jobs, self.experiment._store, self.experiment._host, timeout=timeout)
-        status = combine(j.status for j in jobs)
-        details = "; ".join(
-            f"job {j.name}: {j.message or j.status.value}" for j in jobs if j.status is not Status.COMPLETED)
-        if status is Status.FAILED:
-            raise ExperimentUnitFailedError(f"Work unit {self.experiment_unit_name} failed: {details}")
-        if status is not Status.COMPLETED:
-            raise ExperimentUnitNotCompletedError(
-                f"Work unit {self.experiment_unit_name} ended {status.value}: {details}")
-        return self
-
-    def stop(
-        self, *, mark_as_failed: bool = False, mark_as_completed: bool = False, message: str | None = None,
-    ) -> None:
-        """Cancel every job of this unit. The ``mark_as_*`` flags are accepted for XManager compatibility."""
-        self.experiment._launcher.flush()
-        cancel_jobs(self.experiment._store, self.experiment._host, self._jobs())
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(experiment_id={self.experiment_id}, work_unit_id={self._id})"
-
-
-class WorkUnit(ExperimentUnit):
-    pass
-
-
-class AuxiliaryUnit(ExperimentUnit):
-    pass
-
+from xcore.store.records import ExperimentRecord, JobRecord, NewJob
+from xcore.store.redaction import redact_env, redact_nested
 
 # -- experiment ------------------------------------------------------------------------------
 
@@ -361,6 +121,8 @@ class Experiment:
                 core._current_experiment.set(None)
 
     def _finish(self, exc: BaseException | None) -> None:
+        from xcore.launch.registry import created_experiment_ids  # the registry imports this module
+
         if self._launcher.submitted and self.experiment_id not in created_experiment_ids:
             created_experiment_ids.append(self.experiment_id)  # reopened and added to: `launch --wait` waits for it
         if isinstance(exc, KeyboardInterrupt):  # Ctrl-C or SIGTERM: stop submitting, keep what was submitted
@@ -655,132 +417,6 @@ def _is_async_callable(job: Any) -> bool:
     )
 
 
-def _address(handle: Mapping[str, Any] | None) -> str | None:
-    """The backend's own id for a job, from its stored handle, as text."""
-    if not handle:
-        return None
-    for key in ("job_id", "container_id", "pid", "id"):
-        if handle.get(key) is not None:
-            return str(handle[key])
-    return None
-
-
-def cancel_jobs(store: MetadataStore, host: PluginHost, jobs: Sequence[JobRecord]) -> int:
-    """Cancel the active jobs among ``jobs``, batched per backend; return how many."""
-    by_kind: dict[str, list[tuple[JobRecord, Any]]] = {}
-    active = [j for j in refresh_jobs(store, host, list(jobs))
-              if j.status.is_active and j.handle_kind and j.handle is not None]
-    for job, handle in load_handles(host, active):
-        by_kind.setdefault(job.handle_kind or "", []).append((job, handle))
-    for kind, pairs in by_kind.items():
-        host.cancel(kind, [handle for _, handle in pairs])
-    refresh_jobs(store, host, [j for pairs in by_kind.values() for j, _ in pairs])
-    return sum(len(p) for p in by_kind.values())
-
-
-# -- module-level entry points ---------------------------------------------------------------
-
-_launch_script: Path | None = None
-created_experiment_ids: list[int] = []  # in this process, so `xcore launch` can report them
-
-
-def set_launch_script(path: Path | None) -> None:
-    """Called by ``xcore launch`` so experiments record which script created them."""
-    global _launch_script
-    _launch_script = path
-    paths.set_launch_script(path)  # relative paths in the script are taken from its directory
-
-
-def _script_path() -> Path | None:
-    if _launch_script is not None:
-        return _launch_script
-    candidate = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
-    return candidate.resolve() if candidate and candidate.is_file() else None
-
-
-def open_store(host: PluginHost | None = None) -> MetadataStore:
-    return (host or get_host()).open_store(paths.store_url())
-
-
-def create_experiment(
-    experiment_title: str | None = None, *, tags: Sequence[str] = (), notes: str = "", title: str | None = None
-) -> Experiment:
-    """Start a new experiment. Backend-neutral: each job's executor picks its backend."""
-    running = paths.launch_script()
-    if running is not None and paths.stdlib_shadowing(running):  # `python secrets.py`
-        raise ConfigurationError(paths.stdlib_shadowing(running))
-    host = get_host()
-    store = open_store(host)
-    script = _script_path()
-    git = vcs.git_state(script.parent if script else Path.cwd())
-    record = store.create_experiment(
-        title or experiment_title or (script.stem if script else "experiment"),
-        tags=list(tags),
-        notes=notes,
-        script_path=str(script) if script else None,
-        script_sha256=hashlib.sha256(script.read_bytes()).hexdigest() if script else None,
-        git_commit=git.commit if git else None,
-        git_dirty=git.dirty if git else None,
-        user=_user(),
-        host=socket.gethostname(),
-    )
-    created_experiment_ids.append(record.id)
-    return Experiment(record, store, host)
-
-
-def get_experiment(experiment_id: int) -> Experiment:
-    """Reopen a recorded experiment to inspect it or add more work units."""
-    from xcore.orphans import resolve_orphans
-
-    host = get_host()
-    store = open_store(host)
-    record = store.get_experiment(int(experiment_id))
-    resolve_orphans(store, host)  # a killed launcher's units become relaunchable by identity
-    units = store.work_units(record.id)
-    experiment = Experiment(record, store, host, next_unit_id=max((u.id for u in units), default=0) + 1)
-    for stored in units:
-        cls = AuxiliaryUnit if stored.role == "auxiliary" else WorkUnit
-        role: ExperimentUnitRole = AuxiliaryUnitRole() if cls is AuxiliaryUnit else WorkUnitRole()
-        unit = cls(experiment, stored.id, role, stored.args)
-        unit._job_names = {j.name for j in stored.jobs}
-        experiment._units[stored.id] = unit
-        if stored.identity:
-            experiment._identities[stored.identity] = unit
-            unit._identity = stored.identity
-    return experiment
-
-
-def list_experiments(*, status: str | None = None, title: str | None = None, tag: str | None = None,
-                     limit: int | None = 20) -> list[ExperimentRecord]:
-    return open_store().list_experiments(status=status, title=title, tag=tag, limit=limit)
-
-
-def package(packageables: Sequence[Packageable], *, host: PluginHost | None = None,
-            progress: Progress | None = None) -> list[Executable]:
-    """Package each distinct packageable once, in order."""
-    host = host or get_host()
-    progress = progress or Progress()
-    context = PackagingContext(paths.home() / "cache", progress)
-    done: list[tuple[Packageable, Executable]] = []
-    result = []
-    for index, packageable in enumerate(packageables, 1):
-        match = next((exe for p, exe in done if p == packageable), None)
-        if match is None:
-            progress.update("packaging", index, len(packageables), packageable.executable_spec.name)
-            match = host.package(packageable, context)
-            done.append((packageable, match))
-        result.append(match)
-    progress.clear()
-    return result
-
-
-def _user() -> str:
-    try:
-        return getpass.getuser()
-    except Exception:
-        return str(os.getuid()) if hasattr(os, "getuid") else ""
-
-
 def _jsonable(value: Any) -> Any:
     if value is None or isinstance(value, (str, int, float, bool)):
         return value
@@ -800,4 +436,3 @@ def _jsonable_unit_args(job: Job | JobGroup, args: Mapping[str, Any] | None) -> 
     if isinstance(job, Job):
         return _jsonable(job.args.to_stored())
     return {name: _jsonable_unit_args(member, None) for name, member in job.jobs.items()}
-

@@ -20,7 +20,7 @@ submitted as soon as it waits or awaits.
 The launcher also leaves a trace for the case it dies (SIGKILL, power loss): a *lease* in the
 store (host, pid, process start time, heartbeat) that tags every job it records, and an
 *intent* per submission recorded before calling the backend. A later command that finds the
-lease expired resolves its orphans (``xcore.orphans``). A store that fails while recording a
+lease expired resolves its orphans (``xcore.runtime.orphans``). A store that fails while recording a
 submission is retried; if it stays unusable, the launcher prints what was submitted where,
 stops submitting and fails the launch.
 """
@@ -42,9 +42,9 @@ from typing import Any
 import attrs
 
 from xcore import paths
-from xcore.execution import LaunchContext, LaunchFailure, LaunchRequest, launch_failure_message
-from xcore.plugins import PluginHost
-from xcore.progress import Progress, plural
+from xcore.hooks.execution import LaunchContext, LaunchFailure, LaunchRequest, launch_failure_message
+from xcore.hooks.host import PluginHost
+from xcore.runtime.progress import Progress, plural
 from xcore.status import JobState, Status
 from xcore.store import MetadataStore
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from xcore.kinds import KindRegistrar
-from xcore.markers import hookimpl
+from xcore.hooks.kinds import KindRegistrar
+from xcore.hooks.markers import hookimpl
 from xcore.store import MetadataStore
 
 if TYPE_CHECKING:
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 @hookimpl
 def xcore_register_kinds(registry: KindRegistrar) -> None:
-    from xcore import bazel, executables
+    from xcore.launch import bazel, executables
 
     for cls in (
         bazel.BazelBinary,
@@ -36,7 +36,7 @@ def xcore_open_store(url: str, options: dict[str, Any]) -> MetadataStore | None:
     file always does, a shared server only when asked."""
     if url.startswith(("postgresql://", "postgres://")):
         try:
-            from xcore.postgres_store import PostgresStore
+            from xcore.store.postgres import PostgresStore
         except ImportError as exc:
             from xcore.errors import ConfigurationError
 
@@ -47,7 +47,7 @@ def xcore_open_store(url: str, options: dict[str, Any]) -> MetadataStore | None:
         return PostgresStore(url, migrate=bool(options.get("migrate", False)))
     if not url.startswith("sqlite:"):
         return None
-    from xcore.sqlite_store import open_url
+    from xcore.store.sqlite import open_url
 
     return open_url(url, migrate=bool(options.get("migrate", True)))
 

@@ -8,10 +8,10 @@ from typing import Any
 import attrs
 import cattrs
 
-from xcore.args import SequentialArgs, _Positional, plain_escaper
-from xcore.kinds import CATEGORIES, KindRegistry
-from xcore.resources import JobRequirements
-from xcore.utils import ShellSafeArg
+from xcore.hooks.kinds import CATEGORIES, KindRegistry
+from xcore.launch.args import SequentialArgs, _Positional, plain_escaper
+from xcore.launch.resources import JobRequirements
+from xcore.launch.utils import ShellSafeArg
 
 
 def _json_value(value: Any) -> Any:

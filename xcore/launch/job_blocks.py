@@ -14,9 +14,9 @@ from typing import Any, ClassVar, TypeVar
 
 import attrs
 
-from xcore.args import SequentialArgs, UserArgs, merge_args
-from xcore.resources import JobRequirements
-from xcore.validation import check_field_types
+from xcore.hooks.validation import check_field_types
+from xcore.launch.args import SequentialArgs, UserArgs, merge_args
+from xcore.launch.resources import JobRequirements
 
 
 def _to_args(value: UserArgs) -> SequentialArgs:

@@ -10,7 +10,7 @@ from typing import Any
 
 import attrs
 
-from xcore.job_blocks import Constraint, Job, JobGroup, JobType, is_job_generator
+from xcore.launch.job_blocks import Constraint, Job, JobGroup, JobType, is_job_generator
 
 
 def shallow_copy_job_type(job_type: Any) -> Any:

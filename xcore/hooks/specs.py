@@ -64,14 +64,14 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import argparse
 
-    from xcore.execution import JobHandle, LaunchContext, LaunchFailure, LaunchRequest, PackagingContext
-    from xcore.job_blocks import Executable, Packageable
-    from xcore.kinds import KindRegistrar
+    from xcore.hooks.execution import JobHandle, LaunchContext, LaunchFailure, LaunchRequest, PackagingContext
+    from xcore.hooks.kinds import KindRegistrar
+    from xcore.launch.job_blocks import Executable, Packageable
     from xcore.status import JobState
     from xcore.store import MetadataStore
     from xcore.trackers import JobTracking, TrackedJob
 
-from xcore.markers import hookspec
+from xcore.hooks.markers import hookspec
 
 
 class XcorePluginDeprecationWarning(DeprecationWarning):
@@ -268,7 +268,7 @@ def xcore_open_store(url: str, options: dict[str, Any]) -> MetadataStore | None:
     others. Stops at first non-None result.
 
     :param url: the store's URL (it may hold a password: show it only through
-        ``xcore.redaction.redact_url``).
+        ``xcore.store.redaction.redact_url``).
     :param options: extra settings: ``migrate`` (bool) asks to migrate an older schema
         (``xcore store migrate``); absent means the store's default.
     :return: an object implementing ``xcore.store.MetadataStore``, or None.

@@ -13,10 +13,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from xcore.errors import XcoreError
-from xcore.plugins import PluginHost
-from xcore.records import JobRecord, unreadable
+from xcore.hooks.host import PluginHost
 from xcore.status import JobState, Status
 from xcore.store import MetadataStore
+from xcore.store.records import JobRecord, unreadable
 
 
 def refresh_jobs(store: MetadataStore, host: PluginHost, jobs: Sequence[JobRecord]) -> list[JobRecord]:
@@ -98,3 +98,16 @@ def wait_for(
             raise TimeoutError(f"{active} job{'' if active == 1 else 's'} still active after {timeout} s.")
         time.sleep(interval)
         interval = min(interval * 1.5, max_interval)
+
+
+def cancel_jobs(store: MetadataStore, host: PluginHost, jobs: Sequence[JobRecord]) -> int:
+    """Cancel the active jobs among ``jobs``, batched per backend; return how many."""
+    by_kind: dict[str, list[tuple[JobRecord, Any]]] = {}
+    active = [j for j in refresh_jobs(store, host, list(jobs))
+              if j.status.is_active and j.handle_kind and j.handle is not None]
+    for job, handle in load_handles(host, active):
+        by_kind.setdefault(job.handle_kind or "", []).append((job, handle))
+    for kind, pairs in by_kind.items():
+        host.cancel(kind, [handle for _, handle in pairs])
+    refresh_jobs(store, host, [j for pairs in by_kind.values() for j, _ in pairs])
+    return sum(len(p) for p in by_kind.values())

@@ -23,17 +23,17 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import pluggy
 
-from xcore import hookspecs
-from xcore.entry_points import COMMANDS_GROUP, PLUGINS_GROUP, EntryPoint, declared_commands, scan, switch
 from xcore.errors import LaunchError, PackagingError, PluginLoadError, UnknownKindError, XcoreError
-from xcore.kinds import KindRegistry
+from xcore.hooks import specs as hookspecs
+from xcore.hooks.entry_points import COMMANDS_GROUP, PLUGINS_GROUP, EntryPoint, declared_commands, scan, switch
+from xcore.hooks.kinds import KindRegistry
 
 if TYPE_CHECKING:
     import argparse
 
-    from xcore.execution import JobHandle, LaunchContext, LaunchFailure, LaunchRequest, PackagingContext
-    from xcore.job_blocks import Executable, Packageable
-    from xcore.serialization import Serializer
+    from xcore.hooks.execution import JobHandle, LaunchContext, LaunchFailure, LaunchRequest, PackagingContext
+    from xcore.hooks.serialization import Serializer
+    from xcore.launch.job_blocks import Executable, Packageable
     from xcore.status import JobState
     from xcore.store import MetadataStore
 
@@ -106,7 +106,7 @@ class PluginHost:
         self._infos: dict[str, PluginInfo] = {}
         self._kinds: KindRegistry | None = None
         self._serializer: Serializer | None = None
-        from xcore import builtin
+        from xcore.hooks import builtin
 
         self.register(builtin, name="xcore", builtin=True)
         self._entry_points: list[EntryPoint] = (
@@ -220,7 +220,7 @@ class PluginHost:
     @property
     def serializer(self) -> Serializer:
         if self._serializer is None:
-            from xcore.serialization import Serializer
+            from xcore.hooks.serialization import Serializer
 
             self._serializer = Serializer(self.kinds)
         return self._serializer
@@ -272,7 +272,7 @@ class PluginHost:
     def launch(self, executor_kind: str, requests: Sequence[LaunchRequest],
                context: LaunchContext) -> list[JobHandle | LaunchFailure]:
         """One handle, or one ``LaunchFailure``, per request, in order."""
-        from xcore.execution import JobHandle, LaunchFailure
+        from xcore.hooks.execution import JobHandle, LaunchFailure
 
         caller, owner = self._owner_caller("xcore_launch", executor_kind)
         handles = caller(executor_kind=executor_kind, requests=list(requests), context=context)
@@ -321,11 +321,11 @@ class PluginHost:
 
     def open_store(self, url: str, options: dict[str, Any] | None = None) -> MetadataStore:
         if url.startswith("sqlite:") and self._pending:  # the built-in store: no plugin import needed
-            from xcore.sqlite_store import open_url
+            from xcore.store.sqlite import open_url
 
             return open_url(url)
 
-        from xcore.redaction import redact_url
+        from xcore.store.redaction import redact_url
 
         store = self.pm.hook.xcore_open_store(url=url, options=options or {})
         if store is None:

@@ -6,8 +6,8 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from xcore.args import UserArgs
-from xcore.executables import (
+from xcore.launch.args import UserArgs
+from xcore.launch.executables import (
     Binary,
     BinaryDependency,
     CommandList,
@@ -17,7 +17,7 @@ from xcore.executables import (
     PythonContainer,
     PythonModule,
 )
-from xcore.job_blocks import ExecutorSpec, Packageable
+from xcore.launch.job_blocks import ExecutorSpec, Packageable
 
 
 def binary(

@@ -9,7 +9,8 @@ from typing import Any
 
 import attrs
 
-from xcore.records import (
+from xcore.status import JobState, Status
+from xcore.store.records import (
     ExperimentRecord,
     JobRecord,
     LeaseRecord,
@@ -18,7 +19,6 @@ from xcore.records import (
     UnitSummary,
     WorkUnitRecord,
 )
-from xcore.status import JobState, Status
 
 
 @attrs.frozen
@@ -146,7 +146,7 @@ class MetadataStore(abc.ABC):
             for u in self.work_units(experiment_id)
         ]
 
-    # Trial results (see ``xcore.results``): the scalars a program printed as
+    # Trial results (see ``xcore.runtime.results``): the scalars a program printed as
     # ``XCORE_RESULT {"loss": 0.1}`` lines, collected from its log. Tracker links (see
     # ``xcore.trackers``): named URLs per job, recorded when the job is.
 
@@ -179,7 +179,7 @@ class MetadataStore(abc.ABC):
         """``{work_unit_id: {name: url}}`` of the tracker links of these work units' jobs."""
         return {}
 
-    # Launcher leases (see ``xcore.orphans``). A store without them returns None from
+    # Launcher leases (see ``xcore.runtime.orphans``). A store without them returns None from
     # ``open_lease``: launches still work, but a killed launcher's jobs are not resolved.
 
     def open_lease(self, experiment_id: int, host: str, pid: int, proc_start: float | None) -> int | None:

@@ -26,9 +26,9 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from xcore.errors import XcoreError
-from xcore.plugins import PluginHost
-from xcore.records import JobRecord
+from xcore.hooks.host import PluginHost
 from xcore.store import MetadataStore
+from xcore.store.records import JobRecord
 
 MARKER = "XCORE_RESULT"
 MAX_LINE = 64 * 1024  # longer lines are not results (and are not buffered whole)

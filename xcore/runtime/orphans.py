@@ -1,6 +1,6 @@
 """Resolves the work of launchers that died before recording everything they submitted.
 
-A launcher holds a lease in the store (see ``xcore.launcher``). Any later command calls
+A launcher holds a lease in the store (see ``xcore.runtime.launcher``). Any later command calls
 ``resolve_orphans``; a lease whose holder is gone (on this host: its pid no longer names the
 same process; elsewhere: no heartbeat for ``XCORE_LEASE_SECS``) is claimed by exactly one
 process, which then:
@@ -19,13 +19,13 @@ import sys
 import time
 
 from xcore import paths
-from xcore.execution import LaunchContext, LaunchRequest
-from xcore.launcher import lease_secs, process_start_time
-from xcore.plugins import PluginHost
-from xcore.progress import Progress
-from xcore.records import JobRecord, LeaseRecord
+from xcore.hooks.execution import LaunchContext, LaunchRequest
+from xcore.hooks.host import PluginHost
+from xcore.runtime.launcher import lease_secs, process_start_time
+from xcore.runtime.progress import Progress
 from xcore.status import JobState, Status
 from xcore.store import MetadataStore
+from xcore.store.records import JobRecord, LeaseRecord
 
 
 def expired(lease: LeaseRecord, now: float | None = None) -> bool:

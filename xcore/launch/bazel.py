@@ -21,10 +21,10 @@ from urllib.parse import unquote, urlparse
 
 import attrs
 
-from xcore.args import UserArgs
 from xcore.errors import PackagingError
-from xcore.executables import BinaryDependency
-from xcore.job_blocks import ExecutableSpec, ExecutorSpec, Packageable
+from xcore.launch.args import UserArgs
+from xcore.launch.executables import BinaryDependency
+from xcore.launch.job_blocks import ExecutableSpec, ExecutorSpec, Packageable
 
 WORKSPACE_FILES = ("MODULE.bazel", "WORKSPACE", "WORKSPACE.bazel")
 

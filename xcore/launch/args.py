@@ -35,7 +35,7 @@ class _Keyword:
 
 def plain_escaper(value: Any) -> str:
     """Render one value for argv as is: no quoting (xcore never builds a shell line)."""
-    from xcore.utils import ShellSafeArg
+    from xcore.launch.utils import ShellSafeArg
 
     if isinstance(value, ShellSafeArg):
         return value.arg
@@ -46,7 +46,7 @@ def plain_escaper(value: Any) -> str:
 
 def shell_escaper(value: Any) -> str:
     """XManager's default escaper: shell-quote, except ShellSafeArg; enums render by name."""
-    from xcore.utils import ShellSafeArg
+    from xcore.launch.utils import ShellSafeArg
 
     if isinstance(value, ShellSafeArg):
         return value.arg
@@ -79,7 +79,7 @@ _SCALARS = (str, int, float, bool, type(None), os.PathLike, enum.Enum)
 def check_arg_value(value: Any, where: str) -> None:
     """Refuse what would only reach the job as a Python ``str()``/``repr()`` (objects, bytes,
     sets) and NUL bytes, which no process can receive. ``where`` names the argument."""
-    from xcore.utils import ShellSafeArg
+    from xcore.launch.utils import ShellSafeArg
 
     if isinstance(value, ShellSafeArg):
         check_arg_value(value.arg, where)
@@ -171,7 +171,7 @@ class SequentialArgs:
         kwargs_joiner: Callable[[str, str], str] = trivial_kwargs_joiner,
     ) -> list[str]:
         """Render to command-line strings, as XManager does: shell-quoted by default
-        (pass ``xcore.args.plain_escaper`` or ``str`` for raw argv)."""
+        (pass ``xcore.launch.args.plain_escaper`` or ``str`` for raw argv)."""
         rendered: list[str] = []
         for item in self._items:
             if isinstance(item, _Positional):
@@ -197,7 +197,7 @@ class SequentialArgs:
         """XManager's dict view: keyword args by name; each positional arg maps to True."""
         if kwargs_only:
             return dict(self.keyword_args)
-        from xcore.utils import ShellSafeArg
+        from xcore.launch.utils import ShellSafeArg
 
         result: dict[str, Any] = {}
         for item in self._items:

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import attrs
 
-from xcore.job_blocks import ExecutableSpec
+from xcore.launch.job_blocks import ExecutableSpec
 from xcore.paths import from_launch_dir
 
 

@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from xcore.job_blocks import Executable, Executor
+from xcore.launch.job_blocks import Executable, Executor
 
 if TYPE_CHECKING:
-    from xcore.progress import Progress
+    from xcore.runtime.progress import Progress
 
 
 @attrs.define

@@ -1,0 +1,101 @@
+"""The experiments of this process: create, reopen and list them, and remember which ones
+were created (``xcore launch`` reports them and ``--wait`` waits for them).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import socket
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from xcore import paths
+from xcore.errors import ConfigurationError
+from xcore.hooks.host import PluginHost, get_host
+from xcore.launch import vcs
+from xcore.launch.experiment import Experiment
+from xcore.launch.units import (
+    AuxiliaryUnit,
+    AuxiliaryUnitRole,
+    ExperimentUnitRole,
+    WorkUnit,
+    WorkUnitRole,
+    current_user,
+)
+from xcore.store import MetadataStore
+from xcore.store.records import ExperimentRecord
+
+_launch_script: Path | None = None
+created_experiment_ids: list[int] = []  # in this process, so `xcore launch` can report them
+
+
+def set_launch_script(path: Path | None) -> None:
+    """Called by ``xcore launch`` so experiments record which script created them."""
+    global _launch_script
+    _launch_script = path
+    paths.set_launch_script(path)  # relative paths in the script are taken from its directory
+
+
+def _script_path() -> Path | None:
+    if _launch_script is not None:
+        return _launch_script
+    candidate = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
+    return candidate.resolve() if candidate and candidate.is_file() else None
+
+
+def open_store(host: PluginHost | None = None) -> MetadataStore:
+    return (host or get_host()).open_store(paths.store_url())
+
+
+def create_experiment(
+    experiment_title: str | None = None, *, tags: Sequence[str] = (), notes: str = "", title: str | None = None
+) -> Experiment:
+    """Start a new experiment. Backend-neutral: each job's executor picks its backend."""
+    running = paths.launch_script()
+    if running is not None and paths.stdlib_shadowing(running):  # `python secrets.py`
+        raise ConfigurationError(paths.stdlib_shadowing(running))
+    host = get_host()
+    store = open_store(host)
+    script = _script_path()
+    git = vcs.git_state(script.parent if script else Path.cwd())
+    record = store.create_experiment(
+        title or experiment_title or (script.stem if script else "experiment"),
+        tags=list(tags),
+        notes=notes,
+        script_path=str(script) if script else None,
+        script_sha256=hashlib.sha256(script.read_bytes()).hexdigest() if script else None,
+        git_commit=git.commit if git else None,
+        git_dirty=git.dirty if git else None,
+        user=current_user(),
+        host=socket.gethostname(),
+    )
+    created_experiment_ids.append(record.id)
+    return Experiment(record, store, host)
+
+
+def get_experiment(experiment_id: int) -> Experiment:
+    """Reopen a recorded experiment to inspect it or add more work units."""
+    from xcore.runtime.orphans import resolve_orphans
+
+    host = get_host()
+    store = open_store(host)
+    record = store.get_experiment(int(experiment_id))
+    resolve_orphans(store, host)  # a killed launcher's units become relaunchable by identity
+    units = store.work_units(record.id)
+    experiment = Experiment(record, store, host, next_unit_id=max((u.id for u in units), default=0) + 1)
+    for stored in units:
+        cls = AuxiliaryUnit if stored.role == "auxiliary" else WorkUnit
+        role: ExperimentUnitRole = AuxiliaryUnitRole() if cls is AuxiliaryUnit else WorkUnitRole()
+        unit = cls(experiment, stored.id, role, stored.args)
+        unit._job_names = {j.name for j in stored.jobs}
+        experiment._units[stored.id] = unit
+        if stored.identity:
+            experiment._identities[stored.identity] = unit
+            unit._identity = stored.identity
+    return experiment
+
+
+def list_experiments(*, status: str | None = None, title: str | None = None, tag: str | None = None,
+                     limit: int | None = 20) -> list[ExperimentRecord]:
+    return open_store().list_experiments(status=status, title=title, tag=tag, limit=limit)

@@ -47,6 +47,7 @@ from xcore.images.registry import (
     RegistryAuthError,
     RegistryError,
     RegistryUnreachableError,
+    check_registry,
     publish,
     push,
     registry_of,
@@ -57,7 +58,8 @@ from xcore.images.registry import (
 __all__ = [
     "BUILDS", "PUSHES", "BuildContext", "BuildError", "BuiltImage", "ContextFile", "DigestCache",
     "EngineUnavailableError", "IgnoreRules", "PublishedImage", "RegistryAuthError", "RegistryError",
-    "RegistryUnreachableError", "connect", "content_hash", "dockerfile_context", "engine_url", "ensure_image",
+    "RegistryUnreachableError", "check_registry", "connect", "content_hash", "dockerfile_context", "engine_url",
+    "ensure_image",
     "image_tag", "import_docker", "publish", "push", "python_container_context", "registry_of",
     "remote_digest", "resolve_base_images", "split_reference", "write_tar",
 ]

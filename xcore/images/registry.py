@@ -255,3 +255,29 @@ def publish(
         if progress:
             progress.message(f"pushed {ref}")
     return PublishedImage(wanted[-1], content_ref, built.content_hash, built.built, True, time.monotonic() - started)
+
+
+def check_registry(registry: str, timeout: float = 10.0) -> str:
+    """Whether the registry's HTTP API answers (``/v2/``), for the backends' check commands.
+
+    A 401 counts as an answer: pushes authenticate through Docker's credentials, which a plain
+    request does not carry. Raises RegistryUnreachableError with what to fix."""
+    import urllib.error
+    import urllib.request
+
+    host = registry_host(f"{check_reference(registry.rstrip('/'), 'registry')}/probe")
+    scheme = "http" if host.split(":", 1)[0] in ("127.0.0.1", "localhost", "::1") else "https"
+    try:
+        with urllib.request.urlopen(f"{scheme}://{host}/v2/", timeout=timeout) as response:  # noqa: S310
+            return f"registry {host} answers ({response.status})"
+    except urllib.error.HTTPError as exc:
+        if exc.code == 401:
+            return f"registry {host} answers (pushes need credentials: {login_hint(host)})"
+        raise RegistryUnreachableError(
+            f"The image registry {host} answered HTTP {exc.code} at /v2/: it does not look like a registry; "
+            "fix the registry in the target's configuration.") from None
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise RegistryUnreachableError(
+            f"Cannot reach the image registry {host} ({reason}). Start it, or fix the registry in the target's "
+            "configuration.") from None

@@ -151,3 +151,36 @@ def test_text_output_marks_a_quota_warning_and_exits_0(vertex, capsys):
     assert lines[0] == "vertex target env (fake-project, us-central1)"
     assert [line.split(":")[0] for line in lines[1:]] == [
         "  ok   credentials found", "  ok   project reachable, Vertex API enabled", "  warn custom-training quota"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_the_targets_image_registry_is_checked(vertex, tmp_path, capsys):
+    """The real local registry answers; a registry nobody listens on is one sentence naming it."""
+    from test_xgcp_images import REGISTRY, registry_up
+
+    from xcore.testing import require_service
+
+    require_service("registry", registry_up)
+    (tmp_path / "config").mkdir()
+    dead = f"127.0.0.1:{_free_port()}"
+    (tmp_path / "config" / "vertex.toml").write_text(
+        f'[targets.up]\nproject = "fake-project"\nregistry = "{REGISTRY}/xcore"\n'
+        f'[targets.down]\nproject = "fake-project"\nregistry = "{dead}/xcore"\n')
+    code, checks = check(capsys, "up")
+    assert code == 0 and checks["image registry"]["detail"] == f"registry {REGISTRY} answers (200)"
+    code, checks = check(capsys, "down")
+    assert code == 1 and not checks["image registry"]["ok"]
+    detail = checks["image registry"]["detail"]
+    assert detail.startswith(f"Cannot reach the image registry {dead} (") and one_sentence(detail), detail
+
+
+def test_no_registry_in_the_target_means_no_registry_check(vertex, tmp_path, capsys):
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "vertex.toml").write_text('[targets.plain]\nproject = "fake-project"\n')
+    code, checks = check(capsys, "plain")
+    assert code == 0 and "image registry" not in checks

@@ -46,7 +46,8 @@ def list_targets(args: argparse.Namespace) -> int:
 
 
 def check_target(args: argparse.Namespace) -> int:
-    """Credentials, project and Vertex API, then quota (a warning only: jobs may still run).
+    """Credentials, project and Vertex API, then quota (a warning only: jobs may still run) and
+    the image registry when the target names one.
     Each failure is one sentence that says what to run."""
     from xcore.plugin import XcoreError
     from xgcp import api, config, quota
@@ -92,10 +93,17 @@ def check_target(args: argparse.Namespace) -> int:
             raise quota.QuotaNotVisible(problem)
         return quota.summary(found, target.location)
 
+    def registry() -> str:
+        from xcore import images
+
+        return images.check_registry(target.registry or "")
+
     ok = step("credentials found", credentials)
     ok = ok and step("project reachable, Vertex API enabled", reachable)
     if ok:
         step("custom-training quota", quotas)
+    if ok and target.registry:
+        ok = step("image registry", registry)
     if args.json:
         print(json.dumps({"target": target.name, "ok": ok, "checks": results}, indent=2))
     else:

@@ -78,18 +78,9 @@ def checks(context: str | None, namespace: str, queue: str | None, registry: str
         raise AssertionError("unreachable")
 
     def registry_up() -> str:
-        import urllib.error
-        import urllib.request
+        from xcore import images
 
-        host = (registry or "").split("/", 1)[0]
-        scheme = "http" if host.startswith(("127.0.0.1", "localhost")) else "https"
-        try:
-            with urllib.request.urlopen(f"{scheme}://{host}/v2/", timeout=10) as response:
-                return f"registry {host} answers ({response.status})"
-        except urllib.error.HTTPError as exc:
-            if exc.code == 401:
-                return f"registry {host} answers (login required)"
-            raise
+        return images.check_registry(registry or "")
 
     out = [("API server", api), ("namespace", ns), ("create jobs", allowed("create", "jobs")),
            ("list jobs", allowed("list", "jobs")), ("delete jobs", allowed("delete", "jobs")),

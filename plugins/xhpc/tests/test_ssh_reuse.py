@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from xcore.testing import require_service
-from xhpc_helpers import HOW, REMOTE_STAGING, LinkProxy, cluster_toml, service_up
+from xhpc_helpers import HOW, KNOWN_HOSTS, REMOTE_STAGING, LinkProxy, cluster_toml, service_up
 
 LAUNCH = """
 import sys
@@ -191,3 +191,23 @@ def test_control_directory_is_private(tmp_path: Path, monkeypatch: pytest.Monkey
         monkeypatch.setenv("XHPC_SSH_CONTROL_DIR", str(other))
         with pytest.raises(ClusterConnectionError, match="not a directory owned by you"):
             control_dir()
+
+
+def test_jump_host_uses_the_same_host_key_checks(link: Link) -> None:
+    """Through a jump host (the real sshd, forwarding to the relay): the target is reached via
+    the jump (the relay sees a connection), and each hop checks its host key."""
+    config = Path(os.environ["XCORE_CONFIG_DIR"]) / "clusters.toml"
+    config.write_text(config.read_text() + 'jump = "xcore@127.0.0.1:2222"\n')
+    known = link.root / "known_hosts"  # the relay's entry; the jump host's real one added
+    known.write_text(known.read_text() + Path(KNOWN_HOSTS).read_text())
+    before = link.proxy.connections
+    out = link.xcore("cluster", "check", "test")
+    assert out.stdout.count("ok ") == 3, out.stdout
+    assert link.proxy.connections == before + 1
+    # A jump host whose key is unknown is refused like the target would be.
+    config.write_text(config.read_text().replace('jump = "xcore@127.0.0.1:2222"', 'jump = "xcore@localhost:2222"'))
+    for sock in (link.root / "ctl").glob("*"):
+        subprocess.run(["ssh", "-o", f"ControlPath={sock}", "-O", "exit", "x"], capture_output=True, check=False)
+    refused = subprocess.run([sys.executable, "-m", "xcore.cli.main", "cluster", "check", "test"],
+                             capture_output=True, text=True, env=link.env, timeout=60, check=False)
+    assert refused.returncode == 1 and "host key" in refused.stdout, refused.stdout + refused.stderr

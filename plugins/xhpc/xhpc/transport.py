@@ -191,15 +191,19 @@ class SSHTransport(Transport):
             argv += ["-l", user]
         return argv
 
+    def _jump(self) -> tuple[list[str], str]:
+        """The jump host's ssh options (same key and known_hosts checks) and its host name."""
+        juser, _, jhostport = (self.cluster.jump or "").rpartition("@")
+        jhost, _, jport = jhostport.partition(":")
+        return self._options(juser or self.cluster.user, jhost, int(jport or 22)), jhost
+
     def argv(self, *remote: str, master: bool = True) -> list[str]:
         """The ``ssh`` command line that runs ``remote`` on the cluster (over the shared connection)."""
         c = self.cluster
         argv = self._options(c.user, c.host or "", c.port)
         if c.jump:
-            juser, _, jhostport = c.jump.rpartition("@")
-            jhost, _, jport = jhostport.partition(":")
-            jump = self._options(juser or c.user, jhost, int(jport or 22)) + ["-W", "%h:%p", "--", jhost]
-            argv += ["-o", "ProxyCommand=" + shlex.join(jump)]
+            options, jhost = self._jump()
+            argv += ["-o", "ProxyCommand=" + shlex.join(options + ["-W", "%h:%p", "--", jhost])]
         if master and c.control_persist > 0:
             argv += ["-o", "ControlMaster=auto", "-o", f"ControlPath={self.control_path()}",
                      "-o", f"ControlPersist={c.control_persist}"]
@@ -239,7 +243,10 @@ class SSHTransport(Transport):
         except FileNotFoundError as exc:
             raise ClusterConnectionError(f"Cannot run the ssh client: {exc}.") from exc
         if proc.returncode == 255:
-            raise self._explain(proc.stderr.decode("utf-8", "replace"))
+            error = self._explain(proc.stderr.decode("utf-8", "replace"))
+            if self.cluster.jump and error.retryable:
+                error = self._explain_jump() or error
+            raise error
         return Result(proc.returncode, proc.stdout, proc.stderr)
 
     def put(self, local: str, remote: str) -> None:
@@ -288,9 +295,24 @@ class SSHTransport(Transport):
             argv[-2:-1] = []
             subprocess.run(argv[:1] + ["-O", "exit"] + argv[1:], capture_output=True)
 
-    def _explain(self, stderr: str) -> ClusterConnectionError:
+    def _explain_jump(self) -> ClusterConnectionError | None:
+        """Why the jump host failed, when it did: a shared connection's ssh discards the jump's
+        own messages (host key, login), so ask the jump host alone."""
+        options, jhost = self._jump()
+        try:
+            proc = subprocess.run(options + ["--", jhost, "true"], capture_output=True,
+                                  timeout=self.cluster.connect_timeout + 5)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        if proc.returncode != 255:
+            return None
+        jport = int(options[options.index("-p") + 1])
+        return self._explain(proc.stderr.decode("utf-8", "replace"), f"jump host {self.cluster.jump}", jhost, jport)
+
+    def _explain(self, stderr: str, hop: str | None = None, host: str | None = None,
+                 port: int | None = None) -> ClusterConnectionError:
         c = self.cluster
-        where = f"cluster {c.name!r} ({c.address})"
+        where = f"the {hop} of cluster {c.name!r}" if hop else f"cluster {c.name!r} ({c.address})"
         text = " ".join(line.strip() for line in stderr.splitlines() if line.strip()) or "ssh failed"
         low = text.lower()
         known = c.known_hosts or "~/.ssh/known_hosts"
@@ -301,8 +323,8 @@ class SSHTransport(Transport):
                 or "host key is known" in low:
             return ClusterConnectionError(
                 f"The host key of {where} is not in {known}, so xhpc will not connect (host keys are always "
-                f"verified). Add it with `ssh-keyscan -p {c.port} {c.host} >> {known}` after checking its "
-                "fingerprint, or set known_hosts in the cluster's entry."
+                f"verified). Add it with `ssh-keyscan -p {port or c.port} {host or c.host} >> {known}` after "
+                "checking its fingerprint, or set known_hosts in the cluster's entry."
             )
         if "permission denied" in low:
             key = f"key {c.key}" if c.key else "your SSH agent and default keys"

@@ -271,14 +271,6 @@ class SSHTransport(Transport):
             proc.kill()
             proc.wait()
 
-    def connected(self) -> bool:
-        """Whether a shared master connection is open (``ssh -O check``)."""
-        if self.cluster.control_persist <= 0 or not os.path.exists(self.control_path()):
-            return False
-        argv = self.argv()
-        argv[-2:-1] = []  # no "--" before the host for -O
-        return subprocess.run(argv[:1] + ["-O", "check"] + argv[1:], capture_output=True).returncode == 0
-
     def warm(self) -> None:
         """Open the shared connection unless one is open (errors are left for the next command)."""
         if self.cluster.control_persist <= 0 or os.path.exists(self.control_path()):

@@ -141,11 +141,14 @@ class SlurmScheduler(Scheduler):
 
     def query_command(self, job_ids: Sequence[str]) -> str:
         ids = ",".join(job_ids)
+        # squeue and sacct run side by side (a status poll waits for the slower, not the sum);
+        # squeue's output goes through a private temporary file, sacct's straight out.
         return (
             "export SLURM_TIME_FORMAT=%s; "
-            f"squeue -h -r -t all -j {ids} -o '%F|%K|%T|%r|%S|%A' 2>/dev/null; "
-            f"echo {_SQUEUE_MARK}; "
-            f"sacct -n -X -P -j {ids} -o JobID,State,ExitCode,Start,End,JobIDRaw,NodeList 2>&1"
+            'xhpc_sq=$(mktemp "${TMPDIR:-/tmp}/xhpc-squeue.XXXXXX") || exit 1; '
+            f"squeue -h -r -t all -j {ids} -o '%F|%K|%T|%r|%S|%A' >\"$xhpc_sq\" 2>/dev/null & "
+            f"xhpc_sacct=$(sacct -n -X -P -j {ids} -o JobID,State,ExitCode,Start,End,JobIDRaw,NodeList 2>&1); "
+            f"wait; cat \"$xhpc_sq\"; rm -f \"$xhpc_sq\"; echo {_SQUEUE_MARK}; printf '%s\\n' \"$xhpc_sacct\""
         )
 
     def parse_states(self, out: str) -> dict[tuple[str, int], JobState]:

@@ -211,3 +211,12 @@ def test_jump_host_uses_the_same_host_key_checks(link: Link) -> None:
     refused = subprocess.run([sys.executable, "-m", "xcore.cli.main", "cluster", "check", "test"],
                              capture_output=True, text=True, env=link.env, timeout=60, check=False)
     assert refused.returncode == 1 and "host key" in refused.stdout, refused.stdout + refused.stderr
+
+
+def test_too_long_control_path_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from xhpc.config import Cluster
+    from xhpc.transport import ClusterConnectionError, SSHTransport
+
+    monkeypatch.setenv("XHPC_SSH_CONTROL_DIR", str(tmp_path / ("d" * 80)))
+    with pytest.raises(ClusterConnectionError, match="too long for a Unix socket"):
+        SSHTransport(Cluster(name="c", host="h")).control_path()

@@ -176,7 +176,11 @@ class SSHTransport(Transport):
     def control_path(self) -> str:
         c = self.cluster
         ident = "\0".join(str(x) for x in (c.user, c.host, c.port, c.key, c.known_hosts, c.jump))
-        return str(control_dir() / hashlib.sha256(ident.encode()).hexdigest()[:20])
+        path = str(control_dir() / hashlib.sha256(ident.encode()).hexdigest()[:20])
+        if len(path) > 90:  # a socket path holds 107 bytes, and ssh appends 17 while creating it
+            raise ClusterConnectionError(f"The SSH control socket path {path} is too long for a Unix socket; set "
+                                         "XHPC_SSH_CONTROL_DIR to a shorter directory.")
+        return path
 
     def _options(self, user: str | None, host: str, port: int) -> list[str]:
         c = self.cluster

@@ -1,8 +1,10 @@
 """Running commands on a cluster: over one reused SSH connection, or on this machine.
 
-``connect(cluster)`` returns a ``Transport`` cached for the process, so a launch, the status
-queries after it and the logs all share one SSH connection. fabric and paramiko are imported
-only when an SSH connection is opened. Host keys are always verified (known_hosts).
+``connect(cluster)`` returns a ``Transport`` cached for the process. Over SSH it is the
+OpenSSH client multiplexed over one master connection that later commands and later xcore
+processes share until it has been idle ``control_persist`` seconds, so a launch, a status poll
+or a log read from a new process costs one ``ssh`` exec, not a handshake (paramiko, in
+``paramiko_fallback``, only where no ``ssh`` program exists). Host keys are always verified.
 """
 
 from __future__ import annotations

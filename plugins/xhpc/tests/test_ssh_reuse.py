@@ -220,3 +220,33 @@ def test_too_long_control_path_is_a_clear_error(tmp_path: Path, monkeypatch: pyt
     monkeypatch.setenv("XHPC_SSH_CONTROL_DIR", str(tmp_path / ("d" * 80)))
     with pytest.raises(ClusterConnectionError, match="too long for a Unix socket"):
         SSHTransport(Cluster(name="c", host="h")).control_path()
+
+
+@pytest.mark.parametrize("client", ["openssh", "paramiko"])
+def test_paramiko_is_imported_only_as_the_fallback(xcore_env: Path, tmp_path: Path, client: str) -> None:
+    require_service("sshd", lambda: service_up("sshd"), HOW)
+    staging = f"{REMOTE_STAGING}/test-{uuid.uuid4().hex[:8]}"
+    (xcore_env / "config" / "clusters.toml").write_text(cluster_toml("test", "slurm", "ssh", staging, ssh=client))
+    code = ("import sys\nfrom xhpc import config, transport\n"
+            "t = transport.connect(config.resolve('test'))\n"
+            "print(t.check('echo ok', 'echo').out.strip(), type(t).__name__, 'paramiko' in sys.modules)\n")
+    env = {**os.environ, "XHPC_SSH_CONTROL_DIR": str(tmp_path / "ctl")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60,
+                         check=False)
+    assert out.returncode == 0, out.stderr
+    expected = "ok SSHTransport False" if client == "openssh" else "ok ParamikoTransport True"
+    assert out.stdout.strip() == expected
+    for sock in (tmp_path / "ctl").glob("*"):
+        subprocess.run(["ssh", "-o", f"ControlPath={sock}", "-O", "exit", "x"], capture_output=True, check=False)
+
+
+@pytest.mark.parametrize("line,message", [('ssh = "putty"', 'use "openssh" or "paramiko"'),
+                                          ("control_persist = -1", "whole number of seconds"),
+                                          ('control_persist = "5m"', "whole number of seconds")])
+def test_bad_ssh_settings_are_clear_errors(xcore_env: Path, line: str, message: str) -> None:
+    from xcore.plugin import ConfigurationError
+    from xhpc import config
+
+    (xcore_env / "config" / "clusters.toml").write_text(f'[clusters.c]\nhost = "h"\n{line}\n')
+    with pytest.raises(ConfigurationError, match=message):
+        config.load_clusters()

@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 import shlex
 import time
-import xml.etree.ElementTree as ET
 from collections import defaultdict
 from collections.abc import Sequence
 from datetime import datetime
@@ -279,6 +278,8 @@ class GridEngineScheduler(Scheduler):
         states: dict[tuple[str, int], JobState] = {}
         start = qstat_text.find("<?xml")
         if start >= 0:
+            import xml.etree.ElementTree as ET  # only Grid Engine's status needs it (a Slurm poll imports less)
+
             try:
                 root = ET.fromstring(qstat_text[start:])
             except ET.ParseError:

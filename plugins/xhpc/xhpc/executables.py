@@ -142,6 +142,7 @@ class ContainerOptions:
     image: str  # a URI, a cluster path, or "artifact:<sha256>" for an uploaded image file
     binds: dict[str, str] = attrs.field(factory=dict)
     options: list[str] = attrs.field(factory=list)
+    runtime: str = "singularity"  # or "docker" (lxm3's DockerContainer)
 
 
 @attrs.define(kw_only=True)

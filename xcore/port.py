@@ -377,6 +377,6 @@ def command(args: Any) -> int:
         print(line, file=sys.stderr)
     where = "rewritten in place" if args.write and result.changed else f"written to {args.output}" if args.output else (
         "not changed on disk (use --write)" if result.changed else "unchanged")
-    print(f"{args.script}: {len(result.changes)} import(s) ported, {len(result.unmapped)} name(s) not mapped; {where}.",
+    print(f"{args.script}: {len(result.changes)} change(s), {len(result.unmapped)} name(s) not mapped; {where}.",
           file=sys.stderr)
     return 1 if result.unmapped else 0

@@ -187,7 +187,12 @@ def _executor(cluster: dict[str, str]) -> object:
     return xm_cluster.Slurm(xm_cluster.JobRequirements(cpu=1), walltime=5 * xm.Min, cluster=cluster["name"])
 
 
+SSH = pytest.mark.parametrize("cluster", [("slurm", "ssh"), ("sge", "ssh")], indirect=True,
+                              ids=["slurm-ssh", "sge-ssh"])  # over SSH, as a user submits from a laptop
+
+
 @pytest.mark.infra("slurm")
+@SSH
 def test_pex_binary_job_round_trips_hostile_arguments(cluster, tmp_path, monkeypatch):
     _tools()
     _path_with_tools(monkeypatch)
@@ -196,6 +201,7 @@ def test_pex_binary_job_round_trips_hostile_arguments(cluster, tmp_path, monkeyp
 
 
 @pytest.mark.infra("slurm")
+@SSH
 def test_pdm_project_job_runs_with_its_locked_dependencies(cluster, tmp_path, monkeypatch):
     _tools()
     _path_with_tools(monkeypatch)

@@ -103,7 +103,15 @@ def _pex_binary(spec: Any, cache: Cache, context: PackagingContext) -> ClusterEx
 
 
 def _pdm_project(spec: Any, cache: Cache, context: PackagingContext) -> ClusterExecutable:
-    from xhpc.packaging import _file_digest, _project_dir, _singularity, build_archive, tree_key, walk_files
+    from xhpc.packaging import (
+        _file_digest,
+        _fileset_entries,
+        _project_dir,
+        _singularity,
+        build_archive,
+        tree_key,
+        walk_files,
+    )
     from xhpc.xm_cluster import SingularityContainer
 
     project = _project_dir(spec.path, "PDMProject")
@@ -114,8 +122,8 @@ def _pdm_project(spec: Any, cache: Cache, context: PackagingContext) -> ClusterE
                             extra_packages=spec.extra_packages, pip_args=spec.pip_args)
     key = tree_key("pdm-project", project, {"lock": spec.lock_file, "pip_args": spec.pip_args,
                                             "extra": spec.extra_packages,
-                                            "resources": [(a, _file_digest(Path(p))) for r in spec.resources
-                                                          for p, a in r.files.items()]})
+                                            "resources": [(a, _file_digest(p))
+                                                          for a, p in _fileset_entries(spec.resources)]})
     artifact = cache.lookup(key)
     if artifact is None:
         pdm = _tool("pdm", "pdm")

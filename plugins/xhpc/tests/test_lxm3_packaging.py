@@ -84,11 +84,10 @@ def _tools() -> None:
 
 
 def _package(spec: object, cache: Path) -> object:
-    from xcore.execution import PackagingContext
-    from xcore.progress import Progress
+    from xcore.testing import make_packaging_context
     from xhpc import packaging
 
-    return packaging.package(xm.Packageable(spec, xm_cluster.Slurm.Spec()), PackagingContext(cache, Progress(False)))
+    return packaging.package(xm.Packageable(spec, xm_cluster.Slurm.Spec()), make_packaging_context(cache))
 
 
 def _names(executable: object) -> set[str]:
@@ -150,8 +149,8 @@ def test_docker_container_wraps_the_package_in_docker_run(tmp_path, monkeypatch)
     assert executable.container.runtime == "docker" and executable.container.image == "xcore-python:3.11"
     argv = scripts.docker_command("img", ["./x.pex"], ["/st/artifacts/abc"], {"/scratch,x": "/data"},
                                   ["--network=none"], True, "/st/artifacts/abc", ["PYTHONPATH", "SECRET"])
-    assert argv[:5] == ["/bin/sh", "-c", scripts.DOCKER_WRAPPER, "docker", "--rm"]
-    assert argv[5:] == [
+    assert argv[:6] == ["/bin/sh", "-c", scripts.DOCKER_WRAPPER, "docker", "--rm", "--init"]
+    assert argv[6:] == [
         "--mount", "type=bind,source=/st/artifacts/abc,target=/st/artifacts/abc",
         "--mount", 'type=bind,"source=/scratch,x",target=/data',
         "--env", "PYTHONPATH", "--env", "SECRET",  # by name: values never reach a command line
@@ -230,3 +229,52 @@ def test_docker_container_job_runs_in_docker_on_slurm(cluster, tmp_path, monkeyp
     received = _run_job(spec, _executor(cluster))
     assert received.pop("host") != HOST  # a container of its own
     assert received == {"argv": HOSTILE_ARGS, "env": HOSTILE_ENV, "extra": "shipped-data"}
+
+
+def _containers_running(token: str) -> bool:
+    listed = subprocess.run(["docker", "ps", "--no-trunc", "--format", "{{.Command}}"], capture_output=True,
+                            text=True, timeout=30)
+    return token in listed.stdout
+
+
+def _poll(condition: object, timeout: float) -> bool:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():  # type: ignore[operator]
+            return True
+        time.sleep(0.5)
+    return False
+
+
+@pytest.mark.infra("slurm")
+@pytest.mark.parametrize("cluster", [("slurm", "local")], indirect=True, ids=["slurm-login"])
+def test_cancelling_a_docker_container_job_stops_its_container(cluster, tmp_path, monkeypatch):
+    """scancel signals the docker CLI, which passes the signal on; --init makes the program (not
+    an init-less PID 1 that ignores SIGTERM) receive it, so no container outlives its job."""
+    import uuid
+
+    _tools()
+    _path_with_tools(monkeypatch)
+    require_service("docker", _docker_up, "run `bash scripts/infra/setup.sh docker` as root")
+    project = _pex_project(tmp_path)
+    (project / "py_package" / "main.py").write_text("import time\ntime.sleep(600)\n")
+    token = f"xmc-{uuid.uuid4().hex[:12]}"
+    executor = _executor(cluster)
+    with xm.create_experiment("docker cancel") as experiment:
+        [executable] = experiment.package([xm.Packageable(
+            xm_cluster.DockerContainer(_pex_spec(project), "xcore-python:3.11"), executor_spec=executor.Spec())])
+        experiment.add(xm.Job(executable, executor, args=[token]))
+    try:
+        assert _poll(lambda: _containers_running(token), 120), "the job's container never started"
+        cancelled = subprocess.run([sys.executable, "-m", "xcore.cli.main", "cancel", str(experiment.experiment_id)],
+                                   capture_output=True, text=True, timeout=120)
+        assert cancelled.returncode == 0, cancelled.stderr
+        assert _poll(lambda: not _containers_running(token), 60), "the container outlived its cancelled job"
+    finally:
+        leftover = subprocess.run(["docker", "ps", "--filter", "ancestor=xcore-python:3.11", "--no-trunc",
+                                   "--format", "{{.ID}} {{.Command}}"], capture_output=True, text=True, timeout=30)
+        for line in leftover.stdout.splitlines():
+            if token in line:  # only this test's container
+                subprocess.run(["docker", "rm", "-f", line.split()[0]], capture_output=True, timeout=60)

@@ -237,7 +237,9 @@ def docker_command(image: str, inner: Sequence[str], mounts: Sequence[str], volu
     node paths to container paths. Variables are passed by name (``--env NAME``), so their
     values never appear on a command line; argv reaches the program as data.
     """
-    argv = ["/bin/sh", "-c", DOCKER_WRAPPER, docker, "--rm"]
+    # --init: PID 1 in a container ignores SIGTERM it has no handler for; docker's init passes a
+    # cancelled job's signal (forwarded by the docker CLI) to the program, so no container outlives it.
+    argv = ["/bin/sh", "-c", DOCKER_WRAPPER, docker, "--rm", "--init"]
     for path in mounts:
         argv += ["--mount", _mount(path, path)]
     for src, dst in volumes.items():

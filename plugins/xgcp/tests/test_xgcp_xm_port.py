@@ -14,8 +14,6 @@ from xgcp_testkit import jobs
 
 import xcore as xm
 
-pytest.importorskip("libcst", reason="xcore port needs libcst (pip install 'xcore[port]')")
-
 IMAGE = "us-docker.pkg.dev/fake-project/lab/cifar10:1"
 TENSORBOARD = "projects/fake-project/locations/us-central1/tensorboards/77"
 TRAINER = "import json, sys\nprint('TRAINER ' + json.dumps(sys.argv[1:]), flush=True)\n"

@@ -278,3 +278,52 @@ def test_cancelling_a_docker_container_job_stops_its_container(cluster, tmp_path
         for line in leftover.stdout.splitlines():
             if token in line:  # only this test's container
                 subprocess.run(["docker", "rm", "-f", line.split()[0]], capture_output=True, timeout=60)
+
+
+# An lxm3 launcher in the shape of lxm3's pex_binary example (written here, for lxm3's API).
+LXM3_PEX_LAUNCHER = textwrap.dedent('''\
+    from absl import app, flags
+    from lxm3 import xm
+    from lxm3 import xm_cluster
+
+    _LAUNCH_ON_CLUSTER = flags.DEFINE_boolean('launch_on_cluster', False, 'Submit to the cluster.')
+
+
+    def main(_):
+        with xm_cluster.create_experiment(experiment_title='pex') as experiment:
+            requirements = xm_cluster.JobRequirements(ram=1 * xm.GB)
+            if _LAUNCH_ON_CLUSTER.value:
+                executor = xm_cluster.Slurm(requirements, walltime=10 * xm.Min)
+            else:
+                executor = xm_cluster.Local(requirements)
+            resource = xm_cluster.Fileset({'data.txt': 'data.txt'})
+            data_path = resource.get_path('data.txt', executor.Spec())
+            spec = xm_cluster.PexBinary(entrypoint=xm_cluster.ModuleName('py_package.main'), path='.',
+                                        packages=['py_package'], dependencies=[resource])
+            [executable] = experiment.package([xm.Packageable(spec, executor_spec=executor.Spec())])
+            experiment.add(xm.Job(executable=executable, executor=executor, args={'seed': 1, 'data': data_path}))
+
+
+    if __name__ == '__main__':
+        app.run(main)
+''')
+
+
+@pytest.mark.infra("slurm")
+@pytest.mark.parametrize("cluster", [("slurm", "ssh")], indirect=True, ids=["slurm-ssh"])
+def test_ported_lxm3_pex_launcher_runs_on_slurm(cluster, tmp_path, monkeypatch):
+    _tools()
+    _path_with_tools(monkeypatch)
+    project = _pex_project(tmp_path)
+    (project / "launcher.py").write_text(LXM3_PEX_LAUNCHER)
+
+    def xcore(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "xcore.cli.main", *args], capture_output=True, text=True,
+                              timeout=300, cwd=project, env={**os.environ, "XCORE_QUIET": "1"})
+
+    ported = xcore("port", "--write", "launcher.py")
+    assert ported.returncode == 0, ported.stderr
+    launched = xcore("launch", "--wait", "launcher.py", "--", "--launch_on_cluster")
+    assert launched.returncode == 0, launched.stderr
+    received = json.loads(xcore("logs", "1/1").stdout.strip().splitlines()[-1])
+    assert received == {"argv": ["--seed=1", "--data=data.txt"], "env": None, "extra": "shipped-data", "host": HOST}

@@ -56,6 +56,12 @@ class Fileset(ExecutableSpec):
     def name(self) -> str:
         return "fileset"
 
+    def get_path(self, name: str, executor_spec: Any = None) -> str:
+        """Where the file shipped as ``name`` is found by the job (lxm3's method): the same
+        relative path, since packages run from their own directory."""
+        del executor_spec
+        return name
+
 
 @attrs.frozen
 class PythonPackage(ExecutableSpec):

@@ -54,7 +54,7 @@ def _pex_spec(project: Path) -> xm_cluster.PexBinary:
                                 packages=["py_package"], dependencies=[data])
 
 
-def _pdm_project(root: Path) -> Path:
+def _pdm_project(root: Path, dependencies: bool = True) -> Path:
     """A PDM project whose one locked dependency (a local project) exists nowhere on the cluster."""
     helper = root / "helperlib"
     (helper / "helperlib").mkdir(parents=True)
@@ -67,9 +67,9 @@ def _pdm_project(root: Path) -> Path:
     (project / "src" / "pdm_app" / "__init__.py").write_text("")
     (project / "src" / "pdm_app" / "main.py").write_text(PROBE)
     (project / "pyproject.toml").write_text(
-        f'[project]\nname = "pdm-app"\nversion = "0.1"\nrequires-python = ">=3.9"\n'
-        f'dependencies = ["helperlib @ {helper.as_uri()}"]\n'
-        '[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n')
+        '[project]\nname = "pdm-app"\nversion = "0.1"\nrequires-python = ">=3.9"\n'
+        + (f'dependencies = ["helperlib @ {helper.as_uri()}"]\n' if dependencies else "")
+        + '[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n')
     env = {**os.environ, "PDM_USE_VENV": "false", "PDM_PYTHON": sys.executable, "PDM_CHECK_UPDATE": "false"}
     locked = subprocess.run([str(BIN / "pdm"), "lock"], cwd=project, env=env, capture_output=True, text=True,
                             timeout=300)
@@ -137,6 +137,20 @@ def test_pdm_project_ships_its_locked_dependencies(tmp_path, monkeypatch):
     with pytest.raises(PackagingError, match="pdm lock"):
         _package(xm_cluster.PDMProject(xm_cluster.ModuleName("pdm_app.main"), None, path=str(project)),
                  tmp_path / "cache2")
+
+
+def test_pdm_project_without_dependencies_on_a_local_image(tmp_path, monkeypatch):
+    """No locked dependency: nothing for pip to install. A local .sif base image is uploaded with the package."""
+    _tools()
+    _path_with_tools(monkeypatch)
+    project = _pdm_project(tmp_path, dependencies=False)
+    image = tmp_path / "base.sif"
+    image.write_bytes(b"not really an image")
+    executable = _package(xm_cluster.PDMProject(xm_cluster.ModuleName("pdm_app.main"), str(image), path=str(project)),
+                          tmp_path / "cache")
+    assert "pdm_app/main.py" in _names(executable) and not any(n.startswith("helperlib") for n in _names(executable))
+    [package, sif] = executable.artifacts
+    assert sif.kind == "file" and executable.container.image == f"artifact:{sif.sha256}"
 
 
 def test_docker_container_wraps_the_package_in_docker_run(tmp_path, monkeypatch):

@@ -107,6 +107,7 @@ def _pdm_project(spec: Any, cache: Cache, context: PackagingContext) -> ClusterE
         _file_digest,
         _fileset_entries,
         _project_dir,
+        _python_package,
         _singularity,
         build_archive,
         tree_key,
@@ -143,11 +144,12 @@ def _pdm_project(spec: Any, cache: Cache, context: PackagingContext) -> ClusterE
             deps = Path(tmp) / "deps"
             pip = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-deps",
                    "--no-compile"]
-            _run([*pip, "--target", str(deps), "-r", str(requirements)], "Installing the locked dependencies",
-                 project)
+            locked = [line for line in requirements.read_text().splitlines()
+                      if line.strip() and not line.lstrip().startswith("#")]
+            if locked:  # pip refuses an empty requirements file
+                _run([*pip, "--target", str(deps), "-r", str(requirements)], "Installing the locked dependencies",
+                     project)
             files = dict(walk_files(deps)) if deps.is_dir() else {}
-            from xhpc.packaging import _python_package
-
             own = _python_package(package, cache, context)
             own_dir = Path(tmp) / "own"
             shutil.unpack_archive(own.artifacts[0].local_path, own_dir, format="gztar")
@@ -166,4 +168,5 @@ def _pdm_project(spec: Any, cache: Cache, context: PackagingContext) -> ClusterE
             else f"docker://{given}"
         container = _singularity(SingularityContainer(None, image), cache, context)
         executable.container = container.container
+        executable.artifacts = [*executable.artifacts, *container.artifacts]  # a local .sif is uploaded too
     return executable

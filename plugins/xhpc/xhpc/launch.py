@@ -280,10 +280,11 @@ def _launch_group(cluster: Cluster, executor: ClusterExecutor, group: list[Launc
 
     # 2. run files + submission (one command; it uploads nothing twice and submits once).
     run_dir = f"{root}/runs/{run_name}"
-    command, env = _command_and_env(cluster, executor, executable, root)
     cwd = executor.workdir or (f"{root}/artifacts/{executable.package}"
                                if executable.cwd_in_package and executable.package
                                else run_dir)
+    command, env = _command_and_env(cluster, executor, executable, root, cwd,
+                                    sorted({k for r in group for k in r.env}))
     common = {**env, **scripts.common_env(group)}
     data, offsets = scripts.encode_tasks(cwd, command, common, group)
     name = executor.job_name or _default_name(context, first)
@@ -377,7 +378,7 @@ def _default_name(context: LaunchContext, first: LaunchRequest) -> str:
 
 
 def _command_and_env(cluster: Cluster, executor: ClusterExecutor, executable: ClusterExecutable,
-                     root: str) -> tuple[list[str], dict[str, str]]:
+                     root: str, cwd: str = "", env_names: list[str] | None = None) -> tuple[list[str], dict[str, str]]:
     env: dict[str, str] = {}
     package_dir = f"{root}/artifacts/{executable.package}" if executable.package else None
     if package_dir:
@@ -392,8 +393,14 @@ def _command_and_env(cluster: Cluster, executor: ClusterExecutor, executable: Cl
             sha = image.removeprefix("artifact:")
             artifact = next(a for a in executable.artifacts if a.sha256 == sha)
             image = f"{root}/artifacts/{sha}{Path(artifact.local_path).suffix}"
-        command = scripts.container_command(cluster.singularity, image, command, options.binds, options.options,
-                                            scripts.uses_gpus(executor), [package_dir] if package_dir else [])
+        if options.runtime == "docker":
+            names = sorted({*env, *(env_names or []), "XHPC_INDEX", "XHPC_RUN"})
+            mounts = [p for p in dict.fromkeys([package_dir, cwd]) if p]
+            command = scripts.docker_command(image, command, mounts, options.binds, options.options,
+                                             scripts.uses_gpus(executor), cwd, names)
+        else:
+            command = scripts.container_command(cluster.singularity, image, command, options.binds, options.options,
+                                                scripts.uses_gpus(executor), [package_dir] if package_dir else [])
     if not command:
         raise LaunchError(f"Executable {executable.name!r} has no command to run.")
     return command, env

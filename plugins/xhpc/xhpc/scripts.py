@@ -232,3 +232,43 @@ def container_command(runtime: str, image: str, inner: Sequence[str], binds: Map
     argv.append(image)
     argv += list(inner)
     return argv
+
+
+# Fixed text: the container runs as the job's user; GPUs the scheduler gave the job are the
+# ones the NVIDIA runtime exposes (as lxm3 does). "$0" is the docker CLI, "$@" the rest.
+DOCKER_WRAPPER = ('export NVIDIA_VISIBLE_DEVICES="${CUDA_VISIBLE_DEVICES:-all}"; '
+                  'exec "$0" run --user "$(id -u):$(id -g)" "$@"')
+
+
+def _mount(source: str, target: str) -> str:
+    """A ``--mount`` value; fields with commas or quotes are CSV-quoted, as docker parses them."""
+    fields = ["type=bind", f"source={source}", f"target={target}"]
+    return ",".join(f'"{f.replace(chr(34), chr(34) * 2)}"' if ("," in f or '"' in f) else f for f in fields)
+
+
+def docker_command(image: str, inner: Sequence[str], mounts: Sequence[str], volumes: Mapping[str, str],
+                   options: Sequence[str], gpus: bool, workdir: str, env_names: Sequence[str],
+                   docker: str = "docker") -> list[str]:
+    """``docker run --rm ... IMAGE cmd...`` for lxm3's DockerContainer.
+
+    ``mounts`` are bound at the same path (package and working directory), ``volumes`` map
+    node paths to container paths. Variables are passed by name (``--env NAME``), so their
+    values never appear on a command line; argv reaches the program as data.
+    """
+    # --init: PID 1 in a container ignores SIGTERM it has no handler for; docker's init passes a
+    # cancelled job's signal (forwarded by the docker CLI) to the program, so no container outlives it.
+    argv = ["/bin/sh", "-c", DOCKER_WRAPPER, docker, "--rm", "--init"]
+    for path in mounts:
+        argv += ["--mount", _mount(path, path)]
+    for src, dst in volumes.items():
+        argv += ["--mount", _mount(src, dst)]
+    for name in env_names:
+        argv += ["--env", name]
+    if gpus:
+        argv += ["--runtime=nvidia", "--env", "NVIDIA_VISIBLE_DEVICES"]
+    if workdir:
+        argv += ["--workdir", workdir]
+    argv += list(options)
+    argv.append(image)
+    argv += list(inner)
+    return argv

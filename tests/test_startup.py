@@ -73,6 +73,27 @@ def test_list_on_empty_store_imports_no_plugin_and_no_asyncio(tmp_path):
     assert _offenders(modules, ("asyncio", "cattrs", "pluggy", "importlib.metadata", "xcore.experiment", "bz2")) == []
 
 
+def test_list_on_existing_empty_store_reads_it_without_the_store_code(tmp_path):
+    """Issue 14: the common first command answers from one read-only query: no attrs, no
+    records, no schema check or migration through the store module."""
+    _modules_after(["list"], tmp_path)  # creates the store, through the usual path
+    store = tmp_path / "xcore.db"
+    before = store.stat().st_mtime_ns
+    modules, out = _modules_after(["list", "--json"], tmp_path)
+    assert json.loads(out) == []
+    assert _offenders(modules, ("attrs", "xcore.sqlite_store", "xcore.records", "xcore.store")) == []
+    assert store.stat().st_mtime_ns == before  # read, not written
+
+
+def test_list_with_an_experiment_takes_the_usual_path(tmp_path):
+    from xcore.sqlite_store import SqliteStore
+
+    SqliteStore(tmp_path / "xcore.db").create_experiment("shown")
+    modules, out = _modules_after(["list", "--json"], tmp_path)
+    assert [e["title"] for e in json.loads(out)] == ["shown"]
+    assert "xcore.sqlite_store" in modules
+
+
 def test_declared_plugin_command_runs_and_imports_its_plugin(tmp_path):
     result = run_xcore("cluster", "--help", env={"XCORE_HOME": str(tmp_path)})
     assert result.returncode == 0, result.stderr

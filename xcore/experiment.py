@@ -40,7 +40,7 @@ from xcore.errors import (
 )
 from xcore.execution import LaunchRequest, PackagingContext
 from xcore.job_blocks import Executable, Job, JobConfig, JobGroup, Packageable, job_args_with_overrides
-from xcore.launcher import INTERRUPTED, BatchLauncher, PendingJob, UnitTicket
+from xcore.launcher import INTERRUPTED, BatchLauncher, LazyFuture, PendingJob, UnitTicket
 from xcore.plugins import PluginHost, get_host
 from xcore.progress import Progress
 from xcore.records import ExperimentRecord, JobRecord, NewJob
@@ -504,16 +504,17 @@ class Experiment:
             for name, job, argv, env in prepared
         ]
         lease = self._launcher.lease_id()
-        if role_name is None:
-            job_ids = self._store.add_jobs(self.experiment_id, unit.work_unit_id, new_jobs, lease_id=lease,
-                                           replace_unlaunched=replace_unlaunched)
-        else:
-            job_ids = self._store.add_work_unit(self.experiment_id, unit.work_unit_id, role_name, stored_args,
-                                                identity, new_jobs, lease_id=lease)
-        if links:
-            self._store.record_links([(job_ids[index], name, url) for index, name, url in links])
+        with self._store.transaction():  # the unit, its jobs and their links: one commit, before add returns
+            if role_name is None:
+                job_ids = self._store.add_jobs(self.experiment_id, unit.work_unit_id, new_jobs, lease_id=lease,
+                                               replace_unlaunched=replace_unlaunched)
+            else:
+                job_ids = self._store.add_work_unit(self.experiment_id, unit.work_unit_id, role_name, stored_args,
+                                                    identity, new_jobs, lease_id=lease)
+            if links:
+                self._store.record_links([(job_ids[index], name, url) for index, name, url in links])
         unit._job_names.update(name for name, *_ in prepared)
-        future: concurrent.futures.Future = concurrent.futures.Future()
+        future: concurrent.futures.Future = LazyFuture()
         ticket = UnitTicket(future, unit, len(prepared))
         self._launcher.submit(
             [

@@ -162,6 +162,7 @@ class SqliteStore(MetadataStore):
         self.path = Path(path)
         self.migrated_from: int | None = None  # the schema version found, when this open migrated it
         self._lock = threading.RLock()
+        self._in_transaction = False  # inside transaction(): writes join it instead of committing
         self._prepare_file()
         busy = float(os.environ.get("XCORE_STORE_BUSY_TIMEOUT", "120"))  # seconds a writer waits for the lock
         with self._errors("open"):
@@ -286,6 +287,9 @@ class SqliteStore(MetadataStore):
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         with self._lock, self._errors("write"):
+            if self._in_transaction:  # inside transaction(): its end commits
+                yield self._db
+                return
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 yield self._db
@@ -296,6 +300,17 @@ class SqliteStore(MetadataStore):
                     pass  # SQLite rolled back already (e.g. disk full)
                 raise
             self._db.execute("COMMIT")
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """The writes inside are one transaction, committed when the block ends: a work unit
+        and its tracker links cost one commit, not two, and are recorded together or not at all."""
+        with self._write():
+            self._in_transaction = True  # read only by the thread holding self._lock
+            try:
+                yield
+            finally:
+                self._in_transaction = False
 
     def _migrate(self, migrate: bool) -> None:
         version = self._db.execute("PRAGMA user_version").fetchone()[0]

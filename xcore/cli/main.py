@@ -214,6 +214,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not getattr(args, "func", None):
             parser.print_help()
             return EXIT_USAGE
+        if args.command == "list":  # an empty store answers without the store's code
+            from xcore.cli.fast_paths import list_empty_store
+
+            if (code := list_empty_store(args)) is not None:
+                return code
         func = args.func
         if isinstance(func, str):
             import importlib

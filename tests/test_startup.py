@@ -85,6 +85,26 @@ def test_list_on_existing_empty_store_reads_it_without_the_store_code(tmp_path):
     assert store.stat().st_mtime_ns == before  # read, not written
 
 
+def test_fast_list_finds_the_store_where_paths_puts_it(tmp_path, monkeypatch):
+    from xcore import paths
+    from xcore.cli.fast_paths import store_path
+
+    for name in ("XCORE_STORE", "XCORE_HOME", "XDG_DATA_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "me"))
+    settings = [{}, {"XDG_DATA_HOME": str(tmp_path / "data")}, {"XCORE_HOME": "~/state"},
+                {"XCORE_STORE": f"sqlite:///{tmp_path}/a b?#%.db"}, {"XCORE_STORE": "sqlite:relative.db"}]
+    for env in settings:
+        with monkeypatch.context() as m:
+            for key, value in env.items():
+                m.setenv(key, value)
+            url = paths.store_url()  # parsed as xcore.sqlite_store.open_url parses it
+            expected = url.removeprefix("sqlite:///") if url.startswith("sqlite:///") else url.removeprefix("sqlite:")
+            assert store_path() == expected, env
+    monkeypatch.setenv("XCORE_STORE", "postgresql://db/xcore")
+    assert store_path() is None
+
+
 def test_list_with_an_experiment_takes_the_usual_path(tmp_path):
     from xcore.sqlite_store import SqliteStore
 

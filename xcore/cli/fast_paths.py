@@ -22,19 +22,16 @@ def list_empty_store(args: argparse.Namespace) -> int | None:
     launcher lease: read-only, without the store module, attrs or the records."""
     if args.limit < 0 or args.status:  # the usual path checks these and says what is wrong
         return None
-    from xcore import paths, store_migrations
-
-    url = paths.store_url()
-    if not url.startswith("sqlite:"):
-        return None
-    path = url.removeprefix("sqlite:///") if url.startswith("sqlite:///") else url.removeprefix("sqlite:")
+    path = store_path()
     if not path or not os.path.isfile(path) or os.path.getsize(path) == 0:
         return None  # absent (the usual path creates it) or not a store (it explains)
     import sqlite3
-    from urllib.parse import quote
 
+    from xcore import store_migrations
+
+    uri = os.path.abspath(path).replace("%", "%25").replace("?", "%3f").replace("#", "%23")
     try:
-        db = sqlite3.connect(f"file:{quote(os.path.abspath(path))}?mode=ro", uri=True, timeout=1)
+        db = sqlite3.connect(f"file:{uri}?mode=ro", uri=True, timeout=1)
         try:
             [version] = db.execute("PRAGMA user_version").fetchone()
             if version != store_migrations.SCHEMA_VERSION:
@@ -52,3 +49,22 @@ def list_empty_store(args: argparse.Namespace) -> int | None:
     else:
         print("No experiments yet. Launch one with: xcore launch LAUNCH_SCRIPT.py", file=sys.stderr)
     return 0
+
+
+def store_path() -> str | None:
+    """The built-in store's file, as ``xcore.paths.store_url()`` names it, without importing
+    pathlib (about a quarter of what this fast path would otherwise cost); None for another
+    store or a platform whose default location only ``xcore.paths`` knows."""
+    url = os.environ.get("XCORE_STORE")
+    if not url:
+        home = os.environ.get("XCORE_HOME")
+        if home:
+            home = os.path.expanduser(home)
+        elif sys.platform.startswith("linux"):
+            home = os.path.join(os.environ.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share"), "xcore")
+        else:
+            return None
+        return os.path.join(home, "xcore.db")
+    if not url.startswith("sqlite:"):
+        return None
+    return (url.removeprefix("sqlite:///") if url.startswith("sqlite:///") else url.removeprefix("sqlite:")) or None

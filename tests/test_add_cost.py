@@ -109,3 +109,18 @@ def test_each_add_is_on_disk_with_its_links_when_add_returns(xcore_home: Path):
                       for table in ("work_units", "jobs", "job_links")]
             assert counts == [i, i, i]
         reader.close()
+
+
+def test_read_jobs_share_one_decoded_executor(tmp_path: Path):
+    """`xcore show` of a sweep holds one executor and one executable, not one per job."""
+    store = SqliteStore(tmp_path / "xcore.db")
+    experiment = store.create_experiment("t")
+    spec = {"kind": "fake.FakeExecutor", "hold": True, "requirements": {"cpu": 1}}
+    for unit in (1, 2, 3):
+        job = NewJob(name="j", executor_kind="fake.FakeExecutor", executor=spec, executable={"name": "x"},
+                     args=[str(unit)], env={})
+        store.add_work_unit(experiment.id, unit, "work_unit", {}, "", [job])
+    jobs = [job for unit in store.work_units(experiment.id) for job in unit.jobs]
+    assert [job.executor for job in jobs] == [spec] * 3 and [job.args for job in jobs] == [["1"], ["2"], ["3"]]
+    assert jobs[0].executor is jobs[1].executor is jobs[2].executor
+    assert jobs[0].executable is jobs[2].executable

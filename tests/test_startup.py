@@ -141,3 +141,24 @@ def test_plugin_command_added_only_by_hook_still_runs(tmp_path, monkeypatch):
     result = run_xcore("hooky-hello", env=env)
     assert result.returncode == 0, result.stderr
     assert "hello from hooky" in result.stdout
+
+
+def test_cli_remembers_gettext_lookups_only_while_parsing(tmp_path, monkeypatch, capsys):
+    """argparse's strings cost a locale-directory search each; main() remembers the answers
+    while it parses, and gives the command (a launch script) the real gettext.find back."""
+    import gettext
+
+    import pytest
+
+    from xcore.cli.main import main
+
+    monkeypatch.setenv("XCORE_HOME", str(tmp_path))
+    original = gettext.find
+    calls = []
+    monkeypatch.setattr(gettext, "find", lambda *a, **k: calls.append(a) or original(*a, **k))
+    wrapped = gettext.find
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert "launch" in capsys.readouterr().out
+    assert gettext.find is wrapped
+    assert 0 < len(calls) <= 3  # one search per (domain, directory), not one per string

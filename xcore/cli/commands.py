@@ -77,7 +77,8 @@ def _parse_target(text: str) -> tuple[int, int | None]:
 
 def _print_json(data: Any) -> None:
     indent = 2 if sys.stdout.isatty() else None  # the C encoder is only used without indent
-    sys.stdout.write(json.dumps(data, indent=indent, default=_json_default, ensure_ascii=False) + "\n")
+    sys.stdout.write(json.dumps(data, indent=indent, default=_json_default, ensure_ascii=False))
+    sys.stdout.write("\n")  # not `+ "\n"`: that copies the whole text (10 MB for show --json of 10,000 jobs)
 
 
 def _json_default(value: Any) -> Any:

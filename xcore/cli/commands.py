@@ -324,6 +324,7 @@ def show(args: argparse.Namespace) -> int:
         data = _experiment_json(record)
         data["work_units"] = [{**_unit_json(u), "results": results.get(u.id, {}), "links": links.get(u.id, {})}
                               for u in units]
+        del units  # the records, now copied into data: not held while the text is made
         data["executors"], data["executables"] = _share_specs(data["work_units"])
         _print_json(data)
         return EXIT_OK

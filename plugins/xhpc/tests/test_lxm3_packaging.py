@@ -181,7 +181,7 @@ def test_executor_docker_options_say_where_they_go():
 
 
 def _run_job(spec: object, executor: object) -> dict:
-    from xcore.plugins import get_host
+    from xcore.hooks.host import get_host
 
     with xm.create_experiment("lxm3 packaging") as experiment:
         [executable] = experiment.package([xm.Packageable(spec, executor_spec=executor.Spec())])

@@ -43,6 +43,22 @@ def time_subprocess(argv: Sequence[str], env: dict[str, str] | None = None, cwd:
     return time.perf_counter() - start
 
 
+def time_subprocess_cpu(argv: Sequence[str], env: dict[str, str] | None = None,
+                        cwd: str | None = None) -> tuple[float, float]:
+    """(wall seconds, CPU seconds user+system) of one run. On a machine loaded by other work the
+    wall time mostly measures waiting for a core; the CPU time is what the command itself costs."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    wall = time_subprocess(argv, env, cwd)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def load_average() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
 def median_ms(samples: Sequence[float]) -> float:
     return statistics.median(samples) * 1000
 

@@ -3,9 +3,12 @@ peak memory at 10,000, on the fake backend (``xcore.testing.fake``; jobs are hel
 
 The baseline, measured in the same process and alternated with xcore, is the floor any
 recording launcher pays: one raw ``sqlite3`` row per unit and per job (JSON args), in one
-transaction per unit, into a throw-away database. Targets (issue 14): under 0.1 ms per add;
-linear in N (per-unit cost at 10,000 within 1.5x of that at 100). Peak memory of a child
-process launching 10,000 held tasks end to end: under 60 MiB.
+transaction per unit, into a throw-away database; and the physical floor of xcore's own
+records: the same rows xcore writes per add (unit, job, first event, tracker link) into its
+real schema and indexes by plain sqlite3, one transaction per unit. Both wall and CPU time
+(process_time) are printed: on a loaded machine the CPU time is the cost itself.
+Targets (issue 14): under 0.1 ms per add; linear in N (per-unit cost at 10,000 within 1.5x
+of that at 100). Peak memory of a child process launching 10,000 held tasks end to end: under 60 MiB.
 
 Run from a regular install: PYTHON bench/bench_add.py [REPEATS] [--profile]
 """
@@ -24,15 +27,15 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import PYTHON, temp_home, verdict  # noqa: E402
+from _common import PYTHON, load_average, temp_home, verdict  # noqa: E402
 
 REPEATS = int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1].isdigit() else 3
 PROFILE = "--profile" in sys.argv
 SIZES = (100, 1_000, 10_000)
 
 
-def xcore_adds(n: int, profile: cProfile.Profile | None = None) -> float:
-    """Seconds for ``n`` adds (launch excluded: it happens when the ``with`` block closes)."""
+def xcore_adds(n: int, profile: cProfile.Profile | None = None) -> tuple[float, float]:
+    """(wall, CPU) seconds for ``n`` adds (launch excluded: it happens when the ``with`` block closes)."""
     import xcore as xm
     from xcore.testing import fake, plugin_host
 
@@ -42,16 +45,16 @@ def xcore_adds(n: int, profile: cProfile.Profile | None = None) -> float:
         executor = fake.FakeExecutor(hold=True)
         if profile:
             profile.enable()
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         for i in range(n):
             experiment.add(xm.Job(exe, executor, args={"seed": i, "lr": 0.1}))
-        seconds = time.perf_counter() - start
+        seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
         if profile:
             profile.disable()
-    return seconds
+    return seconds, cpu
 
 
-def raw_sqlite(n: int) -> float:
+def raw_sqlite(n: int) -> tuple[float, float]:
     """The floor: what recording ``n`` units and jobs costs in plain sqlite3."""
     with tempfile.TemporaryDirectory() as tmp:
         db = sqlite3.connect(os.path.join(tmp, "raw.db"), isolation_level=None)
@@ -59,7 +62,7 @@ def raw_sqlite(n: int) -> float:
         db.execute("PRAGMA synchronous = NORMAL")
         db.execute("CREATE TABLE units (id INTEGER PRIMARY KEY, args TEXT)")
         db.execute("CREATE TABLE jobs (id INTEGER PRIMARY KEY, unit INTEGER, args TEXT, status TEXT)")
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         for i in range(n):
             args = {"seed": i, "lr": 0.1}
             db.execute("BEGIN IMMEDIATE")
@@ -67,9 +70,42 @@ def raw_sqlite(n: int) -> float:
             db.execute("INSERT INTO jobs (unit, args, status) VALUES (?, ?, 'LAUNCHING')",
                        (i, json.dumps(["--seed", str(i), "--lr", "0.1"])))
             db.execute("COMMIT")
-        seconds = time.perf_counter() - start
+        seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
         db.close()
-    return seconds
+    return seconds, cpu
+
+
+def raw_schema(n: int) -> tuple[float, float]:
+    """The physical floor of xcore's own records: the rows one add writes (unit, job with its
+    executor and executable, first status event, tracker link) into xcore's schema and
+    indexes, by plain sqlite3 statements, one transaction per unit, no Python objects."""
+    from xcore.store.sqlite import SqliteStore
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "schema.db")
+        SqliteStore(path).close()
+        db = sqlite3.connect(path, isolation_level=None)
+        db.execute("PRAGMA synchronous = NORMAL")
+        db.execute("INSERT INTO experiments (title, created_at) VALUES ('raw', 0)")
+        executor = json.dumps({"hold": True, "requirements": {}})
+        executable = json.dumps({"name": "true", "path": "true", "args": [], "env_vars": {}})
+        start, cpu = time.perf_counter(), time.process_time()
+        for i in range(1, n + 1):
+            now = time.time()
+            db.execute("BEGIN IMMEDIATE")
+            db.execute("INSERT INTO work_units (experiment_id, id, role, args, identity, created_at)"
+                       " VALUES (1, ?, 'work_unit', ?, '', ?)", (i, json.dumps({"seed": i, "lr": 0.1}), now))
+            job = db.execute(
+                "INSERT INTO jobs (experiment_id, work_unit_id, name, executor_kind, executor, executable,"
+                " args, env, created_at, lease_id) VALUES (1, ?, 'true', 'fake.FakeExecutor', ?, ?, ?, '{}', ?, 1)",
+                (i, executor, executable, json.dumps([f"--seed={i}", "--lr=0.1"]), now)).lastrowid
+            db.execute("INSERT INTO job_events (job_id, status, at) VALUES (?, 'LAUNCHING', ?)", (job, now))
+            db.execute("INSERT INTO job_links (job_id, experiment_id, work_unit_id, name, url)"
+                       " VALUES (?, 1, ?, 'fake', ?)", (job, i, f"https://tracker.invalid/xcore-1/{i}"))
+            db.execute("COMMIT")
+        seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+        db.close()
+    return seconds, cpu
 
 
 PEAK_SCRIPT = """
@@ -88,20 +124,26 @@ print(next(line.split()[1] for line in open("/proc/self/status") if line.startsw
 
 def main() -> int:
     print(f"experiment.add, fake backend, median of {REPEATS} (cpu count {os.cpu_count()}, load average "
-          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())})")
+          f"{load_average()}); wall and CPU (this process's user+sys) time")
     per_unit: dict[int, float] = {}
     with temp_home():
         for n in SIZES:
-            ours, raw = [], []
-            for _ in range(REPEATS):  # alternated, so load drift hits both
+            ours, raw, floor = [], [], []
+            for _ in range(REPEATS):  # alternated, so load drift hits all three
                 ours.append(xcore_adds(n))
                 raw.append(raw_sqlite(n))
-            xs, rs = statistics.median(ours), statistics.median(raw)
-            per_unit[n] = xs / n * 1000
-            print(f"  N={n:>6}: xcore {per_unit[n]:.3f} ms/add, raw sqlite3 {rs / n * 1000:.3f} ms/unit, "
-                  f"ratio {xs / rs:.2f}  [{verdict(per_unit[n] < 0.1)}] target < 0.1 ms/add")
+                floor.append(raw_schema(n))
+            for what, index in (("wall", 0), ("cpu", 1)):
+                xs = statistics.median(t[index] for t in ours)
+                rs = statistics.median(t[index] for t in raw)
+                fs = statistics.median(t[index] for t in floor)
+                if what == "cpu":
+                    per_unit[n] = xs / n * 1000
+                print(f"  N={n:>6} {what:4s}: xcore {xs / n * 1000:.3f} ms/add; raw sqlite3 {rs / n * 1000:.3f} "
+                      f"ms/unit (ratio {xs / rs:.2f}); xcore's rows by raw sqlite3 {fs / n * 1000:.3f} ms/unit "
+                      f"(ratio {xs / fs:.2f})  [{verdict(xs / n * 1000 < 0.1)}] target < 0.1 ms/add")
         linear = per_unit[SIZES[-1]] / per_unit[SIZES[0]]
-        print(f"  linearity: per-add at {SIZES[-1]} / at {SIZES[0]} = {linear:.2f}  "
+        print(f"  linearity (cpu): per-add at {SIZES[-1]} / at {SIZES[0]} = {linear:.2f}  "
               f"[{verdict(linear <= 1.5)}] target <= 1.5")
         if PROFILE:
             profile = cProfile.Profile()

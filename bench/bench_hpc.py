@@ -59,7 +59,8 @@ with xm.create_experiment(title="bench-sweep") as experiment:
     else:
         spec = xhpc.Command([sys.argv[4]])
     [exe] = experiment.package([xm.Packageable(spec, Ex.Spec())])
-    executor = Ex(cluster=cluster, job_name=os.environ["XHPC_BENCH_NAME"])
+    hold = ["-h" if cluster == "sge" else "--hold"] if os.environ.get("XHPC_BENCH_HOLD") else []
+    executor = Ex(cluster=cluster, job_name=os.environ["XHPC_BENCH_NAME"], directives=hold)
     for i in range(n):
         experiment.add(xm.Job(exe, executor, args={"seed": i, "lr": 0.1 / (i + 1)}))
 """
@@ -199,38 +200,172 @@ def bench_dead_task(script: Path) -> dict:
     return out
 
 
-def launch_ratios(sizes: list[int], runs: int) -> int:
-    """`xcore launch` of N tasks over SSH against raw `ssh host sbatch --array` of N, alternated."""
-    os.environ["XHPC_BENCH_NAME"] = BENCH_NAME
+def raw_submit(cluster: str, n: int, command: str = "true") -> tuple[float, str]:
+    """`ssh host sbatch --array` (or `qsub -t`) of n tasks: the baseline; returns (seconds, job id)."""
+    if cluster == "sge":
+        remote = f"qsub -terse -h -N {BENCH_NAME} -t 1-{n} -o /dev/null -j y -b y {command}"
+    else:
+        remote = f"sbatch --parsable --hold -J {BENCH_NAME} --array=0-{n - 1} -o /dev/null --wrap {command}"
+    t = time.perf_counter()
+    out = subprocess.run(SSH + [remote], check=True, capture_output=True, text=True).stdout
+    return time.perf_counter() - t, out.strip().split(";")[0].split(".")[0]
+
+
+def load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def launch_ratios(sizes: list[int], runs: int, clusters: tuple[str, ...] = ("slurm", "sge")) -> list[tuple]:
+    """`xcore launch` of N tasks over SSH against raw `ssh host sbatch --array` of N, alternated.
+    Both submit held arrays (nothing runs; cancelled at once), so a big sweep does not load the
+    cluster other people share."""
+    os.environ["XHPC_BENCH_HOLD"] = "1"
     targets = {1000: 2.0, 10000: 4.0}
     rows = []
-    with temp_home("xcore-bench-hpc-") as tmp:
-        write_config(Path(os.environ["XCORE_CONFIG_DIR"]), tmp / "staging")
-        script = tmp / "sweep.py"
-        script.write_text(SWEEP)
-        try:
-            xcore_launch(script, "slurm", "1", "command", "true")  # warm: pyc, staging dirs, array limit
-            cancel_own("slurm")
-            for n in sizes:
-                raw, ours = [], []
-                for _ in range(runs):
-                    t = time.perf_counter()
-                    out = subprocess.run(SSH + [f"sbatch --parsable -J {BENCH_NAME} --array=0-{n - 1} -o /dev/null "
-                                                "--wrap true"], check=True, capture_output=True, text=True).stdout
-                    raw.append(time.perf_counter() - t)
-                    subprocess.run(SSH + [f"scancel {int(out.strip().split(';')[0])}"], capture_output=True)
-                    ours.append(xcore_launch(script, "slurm", str(n), "command", "true"))
-                    cancel_own("slurm")
-                rows.append((n, median(ours), median(raw), targets.get(n)))
-        finally:
-            cancel_own("slurm")
-    print(f"launch over SSH, median of {runs} alternated runs (load average "
-          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())})")
-    for n, ours, raw, target in rows:
+    script = Path(os.environ["XCORE_HOME"]).parent / "sweep.py"
+    for cluster in clusters:
+        xcore_launch(script, cluster, "1", "command", "true")  # warm: pyc, staging dirs, array limit, connection
+        cancel_own(cluster)
+        for n in sizes:
+            raw, ours, hooks = [], [], []
+            for _ in range(runs):
+                seconds, _job = raw_submit(cluster, n)
+                raw.append(seconds)
+                cancel_own(cluster)
+                ours.append(xcore_launch(script, cluster, str(n), "command", "true"))
+                hooks.append(last_launch()["seconds"])
+                cancel_own(cluster)
+            rows.append((cluster, n, median(ours), median(raw), median(hooks), targets.get(n)))
+    del os.environ["XHPC_BENCH_HOLD"]
+    print(f"launch over SSH, median of {runs} alternated runs (load average {load()})")
+    for cluster, n, ours, raw, hook, target in rows:
         ratio = ours / raw
         mark = "" if target is None else f"target {target:.0f}x  {verdict(ratio <= target)}"
-        print(f"  {n:>6} tasks: `xcore launch` {ours:.3f} s, raw `ssh sbatch --array` {raw:.3f} s, "
+        print(f"  {cluster:>5} {n:>6} tasks: `xcore launch` {ours:.3f} s ({ours / n * 1e3:.3f} ms/task; submission "
+              f"hook {hook:.3f} s), raw `ssh {'qsub -t' if cluster == 'sge' else 'sbatch --array'}` {raw:.3f} s, "
               f"ratio {ratio:.2f}  {mark}")
+    return rows
+
+
+def relaunch_vs_raw(runs: int) -> None:
+    """A relaunch of unchanged code (10 tasks of a Python package) against raw `ssh sbatch`."""
+    tmp = Path(os.environ["XCORE_HOME"]).parent
+    script = tmp / "sweep.py"
+    project = tmp / "proj"
+    (project / "bench_pkg").mkdir(parents=True, exist_ok=True)
+    (project / "pyproject.toml").write_text(
+        '[build-system]\nrequires = ["setuptools>=61"]\nbuild-backend = "setuptools.build_meta"\n'
+        '[project]\nname = "bench-pkg"\nversion = "0.1"\n')
+    (project / "bench_pkg" / "__init__.py").write_text("")
+    (project / "bench_pkg" / "main.py").write_text("import sys\nprint(sys.argv)\n" + "# padding\n" * 20000)
+    first = xcore_launch(script, "slurm", "10", "package", str(project))
+    first_bytes = last_launch()["artifact_bytes_uploaded"]
+    cancel_own("slurm")
+    raw, ours, sent, commands = [], [], [], []
+    for _ in range(runs):
+        raw.append(raw_submit("slurm", 10)[0])
+        cancel_own("slurm")
+        ours.append(xcore_launch(script, "slurm", "10", "package", str(project)))
+        stats = last_launch()
+        sent.append(stats["artifact_bytes_uploaded"])
+        commands.append(stats["remote_commands"])
+        cancel_own("slurm")
+    ok = median(ours) < 0.5 and max(sent) == 0
+    print(f"relaunch of unchanged code over SSH (10 tasks), median of {runs} (load average {load()})")
+    print(f"  `xcore launch` {median(ours):.3f} s, {max(sent)} package bytes, {max(commands)} SSH command(s) "
+          f"(first launch {first:.2f} s, {first_bytes} bytes); raw `ssh sbatch` {median(raw):.3f} s; "
+          f"target < 0.5 s, 0 bytes  {verdict(ok)}")
+
+
+def dead_task_vs_raw(interval: float, runs: int) -> None:
+    """How long after a task dies xcore reports it FAILED, against raw `ssh host sacct` polling
+    at the same interval (a new ssh, so a new handshake, per poll: what a script would do).
+    Two ways to watch: `xcore wait` (one process polling every <= 0.25 s) and `xcore show
+    --json` run anew every ``interval`` (each a new process)."""
+    script = Path(os.environ["XCORE_HOME"]).parent / "sweep.py"
+    died_file = f"/home/xcore/.xcore-bench-died-{BENCH_NAME}"
+    task = f"sleep 2; date +%s.%N > {died_file}; exit 4"
+
+    def died_at() -> float:
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            try:
+                return float(Path(died_file).read_text())
+            except (OSError, ValueError):
+                time.sleep(0.05)
+        raise SystemExit("the task never recorded its death")
+
+    def poll(check, every: float) -> float:  # noqa: ANN001
+        deadline = time.time() + 90
+        while time.time() < deadline:
+            if check():
+                return time.time()
+            time.sleep(every)
+        raise SystemExit("never saw the task fail")
+
+    def raw_run(every: float) -> float:
+        Path(died_file).unlink(missing_ok=True)
+        out = subprocess.run(SSH + [f"sbatch --parsable -J {BENCH_NAME} -o /dev/null --wrap {shlex_quote(task)}"],
+                             check=True, capture_output=True, text=True).stdout
+        job = out.strip().split(";")[0]
+
+        def raw_sees() -> bool:
+            out = subprocess.run(SSH + [f"sacct -n -X -P -j {job} -o State"], capture_output=True, text=True).stdout
+            return "FAILED" in out
+
+        seen = poll(raw_sees, every)
+        return seen - died_at()
+
+    def xcore_run(mode: str, every: float) -> float:
+        Path(died_file).unlink(missing_ok=True)
+        xcore_launch(script, "slurm", "1", "command", task)
+        exp = latest_experiment()
+        if mode == "wait":
+            subprocess.run([XCORE_BIN, "wait", str(exp), "--timeout", "90"], capture_output=True, text=True)
+            seen = time.time()
+        else:
+            def xcore_sees() -> bool:
+                out = subprocess.run([XCORE_BIN, "show", str(exp), "--json"], capture_output=True, text=True).stdout
+                return '"FAILED"' in out or '"failed"' in out
+
+            seen = poll(xcore_sees, every)
+        return seen - died_at()
+
+    for mode, every in (("wait", 0.25), ("show", interval)):
+        ours, raw = [], []
+        for _ in range(runs):
+            ours.append(xcore_run(mode, every))
+            raw.append(raw_run(every))
+        Path(died_file).unlink(missing_ok=True)
+        ratio = median(ours) / median(raw)
+        what = ("`xcore wait` (one process, polls every <= 0.25 s)" if mode == "wait"
+                else f"`xcore show --json` run every {every:g} s (a new process per poll)")
+        print(f"dead task visible (Slurm over SSH), median of {runs} (load average {load()})")
+        print(f"  {what}: {median(ours):.3f} s after the task died; raw `ssh host sacct` polled every {every:g} s: "
+              f"{median(raw):.3f} s; ratio {ratio:.2f}  target 2x  {verdict(ratio <= 2)}")
+
+
+def shlex_quote(text: str) -> str:
+    import shlex
+
+    return shlex.quote(text)
+
+
+def issue14(sizes: list[int], runs: int, parts: set[str]) -> int:
+    os.environ["XHPC_BENCH_NAME"] = BENCH_NAME
+    with temp_home("xcore-bench-hpc-") as tmp:
+        write_config(Path(os.environ["XCORE_CONFIG_DIR"]), tmp / "staging")
+        (tmp / "sweep.py").write_text(SWEEP)
+        try:
+            if "launch" in parts:
+                launch_ratios(sizes, runs)
+            if "relaunch" in parts:
+                relaunch_vs_raw(runs)
+            if "dead" in parts:
+                dead_task_vs_raw(0.5, runs)
+        finally:
+            for cluster in ("slurm", "sge"):
+                cancel_own(cluster)
     return 0
 
 
@@ -238,12 +373,15 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--tasks", type=int, default=1000)
-    parser.add_argument("--launch-only", default="",
-                        help="comma-separated sweep sizes, e.g. 1000,10000: only the SSH launch against raw "
-                             "`ssh sbatch --array` (issue 14: within 2x at 1,000, 4x at 10,000)")
+    parser.add_argument("--issue14", default="",
+                        help="comma-separated sweep sizes, e.g. 100,1000,10000: the issue-14 figures, each next to "
+                             "its raw baseline alternated in the same run: launch over SSH (Slurm and SGE) against "
+                             "`ssh host sbatch --array`/`qsub -t`, relaunch of unchanged code, dead-task visibility "
+                             "against `ssh host sacct` polling")
+    parser.add_argument("--only", default="launch,relaunch,dead", help="issue-14 parts to run")
     args = parser.parse_args()
-    if args.launch_only:
-        return launch_ratios([int(n) for n in args.launch_only.split(",")], args.runs)
+    if args.issue14:
+        return issue14([int(n) for n in args.issue14.split(",")], args.runs, set(args.only.split(",")))
     os.environ["XHPC_BENCH_NAME"] = BENCH_NAME
     with temp_home("xcore-bench-hpc-") as tmp:
         write_config(Path(os.environ["XCORE_CONFIG_DIR"]), tmp / "staging")

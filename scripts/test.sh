@@ -9,7 +9,7 @@ source scripts/python.sh
 ensure_venv
 drop_renamed_core
 echo "==> installing xcore, plugins, test tools and linters into .venv"
-packages=(-e '.[test,postgres,ui]' -e 'plugins/xlocal[docker]' -e plugins/xhpc -e plugins/xgcp -e 'plugins/xk8s[test]')
+packages=(-e '.[test,postgres,ui]' -e 'plugins/xlocal[docker]' -e 'plugins/xhpc[lxm3]' -e plugins/xgcp -e 'plugins/xk8s[test]')
 .venv/bin/python -m pip install --quiet --disable-pip-version-check "${packages[@]}" pytest-timeout \
   -r scripts/lint-tools.txt
 

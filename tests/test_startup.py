@@ -74,6 +74,47 @@ def test_list_on_empty_store_imports_no_plugin_and_no_asyncio(tmp_path):
     assert _offenders(modules, heavy) == []
 
 
+def test_list_on_existing_empty_store_reads_it_without_the_store_code(tmp_path):
+    """Issue 14: the common first command answers from one read-only query: no attrs, no
+    records, no schema check or migration through the store module."""
+    _modules_after(["list"], tmp_path)  # creates the store, through the usual path
+    store = tmp_path / "xcore.db"
+    before = store.stat().st_mtime_ns
+    modules, out = _modules_after(["list", "--json"], tmp_path)
+    assert json.loads(out) == []
+    assert _offenders(modules, ("attrs", "xcore.store.sqlite", "xcore.store.records", "xcore.store")) == []
+    assert store.stat().st_mtime_ns == before  # read, not written
+
+
+def test_fast_list_finds_the_store_where_paths_puts_it(tmp_path, monkeypatch):
+    from xcore import paths
+    from xcore.cli.fast_paths import store_path
+
+    for name in ("XCORE_STORE", "XCORE_HOME", "XDG_DATA_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "me"))
+    settings = [{}, {"XDG_DATA_HOME": str(tmp_path / "data")}, {"XCORE_HOME": "~/state"},
+                {"XCORE_STORE": f"sqlite:///{tmp_path}/a b?#%.db"}, {"XCORE_STORE": "sqlite:relative.db"}]
+    for env in settings:
+        with monkeypatch.context() as m:
+            for key, value in env.items():
+                m.setenv(key, value)
+            url = paths.store_url()  # parsed as xcore.store.sqlite.open_url parses it
+            expected = url.removeprefix("sqlite:///") if url.startswith("sqlite:///") else url.removeprefix("sqlite:")
+            assert store_path() == expected, env
+    monkeypatch.setenv("XCORE_STORE", "postgresql://db/xcore")
+    assert store_path() is None
+
+
+def test_list_with_an_experiment_takes_the_usual_path(tmp_path):
+    from xcore.store.sqlite import SqliteStore
+
+    SqliteStore(tmp_path / "xcore.db").create_experiment("shown")
+    modules, out = _modules_after(["list", "--json"], tmp_path)
+    assert [e["title"] for e in json.loads(out)] == ["shown"]
+    assert "xcore.store.sqlite" in modules
+
+
 def test_declared_plugin_command_runs_and_imports_its_plugin(tmp_path):
     result = run_xcore("cluster", "--help", env={"XCORE_HOME": str(tmp_path)})
     assert result.returncode == 0, result.stderr
@@ -101,3 +142,24 @@ def test_plugin_command_added_only_by_hook_still_runs(tmp_path, monkeypatch):
     result = run_xcore("hooky-hello", env=env)
     assert result.returncode == 0, result.stderr
     assert "hello from hooky" in result.stdout
+
+
+def test_cli_remembers_gettext_lookups_only_while_parsing(tmp_path, monkeypatch, capsys):
+    """argparse's strings cost a locale-directory search each; main() remembers the answers
+    while it parses, and gives the command (a launch script) the real gettext.find back."""
+    import gettext
+
+    import pytest
+
+    from xcore.cli.main import main
+
+    monkeypatch.setenv("XCORE_HOME", str(tmp_path))
+    original = gettext.find
+    calls = []
+    monkeypatch.setattr(gettext, "find", lambda *a, **k: calls.append(a) or original(*a, **k))
+    wrapped = gettext.find
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert "launch" in capsys.readouterr().out
+    assert gettext.find is wrapped
+    assert 0 < len(calls) <= 3  # one search per (domain, directory), not one per string

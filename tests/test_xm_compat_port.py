@@ -28,7 +28,8 @@ XM_SCRIPT = textwrap.dedent('''\
     def main(_):
         with xm_local.create_experiment(experiment_title='t') as e:   # keep me
             e.add(xm.Job(exe, xm_local.Vertex(Req(cpu=1))))
-            local_api.Kubernetes()
+            local_api.Kubernetes(cloud_provider='GKE')
+            xm_local.Caip()
 ''')
 
 
@@ -41,21 +42,40 @@ def test_imports_are_rewritten_and_everything_else_is_kept():
         "import xcore as xm   # trailing comment, odd spacing",
         "from xmanager import xm_abc",
         "import xlocal as xm_local",
+        "import xgcp",  # added: xm_local.Vertex is used below
         "import xlocal as local_api",
+        "import xk8s",
         "from xcore import JobRequirements as Req",
         "",
         "def main(_):",
         "    with xm_local.create_experiment(experiment_title='t') as e:   # keep me",
-        "        e.add(xm.Job(exe, xm_local.Vertex(Req(cpu=1))))",
-        "        local_api.Kubernetes()",
+        "        e.add(xm.Job(exe, xgcp.Vertex(Req(cpu=1))))",
+        "        xk8s.Kubernetes(cloud_provider='GKE')",
+        "        xm_local.Caip()",
     ]
-    assert [c.line for c in result.changes] == [4, 5, 6, 7]
+    assert [c.line for c in result.changes] == [4, 5, 6, 7, 11, 12]
 
 
 def test_names_without_an_xcore_equivalent_are_listed_with_their_line():
     unmapped = {(u.line, u.name): u.reason for u in port_source(XM_SCRIPT).unmapped}
-    assert set(unmapped) == {(5, "xmanager.xm_abc"), (11, "xm_local.Vertex"), (12, "local_api.Kubernetes")}
-    assert "xgcp" in unmapped[(11, "xm_local.Vertex")] and "xk8s" in unmapped[(12, "local_api.Kubernetes")]
+    assert set(unmapped) == {(5, "xmanager.xm_abc"), (12, "local_api.Kubernetes(cloud_provider=...)"),
+                             (13, "xm_local.Caip")}
+    assert "kubeconfig" in unmapped[(12, "local_api.Kubernetes(cloud_provider=...)")]
+    assert "Vertex" in unmapped[(13, "xm_local.Caip")]
+
+
+def test_xm_local_cloud_executors_move_to_their_plugins():
+    source = ("from xmanager.xm_local import (Local,\n    Vertex, TensorboardCapability)\n"
+              "from xmanager.xm_local import KubernetesSpec\n"
+              "import xmanager.xm_local as xl\n"
+              "spec = xl.Vertex.Spec(push_image_tag='t')  # keep\n")
+    result = port_source(source)
+    assert result.code == (
+        "from xlocal import Local\nfrom xgcp import Vertex, TensorboardCapability\n"
+        "from xk8s import KubernetesSpec\n"
+        "import xlocal as xl\nimport xgcp\n"
+        "spec = xgcp.Vertex.Spec(push_image_tag='t')  # keep\n")
+    assert not result.unmapped
 
 
 def test_lxm3_imports_map_to_xcore_and_xhpc():
@@ -79,7 +99,7 @@ def test_the_command_never_edits_without_write(tmp_path):
     assert shown.returncode == 1  # something could not be mapped
     assert script.read_text() == XM_SCRIPT
     assert "+import xcore as xm" in shown.stdout and "-from xmanager import xm" in shown.stdout
-    assert "not mapped: xm_local.Vertex" in shown.stderr and "use --write" in shown.stderr
+    assert "not mapped: xm_local.Caip" in shown.stderr and "use --write" in shown.stderr
 
     out = tmp_path / "ported.py"
     assert run_xcore("port", str(script), "-o", str(out)).returncode == 1

@@ -1,10 +1,12 @@
 """``xcore port SCRIPT``: rewrite an XManager or lxm3 launch script's imports for xcore.
 
 Uses a concrete syntax tree (libcst, ``pip install 'xcore[port]'``), so comments, blank
-lines and formatting stay exactly as they were. Only imports change: ``from xmanager import
+lines and formatting stay exactly as they were. Imports change: ``from xmanager import
 xm`` becomes ``import xcore as xm`` and so on (the local names stay, so the rest of the script
-is untouched). Names used through those modules that xcore lacks (``xm_local.Vertex``) are
-listed, with the line, as not mapped.
+is untouched). The one exception: ``xm_local``'s cloud executors live in other plugins, so
+``xm_local.Vertex`` becomes ``xgcp.Vertex`` (and ``Kubernetes`` ``xk8s.Kubernetes``) where it
+is used, with ``import xgcp`` added next to the ported import. Names used through those modules
+that xcore lacks (``xm_local.Caip``) are listed, with the line, as not mapped.
 """
 
 from __future__ import annotations
@@ -36,13 +38,26 @@ _DOTTED_IMPORTS = {
     "lxm3.xm": "xcore",
     "lxm3.xm_cluster": "xhpc.xm_cluster",
 }
+# xm_local names that live in another plugin: name -> module (the name stays).
+_MOVED = {
+    "Vertex": "xgcp",
+    "VertexSpec": "xgcp",
+    "TensorboardCapability": "xgcp",
+    "Kubernetes": "xk8s",
+    "KubernetesSpec": "xk8s",
+}
 _WHY_UNMAPPED = {
-    "xm_local.Vertex": "Vertex AI runs on the coming xgcp backend",
-    "xm_local.VertexSpec": "Vertex AI runs on the coming xgcp backend",
-    "xm_local.Caip": "Vertex AI runs on the coming xgcp backend",
-    "xm_local.CaipSpec": "Vertex AI runs on the coming xgcp backend",
-    "xm_local.Kubernetes": "Kubernetes runs on the coming xk8s backend",
-    "xm_local.KubernetesSpec": "Kubernetes runs on the coming xk8s backend",
+    "xm_local.Caip": "CAIP (AI Platform Training) was replaced by Vertex AI: use xm_local.Vertex (xgcp.Vertex)",
+    "xm_local.CaipSpec": "CAIP (AI Platform Training) was replaced by Vertex AI: use xm_local.Vertex.Spec()",
+    "xm_local.TpuCapability": "xk8s takes TPUs from the requirements (xm.JobRequirements(tpu_v4='2x2x1')) "
+                              "and the GKE node selectors it derives from them",
+}
+# keywords of the moved executors that their xcore counterparts do not take, and why
+_DROPPED_KEYWORDS = {
+    ("Kubernetes", "cloud_provider"): "xk8s talks to whatever cluster the kubeconfig context names "
+                                      "(xk8s.Kubernetes(context=...)); leave it out",
+    ("Kubernetes", "tpu_capability"): "give TPUs in requirements (xm.JobRequirements(tpu_v4='2x2x1')); "
+                                      "leave it out",
 }
 
 
@@ -115,6 +130,25 @@ def port_source(source: str) -> PortResult:
     bound: dict[str, str] = {}  # local name -> new module it now refers to
     blank = cst.parse_module("")
 
+    class Uses(cst.CSTVisitor):  # type: ignore[name-defined]  # libcst is imported lazily (Any)
+        """``name.attr`` pairs used anywhere: which moved xm_local names a script needs."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.pairs: set[tuple[str, str]] = set()
+
+        def visit_Attribute(self, node: Any) -> None:
+            if isinstance(node.value, cst.Name):
+                self.pairs.add((node.value.value, node.attr.value))
+
+    uses = Uses()
+    module.visit(uses)
+
+    def moved_imports(alias: str) -> list[Any]:
+        """``import xgcp`` / ``import xk8s`` for the moved names used through ``alias``."""
+        targets = sorted({_MOVED[attr] for name, attr in uses.pairs if name == alias and attr in _MOVED})
+        return [cst.parse_statement(f"import {target}").body[0] for target in targets]
+
     def dotted(node: Any) -> str:
         if node is None:
             return ""
@@ -166,6 +200,16 @@ def port_source(source: str) -> PortResult:
                                   "\n".join(blank.code_for_node(s).strip() for s in lines)))
             return cst.FlattenSentinel(lines)
 
+        def leave_Attribute(self, original: Any, updated: Any) -> Any:
+            value = updated.value
+            if (isinstance(value, cst.Name) and bound.get(value.value) == "xlocal"
+                    and updated.attr.value in _MOVED):
+                target = _MOVED[updated.attr.value]
+                line = self.get_metadata(PositionProvider, original).start.line
+                changes.append(Change(line, f"{value.value}.{updated.attr.value}", f"{target}.{updated.attr.value}"))
+                return updated.with_changes(value=cst.Name(target))
+            return updated
+
         def _port(self, small: Any) -> list[Any] | None:
             if isinstance(small, cst.ImportFrom) and not small.relative:
                 return self._port_from(small)
@@ -182,6 +226,20 @@ def port_source(source: str) -> PortResult:
                 return [cst.parse_statement(f"from {target} import *").body[0]]
             if source_module in _NAME_IMPORTS:  # same names, new module: keep the statement's layout
                 target = _NAME_IMPORTS[source_module]
+                moved: dict[str, list[Any]] = {}
+                if target == "xlocal":  # names that live in another plugin get their own import
+                    for alias in node.names:
+                        if dotted(alias.name) in _MOVED:
+                            moved.setdefault(_MOVED[dotted(alias.name)], []).append(
+                                alias.with_changes(comma=cst.MaybeSentinel.DEFAULT))
+                if moved:
+                    kept_names = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in node.names
+                                  if dotted(a.name) not in _MOVED]
+                    statements = [node.with_changes(module=cst.parse_expression(target), names=kept_names,
+                                                    lpar=None, rpar=None)] if kept_names else []
+                    statements += [cst.ImportFrom(module=cst.parse_expression(m), names=aliases)
+                                   for m, aliases in sorted(moved.items())]
+                    return statements
                 names = _exports(target)
                 for alias in node.names:
                     name = dotted(alias.name)
@@ -198,6 +256,8 @@ def port_source(source: str) -> PortResult:
                 if (source_module, name) in _MODULE_IMPORTS:
                     target, _ = _MODULE_IMPORTS[(source_module, name)]
                     out.append(import_stmt(target, asname))
+                    if target == "xlocal":
+                        out.extend(moved_imports(asname))
                     bound[asname] = target
                     hit = True
                 elif source_module.split(".")[0] in ("xmanager", "lxm3"):
@@ -221,6 +281,8 @@ def port_source(source: str) -> PortResult:
                 if name in _DOTTED_IMPORTS and alias.asname is not None:
                     asname = alias.asname.name.value
                     out.append(import_stmt(_DOTTED_IMPORTS[name], asname))
+                    if _DOTTED_IMPORTS[name] == "xlocal":
+                        out.extend(moved_imports(asname))
                     bound[asname] = _DOTTED_IMPORTS[name]
                     hit = True
                 else:
@@ -242,11 +304,25 @@ def port_source(source: str) -> PortResult:
                 target = bound[node.value.value]
                 names = _exports(target)
                 attr = node.attr.value
+                if target == "xlocal" and attr in _MOVED:
+                    return
                 if names is not None and attr not in names:
                     key = f"{target.rsplit('.', 1)[-1] if target != 'xlocal' else 'xm_local'}.{attr}"
                     line = self.get_metadata(PositionProvider, node).start.line
                     unmapped.append(Unmapped(line, f"{node.value.value}.{attr}",
                                              _WHY_UNMAPPED.get(key, f"{target} has no {attr}")))
+
+        def visit_Call(self, node: Any) -> None:
+            func = node.func
+            if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)
+                    and bound.get(func.value.value) == "xlocal"):
+                return
+            for arg in node.args:
+                why = _DROPPED_KEYWORDS.get((func.attr.value, arg.keyword.value if arg.keyword else ""))
+                if why:
+                    line = self.get_metadata(PositionProvider, arg).start.line
+                    unmapped.append(Unmapped(line, f"{func.value.value}.{func.attr.value}({arg.keyword.value}=...)",
+                                             why))
 
     ported = wrapper.visit(Porter())
     wrapper.visit(UseChecker())  # on the original, so lines are the script's own
@@ -301,6 +377,6 @@ def command(args: Any) -> int:
         print(line, file=sys.stderr)
     where = "rewritten in place" if args.write and result.changed else f"written to {args.output}" if args.output else (
         "not changed on disk (use --write)" if result.changed else "unchanged")
-    print(f"{args.script}: {len(result.changes)} import(s) ported, {len(result.unmapped)} name(s) not mapped; {where}.",
+    print(f"{args.script}: {len(result.changes)} change(s), {len(result.unmapped)} name(s) not mapped; {where}.",
           file=sys.stderr)
     return 1 if result.unmapped else 0

@@ -35,6 +35,8 @@ class _Keyword:
 
 def plain_escaper(value: Any) -> str:
     """Render one value for argv as is: no quoting (xcore never builds a shell line)."""
+    if type(value) is str:  # the common case, before the import below (a cost on every add)
+        return value
     from xcore.launch.utils import ShellSafeArg
 
     if isinstance(value, ShellSafeArg):
@@ -79,6 +81,11 @@ _SCALARS = (str, int, float, bool, type(None), os.PathLike, enum.Enum)
 def check_arg_value(value: Any, where: str) -> None:
     """Refuse what would only reach the job as a Python ``str()``/``repr()`` (objects, bytes,
     sets) and NUL bytes, which no process can receive. ``where`` names the argument."""
+    kind = type(value)
+    if kind is int or kind is float or kind is bool or value is None:  # the common cases, checked first
+        return
+    if kind is str and "\0" not in value:
+        return
     from xcore.launch.utils import ShellSafeArg
 
     if isinstance(value, ShellSafeArg):

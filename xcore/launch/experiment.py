@@ -41,7 +41,7 @@ from xcore.launch.units import (
     WorkUnit,
     WorkUnitRole,
 )
-from xcore.runtime.launcher import INTERRUPTED, BatchLauncher, PendingJob, UnitTicket
+from xcore.runtime.launcher import INTERRUPTED, BatchLauncher, LazyFuture, PendingJob, UnitTicket
 from xcore.runtime.packaging import package
 from xcore.runtime.progress import Progress
 from xcore.runtime.tracking import cancel_jobs, refresh_jobs, wait_for
@@ -266,16 +266,17 @@ class Experiment:
             for name, job, argv, env in prepared
         ]
         lease = self._launcher.lease_id()
-        if role_name is None:
-            job_ids = self._store.add_jobs(self.experiment_id, unit.work_unit_id, new_jobs, lease_id=lease,
-                                           replace_unlaunched=replace_unlaunched)
-        else:
-            job_ids = self._store.add_work_unit(self.experiment_id, unit.work_unit_id, role_name, stored_args,
-                                                identity, new_jobs, lease_id=lease)
-        if links:
-            self._store.record_links([(job_ids[index], name, url) for index, name, url in links])
+        with self._store.transaction():  # the unit, its jobs and their links: one commit, before add returns
+            if role_name is None:
+                job_ids = self._store.add_jobs(self.experiment_id, unit.work_unit_id, new_jobs, lease_id=lease,
+                                               replace_unlaunched=replace_unlaunched)
+            else:
+                job_ids = self._store.add_work_unit(self.experiment_id, unit.work_unit_id, role_name, stored_args,
+                                                    identity, new_jobs, lease_id=lease)
+            if links:
+                self._store.record_links([(job_ids[index], name, url) for index, name, url in links])
         unit._job_names.update(name for name, *_ in prepared)
-        future: concurrent.futures.Future = concurrent.futures.Future()
+        future: concurrent.futures.Future = LazyFuture()
         ticket = UnitTicket(future, unit, len(prepared))
         self._launcher.submit(
             [

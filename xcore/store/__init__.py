@@ -4,6 +4,7 @@ provide another (a server database) through the ``xcore_open_store`` hook."""
 from __future__ import annotations
 
 import abc
+import contextlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -178,6 +179,11 @@ class MetadataStore(abc.ABC):
     def links(self, experiment_id: int, work_unit_ids: Sequence[int] | None = None) -> dict[int, dict[str, str]]:
         """``{work_unit_id: {name: url}}`` of the tracker links of these work units' jobs."""
         return {}
+
+    def transaction(self) -> contextlib.AbstractContextManager[None]:
+        """Group the writes inside into one transaction where the store can (the SQLite store
+        does); by default each stays its own."""
+        return contextlib.nullcontext()
 
     # Launcher leases (see ``xcore.runtime.orphans``). A store without them returns None from
     # ``open_lease``: launches still work, but a killed launcher's jobs are not resolved.

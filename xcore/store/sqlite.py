@@ -7,6 +7,7 @@ The schema is versioned with ``PRAGMA user_version`` and migrated forward on ope
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sqlite3
@@ -163,6 +164,7 @@ class SqliteStore(MetadataStore):
         self.path = Path(path)
         self.migrated_from: int | None = None  # the schema version found, when this open migrated it
         self._lock = threading.RLock()
+        self._in_transaction = False  # inside transaction(): writes join it instead of committing
         self._prepare_file()
         busy = float(os.environ.get("XCORE_STORE_BUSY_TIMEOUT", "120"))  # seconds a writer waits for the lock
         with self._errors("open"):
@@ -287,6 +289,9 @@ class SqliteStore(MetadataStore):
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         with self._lock, self._errors("write"):
+            if self._in_transaction:  # inside transaction(): its end commits
+                yield self._db
+                return
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 yield self._db
@@ -297,6 +302,17 @@ class SqliteStore(MetadataStore):
                     pass  # SQLite rolled back already (e.g. disk full)
                 raise
             self._db.execute("COMMIT")
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """The writes inside are one transaction, committed when the block ends: a work unit
+        and its tracker links cost one commit, not two, and are recorded together or not at all."""
+        with self._write():
+            self._in_transaction = True  # read only by the thread holding self._lock
+            try:
+                yield
+            finally:
+                self._in_transaction = False
 
     def _migrate(self, migrate: bool) -> None:
         version = self._db.execute("PRAGMA user_version").fetchone()[0]
@@ -660,8 +676,8 @@ class SqliteStore(MetadataStore):
     def _job_fields(row: sqlite3.Row) -> JobRecord:
         return JobRecord(
             id=row["id"], experiment_id=row["experiment_id"], work_unit_id=row["work_unit_id"], name=row["name"],
-            executor_kind=row["executor_kind"], executor=json.loads(row["executor"]),
-            executable=json.loads(row["executable"]), args=json.loads(row["args"]), env=json.loads(row["env"]),
+            executor_kind=row["executor_kind"], executor=_shared_spec(row["executor"]),
+            executable=_shared_spec(row["executable"]), args=json.loads(row["args"]), env=json.loads(row["env"]),
             status=Status(row["status"]), message=row["message"], exit_code=row["exit_code"],
             handle_kind=row["handle_kind"], handle=json.loads(row["handle"]) if row["handle"] else None,
             log_path=row["log_path"], created_at=row["created_at"], launched_at=row["launched_at"],
@@ -908,6 +924,14 @@ def _json_or_reason(text: Any) -> Any:
         return json.loads(text)
     except Exception as exc:  # noqa: BLE001 - shown in place of the value
         return f"<{records.unreadable(exc)}>"
+
+
+@functools.lru_cache(maxsize=256)
+def _shared_spec(text: str) -> Any:
+    """An executor or executable decoded once per distinct text: a sweep's 10,000 jobs share
+    one executor, and reading them for ``xcore show`` held 10,000 equal copies (issue 14).
+    The records share the dict, so it is read-only, as every stored spec is."""
+    return json.loads(text)
 
 
 def open_url(url: str, *, migrate: bool = True) -> SqliteStore:

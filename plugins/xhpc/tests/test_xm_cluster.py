@@ -103,8 +103,8 @@ def test_unpackaged_lxm3_specs_fail_at_package_with_a_clear_error(tmp_path, monk
     reset_host()
     from xcore.runtime.packaging import package
 
-    spec = xm_cluster.PexBinary(xm_cluster.ModuleName("pkg.main"))
-    with pytest.raises(PackagingError, match="PexBinary"):
+    spec = xm_cluster.PythonContainer(xm_cluster.ModuleName("pkg.main"), "python:3.11")
+    with pytest.raises(PackagingError, match="PythonContainer"):
         package([xm.Packageable(spec, xm_cluster.Slurm.Spec())])
     reset_host()
 

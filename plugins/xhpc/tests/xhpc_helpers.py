@@ -122,6 +122,7 @@ class LinkProxy:
         self.port = self.server.getsockname()[1]
         self.connections = 0
         self.cuts = 0
+        self.bytes_up = 0  # client -> sshd, everything relayed so far
         self._live: list[object] = []
         self._lock = threading.Lock()
         self._closed = False
@@ -140,13 +141,15 @@ class LinkProxy:
             with self._lock:
                 self.connections += 1
                 self._live += [client, upstream]
-            for a, b in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+            for a, b, up in ((client, upstream, True), (upstream, client, False)):
+                threading.Thread(target=self._pump, args=(a, b, up), daemon=True).start()
 
-    @staticmethod
-    def _pump(src: object, dst: object) -> None:
+    def _pump(self, src: object, dst: object, up: bool) -> None:
         try:
             while data := src.recv(65536):  # type: ignore[attr-defined]
+                if up:
+                    with self._lock:
+                        self.bytes_up += len(data)
                 dst.sendall(data)  # type: ignore[attr-defined]
         except OSError:
             pass

@@ -14,6 +14,7 @@ Example (``~/.config/xcore/clusters.toml``; ``XCORE_CONFIG_DIR`` moves it)::
     scheduler = "slurm"             # or "sge"
     staging = "/scratch/alice/xcore"
     max_array_size = 1001           # Slurm's MaxArraySize (SGE: max_aj_tasks)
+    control_persist = 300           # idle seconds the shared SSH connection stays open (0: none)
 
     [clusters.uni.defaults]         # executor fields used when the executor leaves them unset
     partition = "gpu"
@@ -42,8 +43,9 @@ LOCAL = "local"  # the implicit login-node cluster used when no cluster is named
 SCHEDULERS = ("slurm", "sge")
 _KEYS = {
     "host", "user", "port", "key", "known_hosts", "jump", "scheduler", "staging", "local",
-    "max_array_size", "defaults", "singularity", "connect_timeout",
+    "max_array_size", "defaults", "singularity", "connect_timeout", "ssh", "control_persist",
 }
+SSH_CLIENTS = ("openssh", "paramiko")
 _SAFE_PATH = re.compile(r"[^\s'\"\\$`]+")
 
 
@@ -64,6 +66,8 @@ class Cluster:
     max_array_size: int | None = None
     singularity: str = "singularity"
     connect_timeout: float = 15.0
+    ssh: str = "openssh"  # or "paramiko" (also used when no `ssh` program is installed)
+    control_persist: int = 300  # seconds an idle shared SSH connection stays open; 0: none kept
     defaults: dict[str, Any] = attrs.field(factory=dict)
 
     @property
@@ -133,6 +137,12 @@ def _cluster(name: str, raw: Any, path: Path) -> Cluster:
     max_array = raw.get("max_array_size")
     if max_array is not None and (not isinstance(max_array, int) or max_array < 1):
         raise ConfigurationError(f"{where}: max_array_size = {max_array!r} must be a whole number >= 1.")
+    ssh = str(raw.get("ssh", "openssh")).lower()
+    if ssh not in SSH_CLIENTS:
+        raise ConfigurationError(f"{where}: ssh = {raw['ssh']!r}; use \"openssh\" or \"paramiko\".")
+    persist = raw.get("control_persist", 300)
+    if not isinstance(persist, int) or isinstance(persist, bool) or persist < 0:
+        raise ConfigurationError(f"{where}: control_persist = {persist!r} must be a whole number of seconds >= 0.")
     return Cluster(
         name=name,
         scheduler=scheduler,
@@ -147,6 +157,8 @@ def _cluster(name: str, raw: Any, path: Path) -> Cluster:
         max_array_size=max_array,
         singularity=str(raw.get("singularity", "singularity")),
         connect_timeout=float(raw.get("connect_timeout", 15.0)),
+        ssh=ssh,
+        control_persist=persist,
         defaults=dict(defaults),
     )
 

@@ -56,6 +56,12 @@ class Fileset(ExecutableSpec):
     def name(self) -> str:
         return "fileset"
 
+    def get_path(self, name: str, executor_spec: Any = None) -> str:
+        """Where the file shipped as ``name`` is found by the job (lxm3's method): the same
+        relative path, since packages run from their own directory."""
+        del executor_spec
+        return name
+
 
 @attrs.frozen
 class PythonPackage(ExecutableSpec):
@@ -142,6 +148,7 @@ class ContainerOptions:
     image: str  # a URI, a cluster path, or "artifact:<sha256>" for an uploaded image file
     binds: dict[str, str] = attrs.field(factory=dict)
     options: list[str] = attrs.field(factory=list)
+    runtime: str = "singularity"  # or "docker" (lxm3's DockerContainer)
 
 
 @attrs.define(kw_only=True)

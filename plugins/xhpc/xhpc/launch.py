@@ -31,7 +31,7 @@ from typing import Any
 import attrs
 
 from xcore.plugin import LaunchContext, LaunchError, LaunchFailure, LaunchRequest, atomic_write
-from xhpc import array_limits, config, scripts
+from xhpc import array_limits, config, scripts, staging_roots
 from xhpc.config import Cluster
 from xhpc.executables import ClusterExecutable
 from xhpc.executors import ClusterExecutor, with_defaults
@@ -141,7 +141,10 @@ def launch(requests: Sequence[LaunchRequest], context: LaunchContext) -> list[Cl
         transport = connect(cluster)
         before = (transport.bytes_uploaded, transport.calls)
         try:
-            result = _launch_group(cluster, executor, group, transport, context, stats)
+            try:
+                result = _launch_group(cluster, executor, group, transport, context, stats)
+            except _Restart:  # the remembered staging path was stale (nothing was submitted)
+                result = _launch_group(cluster, executor, group, transport, context, stats)
         except (LaunchError, OSError, ValueError) as exc:
             result = GroupResult([], False, str(exc))
         stats["remote_commands"] += transport.calls - before[1]
@@ -172,20 +175,50 @@ def _write_stats(state_dir: Path, stats: dict[str, Any]) -> None:
         pass
 
 
-def _handle_cls(cluster: Cluster) -> type[ClusterHandle]:
-    return GridEngineHandle if cluster.scheduler == "sge" else SlurmHandle
+class _Restart(Exception):
+    """The cluster's staging directory is no longer where it was remembered: start over."""
 
 
-def _launch_group(cluster: Cluster, executor: ClusterExecutor, group: list[LaunchRequest], transport: Transport,
-                  context: LaunchContext, stats: dict[str, Any]) -> GroupResult:
-    scheduler = SCHEDULERS[cluster.scheduler]
-    executable: ClusterExecutable = group[0].executable  # type: ignore[assignment]
-    first = group[0]
-    run_name = f"e{first.experiment_id}-j{first.job_id}-{secrets.token_hex(3)}"
-    staging = cluster.staging.rstrip("/") or "/"
-    shas = sorted({a.sha256 for a in executable.artifacts})
+_GUARD_MARK = "@@XHPC-GUARD"
 
-    # 1. staging dirs, absolute path, missing artifacts (idempotent: retried on drops).
+
+def _guard(staging: str, root: str, executable: ClusterExecutable) -> str:
+    """Shell that runs before anything is submitted: enter the staging directory, confirm it is
+    the remembered absolute path and that every artifact is there (unpacked, or uploaded and
+    about to be); otherwise say what is wrong and stop (exit 0, nothing claimed or submitted)."""
+    q = shlex.quote
+    files = sorted({(a.sha256, a.sha256 + _suffix(a)) for a in executable.artifacts})
+    return (
+        f"umask 077 && mkdir -p {_sp(staging)}/artifacts {_sp(staging)}/runs && cd {_sp(staging)} && "
+        "chmod 700 artifacts runs || exit 1\n"
+        f"[ \"$(pwd)\" = {q(root)} ] || {{ echo \"{_GUARD_MARK} moved $(pwd)\"; exit 0; }}\n"
+        "xhpc_missing=\n"
+        + "".join(f"[ -e artifacts/{s} ] || [ -s artifacts/{f} ] || {{ echo '{_GUARD_MARK} missing {s}'; "
+                  "xhpc_missing=1; }\n" for s, f in files)
+        + "[ -z \"$xhpc_missing\" ] || exit 0\n"
+    )
+
+
+def _guard_outcome(out: str) -> tuple[str | None, set[str]] | None:
+    """None when the guard passed; else (the new staging path or None, the missing artifacts)."""
+    moved: str | None = None
+    missing: set[str] = set()
+    stopped = False
+    for line in out.splitlines():
+        if line.startswith(_GUARD_MARK):
+            stopped = True
+            _, what, value = line.split(" ", 2)
+            if what == "moved":
+                moved = value
+            else:
+                missing.add(value.strip())
+    return (moved, missing) if stopped else None
+
+
+def _prepare(cluster: Cluster, transport: Transport, context: LaunchContext, shas: list[str],
+             staging: str) -> tuple[str, set[str]]:
+    """Create the staging directories; learn their absolute path, the array limit and which
+    artifacts the cluster lacks (one idempotent command, retried on drops)."""
     # umask 077: what xcore creates on the cluster (tasks.bin holds env secrets) is private to the user.
     check = (
         f"umask 077 && mkdir -p {_sp(staging)}/artifacts {_sp(staging)}/runs && cd {_sp(staging)} && "
@@ -199,31 +232,61 @@ def _launch_group(cluster: Cluster, executor: ClusterExecutor, group: list[Launc
     if not lines:
         raise LaunchError(f"Cluster {cluster.name!r}: the staging directory {staging} could not be resolved.")
     root = lines[0].strip()
-    missing = {line.split()[1] for line in lines[1:] if line.startswith("missing ")}
+    staging_roots.remember(cluster, context.state_dir, root)
+    return root, {line.split()[1] for line in lines[1:] if line.startswith("missing ")}
 
-    # 2. upload what the cluster lacks.
+
+def _suffix(artifact: Any) -> str:
+    return ".tar.gz" if artifact.kind == "archive" else Path(artifact.local_path).suffix
+
+
+def _upload(cluster: Cluster, transport: Transport, context: LaunchContext, stats: dict[str, Any],
+            executable: ClusterExecutable, root: str, missing: set[str]) -> list[tuple[Any, str]]:
+    """Upload the artifacts the cluster lacks (each streamed to a temporary name, then renamed)."""
     uploads = []
     for artifact in executable.artifacts:
         if artifact.sha256 in missing:
-            suffix = ".tar.gz" if artifact.kind == "archive" else Path(artifact.local_path).suffix
-            remote = f"{root}/artifacts/{artifact.sha256}{suffix}"
+            remote = f"{root}/artifacts/{artifact.sha256}{_suffix(artifact)}"
             context.progress.update(f"uploading {artifact.size / 1e6:.1f} MB to {cluster.name}")
             retrying(functools.partial(transport.put, artifact.local_path, remote))
             stats["artifact_bytes_uploaded"] += artifact.size
             stats["artifacts_uploaded"] += 1
             uploads.append((artifact, remote))
             missing.discard(artifact.sha256)
+    return uploads
 
-    # 3. run files + submission.
+
+def _handle_cls(cluster: Cluster) -> type[ClusterHandle]:
+    return GridEngineHandle if cluster.scheduler == "sge" else SlurmHandle
+
+
+def _launch_group(cluster: Cluster, executor: ClusterExecutor, group: list[LaunchRequest], transport: Transport,
+                  context: LaunchContext, stats: dict[str, Any]) -> GroupResult:
+    scheduler = SCHEDULERS[cluster.scheduler]
+    executable: ClusterExecutable = group[0].executable  # type: ignore[assignment]
+    first = group[0]
+    run_name = f"e{first.experiment_id}-j{first.job_id}-{secrets.token_hex(3)}"
+    staging = cluster.staging.rstrip("/") or "/"
+    shas = sorted({a.sha256 for a in executable.artifacts})
+
+    # 1. staging dirs, absolute path, missing artifacts: skipped when this cluster's staging
+    # path and array limit are remembered; the submission (3.) then checks them itself, so
+    # an unchanged relaunch is ONE remote command.
+    root = staging_roots.get(cluster, context.state_dir)
+    uploads: list[tuple[Any, str]] = []
+    if root is None or array_limits.query(cluster, context.state_dir):
+        root, missing = _prepare(cluster, transport, context, shas, staging)
+        uploads += _upload(cluster, transport, context, stats, executable, root, missing)
+
+    # 2. run files + submission (one command; it uploads nothing twice and submits once).
     run_dir = f"{root}/runs/{run_name}"
-    command, env = _command_and_env(cluster, executor, executable, root)
     cwd = executor.workdir or (f"{root}/artifacts/{executable.package}"
                                if executable.cwd_in_package and executable.package
                                else run_dir)
-    tasks = [scripts.Task(list(r.args), dict(r.env)) for r in group]
-    common = scripts.common_env(tasks)
-    common = {**env, **common}
-    data, offsets = scripts.encode_tasks(cwd, command, common, tasks)
+    command, env = _command_and_env(cluster, executor, executable, root, cwd,
+                                    sorted({k for r in group for k in r.env}))
+    common = {**env, **scripts.common_env(group)}
+    data, offsets = scripts.encode_tasks(cwd, command, common, group)
     name = executor.job_name or _default_name(context, first)
     script_text = scripts.job_script(executor, name, run_dir, offsets)
     limit = array_limits.limit(cluster, context.state_dir)
@@ -235,14 +298,27 @@ def _launch_group(cluster: Cluster, executor: ClusterExecutor, group: list[Launc
     payload = _tar({"job.sh": script_text.encode(), "tasks.bin": data,
                     "xcore-jobs.json": json.dumps(adoption).encode()})
 
-    submit = _submit_script(scheduler, run_dir, root, uploads, executable, chunks, executor.max_parallel_tasks,
-                            scripts.job_name(f"{name}-{run_name}"))
+    def submit_script() -> str:
+        return _guard(staging, root, executable) + _submit_script(
+            scheduler, run_dir, root, uploads, executable, chunks, executor.max_parallel_tasks,
+            scripts.job_name(f"{name}-{run_name}"))
+
     chunk_ids: dict[int, str] = {}
     chunk_errors: dict[int, str] = {}
     unconfirmed: set[int] = set()
     lost: str | None = None
     try:
-        result = retrying(lambda: transport.run(submit, stdin=payload, timeout=300))
+        result = retrying(lambda: transport.run(submit_script(), stdin=payload, timeout=300))
+        guard = _guard_outcome(result.out)
+        if guard is not None:  # nothing was submitted: the staging path moved or artifacts are missing
+            moved, missing = guard
+            if moved is not None:
+                staging_roots.forget(cluster, context.state_dir)
+                raise _Restart()
+            uploads += _upload(cluster, transport, context, stats, executable, root, missing)
+            result = retrying(lambda: transport.run(submit_script(), stdin=payload, timeout=300))
+            if _guard_outcome(result.out) is not None:
+                raise LaunchError(f"Cluster {cluster.name!r}: artifacts vanished from {root} during the launch.")
         for line in result.out.splitlines():
             if line.startswith(CHUNK_MARK):
                 _, k, status, *rest = line.split(" ", 3)
@@ -302,7 +378,7 @@ def _default_name(context: LaunchContext, first: LaunchRequest) -> str:
 
 
 def _command_and_env(cluster: Cluster, executor: ClusterExecutor, executable: ClusterExecutable,
-                     root: str) -> tuple[list[str], dict[str, str]]:
+                     root: str, cwd: str = "", env_names: list[str] | None = None) -> tuple[list[str], dict[str, str]]:
     env: dict[str, str] = {}
     package_dir = f"{root}/artifacts/{executable.package}" if executable.package else None
     if package_dir:
@@ -317,8 +393,14 @@ def _command_and_env(cluster: Cluster, executor: ClusterExecutor, executable: Cl
             sha = image.removeprefix("artifact:")
             artifact = next(a for a in executable.artifacts if a.sha256 == sha)
             image = f"{root}/artifacts/{sha}{Path(artifact.local_path).suffix}"
-        command = scripts.container_command(cluster.singularity, image, command, options.binds, options.options,
-                                            scripts.uses_gpus(executor), [package_dir] if package_dir else [])
+        if options.runtime == "docker":
+            names = sorted({*env, *(env_names or []), "XHPC_INDEX", "XHPC_RUN"})
+            mounts = [p for p in dict.fromkeys([package_dir, cwd]) if p]
+            command = scripts.docker_command(image, command, mounts, options.binds, options.options,
+                                             scripts.uses_gpus(executor), cwd, names)
+        else:
+            command = scripts.container_command(cluster.singularity, image, command, options.binds, options.options,
+                                                scripts.uses_gpus(executor), [package_dir] if package_dir else [])
     if not command:
         raise LaunchError(f"Executable {executable.name!r} has no command to run.")
     return command, env
@@ -326,7 +408,8 @@ def _command_and_env(cluster: Cluster, executor: ClusterExecutor, executable: Cl
 
 def _tar(files: dict[str, bytes]) -> bytes:
     raw = io.BytesIO()
-    with tarfile.open(fileobj=raw, mode="w") as tar:
+    # gzip level 1: tasks.bin of a big sweep shrinks ~5x for a few milliseconds of CPU.
+    with tarfile.open(fileobj=raw, mode="w:gz", compresslevel=1) as tar:
         for name, content in files.items():
             info = tarfile.TarInfo(name)
             info.size = len(content)
@@ -347,7 +430,7 @@ def _submit_script(scheduler: Scheduler, run_dir: str, root: str, uploads: list[
         f"mkdir -p {q(run_dir)}/logs {q(run_dir)}/cancelled && cd {q(run_dir)} || exit 1",
         # Unpacked aside, then renamed into place: a retry never truncates a tasks.bin that
         # tasks of an earlier attempt are already reading.
-        ("xhpc_in=$(mktemp -d .incoming.XXXXXX) && tar -xf - -C \"$xhpc_in\" && mv -f \"$xhpc_in\"/* . "
+        ("xhpc_in=$(mktemp -d .incoming.XXXXXX) && tar -xzf - -C \"$xhpc_in\" && mv -f \"$xhpc_in\"/* . "
          "&& rmdir \"$xhpc_in\" || { echo 'xhpc: cannot unpack the run files' >&2; exit 1; }"),
     ]
     for artifact in executable.artifacts:

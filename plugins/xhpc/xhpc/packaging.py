@@ -76,7 +76,9 @@ def _package_spec(spec: ExecutableSpec, cache: Cache, context: PackagingContext)
         return _singularity(spec, cache, context)
     if isinstance(spec, Container):
         return _singularity(SingularityContainer(None, spec.image_path), cache, context)
-    return None
+    from xhpc import lxm3_packaging  # lxm3's PexBinary, PDMProject, DockerContainer
+
+    return lxm3_packaging.package_spec(spec, cache, context, _package_spec)
 
 
 # -- content-addressed cache -----------------------------------------------------------------

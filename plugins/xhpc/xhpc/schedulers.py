@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 import shlex
 import time
-import xml.etree.ElementTree as ET
 from collections import defaultdict
 from collections.abc import Sequence
 from datetime import datetime
@@ -141,11 +140,14 @@ class SlurmScheduler(Scheduler):
 
     def query_command(self, job_ids: Sequence[str]) -> str:
         ids = ",".join(job_ids)
+        # squeue and sacct run side by side (a status poll waits for the slower, not the sum);
+        # squeue's output goes through a private temporary file, sacct's straight out.
         return (
             "export SLURM_TIME_FORMAT=%s; "
-            f"squeue -h -r -t all -j {ids} -o '%F|%K|%T|%r|%S|%A' 2>/dev/null; "
-            f"echo {_SQUEUE_MARK}; "
-            f"sacct -n -X -P -j {ids} -o JobID,State,ExitCode,Start,End,JobIDRaw,NodeList 2>&1"
+            'xhpc_sq=$(mktemp "${TMPDIR:-/tmp}/xhpc-squeue.XXXXXX") || exit 1; '
+            f"squeue -h -r -t all -j {ids} -o '%F|%K|%T|%r|%S|%A' >\"$xhpc_sq\" 2>/dev/null & "
+            f"xhpc_sacct=$(sacct -n -X -P -j {ids} -o JobID,State,ExitCode,Start,End,JobIDRaw,NodeList 2>&1); "
+            f"wait; cat \"$xhpc_sq\"; rm -f \"$xhpc_sq\"; echo {_SQUEUE_MARK}; printf '%s\\n' \"$xhpc_sacct\""
         )
 
     def parse_states(self, out: str) -> dict[tuple[str, int], JobState]:
@@ -276,6 +278,8 @@ class GridEngineScheduler(Scheduler):
         states: dict[tuple[str, int], JobState] = {}
         start = qstat_text.find("<?xml")
         if start >= 0:
+            import xml.etree.ElementTree as ET  # only Grid Engine's status needs it (a Slurm poll imports less)
+
             try:
                 root = ET.fromstring(qstat_text[start:])
             except ET.ParseError:

@@ -14,6 +14,7 @@ import math
 import re
 import shlex
 from collections.abc import Mapping, Sequence
+from typing import Protocol
 
 import attrs
 
@@ -26,32 +27,49 @@ class Task:
     env: dict[str, str]
 
 
-def _enc(value: str) -> bytes:
-    if "\0" in value:
+class TaskLike(Protocol):
+    """What a task file needs of a task (a ``Task``, or the launch request itself)."""
+
+    @property
+    def args(self) -> Sequence[str]: ...
+
+    @property
+    def env(self) -> Mapping[str, str]: ...
+
+
+def _record(fields: list[str]) -> bytes:
+    """NUL-terminated fields, encoded in one go (a launch of 10,000 tasks writes 30,000+ fields)."""
+    text = "\0".join(fields) + "\0"
+    if text.count("\0") != len(fields):
+        value = next(f for f in fields if "\0" in f)
         raise ValueError(f"{value[:40]!r}... contains a NUL byte, which no program can receive as an argument.")
-    return value.encode("utf-8", "surrogateescape") + b"\0"
+    return text.encode("utf-8", "surrogateescape")
 
 
 def encode_tasks(cwd: str, command: Sequence[str], common_env: Mapping[str, str],
-                 tasks: Sequence[Task]) -> tuple[bytes, list[int]]:
+                 tasks: Sequence[TaskLike]) -> tuple[bytes, list[int]]:
     """``tasks.bin`` and the record offsets. Record 0: cwd, len(command), command..., env...;
     record i+1: len(args), args..., env... (``KEY=value``; only what differs from record 0)."""
-    records = [b"".join([_enc(cwd), _enc(str(len(command))), *map(_enc, command),
-                         *(_enc(f"{k}={v}") for k, v in common_env.items())])]
+    records = [_record([cwd, str(len(command)), *command, *(f"{k}={v}" for k, v in common_env.items())])]
     for task in tasks:
-        env = [f"{k}={v}" for k, v in task.env.items() if common_env.get(k) != v]
-        records.append(b"".join([_enc(str(len(task.args))), *map(_enc, task.args), *map(_enc, env)]))
+        args = task.args
+        env = [f"{k}={v}" for k, v in task.env.items() if common_env.get(k) != v] if task.env else []
+        records.append(_record([str(len(args)), *args, *env]))
     offsets = [0]
+    total = 0
     for record in records:
-        offsets.append(offsets[-1] + len(record))
+        total += len(record)
+        offsets.append(total)
     return b"".join(records), offsets
 
 
-def common_env(tasks: Sequence[Task]) -> dict[str, str]:
+def common_env(tasks: Sequence[TaskLike]) -> dict[str, str]:
     """The variables every task sets to the same value."""
     if not tasks:
         return {}
     first = tasks[0].env
+    if not first:
+        return {}
     return {k: v for k, v in first.items() if all(t.env.get(k) == v for t in tasks[1:])}
 
 
@@ -210,6 +228,46 @@ def container_command(runtime: str, image: str, inner: Sequence[str], binds: Map
         argv += ["--bind", src]
     for src, dst in binds.items():
         argv += ["--bind", f"{src}:{dst}" if dst else src]
+    argv += list(options)
+    argv.append(image)
+    argv += list(inner)
+    return argv
+
+
+# Fixed text: the container runs as the job's user; GPUs the scheduler gave the job are the
+# ones the NVIDIA runtime exposes (as lxm3 does). "$0" is the docker CLI, "$@" the rest.
+DOCKER_WRAPPER = ('export NVIDIA_VISIBLE_DEVICES="${CUDA_VISIBLE_DEVICES:-all}"; '
+                  'exec "$0" run --user "$(id -u):$(id -g)" "$@"')
+
+
+def _mount(source: str, target: str) -> str:
+    """A ``--mount`` value; fields with commas or quotes are CSV-quoted, as docker parses them."""
+    fields = ["type=bind", f"source={source}", f"target={target}"]
+    return ",".join(f'"{f.replace(chr(34), chr(34) * 2)}"' if ("," in f or '"' in f) else f for f in fields)
+
+
+def docker_command(image: str, inner: Sequence[str], mounts: Sequence[str], volumes: Mapping[str, str],
+                   options: Sequence[str], gpus: bool, workdir: str, env_names: Sequence[str],
+                   docker: str = "docker") -> list[str]:
+    """``docker run --rm ... IMAGE cmd...`` for lxm3's DockerContainer.
+
+    ``mounts`` are bound at the same path (package and working directory), ``volumes`` map
+    node paths to container paths. Variables are passed by name (``--env NAME``), so their
+    values never appear on a command line; argv reaches the program as data.
+    """
+    # --init: PID 1 in a container ignores SIGTERM it has no handler for; docker's init passes a
+    # cancelled job's signal (forwarded by the docker CLI) to the program, so no container outlives it.
+    argv = ["/bin/sh", "-c", DOCKER_WRAPPER, docker, "--rm", "--init"]
+    for path in mounts:
+        argv += ["--mount", _mount(path, path)]
+    for src, dst in volumes.items():
+        argv += ["--mount", _mount(src, dst)]
+    for name in env_names:
+        argv += ["--env", name]
+    if gpus:
+        argv += ["--runtime=nvidia", "--env", "NVIDIA_VISIBLE_DEVICES"]
+    if workdir:
+        argv += ["--workdir", workdir]
     argv += list(options)
     argv.append(image)
     argv += list(inner)

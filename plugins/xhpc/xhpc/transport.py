@@ -1,22 +1,28 @@
 """Running commands on a cluster: over one reused SSH connection, or on this machine.
 
-``connect(cluster)`` returns a ``Transport`` cached for the process, so a launch, the status
-queries after it and the logs all share one SSH connection. fabric and paramiko are imported
-only when an SSH connection is opened. Host keys are always verified (known_hosts).
+``connect(cluster)`` returns a ``Transport`` cached for the process. Over SSH it is the
+OpenSSH client multiplexed over one master connection that later commands and later xcore
+processes share until it has been idle ``control_persist`` seconds, so a launch, a status poll
+or a log read from a new process costs one ``ssh`` exec, not a handshake (paramiko, in
+``paramiko_fallback``, only where no ``ssh`` program exists). Host keys are always verified.
 """
 
 from __future__ import annotations
 
 import atexit
+import hashlib
+import math
 import os
 import shlex
-import socket
+import shutil
+import stat
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import attrs
 
@@ -151,209 +157,215 @@ class LocalTransport(Transport):
             proc.wait()
 
 
-_TRANSIENT = (EOFError, ConnectionError, socket.timeout, TimeoutError)
-
-
 class SSHTransport(Transport):
-    """One fabric/paramiko connection; commands are exec channels on it (no new handshakes)."""
+    """The OpenSSH client, multiplexed: the first command opens a master connection
+    (``ControlMaster``) that stays open ``control_persist`` idle seconds and is shared by every
+    later command of this and later xcore processes. A command is then one local ``ssh``
+    process and one exec channel on the open connection: no handshake, no paramiko import.
+
+    The control socket lives in a per-user 0700 directory (``control_dir``); the master exits
+    by itself once idle. Host keys are always verified (``StrictHostKeyChecking=yes``), logins
+    are non-interactive (``BatchMode``), and ``~/.ssh/config`` is not read (``-F none``): the
+    cluster entry alone says how to connect. Exit status 255 is the ssh client's own failure
+    (no command xhpc runs exits 255)."""
 
     def __init__(self, cluster: Cluster) -> None:
         self.cluster = cluster
-        self._conn: Any = None
-        self._lock = threading.Lock()
+        self._ready: threading.Event | None = None
 
-    # -- connection ------------------------------------------------------------------------
+    # -- the command line ------------------------------------------------------------------
 
-    def _connection(self, host: str, user: str | None, port: int, gateway: Any = None) -> Any:
-        import fabric
-        import paramiko
-
-        _quiet_paramiko()
-
-        connect_kwargs: dict[str, Any] = {"banner_timeout": self.cluster.connect_timeout,
-                                          "auth_timeout": self.cluster.connect_timeout}
-        if self.cluster.key:
-            connect_kwargs["key_filename"] = [os.path.expanduser(self.cluster.key)]
-            connect_kwargs["look_for_keys"] = False
-        conn = fabric.Connection(host, user=user, port=port, connect_kwargs=connect_kwargs, gateway=gateway,
-                                 connect_timeout=self.cluster.connect_timeout)
-        client = conn.client
-        client.set_missing_host_key_policy(paramiko.RejectPolicy())
-        known = self.cluster.known_hosts or "~/.ssh/known_hosts"
-        known_path = Path(os.path.expanduser(known))
-        if known_path.is_file():
-            client.get_host_keys().load(str(known_path))
-        elif self.cluster.known_hosts:
-            raise ClusterConnectionError(
-                f"Cluster {self.cluster.name!r}: known_hosts file {known_path} does not exist. Create it with "
-                f"`ssh-keyscan -p {port} {host} >> {known_path}` after checking the key's fingerprint with your admins."
-            )
-        return conn
-
-    def _open(self) -> Any:
-        cluster = self.cluster
-        gateway = None
-        if cluster.jump:
-            jump = cluster.jump
-            juser, _, jhostport = jump.rpartition("@")
-            jhost, _, jport = jhostport.partition(":")
-            gateway = self._connection(jhost, juser or cluster.user, int(jport or 22))
-        conn = self._connection(cluster.host or "", cluster.user, cluster.port, gateway)
-        delay = 0.5
-        deadline = time.monotonic() + 2 * cluster.connect_timeout  # a hung server must not hang xcore
-        for attempt in range(4):
-            try:
-                conn.open()
-                transport = conn.client.get_transport()
-                transport.set_keepalive(30)
-                return conn
-            except Exception as exc:  # translated below; transient ones are retried while time remains
-                error = self._explain(exc)
-                transient = isinstance(exc, _TRANSIENT + (_no_valid_connections(),)) and not _unanswered(exc)
-                if not transient or attempt == 3 or time.monotonic() + delay + cluster.connect_timeout > deadline:
-                    raise error from exc
-                time.sleep(delay)
-                delay *= 2
-        raise AssertionError("unreachable")
-
-    def _explain(self, exc: BaseException) -> ClusterConnectionError:
-        import paramiko
-
+    def control_path(self) -> str:
         c = self.cluster
-        where = f"cluster {c.name!r} ({c.address})"
-        text = str(exc)
-        if isinstance(exc, paramiko.AuthenticationException):
-            key = f"key {c.key}" if c.key else "your SSH agent and default keys"
-            return ClusterConnectionError(f"SSH login to {where} was refused ({text}). Tried {key}; set `key` in "
-                                          f"[clusters.{c.name}] or check the user name.")
-        if isinstance(exc, paramiko.SSHException) and "known_hosts" in text:
-            known = c.known_hosts or "~/.ssh/known_hosts"
-            return ClusterConnectionError(
-                f"The host key of {where} is not in {known}, so xhpc will not connect (host keys are always "
-                f"verified). Add it with `ssh-keyscan -p {c.port} {c.host} >> {known}` after checking its "
-                "fingerprint, or set known_hosts in the cluster's entry."
-            )
-        if isinstance(exc, paramiko.BadHostKeyException):
-            return ClusterConnectionError(f"The host key of {where} does not match known_hosts: {text}. "
-                                          "Someone may be intercepting the connection; ask your admins.")
-        if _unanswered(exc):
-            return ClusterConnectionError(
-                f"The SSH server of {where} accepted the connection but did not answer within "
-                f"{c.connect_timeout:g} s ({type(exc).__name__}: {text or 'timed out'}). Check that sshd there is "
-                f"healthy, or raise connect_timeout in [clusters.{c.name}]."
-            )
-        if isinstance(exc, socket.gaierror):
-            return ClusterConnectionError(f"Cannot resolve the host name of {where}: {text}.")
-        return ClusterConnectionError(
-            f"Cannot connect to {where}: {type(exc).__name__}: {text or 'connection failed'}.")
+        ident = "\0".join(str(x) for x in (c.user, c.host, c.port, c.key, c.known_hosts, c.jump))
+        path = str(control_dir() / hashlib.sha256(ident.encode()).hexdigest()[:20])
+        if len(path) > 90:  # a socket path holds 107 bytes, and ssh appends 17 while creating it
+            raise ClusterConnectionError(f"The SSH control socket path {path} is too long for a Unix socket; set "
+                                         "XHPC_SSH_CONTROL_DIR to a shorter directory.")
+        return path
 
-    def _client(self) -> Any:
-        with self._lock:
-            if self._conn is None or not self._conn.is_connected:
-                self._conn = self._open()
-            return self._conn.client
+    def _options(self, user: str | None, host: str, port: int) -> list[str]:
+        c = self.cluster
+        argv = [_ssh_program(), "-F", "none", "-T", "-p", str(port), "-o", "BatchMode=yes",
+                "-o", "StrictHostKeyChecking=yes", "-o", f"ConnectTimeout={max(1, math.ceil(c.connect_timeout))}",
+                "-o", "ServerAliveInterval=30", "-o", "ServerAliveCountMax=3", "-o", "LogLevel=ERROR"]
+        if c.known_hosts:
+            argv += ["-o", f"UserKnownHostsFile={os.path.expanduser(c.known_hosts)}"]
+        if c.key:
+            argv += ["-i", os.path.expanduser(c.key), "-o", "IdentitiesOnly=yes"]
+        if user:
+            argv += ["-l", user]
+        return argv
+
+    def _jump(self) -> tuple[list[str], str]:
+        """The jump host's ssh options (same key and known_hosts checks) and its host name."""
+        juser, _, jhostport = (self.cluster.jump or "").rpartition("@")
+        jhost, _, jport = jhostport.partition(":")
+        return self._options(juser or self.cluster.user, jhost, int(jport or 22)), jhost
+
+    def argv(self, *remote: str, master: bool = True) -> list[str]:
+        """The ``ssh`` command line that runs ``remote`` on the cluster (over the shared connection)."""
+        c = self.cluster
+        argv = self._options(c.user, c.host or "", c.port)
+        if c.jump:
+            options, jhost = self._jump()
+            argv += ["-o", "ProxyCommand=" + shlex.join(options + ["-W", "%h:%p", "--", jhost])]
+        if master and c.control_persist > 0:
+            argv += ["-o", "ControlMaster=auto", "-o", f"ControlPath={self.control_path()}",
+                     "-o", f"ControlPersist={c.control_persist}"]
+        else:
+            argv += ["-o", "ControlMaster=no", "-o", "ControlPath=none"]
+        return argv + ["--", c.host or "", *remote]
+
+    def _preflight(self, wait: bool = True) -> None:
+        c = self.cluster
+        if c.known_hosts and not Path(os.path.expanduser(c.known_hosts)).is_file():
+            raise ClusterConnectionError(
+                f"Cluster {c.name!r}: known_hosts file {os.path.expanduser(c.known_hosts)} does not exist. Create it "
+                f"with `ssh-keyscan -p {c.port} {c.host} >> {c.known_hosts}` after checking the key's fingerprint "
+                "with your admins."
+            )
+        ready = self._ready
+        if wait and ready is not None:  # a prewarm is opening the master: share it rather than race it
+            ready.wait(2 * c.connect_timeout + 5)
 
     # -- commands --------------------------------------------------------------------------
 
-    def _run(self, command: str, stdin: bytes | None, timeout: float | None) -> Result:
-        """Run once. A dropped connection raises ClusterConnectionError; callers decide on retries."""
-        client = self._client()
+    def _run(self, command: str, stdin: bytes | None, timeout: float | None,
+             stdin_file: str | None = None, wait: bool = True) -> Result:
+        self._preflight(wait)
         self.calls += 1
+        argv = self.argv(f"/bin/bash -c {shlex.quote(command)}")
         try:
-            chan = client.get_transport().open_session(timeout=self.cluster.connect_timeout)
-            if timeout:
-                chan.settimeout(timeout)
-            chan.exec_command(f"/bin/bash -c {shlex.quote(command)}")
-            if stdin:
-                chan.sendall(stdin)
-            chan.shutdown_write()
-            out = chan.makefile("rb", -1).read()
-            err = chan.makefile_stderr("rb", -1).read()
-            code = chan.recv_exit_status()
-            chan.close()
-        except Exception as exc:
-            self._drop()
+            if stdin_file is not None:
+                with open(stdin_file, "rb") as handle:
+                    proc = subprocess.run(argv, stdin=handle, capture_output=True, timeout=timeout)
+            else:
+                proc = subprocess.run(argv, input=stdin or b"", capture_output=True, timeout=timeout)
+        except subprocess.TimeoutExpired as exc:
             raise ClusterConnectionError(
-                f"The connection to cluster {self.cluster.name!r} ({self.cluster.address}) dropped: "
-                f"{type(exc).__name__}: {exc}", retryable=True,
-            ) from exc
-        if code == -1:
-            self._drop()
-            raise ClusterConnectionError(
-                f"The connection to cluster {self.cluster.name!r} dropped before the command ended.", retryable=True)
-        return Result(code, out, err)
+                f"A command on cluster {self.cluster.name!r} ({self.cluster.address}) did not finish within "
+                f"{timeout:g} s.", retryable=True) from exc
+        except FileNotFoundError as exc:
+            raise ClusterConnectionError(f"Cannot run the ssh client: {exc}.") from exc
+        if proc.returncode == 255:
+            error = self._explain(proc.stderr.decode("utf-8", "replace"))
+            if self.cluster.jump and error.retryable:
+                error = self._explain_jump() or error
+            raise error
+        return Result(proc.returncode, proc.stdout, proc.stderr)
 
     def put(self, local: str, remote: str) -> None:
-        client = self._client()
-        try:
-            sftp = client.open_sftp()
-            try:
-                tmp = f"{remote}.{os.getpid()}.part"
-                sftp.put(local, tmp, confirm=True)
-                sftp.posix_rename(tmp, remote)
-            finally:
-                sftp.close()
-        except Exception as exc:
-            self._drop()
-            raise ClusterConnectionError(f"Uploading {local} to {self.cluster.name}:{remote} failed: {exc}",
-                                         retryable=True) from exc
+        """Streams the file into a private temporary name, then renames it into place."""
+        tmp = f"{remote}.{os.getpid()}.part"
+        q = shlex.quote
+        result = self._run(f"umask 077 && cat > {q(tmp)} && mv -f {q(tmp)} {q(remote)}", None, None, local)
+        if result.returncode != 0:
+            raise ClusterConnectionError(f"Uploading {local} to {self.cluster.name}:{remote} failed: {result.err}",
+                                         retryable=True)
         self.bytes_uploaded += os.path.getsize(local)
 
     def stream(self, command: str) -> Iterator[bytes]:
-        client = self._client()
-        chan = client.get_transport().open_session()
-        chan.set_combine_stderr(True)
-        chan.exec_command(f"/bin/bash -c {shlex.quote(command)}")
-        chan.shutdown_write()
+        self._preflight()
+        proc = subprocess.Popen(self.argv(f"/bin/bash -c {shlex.quote(command)}"), stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         try:
-            while True:
-                data = chan.recv(65536)
-                if not data:
-                    break
-                yield data
+            assert proc.stdout is not None
+            while chunk := proc.stdout.read1(65536):  # type: ignore[attr-defined]
+                yield chunk
         finally:
-            chan.close()
+            proc.kill()
+            proc.wait()
+
+    def warm(self) -> None:
+        """Open the shared connection unless one is open (errors are left for the next command)."""
+        if self.cluster.control_persist <= 0 or os.path.exists(self.control_path()):
+            return
+        try:
+            self._run("true", None, 2 * self.cluster.connect_timeout + 5, wait=False)
+        except (LaunchError, OSError):
+            pass
 
     def _drop(self) -> None:
-        with self._lock:
-            conn, self._conn = self._conn, None
-        if conn is not None:
-            try:
-                conn.close()
-            except Exception:
-                pass
+        """Close the shared connection (every command in flight on it ends)."""
+        if os.path.exists(self.control_path()):
+            argv = self.argv()
+            argv[-2:-1] = []
+            subprocess.run(argv[:1] + ["-O", "exit"] + argv[1:], capture_output=True)
 
-    def close(self) -> None:
-        self._drop()
+    def _explain_jump(self) -> ClusterConnectionError | None:
+        """Why the jump host failed, when it did: a shared connection's ssh discards the jump's
+        own messages (host key, login), so ask the jump host alone."""
+        options, jhost = self._jump()
+        try:
+            proc = subprocess.run(options + ["--", jhost, "true"], capture_output=True,
+                                  timeout=self.cluster.connect_timeout + 5)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        if proc.returncode != 255:
+            return None
+        jport = int(options[options.index("-p") + 1])
+        return self._explain(proc.stderr.decode("utf-8", "replace"), f"jump host {self.cluster.jump}", jhost, jport)
+
+    def _explain(self, stderr: str, hop: str | None = None, host: str | None = None,
+                 port: int | None = None) -> ClusterConnectionError:
+        c = self.cluster
+        where = f"the {hop} of cluster {c.name!r}" if hop else f"cluster {c.name!r} ({c.address})"
+        text = " ".join(line.strip() for line in stderr.splitlines() if line.strip()) or "ssh failed"
+        low = text.lower()
+        known = c.known_hosts or "~/.ssh/known_hosts"
+        if "remote host identification has changed" in low or "host key for" in low and "has changed" in low:
+            return ClusterConnectionError(f"The host key of {where} does not match {known}: {text}. Someone may "
+                                          "be intercepting the connection; ask your admins.")
+        if "host key verification failed" in low or "no ed25519 host key is known" in low \
+                or "host key is known" in low:
+            return ClusterConnectionError(
+                f"The host key of {where} is not in {known}, so xhpc will not connect (host keys are always "
+                f"verified). Add it with `ssh-keyscan -p {port or c.port} {host or c.host} >> {known}` after "
+                "checking its fingerprint, or set known_hosts in the cluster's entry."
+            )
+        if "permission denied" in low:
+            key = f"key {c.key}" if c.key else "your SSH agent and default keys"
+            return ClusterConnectionError(f"SSH login to {where} was refused ({text}). Tried {key}; set `key` in "
+                                          f"[clusters.{c.name}] or check the user name.")
+        if "banner exchange" in low or "timed out" in low and "connect to host" not in low:
+            return ClusterConnectionError(
+                f"The SSH server of {where} accepted the connection but did not answer within "
+                f"{c.connect_timeout:g} s ({text}). Check that sshd there is healthy, or raise connect_timeout in "
+                f"[clusters.{c.name}]."
+            )
+        if "could not resolve hostname" in low:
+            return ClusterConnectionError(f"Cannot resolve the host name of {where}: {text}.")
+        if "no such identity" in low or "bad configuration option" in low or "bad port" in low:
+            return ClusterConnectionError(f"Cannot connect to {where}: {text}.")
+        return ClusterConnectionError(f"The connection to {where} failed or dropped: {text}.", retryable=True)
 
 
-def _quiet_paramiko() -> None:
-    """paramiko's transport thread logs failures with tracebacks; without a handler Python
-    prints them on stderr. xhpc reports every failure itself, in one line."""
-    import logging
+def control_dir() -> Path:
+    """The per-user directory of control sockets: 0700, owned by this user, not a symlink
+    (``XHPC_SSH_CONTROL_DIR`` moves it). Only this user can reach a shared connection."""
+    override = os.environ.get("XHPC_SSH_CONTROL_DIR")
+    if override:
+        path = Path(override)
+    else:
+        runtime = os.environ.get("XDG_RUNTIME_DIR")
+        base = Path(runtime) if runtime and os.path.isdir(runtime) else Path(tempfile.gettempdir())
+        path = base / f"xcore-ssh-{os.getuid()}"
+    try:
+        path.mkdir(mode=0o700, parents=bool(override))
+    except FileExistsError:
+        pass
+    info = os.lstat(path)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+        raise ClusterConnectionError(f"{path} is not a directory owned by you; remove it (or set XHPC_SSH_CONTROL_DIR) "
+                                     "so xhpc can keep its SSH control sockets private.")
+    if info.st_mode & 0o077:
+        os.chmod(path, 0o700)
+    return path
 
-    logger = logging.getLogger("paramiko")
-    if not any(isinstance(h, logging.NullHandler) for h in logger.handlers):
-        logger.addHandler(logging.NullHandler())
 
-
-def _unanswered(exc: BaseException) -> bool:
-    """The TCP connection was made but the server never finished the SSH handshake in time
-    (paramiko reports that in several ways, depending on the step it was waiting in)."""
-    import paramiko
-
-    text = str(exc).lower()
-    if isinstance(exc, paramiko.SSHException):
-        return any(s in text for s in ("banner", "no existing session", "negotiation timed out",
-                                       "authentication timeout", "timed out"))
-    return False
-
-
-def _no_valid_connections() -> type:
-    from paramiko.ssh_exception import NoValidConnectionsError
-
-    return NoValidConnectionsError
-
+def _ssh_program() -> str:
+    return shutil.which("ssh") or "ssh"
 
 _cache: dict[tuple[str, bool], Transport] = {}
 _cache_lock = threading.Lock()
@@ -365,33 +377,56 @@ def connect(cluster: Cluster) -> Transport:
     with _cache_lock:
         transport = _cache.get(key)
         if transport is None or transport.cluster != cluster:
-            transport = LocalTransport(cluster) if cluster.is_local else SSHTransport(cluster)
+            if cluster.is_local:
+                transport = LocalTransport(cluster)
+            elif cluster.ssh == "paramiko" or shutil.which("ssh") is None:
+                from xhpc.paramiko_fallback import ParamikoTransport
+
+                transport = ParamikoTransport(cluster)
+            else:
+                transport = SSHTransport(cluster)
             _cache[key] = transport
         return transport
 
 
 def prewarm(cluster_name: str | None, scheduler: str, local: bool) -> None:
-    """Open the SSH connection in the background (imports and handshake overlap the launch
-    script's own work). Errors are left for the launch itself to report."""
+    """Open the SSH connection in the background, so the handshake overlaps the launch
+    script's own work (nothing to do when a shared connection is already open). Errors are
+    left for the launch itself to report."""
     if local:
         return
-
-    def warm() -> None:
-        try:
-            from xhpc import config
-
-            cluster = config.resolve(cluster_name, scheduler)
-            if not cluster.is_local:
-                transport = connect(cluster)
-                transport._client()  # type: ignore[attr-defined]
-        except Exception:
-            pass
-
     key = (cluster_name, scheduler)
     with _cache_lock:
         if key in _warming:
             return
         _warming.add(key)
+    try:
+        from xhpc import config
+
+        cluster = config.resolve(cluster_name, scheduler)
+        if cluster.is_local:
+            return
+        transport = connect(cluster)
+    except Exception:  # reported by the launch
+        return
+    if isinstance(transport, SSHTransport):
+        if cluster.control_persist <= 0 or os.path.exists(transport.control_path()):
+            return
+        ready = transport._ready = threading.Event()
+
+        def warm() -> None:
+            try:
+                transport.warm()
+            finally:
+                ready.set()
+                transport._ready = None
+    else:
+        def warm() -> None:
+            try:
+                transport._client()  # type: ignore[attr-defined]
+            except Exception:
+                pass
+
     threading.Thread(target=warm, name="xhpc-prewarm", daemon=True).start()
 
 

@@ -11,6 +11,8 @@ what to write instead. See docs/porting.md.
 from __future__ import annotations
 
 import copy
+import os
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -29,6 +31,7 @@ from xcore import (
     ModuleName,
     SequentialArgs,
 )
+from xcore.plugin import from_launch_dir
 from xhpc.executables import Fileset, PythonPackage, UniversalPackage
 from xhpc.executables import SingularityContainer as _XhpcSingularityContainer
 from xhpc.executors import GridEngineSpec, SlurmSpec
@@ -61,14 +64,27 @@ def SingularityContainer_(
                                      options=tuple(options.extra_options))
 
 
+def _name_from_path(path: str) -> str:
+    """lxm3's executable name: the project directory's name with non-word characters as ``_``."""
+    return re.sub(r"\W", "_", os.path.basename(os.path.abspath(path).rstrip(os.sep))) or "package"
+
+
+def _options(value: DockerOptions | None) -> DockerOptions:
+    return DockerOptions() if value is None else value
+
+
 @attrs.frozen
 class DockerContainer(ExecutableSpec):
     """lxm3: run a packaged ``entrypoint`` (PythonPackage, UniversalPackage, PexBinary) inside
-    the Docker ``image`` on the cluster. xhpc runs containers with Singularity/Apptainer only;
-    packaging this spec is an error that names the alternative."""
+    the Docker ``image`` with ``docker run`` on the node. The package directory (and the working
+    directory) are bind-mounted at the same paths, the job's environment variables are passed
+    by name, the container runs as the job's user and is removed when it ends. Docker options
+    (``volumes``, ``extra_options``) come as the optional third argument
+    ``DockerOptions(...)`` (lxm3 takes them on the executor)."""
 
     entrypoint: Any
     image: str
+    options: DockerOptions = attrs.field(default=None, converter=_options)
 
     @property
     def name(self) -> str:
@@ -77,36 +93,40 @@ class DockerContainer(ExecutableSpec):
 
 @attrs.frozen
 class PexBinary(ExecutableSpec):
-    """lxm3: a Python program packed as a PEX (needs the ``pex`` tool). Not packaged by xhpc
-    yet: use ``PythonPackage`` (same ``entrypoint`` and ``path``)."""
+    """lxm3: a Python program packed as a PEX with the ``pex`` tool (``pip install pex``):
+    ``packages``/``modules`` are passed to ``pex --package/--module``, ``dependencies`` (Filesets)
+    are shipped next to the ``.pex``; the job runs ``./NAME.pex`` from the package directory.
+    Its dependencies come from the job's environment (``--inherit-path=fallback``)."""
 
     entrypoint: ModuleName
-    path: str = "."
-    packages: tuple[str, ...] = attrs.field(default=(), converter=tuple)
-    modules: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    path: str = attrs.field(default=".", converter=from_launch_dir)
+    packages: tuple[str, ...] = attrs.field(default=(), converter=tuple, kw_only=True)
+    modules: tuple[str, ...] = attrs.field(default=(), converter=tuple, kw_only=True)
     dependencies: tuple[Any, ...] = attrs.field(default=(), converter=tuple)
 
     @property
     def name(self) -> str:
-        return self.entrypoint.module_name.rsplit(".", 1)[-1]
+        return _name_from_path(self.path)
 
 
 @attrs.frozen
 class PDMProject(ExecutableSpec):
-    """lxm3: a PDM project built into a container image on ``base_image`` from its lock file.
-    Not packaged by xhpc yet: use ``PythonPackage`` inside a ``SingularityContainer``."""
+    """lxm3: a PDM project run with its locked dependencies (``pdm export`` of ``lock_file``;
+    needs ``pip install pdm``) on ``base_image``. xhpc ships the dependencies and the project in
+    one archive and runs it in ``base_image`` with Singularity/Apptainer (``docker://`` is added
+    to a bare image name); ``base_image=None`` runs it on the cluster's own ``python3``."""
 
     entrypoint: ModuleName | CommandList
-    base_image: str
+    base_image: str | None
     lock_file: str = "pdm.lock"
-    path: str = "."
+    path: str = attrs.field(default=".", converter=from_launch_dir)
     resources: tuple[Any, ...] = attrs.field(default=(), converter=tuple)
     extra_packages: tuple[str, ...] = attrs.field(default=(), converter=tuple)
     pip_args: tuple[str, ...] = attrs.field(default=("--no-deps", "--no-compile"), converter=tuple)
 
     @property
     def name(self) -> str:
-        return self.entrypoint.module_name if isinstance(self.entrypoint, ModuleName) else "pdm_project"
+        return _name_from_path(self.path)
 
 
 @attrs.frozen
@@ -125,7 +145,12 @@ class PythonContainer(ExecutableSpec):
 
 
 def _no_container_options(executor: str, singularity_options: Any, docker_options: Any) -> None:
-    if singularity_options is not None or docker_options is not None:
+    if docker_options is not None:
+        raise ValueError(
+            f"xm_cluster.{executor}(docker_options=...): in xhpc Docker options belong to the spec; write "
+            "xm_cluster.DockerContainer(entrypoint, image, DockerOptions(...))."
+        )
+    if singularity_options is not None:
         raise ValueError(
             f"xm_cluster.{executor}(singularity_options=/docker_options=...): in xhpc container options belong "
             "to the spec; write xm_cluster.SingularityContainer(entrypoint, image_path, SingularityOptions(...))."

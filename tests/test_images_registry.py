@@ -19,39 +19,21 @@ import pytest
 import xcore as xm
 from xcore import images
 from xcore.plugin import Progress
-from xcore.testing import require_service
+from xcore.testing.images import LOCAL_REGISTRY, removing_built_images, require_docker_and_registry
 
-REGISTRY = "127.0.0.1:5000"
+REGISTRY = LOCAL_REGISTRY
 BASE = "xcore-python:3.11"
-
-
-def registry_up() -> bool:
-    try:
-        with urllib.request.urlopen(f"http://{REGISTRY}/v2/", timeout=3) as response:
-            return response.status == 200
-    except OSError:
-        return False
-
-
-def docker_up() -> bool:
-    return subprocess.run(["docker", "info"], capture_output=True, check=False).returncode == 0
-
 
 
 @pytest.fixture(autouse=True)
 def remove_built_images():
-    """The images a test built or tagged leave the engine afterwards (the registry keeps them)."""
-    before = len(images.BUILDS), len(images.PUSHES)
-    yield
-    refs = sorted(set(images.BUILDS[before[0]:]) | set(images.PUSHES[before[1]:]))
-    if refs:
-        subprocess.run(["docker", "rmi", "-f", *refs], capture_output=True, check=False)
+    with removing_built_images():
+        yield
 
 
 @pytest.fixture
 def context(tmp_path):
-    require_service("docker", docker_up)
-    require_service("registry", registry_up)
+    require_docker_and_registry()
     root = tmp_path / "core-proj"
     (root / "pkg").mkdir(parents=True)
     (root / "pkg" / "__main__.py").write_text(f"print('unique', {secrets.token_hex(8)!r})\n")

@@ -6,6 +6,8 @@
 - ``InMemoryStore`` (and ``MemoryStorePlugin`` for ``XCORE_STORE=memory:``).
 - Builders: ``make_request``, ``make_launch_context``, ``make_packaging_context``,
   ``silent_progress``, ``plugin_host``.
+- ``xcore.testing.images``: the engine/registry probes and image clean-up for backends that
+  build images with ``xcore.images``.
 - ``xcore.testing.contract``: the contract suite (``ContractSuite``, ``ContractTarget``), a
   pytest plugin every executor should pass.
 """

@@ -161,9 +161,9 @@ def _free_port() -> int:
 
 def test_the_targets_image_registry_is_checked(vertex, tmp_path, capsys):
     """The real local registry answers; a registry nobody listens on is one sentence naming it."""
-    from test_xgcp_images import REGISTRY, registry_up
-
     from xcore.testing import require_service
+    from xcore.testing.images import LOCAL_REGISTRY as REGISTRY
+    from xcore.testing.images import registry_up
 
     require_service("registry", registry_up)
     (tmp_path / "config").mkdir()

@@ -14,38 +14,21 @@ import pytest
 import xcore as xm
 import xk8s
 from xcore import images
-from xcore.testing import make_packaging_context, require_service
+from xcore.testing import make_packaging_context
+from xcore.testing.images import LOCAL_REGISTRY, removing_built_images, require_docker_and_registry
 
-REGISTRY = "127.0.0.1:5000"
-
-
-def registry_up() -> bool:
-    try:
-        with urllib.request.urlopen(f"http://{REGISTRY}/v2/", timeout=3) as response:
-            return response.status == 200
-    except OSError:
-        return False
-
-
-def docker_up() -> bool:
-    return subprocess.run(["docker", "info"], capture_output=True, check=False).returncode == 0
-
+REGISTRY = LOCAL_REGISTRY
 
 
 @pytest.fixture(autouse=True)
 def remove_built_images():
-    """The images a test built or tagged leave the engine afterwards (the registry keeps them)."""
-    before = len(images.BUILDS), len(images.PUSHES)
-    yield
-    refs = sorted(set(images.BUILDS[before[0]:]) | set(images.PUSHES[before[1]:]))
-    if refs:
-        subprocess.run(["docker", "rmi", "-f", *refs], capture_output=True, check=False)
+    with removing_built_images():
+        yield
 
 
 @pytest.fixture
 def project(tmp_path):
-    require_service("docker", docker_up)
-    require_service("registry", registry_up)
+    require_docker_and_registry()
     root = tmp_path / "proj"
     (root / "hello").mkdir(parents=True)
     (root / "hello" / "__init__.py").write_text("")

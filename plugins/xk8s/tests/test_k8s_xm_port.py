@@ -9,24 +9,11 @@ import os
 import subprocess
 import sys
 import textwrap
-import urllib.request
 from pathlib import Path
 
-from xcore.testing import require_service
+from xcore.testing.images import LOCAL_REGISTRY, require_docker_and_registry
 
-REGISTRY = "127.0.0.1:5000"  # the real registry scripts/infra starts
-
-
-def registry_up() -> bool:
-    try:
-        with urllib.request.urlopen(f"http://{REGISTRY}/v2/", timeout=3) as response:
-            return response.status == 200
-    except OSError:
-        return False
-
-
-def docker_up() -> bool:
-    return subprocess.run(["docker", "info"], capture_output=True, check=False, timeout=30).returncode == 0
+REGISTRY = LOCAL_REGISTRY
 
 
 # Written for XManager, in the shape of its cifar10 Kubernetes examples: a PythonContainer of the
@@ -81,8 +68,7 @@ def _xcore(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_ported_xmanager_kubernetes_sweep_launches_on_xk8s(fake_k8s_run, tmp_path, monkeypatch):
-    require_service("docker", docker_up)
-    require_service("registry", registry_up)
+    require_docker_and_registry()
     project = tmp_path / "cifar10"
     project.mkdir()
     (project / "cifar10.py").write_text(TRAINER)

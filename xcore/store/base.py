@@ -1,0 +1,240 @@
+"""The metadata store interface (exported by ``xcore.store``). The embedded SQLite store
+implements it; a plugin may provide another (a server database) through the ``xcore_open_store`` hook."""
+
+from __future__ import annotations
+
+import abc
+import contextlib
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from xcore.status import JobState, Status
+from xcore.store.records import (
+    ExperimentRecord,
+    JobRecord,
+    LeaseRecord,
+    NewJob,
+    StatusEvent,
+    UnitSummary,
+    WorkUnitRecord,
+)
+
+
+@attrs.frozen
+class StoreInfo:
+    """What ``xcore store info`` shows. ``url`` never carries a password."""
+
+    url: str
+    backend: str
+    schema_version: int
+    code_schema_version: int
+    store_id: str
+    experiments: int
+    work_units: int
+    jobs: int
+    status_events: int
+
+
+@attrs.define
+class ExperimentHistory:
+    """One experiment with everything recorded about it, as ``xcore store copy`` moves it.
+
+    ``origin`` names where it was first recorded (``STORE_ID/EXPERIMENT_ID``), so a second copy
+    (or a copy back) recognises it."""
+
+    experiment: ExperimentRecord
+    units: list[WorkUnitRecord]
+    events: dict[int, list[StatusEvent]]  # by job id, oldest first
+    origin: str
+    # Trial results ``(job_id, name, value, at)``, when each job's results were final (by job
+    # id), and tracker links ``(job_id, name, url)``: copied too, so a copy shows the same table.
+    results: list[tuple[int, str, float | None, float]] = attrs.field(factory=list)
+    results_final: dict[int, float] = attrs.field(factory=dict)
+    links: list[tuple[int, str, str]] = attrs.field(factory=list)
+
+
+@attrs.frozen
+class Imported:
+    """Where ``import_history`` put an experiment; ``None`` ids mean it was there already."""
+
+    source_id: int
+    experiment_id: int | None
+    jobs_renumbered: bool = False
+
+
+class MetadataStore(abc.ABC):
+    """Durable record of everything launched. Every method is one atomic transaction, and
+    many processes may use one store at once."""
+
+    @abc.abstractmethod
+    def create_experiment(
+        self,
+        title: str,
+        *,
+        tags: Sequence[str] = (),
+        notes: str = "",
+        script_path: str | None = None,
+        script_sha256: str | None = None,
+        git_commit: str | None = None,
+        git_dirty: bool | None = None,
+        user: str = "",
+        host: str = "",
+    ) -> ExperimentRecord:
+        """Record a new experiment and return it with its id (ids start at 1)."""
+
+    @abc.abstractmethod
+    def update_experiment(self, experiment_id: int, **changes: Any) -> None:
+        """Change title, tags, notes, launch_status or launch_error."""
+
+    @abc.abstractmethod
+    def add_work_unit(
+        self, experiment_id: int, work_unit_id: int, role: str, args: Any, identity: str, jobs: Sequence[NewJob],
+        *, lease_id: int | None = None,
+    ) -> list[int]:
+        """Record a work unit and its jobs (status LAUNCHING), held by launcher lease ``lease_id``;
+        return the jobs' ids in order."""
+
+    @abc.abstractmethod
+    def add_jobs(self, experiment_id: int, work_unit_id: int, jobs: Sequence[NewJob], *,
+                 lease_id: int | None = None, replace_unlaunched: bool = False) -> list[int]:
+        """Record more jobs of an existing work unit (job generators add jobs one by one).
+        ``replace_unlaunched`` first deletes the unit's jobs that ended without ever reaching a
+        backend (an identity relaunch runs them again)."""
+
+    @abc.abstractmethod
+    def mark_launched(self, launched: Sequence[tuple[int, str, dict[str, Any], str | None]], *,
+                      intent_id: int | None = None) -> None:
+        """Record ``(job_id, handle_kind, handle, log_path)`` for jobs the backend accepted;
+        jobs still LAUNCHING become PENDING. Closes submission intent ``intent_id`` in the same
+        transaction."""
+
+    @abc.abstractmethod
+    def record_states(self, states: Sequence[tuple[int, JobState]], *, intent_id: int | None = None) -> None:
+        """Store the newest state of jobs; a change of status is appended to their history."""
+
+    @abc.abstractmethod
+    def get_experiment(self, experiment_id: int) -> ExperimentRecord:
+        """Raise ``NotFoundError`` when there is no such experiment."""
+
+    @abc.abstractmethod
+    def list_experiments(
+        self, *, status: str | None = None, title: str | None = None, tag: str | None = None, limit: int | None = 20,
+        user: str | None = None,
+    ) -> list[ExperimentRecord]:
+        """Newest first. ``title`` matches a substring, case-insensitively; ``user`` exactly."""
+
+    @abc.abstractmethod
+    def work_units(self, experiment_id: int, work_unit_ids: Sequence[int] | None = None) -> list[WorkUnitRecord]:
+        """Work units with their jobs, by id."""
+
+    @abc.abstractmethod
+    def active_jobs(self, experiment_ids: Sequence[int]) -> list[JobRecord]:
+        """Jobs of these experiments whose last known status is not terminal, for polling:
+        without their executor, executable, args and env (left empty), which polling never needs."""
+
+    @abc.abstractmethod
+    def job_history(self, job_id: int) -> list[StatusEvent]:
+        """Every status change of a job, oldest first."""
+
+    def unit_summaries(self, experiment_id: int) -> list[UnitSummary]:
+        """Every work unit of the experiment as one row, by id (for tables of big sweeps). This
+        default folds ``work_units``; a store should answer it with one aggregate query."""
+        return [
+            UnitSummary(u.id, u.role, u.args, u.status, u.created_at, u.started_at, u.ended_at,
+                        "; ".join(j.message for j in u.jobs if j.message and j.status is not Status.COMPLETED))
+            for u in self.work_units(experiment_id)
+        ]
+
+    # Trial results (see ``xcore.runtime.results``): the scalars a program printed as
+    # ``XCORE_RESULT {"loss": 0.1}`` lines, collected from its log. Tracker links (see
+    # ``xcore.trackers``): named URLs per job, recorded when the job is.
+
+    @abc.abstractmethod
+    def record_results(self, job_id: int, results: Mapping[str, float | None], *, final: bool = False) -> None:
+        """Store the job's latest value of each named result (insert or overwrite by
+        ``(job_id, name)``; names not given keep their value). ``final=True`` also marks the
+        job's results as collected for good, so ``results_pending`` no longer lists it (set it
+        once the job is terminal and its whole log was read, even when it reported nothing).
+        Values are floats, or None for a non-finite or non-numeric value."""
+
+    @abc.abstractmethod
+    def results(self, experiment_id: int,
+                work_unit_ids: Sequence[int] | None = None) -> dict[int, dict[str, float | None]]:
+        """``{work_unit_id: {name: value}}`` for these work units (all when None); work units
+        without results are absent. When jobs of one work unit report the same name, the value
+        recorded last wins."""
+
+    @abc.abstractmethod
+    def results_pending(self, experiment_id: int) -> list[int]:
+        """Ids of the experiment's jobs that are terminal, were launched (have a handle), and
+        whose results were not yet recorded with ``final=True``: the jobs whose logs still
+        need reading."""
+
+    def record_links(self, links: Sequence[tuple[int, str, str]]) -> None:  # noqa: B027 - optional
+        """Store ``(job_id, name, url)`` tracker links (overwrite by ``(job_id, name)``). A
+        store without links may ignore them: launches still work, nothing links to trackers."""
+
+    def links(self, experiment_id: int, work_unit_ids: Sequence[int] | None = None) -> dict[int, dict[str, str]]:
+        """``{work_unit_id: {name: url}}`` of the tracker links of these work units' jobs."""
+        return {}
+
+    def transaction(self) -> contextlib.AbstractContextManager[None]:
+        """Group the writes inside into one transaction where the store can (the SQLite store
+        does); by default each stays its own."""
+        return contextlib.nullcontext()
+
+    # Launcher leases (see ``xcore.runtime.orphans``). A store without them returns None from
+    # ``open_lease``: launches still work, but a killed launcher's jobs are not resolved.
+
+    def open_lease(self, experiment_id: int, host: str, pid: int, proc_start: float | None) -> int | None:
+        """Record that this launcher process is submitting jobs of ``experiment_id``."""
+        return None
+
+    def heartbeat(self, lease_id: int) -> None:  # noqa: B027 - optional, a no-op by default
+        """The lease's holder is still alive."""
+
+    def close_lease(self, lease_id: int) -> None:  # noqa: B027 - optional, a no-op by default
+        """Everything the lease held is recorded: forget it."""
+
+    def begin_intent(self, lease_id: int, executor_kind: str, job_ids: Sequence[int]) -> int | None:
+        """Before a backend call: these jobs are about to be submitted."""
+        return None
+
+    def leases(self) -> list[LeaseRecord]:
+        """Every open lease (a small table: one row per running launcher)."""
+        return []
+
+    def claim_lease(self, lease: LeaseRecord, host: str, pid: int, proc_start: float | None) -> bool:
+        """Take over an expired lease to resolve it; False if another process changed it first."""
+        return False
+
+    def lease_orphans(self, lease_id: int) -> tuple[list[tuple[str, list[JobRecord]]], list[JobRecord]]:
+        """The lease's jobs still LAUNCHING: ``(in flight per executor kind, never handed to a backend)``."""
+        return [], []
+
+    def resolve_lease(  # noqa: B027 - optional, a no-op by default
+        self, lease_id: int, launched: Sequence[tuple[int, str, dict[str, Any], str | None]],
+        failed: Sequence[tuple[int, JobState]], launch_error: str,
+    ) -> None:
+        """Record adopted handles and failed launches and drop the lease, in one transaction."""
+
+    # -- the store itself (``xcore store info|migrate|copy``) ----------------------------------
+
+    @abc.abstractmethod
+    def info(self) -> StoreInfo:
+        """Schema version, identity and row counts, with the URL redacted."""
+
+    @abc.abstractmethod
+    def export_history(self, experiment_id: int) -> ExperimentHistory:
+        """Everything recorded about one experiment (raise ``NotFoundError`` if absent)."""
+
+    @abc.abstractmethod
+    def import_history(self, history: ExperimentHistory) -> Imported:
+        """Record a copied experiment in one transaction, unless its ``origin`` is here already
+        (or it was first recorded in this very store). Experiment and job ids are kept when
+        free here and renumbered otherwise; work unit ids are always kept."""
+
+    def close(self) -> None:  # noqa: B027 - optional, a no-op by default
+        """Release connections."""

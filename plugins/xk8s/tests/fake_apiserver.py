@@ -98,6 +98,12 @@ def parse_selector(text: str) -> list[tuple[str, str, set[str]]]:
     return terms
 
 
+def go_bool(value: str | None) -> bool:
+    """A boolean query parameter as the API server reads it (Go's strconv.ParseBool): clients
+    send ``true`` (kubernetes 37) or ``True`` (kubernetes 36, str() of a Python bool)."""
+    return value in ("1", "t", "T", "true", "TRUE", "True")
+
+
 def matches(labels: dict[str, str], terms: list[tuple[str, str, set[str]]]) -> bool:
     for key, op, values in terms:
         value = labels.get(key)
@@ -773,7 +779,7 @@ class _Handler(BaseHTTPRequestHandler):
             raise ApiError(404, "NotFound", f"the server could not find the requested resource ({path})")
         kind, ns, name = KINDS[(m["prefix"], m["plural"])], m["ns"], m["name"]
         if m["sub"] == "log":
-            return self._log(ns, name, query.get("follow") == "true")
+            return self._log(ns, name, go_bool(query.get("follow")))
         if method == "POST" and not name:
             return self._send(201, _public(fake.create(kind, ns, body)))
         if method == "GET" and not name and m["plural"] in fake.forbidden:

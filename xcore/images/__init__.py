@@ -33,6 +33,7 @@ from xcore.images.context import (
     ContextFile,
     DigestCache,
     content_hash,
+    context_for,
     dockerfile_context,
     image_tag,
     python_container_context,
@@ -58,8 +59,7 @@ from xcore.images.registry import (
 __all__ = [
     "BUILDS", "PUSHES", "BuildContext", "BuildError", "BuiltImage", "ContextFile", "DigestCache",
     "EngineUnavailableError", "IgnoreRules", "PublishedImage", "RegistryAuthError", "RegistryError",
-    "RegistryUnreachableError", "check_registry", "connect", "content_hash", "dockerfile_context", "engine_url",
-    "ensure_image",
-    "image_tag", "import_docker", "publish", "push", "python_container_context", "registry_of",
-    "remote_digest", "resolve_base_images", "split_reference", "write_tar",
+    "RegistryUnreachableError", "check_registry", "connect", "content_hash", "context_for", "dockerfile_context",
+    "engine_url", "ensure_image", "image_tag", "import_docker", "publish", "push", "python_container_context",
+    "registry_of", "remote_digest", "resolve_base_images", "split_reference", "write_tar",
 ]

@@ -164,6 +164,11 @@ def python_container_context(spec: PythonContainer, default_base_image: str | No
     return BuildContext(image_name(spec.name), "\n".join(lines) + "\n", tuple(files), (base,), str(project), entrypoint)
 
 
+def context_for(spec: PythonContainer | Dockerfile) -> BuildContext:
+    """The build context of either container spec a backend builds and pushes."""
+    return python_container_context(spec) if isinstance(spec, PythonContainer) else dockerfile_context(spec)
+
+
 def dockerfile_context(spec: Dockerfile) -> BuildContext:
     """The context for XManager's ``Dockerfile``: ``path`` honoring its ``.dockerignore``."""
     root = Path(spec.path).expanduser().resolve()

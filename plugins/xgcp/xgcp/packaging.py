@@ -47,10 +47,7 @@ def build_and_push(packageable: xp.Packageable, spec: Any, context: xp.Packaging
 
     executor_spec: VertexSpec = packageable.executor_spec  # type: ignore[assignment]
     registry = registry_for(executor_spec)  # before any work: a missing setting is the first thing said
-    if isinstance(spec, xp.PythonContainer):
-        build_context = images.python_container_context(spec)
-    else:
-        build_context = images.dockerfile_context(spec)
+    build_context = images.context_for(spec)
     published = images.publish(None, build_context, registry,
                                push_tag=executor_spec.push_image_tag, progress=context.progress,
                                cache_dir=context.cache_dir / "images")

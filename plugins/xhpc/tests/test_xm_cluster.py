@@ -112,8 +112,6 @@ def test_unpackaged_lxm3_specs_fail_at_package_with_a_clear_error(tmp_path, monk
 @pytest.mark.infra("slurm")
 @pytest.mark.parametrize("cluster", [("slurm", "local")], indirect=True, ids=["slurm-login"])
 def test_lxm3_style_array_job_on_real_slurm(cluster, tmp_path: Path) -> None:
-    if cluster["scheduler"] != "slurm":  # an lxm3 port targets Slurm; xhpc on Grid Engine has its own tests
-        pytest.skip("this lxm3 scenario runs on Slurm (both transports)")
     project = tmp_path / "proj"
     (project / "py_package").mkdir(parents=True)
     (project / "py_package" / "__init__.py").write_text("")
@@ -189,8 +187,6 @@ def test_ported_lxm3_launcher_runs_locally(tmp_path, monkeypatch):
 @pytest.mark.infra("slurm")
 @pytest.mark.parametrize("cluster", [("slurm", "local")], indirect=True, ids=["slurm-login"])
 def test_ported_lxm3_launcher_runs_on_real_slurm(cluster, tmp_path: Path) -> None:
-    if cluster["scheduler"] != "slurm":  # an lxm3 port targets Slurm; xhpc on Grid Engine has its own tests
-        pytest.skip("this lxm3 scenario runs on Slurm (both transports)")
     work = _ported_example(tmp_path)
     result = _xcore("launch", "--wait", "launcher.py", "--", "--seeds=2", "--launch_on_cluster", cwd=work)
     assert result.returncode == 0, result.stderr

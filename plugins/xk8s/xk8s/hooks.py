@@ -87,10 +87,7 @@ def _build(packageable: xp.Packageable, spec: Any, context: xp.PackagingContext)
                                     "would need a shell); use xm.ModuleName(...).")
     executor_spec = packageable.executor_spec
     registry = _registry(executor_spec)  # before any work: a missing setting is the first thing said
-    if isinstance(spec, xp.PythonContainer):
-        build_context = images.python_container_context(spec)
-    else:
-        build_context = images.dockerfile_context(spec)
+    build_context = images.context_for(spec)
     published = images.publish(None, build_context, registry,
                                push_tag=getattr(executor_spec, "push_image_tag", None), progress=context.progress,
                                cache_dir=context.cache_dir / "images")

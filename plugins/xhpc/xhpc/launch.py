@@ -19,9 +19,9 @@ from __future__ import annotations
 import functools
 import io
 import json
+import os
 import secrets
 import shlex
-import tarfile
 import time
 from collections import defaultdict
 from collections.abc import Sequence
@@ -30,7 +30,7 @@ from typing import Any
 
 import attrs
 
-from xcore.plugin import LaunchContext, LaunchError, LaunchFailure, LaunchRequest, atomic_write
+from xcore.plugin import LaunchContext, LaunchError, LaunchFailure, LaunchRequest
 from xhpc import array_limits, config, scripts, staging_roots
 from xhpc.config import Cluster
 from xhpc.executables import ClusterExecutable
@@ -69,14 +69,15 @@ xhpc_extract() {
 # claim and outcome leaves the chunk "unconfirmed" (the status hook keeps looking for its id).
 _CHUNK = r"""
 XHPC_WAIT_UNTIL=$((SECONDS + {wait}))
+xhpc_nl=$'\n'
 xhpc_claim() {{ mkdir "chunk-$1.claim" 2>/dev/null; }}
 xhpc_record() {{  # the claimer: record the outcome for other attempts, report it from memory
     if [ "$2" = 0 ]; then
         printf '%s\n' "$3" > "chunk-$1.id.tmp" && mv -f "chunk-$1.id.tmp" "chunk-$1.id"
-        echo "{mark} $1 ok $(printf '%s\n' "$3" | tail -n 1)"  # the id; warnings come first
+        echo "{mark} $1 ok ${{3##*$xhpc_nl}}"  # the id is the last line; warnings come first
     else
-        printf '%s' "$3" | tr '\n' ' ' > "chunk-$1.err.tmp"; mv -f "chunk-$1.err.tmp" "chunk-$1.err"
-        echo "{mark} $1 error $(printf '%s' "$3" | tr '\n' ' ')"
+        printf '%s' "${{3//$xhpc_nl/ }}" > "chunk-$1.err.tmp"; mv -f "chunk-$1.err.tmp" "chunk-$1.err"
+        echo "{mark} $1 error ${{3//$xhpc_nl/ }}"
     fi
 }}
 xhpc_report() {{  # another attempt claimed the chunk: wait for its outcome
@@ -104,7 +105,14 @@ def launch(requests: Sequence[LaunchRequest], context: LaunchContext) -> list[Cl
     resolved: dict[tuple[Any, ...], tuple[Cluster, ClusterExecutor]] = {}
     exe_keys: dict[int, tuple[Any, str]] = {}  # id -> (object kept alive, key)
     executor_keys: dict[int, tuple[Any, tuple[Any, ...]]] = {}
+    # A sweep repeats one (executor, executable) pair: checked and keyed once, then each
+    # further request is one dict lookup (the objects stay referenced, so ids are not reused).
+    pairs: dict[tuple[int, int], tuple[Any, Any, tuple[Any, ...]]] = {}
     for i, request in enumerate(requests):
+        known = pairs.get((id(request.executor), id(request.executable)))
+        if known is not None:
+            groups[known[2]].append(i)
+            continue
         executor = request.executor
         if not isinstance(executor, ClusterExecutor):
             raise LaunchError(f"xhpc cannot launch on {type(executor).__name__}.")
@@ -127,6 +135,7 @@ def launch(requests: Sequence[LaunchRequest], context: LaunchContext) -> list[Cl
         key = (cluster.name, cluster.is_local, exe_keys[id(request.executable)][1], ekey)
         groups[key].append(i)
         clusters[key] = (cluster, effective)
+        pairs[(id(executor), id(request.executable))] = (executor, request.executable, key)
 
     handles: list[ClusterHandle | LaunchFailure | None] = [None] * len(requests)
     stats: dict[str, Any] = {"groups": 0, "tasks": 0, "artifact_bytes_uploaded": 0, "artifacts_uploaded": 0,
@@ -169,8 +178,16 @@ def _exe_key(executable: ClusterExecutable) -> str:
 
 
 def _write_stats(state_dir: Path, stats: dict[str, Any]) -> None:
+    """Figures for benchmarks and tests: replaced whole, but not flushed to disk (an fsync here
+    would make every launch wait for the disk for a file nothing depends on)."""
+    path = state_dir / "last_launch.json"
+    tmp = path.with_name(f".last_launch.{os.getpid()}.tmp")
     try:
-        atomic_write(state_dir / "last_launch.json", json.dumps(stats))
+        state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w") as out:
+            out.write(json.dumps(stats))
+        os.replace(tmp, path)
     except OSError:
         pass
 
@@ -188,10 +205,13 @@ def _guard(staging: str, root: str, executable: ClusterExecutable) -> str:
     about to be); otherwise say what is wrong and stop (exit 0, nothing claimed or submitted)."""
     q = shlex.quote
     files = sorted({(a.sha256, a.sha256 + _suffix(a)) for a in executable.artifacts})
+    # The directories exist after the first launch (``_prepare`` made them private): then the
+    # guard is shell builtins only, no process.
     return (
-        f"umask 077 && mkdir -p {_sp(staging)}/artifacts {_sp(staging)}/runs && cd {_sp(staging)} && "
-        "chmod 700 artifacts runs || exit 1\n"
-        f"[ \"$(pwd)\" = {q(root)} ] || {{ echo \"{_GUARD_MARK} moved $(pwd)\"; exit 0; }}\n"
+        f"umask 077\ncd {_sp(staging)} 2>/dev/null && [ -d artifacts ] && [ -d runs ] || "
+        f"{{ mkdir -p {_sp(staging)}/artifacts {_sp(staging)}/runs && cd {_sp(staging)} && "
+        "chmod 700 artifacts runs || exit 1; }\n"
+        f"[ \"$PWD\" = {q(root)} ] || {{ echo \"{_GUARD_MARK} moved $PWD\"; exit 0; }}\n"
         "xhpc_missing=\n"
         + "".join(f"[ -e artifacts/{s} ] || [ -s artifacts/{f} ] || {{ echo '{_GUARD_MARK} missing {s}'; "
                   "xhpc_missing=1; }\n" for s, f in files)
@@ -295,13 +315,14 @@ def _launch_group(cluster: Cluster, executor: ClusterExecutor, group: list[Launc
     # Which xcore job is which task: lets a later process adopt them if this launcher dies (adoption.py).
     adoption = {"job_ids": [r.job_id for r in group], "chunks": [[c.index, c.offset, c.count] for c in chunks],
                 "submitted_at": submitted_at}
-    payload = _tar({"job.sh": script_text.encode(), "tasks.bin": data,
-                    "xcore-jobs.json": json.dumps(adoption).encode()})
+    files = {"job.sh": script_text.encode(), "tasks.bin": data, "xcore-jobs.json": json.dumps(adoption).encode()}
+    compressed = sum(len(content) for content in files.values()) > COMPRESS_ABOVE
+    payload = _tar(files, compressed)
 
     def submit_script() -> str:
         return _guard(staging, root, executable) + _submit_script(
             scheduler, run_dir, root, uploads, executable, chunks, executor.max_parallel_tasks,
-            scripts.job_name(f"{name}-{run_name}"))
+            scripts.job_name(f"{name}-{run_name}"), compressed)
 
     chunk_ids: dict[int, str] = {}
     chunk_errors: dict[int, str] = {}
@@ -340,6 +361,7 @@ def _launch_group(cluster: Cluster, executor: ClusterExecutor, group: list[Launc
 
     cls = _handle_cls(cluster)
     handles: list[ClusterHandle | LaunchFailure] = []
+    name_, local, base, logs = cluster.name, cluster.is_local, scheduler.task_base, f"{run_dir}/logs/"
     for chunk in chunks:
         job_id = chunk_ids.get(chunk.index, "")
         error = chunk_errors.get(chunk.index)
@@ -348,13 +370,10 @@ def _launch_group(cluster: Cluster, executor: ClusterExecutor, group: list[Launc
         if error:
             handles += [LaunchFailure(f"submission failed: {error}")] * chunk.count
             continue
-        for t in range(chunk.count):
-            index = chunk.offset + t
-            handles.append(cls(
-                cluster=cluster.name, job_id=job_id, task=scheduler.task_base + t, index=index,
-                run_dir=run_dir, log_path=f"{run_dir}/logs/{index}.log", local=cluster.is_local,
-                submitted_at=submitted_at, chunk=chunk.index,
-            ))
+        number, offset = chunk.index, chunk.offset
+        handles += [cls(cluster=name_, job_id=job_id, task=base + t, index=offset + t, run_dir=run_dir,
+                        log_path=f"{logs}{offset + t}.log", local=local, submitted_at=submitted_at, chunk=number)
+                    for t in range(chunk.count)]
     if not chunk_ids and lost is None and not unconfirmed:
         raise LaunchError(f"Submitting to cluster {cluster.name!r} failed: "
                           + "; ".join(dict.fromkeys(chunk_errors.values())))
@@ -406,10 +425,16 @@ def _command_and_env(cluster: Cluster, executor: ClusterExecutor, executable: Cl
     return command, env
 
 
-def _tar(files: dict[str, bytes]) -> bytes:
+COMPRESS_ABOVE = 64 * 1024  # run files smaller than this travel as a plain tar (no gzip process remotely)
+
+
+def _tar(files: dict[str, bytes], compress: bool) -> bytes:
+    import tarfile
+
     raw = io.BytesIO()
     # gzip level 1: tasks.bin of a big sweep shrinks ~5x for a few milliseconds of CPU.
-    with tarfile.open(fileobj=raw, mode="w:gz", compresslevel=1) as tar:
+    options: dict[str, Any] = {"mode": "w:gz", "compresslevel": 1} if compress else {"mode": "w"}
+    with tarfile.open(fileobj=raw, **options) as tar:
         for name, content in files.items():
             info = tarfile.TarInfo(name)
             info.size = len(content)
@@ -420,22 +445,32 @@ def _tar(files: dict[str, bytes]) -> bytes:
 
 
 def _submit_script(scheduler: Scheduler, run_dir: str, root: str, uploads: list[Any], executable: ClusterExecutable,
-                   chunks: list[Chunk], max_parallel: int | None, unique_name: str) -> str:
+                   chunks: list[Chunk], max_parallel: int | None, unique_name: str, compressed: bool = True) -> str:
+    """The submission, in as few remote processes as it can be (each is a fork and exec on a
+    busy login node): one ``mkdir``, one ``tar``, one ``mv`` for the run files, then per chunk
+    the claim, the scheduler's submit command and the ``mv`` that records its id."""
     q = shlex.quote
     lines = [
         "trap '' HUP PIPE",  # keep going if the connection drops: the job id still lands in chunk-K.id
         "umask 077",  # run files, job-id files and (Slurm, via the submit umask) logs are private
         _EXTRACT,
         _CHUNK.format(wait=CLAIM_WAIT_SECONDS, mark=CHUNK_MARK),
-        f"mkdir -p {q(run_dir)}/logs {q(run_dir)}/cancelled && cd {q(run_dir)} || exit 1",
-        # Unpacked aside, then renamed into place: a retry never truncates a tasks.bin that
-        # tasks of an earlier attempt are already reading.
-        ("xhpc_in=$(mktemp -d .incoming.XXXXXX) && tar -xzf - -C \"$xhpc_in\" && mv -f \"$xhpc_in\"/* . "
-         "&& rmdir \"$xhpc_in\" || { echo 'xhpc: cannot unpack the run files' >&2; exit 1; }"),
+        # The run directory is filled aside, then renamed into place whole: a retry finds it
+        # complete or absent, so it never truncates a tasks.bin that tasks of an earlier
+        # attempt are already reading (the attempt that loses the rename drops its copy).
+        f"if [ ! -d {q(run_dir)} ]; then",
+        f"  xhpc_in={q(run_dir)}.in.$$.$RANDOM$RANDOM",
+        f"  mkdir -p \"$xhpc_in\"/logs \"$xhpc_in\"/cancelled && tar -x{'z' if compressed else ''}f - -C \"$xhpc_in\" "
+        "|| { rm -rf \"$xhpc_in\"; echo 'xhpc: cannot unpack the run files' >&2; exit 1; }",
+        f"  mv -T \"$xhpc_in\" {q(run_dir)} 2>/dev/null || rm -rf \"$xhpc_in\"",
+        "fi",
+        f"cd {q(run_dir)} || exit 1",
     ]
+    # Uploaded files are made private (an unchanged relaunch uploads nothing and runs no chmod).
+    fresh = [f"{root}/artifacts/{artifact.sha256}{_suffix(artifact)}" for artifact, _ in uploads]
+    if fresh:
+        lines.append(f"chmod 600 {' '.join(q(path) for path in fresh)} 2>/dev/null")
     for artifact in executable.artifacts:
-        suffix = ".tar.gz" if artifact.kind == "archive" else Path(artifact.local_path).suffix
-        lines.append(f"chmod 600 {q(root + '/artifacts/' + artifact.sha256 + suffix)} 2>/dev/null")
         if artifact.kind == "archive":
             archive = f"{root}/artifacts/{artifact.sha256}.tar.gz"
             lines.append(f"xhpc_extract {q(archive)} {q(root + '/artifacts/' + artifact.sha256)} || exit 1")

@@ -8,7 +8,6 @@ hold regular files and directories, so unpacking them cannot write outside their
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import io
 import json
@@ -17,7 +16,6 @@ import shutil
 import stat
 import subprocess
 import sys
-import tarfile
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -54,7 +52,14 @@ CLUSTER_PREFIX = "cluster:"
 
 def package(packageable: Packageable, context: PackagingContext) -> ClusterExecutable | None:
     """The packaged executable (the core attaches the packageable's args and env vars)."""
-    return _package_spec(packageable.executable_spec, Cache(context.cache_dir / "xhpc"), context)
+    digests = _use_digests(context.cache_dir / "xhpc" / "digests.json")
+    try:
+        return _package_spec(packageable.executable_spec, Cache(context.cache_dir / "xhpc"), context)
+    finally:
+        try:
+            digests.save()
+        except OSError:
+            pass  # a cache: the next launch hashes again
 
 
 def _package_spec(spec: ExecutableSpec, cache: Cache, context: PackagingContext) -> ClusterExecutable | None:
@@ -138,7 +143,25 @@ class Cache:
         return Artifact(sha, str(target), target.stat().st_size, "file")
 
 
-_DIGESTS = DigestCache()  # for this process: a file is hashed again only when it changed
+# A file is hashed again only when its size, mtime, ctime or inode changed. ``package`` loads
+# the cache kept in the xcore cache directory, so a relaunch from a new process stats the
+# project instead of reading it (a write changes the ctime even when size and mtime are
+# restored). Without a cache directory (direct calls), the cache lives for the process.
+_DIGESTS = DigestCache()
+_DIGESTS_MAX_BYTES = 32 * 2**20  # ~200,000 files; a bigger saved cache starts over (files long gone)
+
+
+def _use_digests(path: Path) -> DigestCache:
+    global _DIGESTS
+    if _DIGESTS.path != path:
+        try:
+            too_big = path.stat().st_size > _DIGESTS_MAX_BYTES
+        except OSError:
+            too_big = False
+        if too_big:
+            path.unlink(missing_ok=True)
+        _DIGESTS = DigestCache(path)
+    return _DIGESTS
 
 
 def _file_digest(path: Path) -> str:
@@ -147,6 +170,9 @@ def _file_digest(path: Path) -> str:
 
 def build_archive(entries: Iterable[tuple[str, Path]]) -> bytes:
     """A reproducible tar.gz of regular files (symlinks are followed; nothing else is stored)."""
+    import gzip
+    import tarfile  # only when building: an unchanged relaunch never needs it
+
     raw = io.BytesIO()
     with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
         dirs: set[str] = set()
@@ -228,6 +254,10 @@ def refuse_escaping_links(root: Path, what: str) -> None:
     escapes: list[str] = []
     for _ in walk_files(root, escapes):
         pass
+    _refuse(root, escapes, what)
+
+
+def _refuse(root: Path, escapes: list[str], what: str) -> None:
     if escapes:
         shown = ", ".join(f"{e} -> {os.readlink(root / e)}" for e in escapes[:5])
         raise PackagingError(
@@ -237,11 +267,16 @@ def refuse_escaping_links(root: Path, what: str) -> None:
         )
 
 
-def tree_key(label: str, root: Path, extra: Any = None) -> str:
-    """A hash of every file under ``root`` (names and contents) plus ``extra``."""
+def tree_key(label: str, root: Path, extra: Any = None, refuse_links: str | None = None) -> str:
+    """A hash of every file under ``root`` (names and contents) plus ``extra``. With
+    ``refuse_links`` (what is being packaged), a link out of ``root`` is an error, found by the
+    same walk of the tree."""
     digest = hashlib.sha256(f"{label}\0{json.dumps(extra, sort_keys=True, default=str)}\0".encode())
-    for arcname, path in walk_files(root):
+    escapes: list[str] | None = [] if refuse_links is not None else None
+    for arcname, path in walk_files(root, escapes):
         digest.update(arcname.encode() + b"\0" + _file_digest(path).encode() + b"\0")
+    if refuse_links is not None and escapes:
+        _refuse(root, escapes, refuse_links)
     return digest.hexdigest()
 
 
@@ -277,11 +312,10 @@ def _python_package(spec: PythonPackage, cache: Cache, context: PackagingContext
             f"PythonPackage(path={spec.path!r}): {project} has no pyproject.toml, setup.py or setup.cfg, so pip "
             "cannot install it. Add a pyproject.toml, or use xm.python_module(...) to ship the directory as is."
         )
-    refuse_escaping_links(project, f"PythonPackage(path={spec.path!r})")
     resources = _fileset_entries(spec.resources)
     extra = {"pip_args": spec.pip_args, "extra": spec.extra_packages,
              "resources": [(a, _file_digest(p)) for a, p in resources]}
-    key = tree_key("python-package", project, extra)
+    key = tree_key("python-package", project, extra, refuse_links=f"PythonPackage(path={spec.path!r})")
     artifact = cache.lookup(key)
     if artifact is None:
         context.progress.update("building", detail=f"pip install --no-deps {project}")

@@ -27,6 +27,7 @@ from typing import Any
 
 from xcore.errors import XcoreError
 from xcore.hooks.host import PluginHost
+from xcore.status import Status
 from xcore.store import MetadataStore
 from xcore.store.records import JobRecord
 
@@ -85,14 +86,15 @@ def read_job_results(host: PluginHost, job: JobRecord) -> dict[str, float | None
 
 
 def collect(store: MetadataStore, host: PluginHost, experiment_id: int, *,
-            running: Sequence[JobRecord] = ()) -> int:
+            running: Sequence[JobRecord] = (), rows: list[dict[str, Any]] | None = None) -> int:
     """Read the results of the experiment's terminal jobs not read yet (once per job: then
     ``final``) and of ``running`` jobs (recorded, read again next time). A log that cannot be
-    read now (backend unreachable) is retried next time. Returns how many jobs were read."""
+    read now (backend unreachable) is retried next time. Returns how many jobs were read.
+    ``rows``: the experiment's ``store.unit_rows``, when the caller has read them already."""
     pending = set(store.results_pending(experiment_id))
     jobs: list[JobRecord] = list(running)
     if pending:
-        jobs += [job for unit in store.work_units(experiment_id) for job in unit.jobs if job.id in pending]
+        jobs += _pending_jobs(host, store.unit_rows(experiment_id) if rows is None else rows, pending)
     read = 0
     for job in jobs:
         final = job.id in pending
@@ -106,6 +108,30 @@ def collect(store: MetadataStore, host: PluginHost, experiment_id: int, *,
             store.record_results(job.id, values, final=final)
         read += 1
     return read
+
+
+def _pending_jobs(host: PluginHost, rows: list[dict[str, Any]], pending: set[int]) -> list[JobRecord]:
+    """The pending jobs whose handles an installed plugin can read. A kind no plugin provides
+    is skipped (and retried next time, once it may be installed) as a whole, without building
+    its jobs' records: a sweep of 10,000 such jobs made every ``xcore show`` try each one."""
+    readable: dict[str, bool] = {}
+    jobs = []
+    for unit in rows:
+        for row in unit["jobs"]:
+            if row["id"] not in pending:
+                continue
+            kind = row["handle"].get("kind") if isinstance(row["handle"], dict) else None
+            if isinstance(kind, str):
+                if kind not in readable:
+                    try:
+                        host.kinds.entry(kind)
+                        readable[kind] = True
+                    except XcoreError:
+                        readable[kind] = False
+                if not readable[kind]:
+                    continue
+            jobs.append(JobRecord(**{**row, "status": Status(row["status"])}))
+    return jobs
 
 
 def result_names(results: dict[int, dict[str, float | None]]) -> list[str]:

@@ -132,3 +132,35 @@ def test_table_of_three_jobs_sorted_and_cut(capsys):
                                                                               "extra": {"z": 1, "a": "é"}}}
     assert main(["show", f"{experiment_id}/2"]) == 0
     assert "boom" in capsys.readouterr().out
+
+
+def test_show_of_a_finished_experiment_loads_no_plugin(xcore_home):
+    """Nothing to ask a backend and no result to read: the plugin host is never built."""
+    import subprocess
+    import sys
+
+    experiment_id = _three_job_experiment()
+    code = (f"import sys; from xcore.cli.main import main; assert main(['show', '{experiment_id}', '--json']) == 0; "
+            f"assert main(['show', '{experiment_id}']) == 0; assert 'pluggy' not in sys.modules, 'plugins loaded'")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith(EXPECTED_THREE_JOBS)
+
+
+def test_results_of_a_kind_no_plugin_provides_stay_pending(capsys):
+    """Read again once its plugin is installed; meanwhile show skips them without an error."""
+    from xcore import paths
+    from xcore.runtime import results
+    from xcore.store.sqlite import open_url
+
+    experiment_id = _three_job_experiment()
+    store = open_url(paths.store_url())
+    with store.transaction():
+        store._db.execute("UPDATE jobs SET results_at = NULL")  # as if never read
+    assert store.results_pending(experiment_id) == [1]  # the one job with a handle, of kind test.Handle
+    assert main(["show", str(experiment_id), "--json"]) == 0
+    assert capsys.readouterr().out == EXPECTED_THREE_JOBS
+    from xcore.hooks.host import get_host
+
+    assert results.collect(store, get_host(), experiment_id) == 0
+    assert store.results_pending(experiment_id) == [1]

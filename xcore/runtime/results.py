@@ -23,13 +23,15 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from xcore.errors import XcoreError
-from xcore.hooks.host import PluginHost
 from xcore.status import Status
-from xcore.store import MetadataStore
 from xcore.store.records import JobRecord
+
+if TYPE_CHECKING:  # not at run time: `xcore show` of finished jobs needs no plugin host (pluggy, kinds)
+    from xcore.hooks.host import PluginHost
+    from xcore.store import MetadataStore
 
 MARKER = "XCORE_RESULT"
 MAX_LINE = 64 * 1024  # longer lines are not results (and are not buffered whole)

@@ -164,3 +164,60 @@ def test_results_of_a_kind_no_plugin_provides_stay_pending(capsys):
 
     assert results.collect(store, get_host(), experiment_id) == 0
     assert store.results_pending(experiment_id) == [1]
+
+
+def test_an_unreadable_job_row_is_shown_unknown_with_the_reason(capsys):
+    import sqlite3
+
+    from xcore import paths
+
+    experiment_id = _three_job_experiment()
+    db = sqlite3.connect(paths.store_url().removeprefix("sqlite:///"))
+    with db:
+        db.execute("UPDATE jobs SET args = 'not json' WHERE id = 2")
+    db.close()
+    assert main(["show", str(experiment_id), "--json"]) == 0
+    jobs = [job for unit in json.loads(capsys.readouterr().out)["work_units"] for job in unit["jobs"]]
+    assert [j["status"] for j in jobs] == ["COMPLETED", "UNKNOWN", "CANCELLED"]
+    assert jobs[1]["message"].startswith("unreadable record: JSONDecodeError")
+    assert main(["show", str(experiment_id)]) == 0
+    assert "UNKNOWN" in capsys.readouterr().out
+
+
+def test_show_asks_the_backend_for_unfinished_jobs_only_and_records_what_changed(capsys, monkeypatch):
+    from xcore.hooks.host import get_host
+    from xcore.runtime import tracking
+
+    plugin_host({"fake": fake})
+    with xm.create_experiment("active") as experiment:
+        [exe] = experiment.package([xm.binary(fake.FakeSpec(), "true")])
+        for i in range(3):
+            experiment.add(xm.Job(exe, fake.FakeExecutor(hold=True), args={"i": i}))
+    jobs = experiment._all_jobs()
+    handles = [get_host().serializer.load(j.handle) for j in jobs]
+    fake.set_state(handles[0], xm.Status.COMPLETED, "exit code 0", 0)
+    asked: list[int] = []
+    real = tracking.refresh_jobs
+
+    def counting(store, host, jobs):  # noqa: ANN001, ANN202
+        asked.extend(j.id for j in jobs)
+        return real(store, host, jobs)
+
+    monkeypatch.setattr(tracking, "refresh_jobs", counting)
+    capsys.readouterr()
+    assert main(["show", str(experiment.experiment_id), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [j["status"] for u in data["work_units"] for j in u["jobs"]] == ["COMPLETED", "RUNNING", "RUNNING"]
+    assert sorted(asked) == sorted(j.id for j in jobs)
+    asked.clear()
+    fake.set_state(handles[2], xm.Status.FAILED, "boom", 3)
+    assert main(["show", f"{experiment.experiment_id}/3"]) == 0  # one unit: only its job is asked
+    assert "FAILED" in capsys.readouterr().out and asked == [jobs[2].id]
+    asked.clear()
+    fake.forget(handles[1])  # the backend no longer knows it: lost, recorded as such
+    assert main(["show", str(experiment.experiment_id), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [j["status"] for u in data["work_units"] for j in u["jobs"]][1:] == ["FAILED", "FAILED"]
+    assert asked == [jobs[1].id]  # finished jobs are not asked again
+    [unit] = experiment._store.work_units(experiment.experiment_id, [2])
+    assert unit.jobs[0].message.startswith("lost")

@@ -30,7 +30,7 @@ _REFRESHED = ("status", "message", "exit_code", "started_at", "ended_at")
 def show(args: argparse.Namespace) -> int:
     experiment_id, unit_id = _parse_target(args.experiment)
     store = _store()
-    store.get_experiment(experiment_id)  # an unknown experiment is an error before any backend is asked
+    record = store.get_experiment(experiment_id)  # an unknown experiment is an error before any backend is asked
     wanted = None if unit_id is None else [unit_id]
     refreshed = _refresh(store, experiment_id, unit_id)
     units = store.unit_rows(experiment_id, wanted)
@@ -46,9 +46,12 @@ def show(args: argparse.Namespace) -> int:
                 job["status"] = fresh.status.value
     from xcore.runtime import results as results_module
 
-    if store.results_pending(experiment_id):  # else no log to read: no plugin needed
-        results_module.collect(store, get_host(), experiment_id, rows=units if unit_id is None else None)
-    record = store.get_experiment(experiment_id)
+    pending = store.results_pending(experiment_id)
+    if pending:  # else no log to read: no plugin needed
+        results_module.collect(store, get_host(), experiment_id, rows=units if unit_id is None else None,
+                               pending=pending)
+    if refreshed:  # states were recorded: the experiment's counts changed
+        record = store.get_experiment(experiment_id)
     results, links = store.results(experiment_id, wanted), store.links(experiment_id, wanted)
     now = time.time()
     views = [_UnitView(unit, now) for unit in units]

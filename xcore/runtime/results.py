@@ -88,18 +88,20 @@ def read_job_results(host: PluginHost, job: JobRecord) -> dict[str, float | None
 
 
 def collect(store: MetadataStore, host: PluginHost, experiment_id: int, *,
-            running: Sequence[JobRecord] = (), rows: list[dict[str, Any]] | None = None) -> int:
+            running: Sequence[JobRecord] = (), rows: list[dict[str, Any]] | None = None,
+            pending: Sequence[int] | None = None) -> int:
     """Read the results of the experiment's terminal jobs not read yet (once per job: then
     ``final``) and of ``running`` jobs (recorded, read again next time). A log that cannot be
     read now (backend unreachable) is retried next time. Returns how many jobs were read.
-    ``rows``: the experiment's ``store.unit_rows``, when the caller has read them already."""
-    pending = set(store.results_pending(experiment_id))
+    ``rows``, ``pending``: the experiment's ``store.unit_rows`` and ``store.results_pending``,
+    when the caller has read them already."""
+    unread = set(store.results_pending(experiment_id) if pending is None else pending)
     jobs: list[JobRecord] = list(running)
-    if pending:
-        jobs += _pending_jobs(host, store.unit_rows(experiment_id) if rows is None else rows, pending)
+    if unread:
+        jobs += _pending_jobs(host, store.unit_rows(experiment_id) if rows is None else rows, unread)
     read = 0
     for job in jobs:
-        final = job.id in pending
+        final = job.id in unread
         try:
             values = read_job_results(host, job)
         except (XcoreError, OSError):

@@ -654,13 +654,20 @@ class SqliteStore(MetadataStore):
                 unit = units.get(row[2])
                 if unit is None:
                     continue
-                job = dict(zip(_COPIED_COLUMNS, row, strict=True))
+                (job_id, experiment, work_unit, name, executor_kind, executor, executable, args, env, status, message,
+                 exit_code, handle_kind, handle, log_path, created_at, launched_at, started_at, ended_at) = row
                 try:
-                    if row[9] not in statuses:
-                        raise ValueError(f"{row[9]!r} is not a valid Status")
-                    job["executor"], job["executable"] = _shared_spec(row[5]), _shared_spec(row[6])
-                    job["args"], job["env"] = loads(row[7]), loads(row[8])
-                    job["handle"] = _loads(row[13]) if row[13] else None
+                    if status not in statuses:
+                        raise ValueError(f"{status!r} is not a valid Status")
+                    job = {  # JobRecord's fields, in its order
+                        "id": job_id, "experiment_id": experiment, "work_unit_id": work_unit, "name": name,
+                        "executor_kind": executor_kind, "executor": _shared_spec(executor),
+                        "executable": _shared_spec(executable), "args": loads(args), "env": loads(env),
+                        "status": status, "message": message, "exit_code": exit_code, "handle_kind": handle_kind,
+                        "handle": _loads(handle) if handle else None, "log_path": log_path,
+                        "created_at": created_at, "launched_at": launched_at, "started_at": started_at,
+                        "ended_at": ended_at,
+                    }
                 except Exception:  # noqa: BLE001 - the record path says why, for this row only
                     record = self._job(dict(zip(_COPIED_COLUMNS, row, strict=True)))  # type: ignore[arg-type]
                     job = {field: getattr(record, field) for field in _COPIED_COLUMNS}

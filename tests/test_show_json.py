@@ -221,3 +221,21 @@ def test_show_asks_the_backend_for_unfinished_jobs_only_and_records_what_changed
     assert asked == [jobs[1].id]  # finished jobs are not asked again
     [unit] = experiment._store.work_units(experiment.experiment_id, [2])
     assert unit.jobs[0].message.startswith("lost")
+
+
+def test_a_job_stored_unknown_is_asked_again(capsys):
+    """UNKNOWN (the backend could not be asked last time) is not final: show asks again."""
+    from xcore.status import JobState
+
+    plugin_host({"fake": fake})
+    with xm.create_experiment("unknown") as experiment:
+        [exe] = experiment.package([xm.binary(fake.FakeSpec(), "true")])
+        experiment.add(xm.Job(exe, fake.FakeExecutor(hold=True)))
+    [job] = experiment._all_jobs()
+    store = experiment._store
+    store.record_states([(job.id, JobState(xm.Status.UNKNOWN, "backend unreachable: timed out"))])
+    capsys.readouterr()
+    assert main(["show", str(experiment.experiment_id), "--json"]) == 0
+    [unit] = json.loads(capsys.readouterr().out)["work_units"]
+    assert unit["jobs"][0]["status"] == "RUNNING"
+    assert store.work_units(experiment.experiment_id)[0].jobs[0].status is xm.Status.RUNNING

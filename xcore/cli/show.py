@@ -32,18 +32,19 @@ def show(args: argparse.Namespace) -> int:
     store = _store()
     record = store.get_experiment(experiment_id)  # an unknown experiment is an error before any backend is asked
     wanted = None if unit_id is None else [unit_id]
-    refreshed = _refresh(store, experiment_id, unit_id)
     units = store.unit_rows(experiment_id, wanted)
     if unit_id is not None and not units:
         raise NotFoundError(
             f"Experiment {experiment_id} has no work unit {unit_id} (see `xcore show {experiment_id}`).")
-    for unit in units:
-        for job in unit["jobs"]:
-            fresh = refreshed.get(job["id"])
-            if fresh is not None:  # what the backend said, also when it could not be recorded (UNKNOWN)
-                for field in _REFRESHED:
-                    job[field] = getattr(fresh, field)
-                job["status"] = fresh.status.value
+    refreshed = _refresh(store, [job for unit in units for job in unit["jobs"]])
+    if refreshed:
+        for unit in units:
+            for job in unit["jobs"]:
+                fresh = refreshed.get(job["id"])
+                if fresh is not None:  # what the backend said, also when it could not be recorded (UNKNOWN)
+                    for field in _REFRESHED:
+                        job[field] = getattr(fresh, field)
+                    job["status"] = fresh.status.value
     from xcore.runtime import results as results_module
 
     pending = store.results_pending(experiment_id)
@@ -107,13 +108,15 @@ def show(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _refresh(store: MetadataStore, experiment_id: int, unit_id: int | None) -> dict[int, JobRecord]:
-    """The experiment's unfinished jobs (of ``unit_id`` only, if given) with the state their
-    backends report now; nothing to ask, no plugin loaded."""
-    active = [j for j in store.active_jobs([experiment_id]) if unit_id is None or j.work_unit_id == unit_id]
-    if not active:
+def _refresh(store: MetadataStore, jobs: list[dict[str, Any]]) -> dict[int, JobRecord]:
+    """The unfinished jobs among ``jobs`` (UNKNOWN too: asking again may fix it) with the state
+    their backends report now, by id; nothing to ask, no plugin loaded."""
+    terminal = {s.value for s in Status if s.is_terminal}
+    unfinished = [JobRecord(**{**job, "status": Status(job["status"])}) for job in jobs
+                  if job["status"] not in terminal and job["handle_kind"] and job["handle"] is not None]
+    if not unfinished:
         return {}
-    return {job.id: job for job in refresh_jobs(store, get_host(), active)}
+    return {job.id: job for job in refresh_jobs(store, get_host(), unfinished)}
 
 
 def _duration(job: dict[str, Any], now: float) -> float | None:

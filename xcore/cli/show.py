@@ -59,7 +59,7 @@ def show(args: argparse.Namespace) -> int:
     del units
     views = _sorted_units(views, results, getattr(args, "sort", None), getattr(args, "top", None))
     if args.json:
-        _write_json(_experiment_json(record), views, results, links)
+        _write_json(_experiment_json(record), views, results, links, now)
         return EXIT_OK
     print(f"Experiment {record.id}: {printable(record.title)}")
     print(f"  status   {record.status.value} ({_summary(record)})")
@@ -190,7 +190,7 @@ def _sorted_units(units: list[_UnitView], results: dict[int, dict[str, float | N
 
 
 def _write_json(head: dict[str, Any], units: list[_UnitView], results: dict[int, dict[str, float | None]],
-                links: dict[int, dict[str, str]]) -> None:
+                links: dict[int, dict[str, str]], now: float) -> None:
     """The experiment as one JSON document (the same text ``json.dumps`` of the whole would
     give), written in pieces. A sweep's jobs share one executor and one executable: each is
     written once, in top-level ``executors``/``executables`` tables keyed by id, and a job names
@@ -199,7 +199,6 @@ def _write_json(head: dict[str, Any], units: list[_UnitView], results: dict[int,
 
     indent = 2 if sys.stdout.isatty() else None  # the C encoder is only used without indent
     tables = _SpecTables()
-    now = time.time()
     pieces = [_unit_json(u, results, links, tables, now) for u in units]
     if indent is not None:  # a terminal: one indented document (small enough to read anyway)
         head["work_units"] = pieces

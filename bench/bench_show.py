@@ -9,6 +9,7 @@ Run from a regular install: PYTHON bench/bench_show.py [N] [REPEATS]
 from __future__ import annotations
 
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -55,12 +56,20 @@ sys.stdout.write(json.dumps(rows) + "\\n")
 """
 
 
-def run(argv: list[str]) -> tuple[float, float, int]:
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run(argv: list[str]) -> tuple[float, float, int, float]:
+    """Wall seconds, peak MiB, output size and CPU seconds (user+system: on a loaded machine
+    wall time mostly measures waiting for a core)."""
+    cpu = _children_cpu()
     start = time.perf_counter()
     out = subprocess.run(argv, capture_output=True, text=True, check=True)
     seconds = time.perf_counter() - start
     hwm = int(next(line.split()[1] for line in out.stderr.splitlines() if line.startswith("HWM")))
-    return seconds, hwm / 1024, len(out.stdout)
+    return seconds, hwm / 1024, len(out.stdout), _children_cpu() - cpu
 
 
 def main() -> int:
@@ -72,21 +81,23 @@ def main() -> int:
                  "xcore show --json": [PYTHON, "-c", CLI, "show", experiment, "--json"]}
         for argv in cases.values():
             run(argv)  # warm-up
-        samples: dict[str, list[tuple[float, float, int]]] = {name: [] for name in cases}
+        samples: dict[str, list[tuple[float, float, int, float]]] = {name: [] for name in cases}
         for _ in range(REPEATS):
             for name, argv in cases.items():
                 samples[name].append(run(argv))
     base = statistics.median(s[0] for s in samples["raw sqlite3 query as JSON (baseline)"])
+    base_cpu = statistics.median(s[3] for s in samples["raw sqlite3 query as JSON (baseline)"])
     print(f"show of {N} finished tasks, median of {REPEATS} alternated (cpu count {os.cpu_count()}, "
           f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())})")
     for name, values in samples.items():
         seconds = statistics.median(v[0] for v in values)
+        cpu = statistics.median(v[3] for v in values)
         memory = max(v[1] for v in values)
         size = values[-1][2] / 1e6
         mark = "" if name.endswith("(baseline)") else (
             f"[{verdict(seconds / base <= 2)}] target 2x; [{verdict(memory < 100)}] target < 100 MiB")
-        print(f"  {name:38s} {seconds:7.3f} s  ratio {seconds / base:5.2f}  peak {memory:6.1f} MiB  "
-              f"output {size:6.2f} MB  {mark}")
+        print(f"  {name:38s} {seconds:7.3f} s  ratio {seconds / base:5.2f}  cpu {cpu:6.3f} s  ratio "
+              f"{cpu / base_cpu:5.2f}  peak {memory:6.1f} MiB  output {size:6.2f} MB  {mark}")
     return 0
 
 

@@ -353,3 +353,28 @@ def test_unit_summaries_match_the_folded_work_units(store_url):
         (1, Status.FAILED, "exit 2; exit 3"), (2, Status.COMPLETED, ""), (3, Status.LAUNCHING, "")]
     assert summaries[0].started_at is not None and summaries[0].ended_at is not None
     assert summaries[2].started_at is None and summaries[2].ended_at is None
+
+
+def test_unit_rows_hold_what_work_units_hold(store_url):
+    """``unit_rows`` (what ``xcore show`` reads) is ``work_units`` as plain dicts: the same
+    fields in the same order, statuses as text, a filter by unit id, an unreadable row kept."""
+    import attrs
+
+    store = open_url(store_url)
+    exp = store.create_experiment("rows")
+    [a, b] = store.add_work_unit(exp.id, 1, "work_unit", {"lr": 0.5, "s": "é"}, "i1", [new_job("a"), new_job("b")])
+    [c] = store.add_work_unit(exp.id, 2, "auxiliary", [1, 2], "", [new_job("c", env={"X": "y z"})])
+    store.add_work_unit(exp.id, 3, "work_unit", {}, "", [])
+    store.mark_launched([(a, "k", {"pid": 1, "n": [1.5]}, "/log")])
+    store.record_states([(a, JobState(Status.COMPLETED, "exit code 0", 0, 10.0, 12.5)),
+                         (c, JobState(Status.RUNNING, "running", None, 11.0))])
+    expected = [{"id": u.id, "role": u.role, "args": u.args, "identity": u.identity, "created_at": u.created_at,
+                 "jobs": [{**attrs.asdict(j, recurse=False), "status": j.status.value} for j in u.jobs]}
+                for u in store.work_units(exp.id)]
+    rows = store.unit_rows(exp.id)
+    assert rows == expected
+    assert [list(j) for u in rows for j in u["jobs"]] == [[f.name for f in attrs.fields(type(j))]
+                                                          for u in store.work_units(exp.id) for j in u.jobs]
+    assert [u["id"] for u in store.unit_rows(exp.id, [2, 3])] == [2, 3]
+    assert store.unit_rows(exp.id, [9]) == []
+    assert [j["id"] for u in rows for j in u["jobs"]] == [a, b, c]

@@ -11,12 +11,12 @@ from typing import Any
 
 import attrs
 
-from xcore.cli.tables import format_duration, format_time, plural, printable, render_table
+from xcore.cli.tables import format_time, plural, printable, render_table
 from xcore.errors import NotFoundError, XcoreError
 from xcore.runtime.progress import Progress
 from xcore.status import Status
 from xcore.store import MetadataStore
-from xcore.store.records import ExperimentRecord, JobRecord, WorkUnitRecord, unreadable
+from xcore.store.records import ExperimentRecord, JobRecord, unreadable
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_TIMEOUT = 0, 1, 2, 124
 EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
@@ -268,141 +268,10 @@ def _job_json(job: JobRecord) -> dict[str, Any]:
     return data
 
 
-def _unit_json(unit: WorkUnitRecord) -> dict[str, Any]:
-    return {
-        "id": unit.id, "role": unit.role, "args": unit.args, "identity": unit.identity, "status": unit.status.value,
-        "exit_codes": unit.exit_codes, "duration": unit.duration, "started_at": unit.started_at,
-        "ended_at": unit.ended_at, "jobs": [_job_json(j) for j in unit.jobs],
-    }
-
-
-def _share_specs(units: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """A sweep's jobs share one executor and one executable: each is written once, in top-level
-    ``executors``/``executables`` tables keyed by id, and a job names it (``executor_id``,
-    ``executable_id``) instead of repeating it (15.7 MB of JSON at 10,000 jobs before)."""
-    tables: dict[str, dict[str, Any]] = {"executor": {}, "executable": {}}
-    ids: dict[str, dict[str, str]] = {"executor": {}, "executable": {}}
-    for unit in units:
-        for job in unit["jobs"]:
-            for field in ("executor", "executable"):
-                value = job.pop(field)
-                key = json.dumps(value, sort_keys=True, default=str)
-                ref = ids[field].get(key)
-                if ref is None:
-                    ref = ids[field][key] = str(len(ids[field]) + 1)
-                    tables[field][ref] = value
-                job[f"{field}_id"] = ref
-    return tables["executor"], tables["executable"]
-
-
-def _format_args(args: Any) -> str:
-    if isinstance(args, dict):
-        return " ".join(f"{k}={json.dumps(v, ensure_ascii=False) if not isinstance(v, (int, float)) else v}"
-                        for k, v in args.items())
-    return json.dumps(args, ensure_ascii=False) if args else ""
-
-
 def show(args: argparse.Namespace) -> int:
-    experiment_id, unit_id = _parse_target(args.experiment)
-    store = _store()
-    record = store.get_experiment(experiment_id)
-    units = store.work_units(experiment_id, None if unit_id is None else [unit_id])
-    if unit_id is not None and not units:
-        raise NotFoundError(
-            f"Experiment {experiment_id} has no work unit {unit_id} (see `xcore show {experiment_id}`).")
-    refresh_jobs(store, get_host(), [j for u in units for j in u.jobs])
-    record = store.get_experiment(experiment_id)
-    from xcore.runtime import results as results_module
+    from xcore.cli.show import show as show_command  # its own module: plain rows, streamed JSON
 
-    results_module.collect(store, get_host(), experiment_id)
-    wanted = None if unit_id is None else [unit_id]
-    results, links = store.results(experiment_id, wanted), store.links(experiment_id, wanted)
-    units = _sorted_units(units, results, getattr(args, "sort", None), getattr(args, "top", None))
-    if args.json:
-        data = _experiment_json(record)
-        data["work_units"] = [{**_unit_json(u), "results": results.get(u.id, {}), "links": links.get(u.id, {})}
-                              for u in units]
-        del units  # the records, now copied into data: not held while the text is made
-        data["executors"], data["executables"] = _share_specs(data["work_units"])
-        _print_json(data)
-        return EXIT_OK
-    print(f"Experiment {record.id}: {printable(record.title)}")
-    print(f"  status   {record.status.value} ({_summary(record)})")
-    if record.unreadable:
-        print(f"  record   {printable(record.unreadable)}")
-    print(f"  created  {format_time(record.created_at)} by {printable(record.user)}@{printable(record.host)}")
-    if record.script_path:
-        print(f"  script   {printable(record.script_path)} (sha256 {str(record.script_sha256)[:12]})")
-    if record.git_commit:
-        print(f"  git      {printable(record.git_commit[:12])}{' (dirty)' if record.git_dirty else ''}")
-    if record.tags:
-        print(f"  tags     {printable(', '.join(record.tags))}")
-    if record.notes:
-        print(f"  notes    {printable(record.notes)}")
-    if record.launch_status == "LAUNCH_FAILED":
-        print(f"  launch   FAILED: {printable(record.launch_error)}")
-    print()
-    rows: list[tuple[object, ...]] = []
-    names = results_module.result_names(results)
-    for unit in units:
-        values = tuple(_format_result(results.get(unit.id, {}).get(n)) for n in names)
-        jobs: list[JobRecord | None] = list(unit.jobs) or [None]
-        for job in jobs:
-            name = f"{unit.id}" if job is None or len(unit.jobs) <= 1 else f"{unit.id}/{job.name}"
-            if unit.role == "auxiliary":
-                name += " (aux)"
-            if job is None:
-                rows.append((name, unit.status.value, "-", "-", *values, "", _format_args(unit.args)))
-                continue
-            rows.append((name, job.status.value, "-" if job.exit_code is None else job.exit_code,
-                         format_duration(job.duration), *values,
-                         job.message if job.status is not Status.COMPLETED else "", _format_args(unit.args)))
-    if rows:
-        print(render_table(["WU", "STATUS", "EXIT", "DURATION", *(n.upper() for n in names), "MESSAGE", "ARGS"],
-                           rows))
-    else:
-        print("(no work units)")
-    link_rows = [(unit.id, name, url) for unit in units for name, url in links.get(unit.id, {}).items()]
-    if link_rows:
-        print()
-        print(render_table(["WU", "TRACKER", "LINK"], link_rows))
-    return EXIT_OK
-
-
-def _format_result(value: float | None) -> str:
-    return "-" if value is None else f"{value:.6g}"
-
-
-def _sorted_units(units: list[WorkUnitRecord], results: dict[int, dict[str, float | None]], sort: str | None,
-                  top: int | None) -> list[WorkUnitRecord]:
-    """``--sort NAME`` (ascending) or ``-NAME`` (descending) by a result, an argument, or
-    ``id``/``status``/``duration``; units without the value come last. ``--top N`` keeps N."""
-    if top is not None and top < 1:
-        raise XcoreError(f"--top must be 1 or more, got {top}.")
-    if sort:
-        descending = sort.startswith("-")
-        key = sort.lstrip("-+")
-        known = {n for values in results.values() for n in values}
-        known |= {k for u in units if isinstance(u.args, dict) for k in u.args} | {"id", "status", "duration"}
-        if key not in known:
-            raise XcoreError(f"Cannot sort by {key!r}: use a result, an argument or id/status/duration "
-                             f"({', '.join(sorted(known))}).")
-
-        def value(unit: WorkUnitRecord) -> Any:
-            if key in results.get(unit.id, {}):
-                return results[unit.id][key]
-            if isinstance(unit.args, dict) and key in unit.args:
-                return unit.args[key]
-            return {"id": unit.id, "status": unit.status.value, "duration": unit.duration}.get(key)
-
-        present = [u for u in units if value(u) is not None]
-        missing = [u for u in units if value(u) is None]
-        try:
-            present.sort(key=value, reverse=descending)
-        except TypeError:  # mixed types (an argument that is a number here, a string there)
-            present.sort(key=lambda u: str(value(u)), reverse=descending)
-        units = present + missing
-    return units[:top] if top is not None else units
+    return show_command(args)
 
 
 # -- wait, cancel, logs ----------------------------------------------------------------------

@@ -1,12 +1,18 @@
-"""The one place where models become JSON and back (cattrs, tagged by kind)."""
+"""The one place where models become JSON and back (cattrs, tagged by kind).
+
+cattrs loads on first need: an object whose stored fields are all plain JSON scalars of their
+declared types (a job handle, typically) is rebuilt without it, so a status poll from a new
+process (``xcore show`` of running jobs) does not pay for importing it (issue 14).
+"""
 
 from __future__ import annotations
 
 import enum
+import types
+import typing
 from typing import Any
 
 import attrs
-import cattrs
 
 from xcore.hooks.kinds import CATEGORIES, KindRegistry
 from xcore.launch.args import SequentialArgs, _Positional, plain_escaper
@@ -45,11 +51,50 @@ def args_from_json(data: list[Any]) -> SequentialArgs:
     return args
 
 
+_SCALARS = (str, int, float, bool)
+
+
+def _plain_fields(cls: type) -> list[tuple[str, str, tuple[type, ...]]] | None:
+    """Each init field of ``cls`` as (stored name, argument name, the value types taken as
+    they are), or None when some field's type is not a scalar or an optional scalar."""
+    if not attrs.has(cls):
+        return None
+    fields = []
+    for field in attrs.fields(cls):
+        if not field.init:
+            continue
+        declared = field.type
+        if declared in _SCALARS:
+            allowed: tuple[type, ...] = (declared,)
+        elif typing.get_origin(declared) in (typing.Union, types.UnionType):
+            members = typing.get_args(declared)
+            scalars = [m for m in members if m is not type(None)]
+            if len(scalars) != 1 or scalars[0] not in _SCALARS or len(members) != 2:
+                return None
+            allowed = (scalars[0], type(None))
+        else:
+            return None
+        fields.append((field.name, field.alias if field.alias else field.name.lstrip("_"), allowed))
+    return fields
+
+
 class Serializer:
     """Turns registered objects into ``{"kind": ..., **fields}`` dicts and back."""
 
     def __init__(self, registry: KindRegistry) -> None:
         self.registry = registry
+        self._converter: Any = None
+        self._plain_fields: dict[type, list[tuple[str, str, tuple[type, ...]]] | None] = {}
+
+    @property
+    def _conv(self) -> Any:
+        if self._converter is None:
+            self._converter = self._make_converter()
+        return self._converter
+
+    def _make_converter(self) -> Any:
+        import cattrs
+
         conv = cattrs.Converter()
         conv.register_unstructure_hook(JobRequirements, lambda r: r.to_dict())
         conv.register_structure_hook(JobRequirements, lambda d, _: JobRequirements.from_dict(d))
@@ -62,7 +107,7 @@ class Serializer:
         conv.register_structure_hook_func(
             lambda t: isinstance(t, type) and issubclass(t, bases), self._structure_tagged
         )
-        self._conv = conv
+        return conv
 
     def dump(self, obj: Any) -> Any:
         return self._conv.unstructure(obj)
@@ -71,7 +116,28 @@ class Serializer:
         """Rebuild an object; ``cls`` is only needed for untagged data."""
         if cls is None:
             cls = self.registry.entry(data["kind"]).cls
+            plain = self._load_plain(data, cls)
+            if plain is not None:
+                return plain
         return self._conv.structure(data, cls)
+
+    def _load_plain(self, data: dict[str, Any], cls: type) -> Any:
+        """``cls`` built straight from ``data`` when every stored field is a scalar of exactly
+        its declared type (or None where the type allows it): what cattrs would build, as it
+        converts nothing then. None when any field needs cattrs."""
+        if cls not in self._plain_fields:
+            self._plain_fields[cls] = _plain_fields(cls)
+        fields = self._plain_fields[cls]
+        if fields is None:
+            return None
+        kwargs = {}
+        for name, argument, allowed in fields:
+            if name in data:
+                value = data[name]
+                if type(value) not in allowed:
+                    return None
+                kwargs[argument] = value
+        return cls(**kwargs)
 
     def _unstructure_tagged(self, obj: Any) -> dict[str, Any]:
         data: dict[str, Any] = {"kind": self.registry.kind_of(obj)}

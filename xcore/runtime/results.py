@@ -23,12 +23,15 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from xcore.errors import XcoreError
-from xcore.hooks.host import PluginHost
-from xcore.store import MetadataStore
+from xcore.status import Status
 from xcore.store.records import JobRecord
+
+if TYPE_CHECKING:  # not at run time: `xcore show` of finished jobs needs no plugin host (pluggy, kinds)
+    from xcore.hooks.host import PluginHost
+    from xcore.store import MetadataStore
 
 MARKER = "XCORE_RESULT"
 MAX_LINE = 64 * 1024  # longer lines are not results (and are not buffered whole)
@@ -85,17 +88,20 @@ def read_job_results(host: PluginHost, job: JobRecord) -> dict[str, float | None
 
 
 def collect(store: MetadataStore, host: PluginHost, experiment_id: int, *,
-            running: Sequence[JobRecord] = ()) -> int:
+            running: Sequence[JobRecord] = (), rows: list[dict[str, Any]] | None = None,
+            pending: Sequence[int] | None = None) -> int:
     """Read the results of the experiment's terminal jobs not read yet (once per job: then
     ``final``) and of ``running`` jobs (recorded, read again next time). A log that cannot be
-    read now (backend unreachable) is retried next time. Returns how many jobs were read."""
-    pending = set(store.results_pending(experiment_id))
+    read now (backend unreachable) is retried next time. Returns how many jobs were read.
+    ``rows``, ``pending``: the experiment's ``store.unit_rows`` and ``store.results_pending``,
+    when the caller has read them already."""
+    unread = set(store.results_pending(experiment_id) if pending is None else pending)
     jobs: list[JobRecord] = list(running)
-    if pending:
-        jobs += [job for unit in store.work_units(experiment_id) for job in unit.jobs if job.id in pending]
+    if unread:
+        jobs += _pending_jobs(host, store.unit_rows(experiment_id) if rows is None else rows, unread)
     read = 0
     for job in jobs:
-        final = job.id in pending
+        final = job.id in unread
         try:
             values = read_job_results(host, job)
         except (XcoreError, OSError):
@@ -106,6 +112,30 @@ def collect(store: MetadataStore, host: PluginHost, experiment_id: int, *,
             store.record_results(job.id, values, final=final)
         read += 1
     return read
+
+
+def _pending_jobs(host: PluginHost, rows: list[dict[str, Any]], pending: set[int]) -> list[JobRecord]:
+    """The pending jobs whose handles an installed plugin can read. A kind no plugin provides
+    is skipped (and retried next time, once it may be installed) as a whole, without building
+    its jobs' records: a sweep of 10,000 such jobs made every ``xcore show`` try each one."""
+    readable: dict[str, bool] = {}
+    jobs = []
+    for unit in rows:
+        for row in unit["jobs"]:
+            if row["id"] not in pending:
+                continue
+            kind = row["handle"].get("kind") if isinstance(row["handle"], dict) else None
+            if isinstance(kind, str):
+                if kind not in readable:
+                    try:
+                        host.kinds.entry(kind)
+                        readable[kind] = True
+                    except XcoreError:
+                        readable[kind] = False
+                if not readable[kind]:
+                    continue
+            jobs.append(JobRecord(**{**row, "status": Status(row["status"])}))
+    return jobs
 
 
 def result_names(results: dict[int, dict[str, float | None]]) -> list[str]:

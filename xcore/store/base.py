@@ -147,6 +147,25 @@ class MetadataStore(abc.ABC):
             for u in self.work_units(experiment_id)
         ]
 
+    def unit_rows(self, experiment_id: int, work_unit_ids: Sequence[int] | None = None) -> list[dict[str, Any]]:
+        """Work units as plain dicts (``id``, ``role``, ``args``, ``identity``, ``created_at``,
+        ``jobs``), each job a dict of ``JobRecord``'s fields in their order with its status as
+        the string: what ``xcore show`` prints, without a record object per job (10,000 of them
+        were most of its time). This default converts ``work_units``; a store may read it faster.
+        Values (specs, args, env) may be shared between jobs: read-only; the job dicts are not."""
+        import attrs
+
+        rows = []
+        for unit in self.work_units(experiment_id, work_unit_ids):
+            jobs = []
+            for job in unit.jobs:
+                fields = attrs.asdict(job, recurse=False)
+                fields["status"] = job.status.value
+                jobs.append(fields)
+            rows.append({"id": unit.id, "role": unit.role, "args": unit.args, "identity": unit.identity,
+                         "created_at": unit.created_at, "jobs": jobs})
+        return rows
+
     # Trial results (see ``xcore.runtime.results``): the scalars a program printed as
     # ``XCORE_RESULT {"loss": 0.1}`` lines, collected from its log. Tracker links (see
     # ``xcore.trackers``): named URLs per job, recorded when the job is.

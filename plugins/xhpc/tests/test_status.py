@@ -140,3 +140,44 @@ def test_task_cancelled_while_pending_has_no_start_and_no_negative_duration(xcor
     finally:
         ids = {j.handle["job_id"] for j in experiment._all_jobs() if j.handle}
         subprocess.run(["scancel", *sorted(ids)], capture_output=True, timeout=60, check=False)
+
+
+def test_a_status_poll_over_ssh_is_one_remote_command(xcore_env: Path, tmp_path: Path) -> None:
+    """`xcore show` of an active Slurm experiment (a new process) and each poll of `xcore wait`
+    run exactly one ssh command: squeue and sacct of that experiment's array job, together."""
+    import shutil
+
+    import xhpc
+
+    _configure(xcore_env, "slurm", "ssh")
+    name = f"onepoll{uuid.uuid4().hex[:6]}"
+    with xm.create_experiment(title=name) as experiment:
+        [exe] = experiment.package([xm.Packageable(xhpc.Command(["true"]), xhpc.Slurm.Spec())])
+        for i in range(3):
+            experiment.add(xm.Job(exe, xhpc.Slurm(job_name=name, directives=["--hold"]), args=[str(i)]))
+    [job_id] = {j.handle["job_id"] for j in experiment._all_jobs()}
+    wrappers = tmp_path / "bin"
+    wrappers.mkdir()
+    calls = tmp_path / "ssh-calls"
+    real_ssh = shutil.which("ssh")
+    assert real_ssh
+    (wrappers / "ssh").write_text(f'#!/bin/sh\nprintf "@@CALL %s\\n" "$*" >> "{calls}"\nexec "{real_ssh}" "$@"\n')
+    (wrappers / "ssh").chmod(0o700)
+    env = {**os.environ, "PATH": f"{wrappers}{os.pathsep}{os.environ['PATH']}"}
+    try:
+        out = subprocess.run([sys.executable, "-m", "xcore.cli.main", "show", str(experiment.experiment_id), "--json"],
+                             capture_output=True, text=True, env=env, timeout=120, check=False)
+        assert out.returncode == 0, out.stderr
+        assert '"status": "PENDING"' in out.stdout
+        log = calls.read_text()
+        assert log.count("@@CALL") == 1, log
+        assert log.count("squeue -h") == 1 and log.count("sacct -n") == 1 and log.count(job_id) >= 2, log
+        calls.unlink()
+        out = subprocess.run([sys.executable, "-m", "xcore.cli.main", "wait", str(experiment.experiment_id),
+                              "--timeout", "1"], capture_output=True, text=True, env=env, timeout=120, check=False)
+        assert out.returncode == 124, out.stdout + out.stderr
+        polls = calls.read_text().split("@@CALL")[1:]
+        assert len(polls) >= 2, polls  # it polled more than once in that second
+        assert all(p.count("squeue -h") == 1 and p.count("sacct -n") == 1 for p in polls), polls
+    finally:
+        subprocess.run(["scancel", job_id], capture_output=True, timeout=60, check=False)

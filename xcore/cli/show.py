@@ -1,0 +1,269 @@
+"""``xcore show``: one experiment's work units, as a table or as JSON.
+
+Read as plain rows (``MetadataStore.unit_rows``), not as a record object per job, and the JSON
+written one batch of work units at a time rather than as one string: at 10,000 jobs the records
+and the whole text were most of the time and memory (issue 14). Unfinished jobs are asked for
+their state first (``refresh_jobs``, which records what changed); the plugins load only then,
+or when a finished job's results are still to be read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+from xcore.cli.commands import _experiment_json, _parse_target, _store, _summary, get_host, refresh_jobs
+from xcore.cli.tables import format_duration, format_time, printable, render_table
+from xcore.errors import NotFoundError, XcoreError
+from xcore.status import Status, combine
+from xcore.store import MetadataStore
+from xcore.store.records import JobRecord
+
+EXIT_OK = 0
+_BATCH = 500  # work units per piece of JSON text: small pieces, few encoder calls
+_REFRESHED = ("status", "message", "exit_code", "started_at", "ended_at")
+
+
+def show(args: argparse.Namespace) -> int:
+    experiment_id, unit_id = _parse_target(args.experiment)
+    store = _store()
+    record = store.get_experiment(experiment_id)  # an unknown experiment is an error before any backend is asked
+    wanted = None if unit_id is None else [unit_id]
+    units = store.unit_rows(experiment_id, wanted)
+    if unit_id is not None and not units:
+        raise NotFoundError(
+            f"Experiment {experiment_id} has no work unit {unit_id} (see `xcore show {experiment_id}`).")
+    refreshed = _refresh(store, [job for unit in units for job in unit["jobs"]])
+    if refreshed:
+        for unit in units:
+            for job in unit["jobs"]:
+                fresh = refreshed.get(job["id"])
+                if fresh is not None:  # what the backend said, also when it could not be recorded (UNKNOWN)
+                    for field in _REFRESHED:
+                        job[field] = getattr(fresh, field)
+                    job["status"] = fresh.status.value
+    from xcore.runtime import results as results_module
+
+    pending = store.results_pending(experiment_id)
+    if pending:  # else no log to read: no plugin needed
+        results_module.collect(store, get_host(), experiment_id, rows=units if unit_id is None else None,
+                               pending=pending)
+    if refreshed:  # states were recorded: the experiment's counts changed
+        record = store.get_experiment(experiment_id)
+    results, links = store.results(experiment_id, wanted), store.links(experiment_id, wanted)
+    now = time.time()
+    views = [_UnitView(unit, now) for unit in units]
+    del units
+    views = _sorted_units(views, results, getattr(args, "sort", None), getattr(args, "top", None))
+    if args.json:
+        _write_json(_experiment_json(record), views, results, links, now)
+        return EXIT_OK
+    print(f"Experiment {record.id}: {printable(record.title)}")
+    print(f"  status   {record.status.value} ({_summary(record)})")
+    if record.unreadable:
+        print(f"  record   {printable(record.unreadable)}")
+    print(f"  created  {format_time(record.created_at)} by {printable(record.user)}@{printable(record.host)}")
+    if record.script_path:
+        print(f"  script   {printable(record.script_path)} (sha256 {str(record.script_sha256)[:12]})")
+    if record.git_commit:
+        print(f"  git      {printable(record.git_commit[:12])}{' (dirty)' if record.git_dirty else ''}")
+    if record.tags:
+        print(f"  tags     {printable(', '.join(record.tags))}")
+    if record.notes:
+        print(f"  notes    {printable(record.notes)}")
+    if record.launch_status == "LAUNCH_FAILED":
+        print(f"  launch   FAILED: {printable(record.launch_error)}")
+    print()
+    rows: list[tuple[object, ...]] = []
+    names = results_module.result_names(results)
+    completed = Status.COMPLETED.value
+    for view in views:
+        values = tuple(_format_result(results.get(view.id, {}).get(n)) for n in names)
+        arguments = _format_args(view.args)
+        jobs = view.jobs
+        if not jobs:
+            name = f"{view.id} (aux)" if view.role == "auxiliary" else f"{view.id}"
+            rows.append((name, view.status.value, "-", "-", *values, "", arguments))
+            continue
+        for job in jobs:
+            name = f"{view.id}" if len(jobs) <= 1 else f"{view.id}/{job['name']}"
+            if view.role == "auxiliary":
+                name += " (aux)"
+            exit_code = job["exit_code"]
+            rows.append((name, job["status"], "-" if exit_code is None else exit_code,
+                         format_duration(_duration(job, now)), *values,
+                         job["message"] if job["status"] != completed else "", arguments))
+    if rows:
+        print(render_table(["WU", "STATUS", "EXIT", "DURATION", *(n.upper() for n in names), "MESSAGE", "ARGS"],
+                           rows))
+    else:
+        print("(no work units)")
+    link_rows = [(view.id, name, url) for view in views for name, url in links.get(view.id, {}).items()]
+    if link_rows:
+        print()
+        print(render_table(["WU", "TRACKER", "LINK"], link_rows))
+    return EXIT_OK
+
+
+def _refresh(store: MetadataStore, jobs: list[dict[str, Any]]) -> dict[int, JobRecord]:
+    """The unfinished jobs among ``jobs`` (UNKNOWN too: asking again may fix it) with the state
+    their backends report now, by id; nothing to ask, no plugin loaded."""
+    terminal = {s.value for s in Status if s.is_terminal}
+    unfinished = [JobRecord(**{**job, "status": Status(job["status"])}) for job in jobs
+                  if job["status"] not in terminal and job["handle_kind"] and job["handle"] is not None]
+    if not unfinished:
+        return {}
+    return {job.id: job for job in refresh_jobs(store, get_host(), unfinished)}
+
+
+def _duration(job: dict[str, Any], now: float) -> float | None:
+    started = job["started_at"]
+    if started is None:
+        return None
+    ended = job["ended_at"]
+    return (ended if ended is not None else now) - started
+
+
+class _UnitView:
+    """A work unit of plain job dicts, with what ``WorkUnitRecord`` derives from its jobs."""
+
+    __slots__ = ("args", "duration", "ended_at", "exit_codes", "id", "identity", "jobs", "role", "started_at",
+                 "status")
+
+    def __init__(self, unit: dict[str, Any], now: float) -> None:
+        self.id: int = unit["id"]
+        self.role: str = unit["role"]
+        self.args: Any = unit["args"]
+        self.identity: str = unit["identity"]
+        jobs: list[dict[str, Any]] = unit["jobs"]
+        self.jobs = jobs
+        if len(jobs) == 1:  # the common case, without the generic folds
+            [job] = jobs
+            self.status = Status(job["status"])
+            self.exit_codes = [job["exit_code"]]
+            self.started_at: float | None = job["started_at"]
+            self.ended_at: float | None = job["ended_at"]
+        else:
+            self.status = combine(Status(j["status"]) for j in jobs)
+            self.exit_codes = [j["exit_code"] for j in jobs]
+            starts = [j["started_at"] for j in jobs if j["started_at"] is not None]
+            self.started_at = min(starts) if starts else None
+            ends = [j["ended_at"] for j in jobs]
+            self.ended_at = max(ends) if ends and all(e is not None for e in ends) else None
+        start = self.started_at
+        self.duration = None if start is None else (self.ended_at if self.ended_at is not None else now) - start
+
+
+def _sorted_units(units: list[_UnitView], results: dict[int, dict[str, float | None]], sort: str | None,
+                  top: int | None) -> list[_UnitView]:
+    """``--sort NAME`` (ascending) or ``-NAME`` (descending) by a result, an argument, or
+    ``id``/``status``/``duration``; units without the value come last. ``--top N`` keeps N."""
+    if top is not None and top < 1:
+        raise XcoreError(f"--top must be 1 or more, got {top}.")
+    if sort:
+        descending = sort.startswith("-")
+        key = sort.lstrip("-+")
+        known = {n for values in results.values() for n in values}
+        known |= {k for u in units if isinstance(u.args, dict) for k in u.args} | {"id", "status", "duration"}
+        if key not in known:
+            raise XcoreError(f"Cannot sort by {key!r}: use a result, an argument or id/status/duration "
+                             f"({', '.join(sorted(known))}).")
+
+        def value(unit: _UnitView) -> Any:
+            if key in results.get(unit.id, {}):
+                return results[unit.id][key]
+            if isinstance(unit.args, dict) and key in unit.args:
+                return unit.args[key]
+            return {"id": unit.id, "status": unit.status.value, "duration": unit.duration}.get(key)
+
+        present = [u for u in units if value(u) is not None]
+        missing = [u for u in units if value(u) is None]
+        try:
+            present.sort(key=value, reverse=descending)
+        except TypeError:  # mixed types (an argument that is a number here, a string there)
+            present.sort(key=lambda u: str(value(u)), reverse=descending)
+        units = present + missing
+    return units[:top] if top is not None else units
+
+
+def _write_json(head: dict[str, Any], units: list[_UnitView], results: dict[int, dict[str, float | None]],
+                links: dict[int, dict[str, str]], now: float) -> None:
+    """The experiment as one JSON document (the same text ``json.dumps`` of the whole would
+    give), written in pieces. A sweep's jobs share one executor and one executable: each is
+    written once, in top-level ``executors``/``executables`` tables keyed by id, and a job names
+    it (``executor_id``, ``executable_id``) instead of repeating it."""
+    from xcore.cli.commands import _json_default
+
+    indent = 2 if sys.stdout.isatty() else None  # the C encoder is only used without indent
+    tables = _SpecTables()
+    pieces = [_unit_json(u, results, links, tables, now) for u in units]
+    if indent is not None:  # a terminal: one indented document (small enough to read anyway)
+        head["work_units"] = pieces
+        head["executors"], head["executables"] = tables.executors, tables.executables
+        sys.stdout.write(json.dumps(head, indent=indent, default=_json_default, ensure_ascii=False))
+        sys.stdout.write("\n")
+        return
+    encode = json.JSONEncoder(ensure_ascii=False, default=_json_default).encode
+    write = sys.stdout.write
+    opening = encode(head)
+    write(opening[:-1] + (', "work_units": [' if head else '"work_units": ['))
+    for start in range(0, len(pieces), _BATCH):
+        if start:
+            write(", ")
+        write(encode(pieces[start : start + _BATCH])[1:-1])
+    write(f'], "executors": {encode(tables.executors)}, "executables": {encode(tables.executables)}}}\n')
+
+
+class _SpecTables:
+    """Executors and executables by id: one entry per distinct content (any key order)."""
+
+    def __init__(self) -> None:
+        self.executors: dict[str, Any] = {}
+        self.executables: dict[str, Any] = {}
+        self._by_content: tuple[dict[str, str], dict[str, str]] = ({}, {})
+        self._by_object: tuple[dict[int, tuple[Any, str]], dict[int, tuple[Any, str]]] = ({}, {})
+
+    def ref(self, value: Any, executable: bool) -> str:
+        by_object = self._by_object[executable]
+        seen = by_object.get(id(value))
+        if seen is not None and seen[0] is value:  # the store shares one object per distinct stored text
+            return seen[1]
+        key = json.dumps(value, sort_keys=True, default=str)
+        by_content = self._by_content[executable]
+        ref = by_content.get(key)
+        if ref is None:
+            table = self.executables if executable else self.executors
+            ref = by_content[key] = str(len(by_content) + 1)
+            table[ref] = value
+        by_object[id(value)] = (value, ref)  # holds the value: its id is not reused meanwhile
+        return ref
+
+
+def _unit_json(unit: _UnitView, results: dict[int, dict[str, float | None]], links: dict[int, dict[str, str]],
+               tables: _SpecTables, now: float) -> dict[str, Any]:
+    jobs = []
+    for job in unit.jobs:
+        executor, executable = job.pop("executor"), job.pop("executable")
+        job["duration"] = _duration(job, now)
+        job["executor_id"] = tables.ref(executor, False)
+        job["executable_id"] = tables.ref(executable, True)
+        jobs.append(job)
+    return {
+        "id": unit.id, "role": unit.role, "args": unit.args, "identity": unit.identity, "status": unit.status.value,
+        "exit_codes": unit.exit_codes, "duration": unit.duration, "started_at": unit.started_at,
+        "ended_at": unit.ended_at, "jobs": jobs, "results": results.get(unit.id, {}), "links": links.get(unit.id, {}),
+    }
+
+
+def _format_result(value: float | None) -> str:
+    return "-" if value is None else f"{value:.6g}"
+
+
+def _format_args(args: Any) -> str:
+    if isinstance(args, dict):
+        return " ".join(f"{k}={json.dumps(v, ensure_ascii=False) if not isinstance(v, (int, float)) else v}"
+                        for k, v in args.items())
+    return json.dumps(args, ensure_ascii=False) if args else ""

@@ -23,7 +23,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from xcore.errors import DebugInterrupt, ExperimentUnitError
-from xcore.hooks.execution import LaunchRequest
 from xcore.hooks.host import PluginHost
 from xcore.hooks.validation import check_field_types
 from xcore.launch import core
@@ -41,13 +40,14 @@ from xcore.launch.units import (
     WorkUnit,
     WorkUnitRole,
 )
-from xcore.runtime.launcher import INTERRUPTED, BatchLauncher, LazyFuture, PendingJob, UnitTicket
+from xcore.runtime.launcher import INTERRUPTED, BatchLauncher, LazyFuture, UnitTicket
 from xcore.runtime.packaging import package
 from xcore.runtime.progress import Progress
+from xcore.runtime.recorder import PendingAdd
 from xcore.runtime.tracking import cancel_jobs, refresh_jobs, wait_for
 from xcore.status import ExperimentUnitStatus, Status, combine
 from xcore.store import MetadataStore
-from xcore.store.records import ExperimentRecord, JobRecord, NewJob
+from xcore.store.records import ExperimentRecord, JobRecord, NewJob, UnitWrite
 from xcore.store.redaction import redact_env, redact_nested
 
 # -- experiment ------------------------------------------------------------------------------
@@ -123,8 +123,6 @@ class Experiment:
     def _finish(self, exc: BaseException | None) -> None:
         from xcore.launch.registry import created_experiment_ids  # the registry imports this module
 
-        if self._launcher.submitted and self.experiment_id not in created_experiment_ids:
-            created_experiment_ids.append(self.experiment_id)  # reopened and added to: `launch --wait` waits for it
         if isinstance(exc, KeyboardInterrupt):  # Ctrl-C or SIGTERM: stop submitting, keep what was submitted
             for task in self._generator_tasks:
                 task.cancel()
@@ -142,6 +140,8 @@ class Experiment:
                 except BaseException as task_error:  # recorded below, first error re-raised
                     self._launcher.errors.append(task_error)
             self._launcher.close()
+        if self._launcher.submitted and self.experiment_id not in created_experiment_ids:
+            created_experiment_ids.append(self.experiment_id)  # reopened and added to: `launch --wait` waits for it
         self._progress.clear()
         if self._generator_loop is not None and self._owns_generator_loop:
             self._generator_loop.call_soon_threadsafe(self._generator_loop.stop)
@@ -222,7 +222,8 @@ class Experiment:
             self._identities[identity] = unit
             unit._identity = identity
         if is_generator:
-            self._store.add_work_unit(self.experiment_id, unit_id, role_name, stored_args, identity, [])
+            self._launcher.record(PendingAdd(
+                UnitWrite(self.experiment_id, unit_id, role_name, stored_args, identity, []), [], None))
             future = self._run_generator(job, unit, dict(args or {}))
             return LaunchFuture(future, self._launcher, unit)
         return self._record_and_queue(unit, prepared, role_name, stored_args, identity)
@@ -245,50 +246,31 @@ class Experiment:
     ) -> LaunchFuture:
         from xcore.trackers import TrackedJob, job_tracking
 
-        links: list[tuple[int, str, str]] = []  # (index in prepared, name, url) until ids are known
-        tracked = []
+        links: list[tuple[int, str, str]] = []  # (index in prepared, name, url): ids come with the commit
+        jobs: list[tuple[str, Executable, Any, list[str], dict[str, str], str]] = []
+        new_jobs: list[NewJob] = []
+        kinds = self._host.kinds
         for index, (name, job, argv, env) in enumerate(prepared):
             extra = job_tracking(self._host, TrackedJob(
                 self.experiment_id, self._record.title, tuple(self._record.tags), unit.work_unit_id, name,
                 unit.args, env, os.environ))
-            links += [(index, link_name, url) for link_name, url in extra.links.items()]
-            tracked.append((name, job, argv, {**extra.env, **env}) if extra.env else (name, job, argv, env))
-        prepared = tracked
-        new_jobs = [
-            NewJob(
-                name=name,
-                executor_kind=self._host.kinds.kind_of(job.executor),
-                executor=self._dump(job.executor),
-                executable=self._dump(job.executable),
-                args=argv.to_argv(),
-                env=redact_env(env),
-            )
-            for name, job, argv, env in prepared
-        ]
-        lease = self._launcher.lease_id()
-        with self._store.transaction():  # the unit, its jobs and their links: one commit, before add returns
-            if role_name is None:
-                job_ids = self._store.add_jobs(self.experiment_id, unit.work_unit_id, new_jobs, lease_id=lease,
-                                               replace_unlaunched=replace_unlaunched)
-            else:
-                job_ids = self._store.add_work_unit(self.experiment_id, unit.work_unit_id, role_name, stored_args,
-                                                    identity, new_jobs, lease_id=lease)
-            if links:
-                self._store.record_links([(job_ids[index], name, url) for index, name, url in links])
+            if extra.links:
+                links += [(index, link_name, url) for link_name, url in extra.links.items()]
+            if extra.env:
+                env = {**extra.env, **env}
+            args = argv.to_argv()
+            kind = kinds.kind_of(job.executor)
+            new_jobs.append(NewJob(name=name, executor_kind=kind, executor=self._dump(job.executor),
+                                   executable=self._dump(job.executable), args=args,
+                                   env=redact_env(env) if env else {}))
+            jobs.append((name, job.executable, job.executor, args, env, kind))
+        write = UnitWrite(self.experiment_id, unit.work_unit_id, role_name, stored_args, identity, new_jobs, links,
+                          replace_unlaunched)
         unit._job_names.update(name for name, *_ in prepared)
         future: concurrent.futures.Future = LazyFuture()
-        ticket = UnitTicket(future, unit, len(prepared))
-        self._launcher.submit(
-            [
-                PendingJob(
-                    LaunchRequest(job_id, self.experiment_id, unit.work_unit_id, name, job.executable, job.executor,
-                                  new_job.args, env),
-                    new_job.executor_kind,
-                    ticket,
-                )
-                for job_id, new_job, (name, job, _argv, env) in zip(job_ids, new_jobs, prepared, strict=True)
-            ]
-        )
+        # Recorded with its group (xcore.runtime.recorder): at the latest when the future is
+        # waited for, the experiment ends, or before any job is handed to a backend.
+        self._launcher.record(PendingAdd(write, jobs, UnitTicket(future, unit, len(jobs))))
         self._schedule_flush()
         return LaunchFuture(future, self._launcher, unit)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import sqlite3
 import subprocess
@@ -358,6 +359,55 @@ def test_killed_launcher_mid_sweep_submits_only_what_it_recorded(tmp_path: Path,
     final = scenario.report("identity relaunch after the kill")
     assert final["units recorded"] == first + more and final["lost (submitted, not recorded)"] == 0
     assert final["jobs recorded with a handle"] == final["jobs submitted to the backend"] == first + more
+
+
+RANDOM_SWEEP = textwrap.dedent(
+    """
+    import os, time
+    from pathlib import Path
+    import xcore as xm
+    import xlocal
+
+    ctl = Path(os.environ["FI_CTL"])
+    with xm.create_experiment("random kill") as experiment:
+        (ctl / "experiment").write_text(str(experiment.experiment_id))
+        [exe] = experiment.package([xm.binary(xlocal.Local.Spec(), "true")])
+        executor = xlocal.Local()
+        (ctl / "ready").write_text("1")
+        for i in range(1, 1_000_000):
+            experiment.add(xm.Job(exe, executor, args={"unit": i}), identity=f"u{i}")
+            if i % 8 == 0:
+                time.sleep(0.002)  # adds, age commits and launches interleave
+    """
+)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_launcher_killed_at_a_random_point_of_a_sweep_accounts_for_every_job(tmp_path: Path, xcore_home: Path,
+                                                                             seed: int) -> None:
+    """SIGKILL at a random instant while adds, group commits (by size and by age) and
+    launches run together. Whatever the instant: the units in the store are exactly 1..K
+    (committed groups are whole and in order), every job the backend got is recorded with
+    its handle (adopted if need be), every other recorded job is marked failed to launch,
+    and none is left LAUNCHING."""
+    delay = random.Random(seed).uniform(0.3, 1.5)
+    scenario = Scenario(tmp_path, xcore_home, "random", XCORE_RECORD_GROUP="16", XCORE_BATCH_MAX_AGE="0.1")
+    scenario.script.write_text(RANDOM_SWEEP)
+    launcher = scenario.start()
+    scenario.wait_for("ready")
+    time.sleep(delay)
+    launcher.send_signal(signal.SIGKILL)
+    launcher.wait()
+    listing = scenario.xcore("list")
+    assert listing.returncode == 0, listing.stderr
+    jobs = scenario.jobs()
+    units = sorted({j["work_unit_id"] for j in jobs})
+    report = scenario.report(f"SIGKILL {delay:.2f} s into a sweep (groups of 16, launches every 0.1 s)",
+                             **{"resolution": listing.stderr.strip()})
+    assert units == list(range(1, len(units) + 1)) and len(jobs) == len(units) > 0
+    assert report["lost (submitted, not recorded)"] == 0 and report["still LAUNCHING"] == 0
+    assert report["jobs recorded with a handle"] == report["jobs submitted to the backend"]
+    assert report["jobs recorded with a handle"] + report["marked failed to launch"] == len(jobs)
 
 
 # -- item 9: Ctrl-C and SIGTERM ----------------------------------------------------------------

@@ -49,6 +49,7 @@ from xcore.status import ExperimentUnitStatus, Status, combine
 from xcore.store import MetadataStore
 from xcore.store.records import ExperimentRecord, JobRecord, NewJob, UnitWrite
 from xcore.store.redaction import redact_env, redact_nested
+from xcore.trackers import TrackedJob, job_tracking
 
 # -- experiment ------------------------------------------------------------------------------
 
@@ -244,8 +245,6 @@ class Experiment:
         self, unit: ExperimentUnit, prepared: list[tuple[str, Job, SequentialArgs, dict[str, str]]],
         role_name: str | None, stored_args: Any, identity: str, replace_unlaunched: bool = False,
     ) -> LaunchFuture:
-        from xcore.trackers import TrackedJob, job_tracking
-
         links: list[tuple[int, str, str]] = []  # (index in prepared, name, url): ids come with the commit
         jobs: list[tuple[str, Executable, Any, list[str], dict[str, str], str]] = []
         new_jobs: list[NewJob] = []
@@ -277,9 +276,8 @@ class Experiment:
     def _schedule_flush(self) -> None:
         """Added from a running event loop (an async script, a job generator): submit once
         that loop gets control back, i.e. at the next ``await`` that suspends."""
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
+        loop = asyncio.events._get_running_loop()  # None outside a loop, without raising (a cost per add)
+        if loop is None:
             return
         if id(loop) in self._flush_scheduled:
             return

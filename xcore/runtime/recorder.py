@@ -72,8 +72,11 @@ class Recorder:
     def add(self, pending: PendingAdd) -> None:
         """Queue one add's records; commit the group here if it is full. Raises the store's
         error if this group, or one committed in the background since the last add, failed."""
-        self._raise_unreported()
+        if self._unreported is not None:
+            self._raise_unreported()
         with self._cond:
+            if self._closed:
+                raise RuntimeError("The experiment is closed; create a new one to add work units.")
             self._pending.append(pending)
             count = len(self._pending)
             if count == 1:

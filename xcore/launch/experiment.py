@@ -217,7 +217,7 @@ class Experiment:
         unit = unit_cls(self, unit_id, role, args)
         role_name = "auxiliary" if unit_cls is AuxiliaryUnit else "work_unit"
         unit_args = _jsonable_unit_args(job, args) if isinstance(job, (Job, JobGroup)) else _jsonable(args)
-        stored_args = redact_nested(unit_args)
+        stored_args = unit_args if _flat(unit_args) else redact_nested(unit_args)  # flat: nothing to redact
         self._units[unit_id] = unit
         if identity:
             self._identities[identity] = unit
@@ -398,6 +398,16 @@ def _is_async_callable(job: Any) -> bool:
     )
 
 
+_PLAIN = frozenset({str, int, float, bool, type(None)})
+
+
+def _flat(value: Any) -> bool:
+    """A dict of str keys to plain scalars (a sweep's usual args): JSON-ready as it is, and
+    holding no environment mapping to redact."""
+    return (type(value) is dict and all(type(k) is str for k in value)
+            and all(type(v) in _PLAIN for v in value.values()))
+
+
 def _jsonable(value: Any) -> Any:
     if value is None or isinstance(value, (str, int, float, bool)):
         return value
@@ -413,7 +423,8 @@ def _jsonable(value: Any) -> Any:
 def _jsonable_unit_args(job: Job | JobGroup, args: Mapping[str, Any] | None) -> Any:
     """What ``xcore show`` lists as a unit's args: the add() overrides, else the job's own args."""
     if args:
-        return _jsonable(args)
+        return dict(args) if _flat(args) else _jsonable(args)
     if isinstance(job, Job):
-        return _jsonable(job.args.to_stored())
+        stored = job.args.to_stored()  # a new dict or list
+        return stored if _flat(stored) else _jsonable(stored)
     return {name: _jsonable_unit_args(member, None) for name, member in job.jobs.items()}

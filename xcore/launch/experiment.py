@@ -6,8 +6,10 @@
         for lr in (0.1, 0.01):
             experiment.add(xcore.Job(executable, executor, args={"lr": lr}))
 
-``add`` records the work unit at once (ids start at 1, in call order) and returns an
-awaitable; the launch itself is batched (see ``xcore.runtime.launcher``). Units are in
+``add`` gives the work unit its id at once (ids start at 1, in call order) and returns an
+awaitable; its records are committed in groups (``xcore.runtime.recorder``), at the latest
+when the awaitable resolves, the block ends, or its jobs are launched; the launch itself is
+batched (``xcore.runtime.launcher``). Units are in
 ``units``; creating and reopening experiments in ``registry``.
 """
 
@@ -285,7 +287,10 @@ class Experiment:
 
         def flush() -> None:
             self._flush_scheduled.discard(id(loop))
-            self._launcher.request_flush()
+            try:
+                self._launcher.request_flush()
+            except Exception:  # noqa: S110 - a refused group: its futures failed and the block's end raises it
+                pass
 
         loop.call_soon(flush)
 

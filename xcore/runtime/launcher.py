@@ -1,6 +1,8 @@
 """Collects the jobs a launch script adds and submits them in batches, one per executor kind.
 
-``experiment.add`` records a work unit at once and queues its jobs. A background thread
+``experiment.add`` queues a work unit's records with the launcher's ``Recorder``
+(``xcore.runtime.recorder``), which commits them in groups and only then queues its jobs
+here: a job reaches a backend only after it is in the store. A background thread
 submits a kind's queued jobs as one ``xcore_launch`` call when, and only when:
 
 1. the script waits for anything of xcore (an add's future ``.result()`` or ``await``,

@@ -20,6 +20,7 @@ import pytest
 import xcore as xm
 from xcore.errors import StoreError
 from xcore.runtime.launcher import LazyFuture
+from xcore.status import Status
 from xcore.store.records import NewJob
 from xcore.store.sqlite import SqliteStore
 from xcore.testing import fake, plugin_host
@@ -236,3 +237,34 @@ def test_read_jobs_share_one_decoded_executor(tmp_path: Path):
     assert [job.executor for job in jobs] == [spec] * 3 and [job.args for job in jobs] == [["1"], ["2"], ["3"]]
     assert jobs[0].executor is jobs[1].executor is jobs[2].executor
     assert jobs[0].executable is jobs[2].executable
+
+
+@pytest.mark.parametrize("where", ["adds pending", "between a commit and the queue"])
+def test_ctrl_c_leaves_every_recorded_job_cancelled_and_nothing_launched(xcore_home: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch, where: str):
+    """Ctrl-C with adds waiting for their group's commit (they are committed, then cancelled:
+    their ids were handed out), or landing right after a commit, before its jobs were queued
+    (the lease's leftovers are cancelled): no job stays LAUNCHING, none reaches the backend."""
+    monkeypatch.setenv("XCORE_RECORD_MAX_AGE", "600")
+    plugin_host({"fake": fake})
+    launched: list[int] = []
+    with pytest.raises(KeyboardInterrupt):
+        with xm.create_experiment("interrupted") as experiment:
+            [exe] = experiment.package([xm.binary(fake.FakeSpec(), "true")])
+            executor = fake.FakeExecutor(hold=True)
+            real_launch = experiment._host.launch
+            monkeypatch.setattr(experiment._host, "launch", lambda kind, requests, context: (
+                launched.extend(r.work_unit_id for r in requests), real_launch(kind, requests, context))[1])
+            for i in range(1, 6):
+                experiment.add(xm.Job(exe, executor, args={"seed": i}))
+            if where != "adds pending":
+                def interrupted(group: object, ids: object) -> None:
+                    raise KeyboardInterrupt
+
+                monkeypatch.setattr(experiment._launcher.recorder, "_on_recorded", interrupted)
+                experiment._launcher.recorder.flush()
+            raise KeyboardInterrupt
+    jobs = [job for unit in experiment._store.work_units(experiment.experiment_id) for job in unit.jobs]
+    assert [job.work_unit_id for job in jobs] == [1, 2, 3, 4, 5]
+    assert all(job.status is Status.CANCELLED and "interrupted" in job.message for job in jobs), jobs
+    assert launched == []

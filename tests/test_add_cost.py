@@ -211,7 +211,7 @@ def test_a_group_the_store_refuses_fails_loudly_and_keeps_what_was_recorded(xcor
             real_launch = experiment._host.launch
             monkeypatch.setattr(experiment._host, "launch", lambda kind, requests, context: (
                 launched.extend(r.work_unit_id for r in requests), real_launch(kind, requests, context))[1])
-            futures = [experiment.add(xm.Job(exe, executor, args={"seed": i})) for i in range(1, 6)]
+            futures = [experiment.add(xm.Job(exe, executor, args={"seed": i}), identity=f"u{i}") for i in range(1, 6)]
             experiment.add(xm.Job(exe, executor, args={"seed": 6}))  # fills the second group: raises
     assert str(raised.value) == message  # the store's own error, unchanged
     assert "work units 4-6 were not recorded" in "".join(getattr(raised.value, "__notes__", []))
@@ -220,6 +220,7 @@ def test_a_group_the_store_refuses_fails_loudly_and_keeps_what_was_recorded(xcor
             future.result(timeout=10)
     units = experiment._store.work_units(experiment.experiment_id)
     assert [u.id for u in units] == [1, 2, 3]  # the first group is kept
+    assert sorted(experiment.work_units) == [1, 2, 3] and sorted(experiment._identities) == ["u1", "u2", "u3"]
     assert sorted(launched) == [1, 2, 3]  # and only what was recorded reached the backend
     assert experiment._store.get_experiment(experiment.experiment_id).launch_status == "LAUNCH_FAILED"
 

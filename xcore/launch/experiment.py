@@ -65,6 +65,7 @@ class Experiment:
         self._host = host
         self._progress = Progress()
         self._launcher = BatchLauncher(store, host, self._progress, record.title, ExperimentUnitError, record.id)
+        self._launcher.on_unrecorded = self._forget_unrecorded
         self._units: dict[int, ExperimentUnit] = {}
         self._identities: dict[str, ExperimentUnit] = {}
         self._next_id = next_unit_id
@@ -230,6 +231,14 @@ class Experiment:
             future = self._run_generator(job, unit, dict(args or {}))
             return LaunchFuture(future, self._launcher, unit)
         return self._record_and_queue(unit, prepared, role_name, stored_args, identity)
+
+    def _forget_unrecorded(self, unit_ids: list[int]) -> None:
+        """Units whose group the store refused: not in the store, so not here either (an add
+        with the same identity makes a new unit)."""
+        for unit_id in unit_ids:
+            unit = self._units.pop(unit_id, None)
+            if unit is not None and unit._identity and self._identities.get(unit._identity) is unit:
+                del self._identities[unit._identity]
 
     def _never_launched(self, unit: ExperimentUnit) -> bool:
         """A unit from an earlier launch whose jobs all ended without reaching a backend (the

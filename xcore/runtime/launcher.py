@@ -217,6 +217,7 @@ class BatchLauncher:
         self.submitted = 0  # jobs queued through this launcher
         self.errors: list[BaseException] = []
         self.recorder = Recorder(store, self.lease_id, self._recorded, self._record_failed)
+        self.on_unrecorded: Callable[[list[int]], None] | None = None
 
     # -- recording adds (xcore.runtime.recorder) ------------------------------------------
 
@@ -239,6 +240,8 @@ class BatchLauncher:
     def _record_failed(self, group: Sequence[PendingAdd], exc: BaseException) -> None:
         if isinstance(exc, Exception):
             self.errors.append(exc)
+        if self.on_unrecorded is not None:  # the experiment forgets units that were never recorded
+            self.on_unrecorded([p.write.work_unit_id for p in group if p.write.role is not None])
         for pending in group:
             if pending.ticket is not None:
                 pending.ticket.fail(exc)

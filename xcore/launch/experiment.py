@@ -21,7 +21,7 @@ import inspect
 import os
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from xcore.errors import DebugInterrupt, ExperimentUnitError
@@ -276,7 +276,7 @@ class Experiment:
             jobs.append((name, job.executable, job.executor, args, env, kind))
         write = UnitWrite(self.experiment_id, unit.work_unit_id, role_name, stored_args, identity, new_jobs, links,
                           replace_unlaunched)
-        unit._job_names.update(name for name, *_ in prepared)
+        unit._job_names += tuple(name for name, *_ in prepared)
         future: concurrent.futures.Future = LazyFuture()
         # Recorded with its group (xcore.runtime.recorder): at the latest when the future is
         # waited for, the experiment ends, or before any job is handed to a backend.
@@ -304,7 +304,7 @@ class Experiment:
         loop.call_soon(flush)
 
     def _prepare(
-        self, job: Job | JobGroup, args: Mapping[str, Any] | None, prefix: str, taken: set[str] | None = None
+        self, job: Job | JobGroup, args: Mapping[str, Any] | None, prefix: str, taken: Collection[str] | None = None
     ) -> list[tuple[str, Job, SequentialArgs, dict[str, str]]]:
         """Flatten a job or group into (name, job, final args, env), validating kinds and args."""
         taken = set() if taken is None else set(taken)

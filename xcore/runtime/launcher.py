@@ -70,6 +70,8 @@ _PENDING, _FINISHED = "PENDING", "FINISHED"  # concurrent.futures' own state nam
 class UnitTicket:
     """Resolves a work unit's future once all its queued jobs have been submitted."""
 
+    __slots__ = ("error", "future", "remaining", "value")
+
     def __init__(self, future: concurrent.futures.Future, value: object, jobs: int) -> None:
         self.future = future
         self.value = value
@@ -107,8 +109,15 @@ class LazyFuture(concurrent.futures.Future):
         self._state = _PENDING
         self._result = None
         self._exception = None
-        self._waiters: list[Any] = []
-        self._done_callbacks: list[Any] = []
+
+    # Its two lists too, made on first use (two objects less per unit for the garbage collector).
+    @property
+    def _waiters(self) -> list[Any]:  # type: ignore[override]
+        return self.__dict__.setdefault("_made_waiters", [])
+
+    @property
+    def _done_callbacks(self) -> list[Any]:
+        return self.__dict__.setdefault("_made_callbacks", [])
 
     @property
     def _condition(self) -> threading.Condition:  # type: ignore[override]

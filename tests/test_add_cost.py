@@ -1,20 +1,26 @@
 """What made ``experiment.add`` cheaper (issue 14) keeps its guarantees: a unit's future
-without a Condition still wakes every waiter, and a unit recorded with its tracker links in
-one transaction is on disk, whole, before ``add`` returns."""
+without a Condition still wakes every waiter; adds are committed in groups, each unit whole
+with its tracker links, at the points XManager promises (a full group, a resolved future,
+before any launch, the end of the block); a refused group fails loudly and loses nothing
+recorded."""
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import json
 import sqlite3
 import threading
+import time
 import tracemalloc
 from pathlib import Path
 
 import pytest
 
 import xcore as xm
+from xcore.errors import StoreError
 from xcore.runtime.launcher import LazyFuture
+from xcore.status import Status
 from xcore.store.records import NewJob
 from xcore.store.sqlite import SqliteStore
 from xcore.testing import fake, plugin_host
@@ -94,21 +100,129 @@ def test_unit_and_links_are_one_transaction(tmp_path: Path):
     other.close()
 
 
-def test_each_add_is_on_disk_with_its_links_when_add_returns(xcore_home: Path):
-    """No batching of records: another process's connection sees every unit, job and link as
-    soon as its add returns, before anything is launched."""
+def _counts(reader: sqlite3.Connection, experiment_id: int) -> list[int]:
+    """Committed rows of the experiment, as another process sees them."""
+    return [reader.execute(f"SELECT COUNT(*) FROM {table} WHERE experiment_id = ?", (experiment_id,)).fetchone()[0]
+            for table in ("work_units", "jobs", "job_links")]
+
+
+def test_adds_are_committed_in_groups_and_durable_at_each_promised_point(xcore_home: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch):
+    """XManager's durability: an add is in the store, whole with its links, once its group is
+    full, once its future resolves, before any job reaches a backend, and when the block ends."""
+    monkeypatch.setenv("XCORE_RECORD_GROUP", "4")
+    monkeypatch.setenv("XCORE_RECORD_MAX_AGE", "600")  # no commit by age in this test
     plugin_host({"fake": fake})
+    seen_at_launch: list[tuple[int, int]] = []
     with xm.create_experiment("durable") as experiment:
+        reader = sqlite3.connect(xcore_home / "xcore.db", check_same_thread=False)
         [exe] = experiment.package([xm.binary(fake.FakeSpec(), "true")])
         executor = fake.FakeExecutor(hold=True)
-        reader = sqlite3.connect(xcore_home / "xcore.db")
-        for i in range(1, 6):
+        host = experiment._host
+        real_launch = host.launch
+
+        def checked_launch(kind: str, requests: list, context: object) -> list:
+            for request in requests:  # every job handed to the backend is committed already
+                row = reader.execute("SELECT COUNT(*) FROM jobs WHERE id = ? AND work_unit_id = ?",
+                                     (request.job_id, request.work_unit_id)).fetchone()
+                seen_at_launch.append((request.work_unit_id, row[0]))
+            return real_launch(kind, requests, context)
+
+        monkeypatch.setattr(host, "launch", checked_launch)
+        futures = [experiment.add(xm.Job(exe, executor, args={"seed": i})) for i in range(1, 4)]
+        assert _counts(reader, experiment.experiment_id) == [0, 0, 0]  # a group of 3: not committed yet
+        futures.append(experiment.add(xm.Job(exe, executor, args={"seed": 4})))
+        assert _counts(reader, experiment.experiment_id) == [4, 4, 4]  # the 4th filled the group: one commit
+        assert experiment._launcher.recorder.commits == 1
+        fifth = experiment.add(xm.Job(exe, executor, args={"seed": 5}))
+        assert _counts(reader, experiment.experiment_id) == [4, 4, 4]
+        assert fifth.result(timeout=30).work_unit_id == 5  # its future resolved: recorded (and launched)
+        assert _counts(reader, experiment.experiment_id) == [5, 5, 5]
+        experiment.add(xm.Job(exe, executor, args={"seed": 6}))
+    assert _counts(reader, experiment.experiment_id) == [6, 6, 6]  # the block ended
+    assert sorted(seen_at_launch) == [(unit, 1) for unit in range(1, 7)]
+    units = experiment._store.work_units(experiment.experiment_id)
+    assert [u.id for u in units] == list(range(1, 7)) and [u.args for u in units] == [{"seed": i} for i in range(1, 7)]
+    reader.close()
+
+
+def test_a_lone_add_is_committed_by_age(xcore_home: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("XCORE_RECORD_MAX_AGE", "0.05")
+    plugin_host({"fake": fake})
+    with xm.create_experiment("age") as experiment:
+        reader = sqlite3.connect(xcore_home / "xcore.db", check_same_thread=False)
+        [exe] = experiment.package([xm.binary(fake.FakeSpec(), "true")])
+        experiment.add(xm.Job(exe, fake.FakeExecutor(hold=True)))
+        deadline = time.monotonic() + 10
+        while _counts(reader, experiment.experiment_id)[0] == 0:
+            assert time.monotonic() < deadline, "a pending add was not committed by age"
+            time.sleep(0.01)
+        assert _counts(reader, experiment.experiment_id) == [1, 1, 1]
+    reader.close()
+
+
+def test_a_thousand_adds_are_a_few_commits_with_specs_encoded_once_per_group(xcore_home: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch):
+    """The cost of issue 14: one commit and one JSON encoding of the shared executor and
+    executable per group, not per add."""
+    monkeypatch.setenv("XCORE_RECORD_MAX_AGE", "600")
+    plugin_host({"fake": fake})
+    calls: list[int] = []
+    real = SqliteStore.record_adds
+
+    def counting(self: SqliteStore, writes: list, **kwargs: object) -> list[list[int]]:
+        calls.append(len(writes))
+        return real(self, writes, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(SqliteStore, "record_adds", counting)
+    encoded: list[object] = []
+    real_dumps = json.dumps
+    monkeypatch.setattr("xcore.store.sqlite.json.dumps", lambda obj, *a, **k: (encoded.append(obj),
+                                                                                real_dumps(obj, *a, **k))[1])
+    with xm.create_experiment("groups") as experiment:
+        [exe] = experiment.package([xm.binary(fake.FakeSpec(), "true")])
+        executor = fake.FakeExecutor(hold=True)
+        for i in range(1000):
             experiment.add(xm.Job(exe, executor, args={"seed": i}))
-            counts = [reader.execute(f"SELECT COUNT(*) FROM {table} WHERE experiment_id = ?",
-                                     (experiment.experiment_id,)).fetchone()[0]
-                      for table in ("work_units", "jobs", "job_links")]
-            assert counts == [i, i, i]
-        reader.close()
+    assert sum(calls) == 1000 and len(calls) <= 5, calls  # groups of 256 (XCORE_RECORD_GROUP)
+    specs = [obj for obj in encoded if isinstance(obj, dict) and ("requirements" in obj or "path" in obj)]
+    assert 0 < len(specs) <= 2 * len(calls), len(specs)
+
+
+def test_a_group_the_store_refuses_fails_loudly_and_keeps_what_was_recorded(xcore_home: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("XCORE_RECORD_GROUP", "3")
+    monkeypatch.setenv("XCORE_RECORD_MAX_AGE", "600")
+    plugin_host({"fake": fake})
+    real = SqliteStore.record_adds
+    message = "The disk holding the metadata store is full (database or disk is full): free some space"
+
+    def failing_second_group(self: SqliteStore, writes: list, **kwargs: object) -> list[list[int]]:
+        if writes[0].work_unit_id == 4:
+            raise StoreError(message)
+        return real(self, writes, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(SqliteStore, "record_adds", failing_second_group)
+    launched: list[int] = []
+    with pytest.raises(StoreError, match="disk is full") as raised:
+        with xm.create_experiment("refused") as experiment:
+            [exe] = experiment.package([xm.binary(fake.FakeSpec(), "true")])
+            executor = fake.FakeExecutor(hold=True)
+            real_launch = experiment._host.launch
+            monkeypatch.setattr(experiment._host, "launch", lambda kind, requests, context: (
+                launched.extend(r.work_unit_id for r in requests), real_launch(kind, requests, context))[1])
+            futures = [experiment.add(xm.Job(exe, executor, args={"seed": i}), identity=f"u{i}") for i in range(1, 6)]
+            experiment.add(xm.Job(exe, executor, args={"seed": 6}))  # fills the second group: raises
+    assert str(raised.value) == message  # the store's own error, unchanged
+    assert "work units 4-6 were not recorded" in "".join(getattr(raised.value, "__notes__", []))
+    for future in futures[3:]:
+        with pytest.raises(StoreError):
+            future.result(timeout=10)
+    units = experiment._store.work_units(experiment.experiment_id)
+    assert [u.id for u in units] == [1, 2, 3]  # the first group is kept
+    assert sorted(experiment.work_units) == [1, 2, 3] and sorted(experiment._identities) == ["u1", "u2", "u3"]
+    assert sorted(launched) == [1, 2, 3]  # and only what was recorded reached the backend
+    assert experiment._store.get_experiment(experiment.experiment_id).launch_status == "LAUNCH_FAILED"
 
 
 def test_read_jobs_share_one_decoded_executor(tmp_path: Path):
@@ -124,3 +238,34 @@ def test_read_jobs_share_one_decoded_executor(tmp_path: Path):
     assert [job.executor for job in jobs] == [spec] * 3 and [job.args for job in jobs] == [["1"], ["2"], ["3"]]
     assert jobs[0].executor is jobs[1].executor is jobs[2].executor
     assert jobs[0].executable is jobs[2].executable
+
+
+@pytest.mark.parametrize("where", ["adds pending", "between a commit and the queue"])
+def test_ctrl_c_leaves_every_recorded_job_cancelled_and_nothing_launched(xcore_home: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch, where: str):
+    """Ctrl-C with adds waiting for their group's commit (they are committed, then cancelled:
+    their ids were handed out), or landing right after a commit, before its jobs were queued
+    (the lease's leftovers are cancelled): no job stays LAUNCHING, none reaches the backend."""
+    monkeypatch.setenv("XCORE_RECORD_MAX_AGE", "600")
+    plugin_host({"fake": fake})
+    launched: list[int] = []
+    with pytest.raises(KeyboardInterrupt):
+        with xm.create_experiment("interrupted") as experiment:
+            [exe] = experiment.package([xm.binary(fake.FakeSpec(), "true")])
+            executor = fake.FakeExecutor(hold=True)
+            real_launch = experiment._host.launch
+            monkeypatch.setattr(experiment._host, "launch", lambda kind, requests, context: (
+                launched.extend(r.work_unit_id for r in requests), real_launch(kind, requests, context))[1])
+            for i in range(1, 6):
+                experiment.add(xm.Job(exe, executor, args={"seed": i}))
+            if where != "adds pending":
+                def interrupted(group: object, ids: object) -> None:
+                    raise KeyboardInterrupt
+
+                monkeypatch.setattr(experiment._launcher.recorder, "_on_recorded", interrupted)
+                experiment._launcher.recorder.flush()
+            raise KeyboardInterrupt
+    jobs = [job for unit in experiment._store.work_units(experiment.experiment_id) for job in unit.jobs]
+    assert [job.work_unit_id for job in jobs] == [1, 2, 3, 4, 5]
+    assert all(job.status is Status.CANCELLED and "interrupted" in job.message for job in jobs), jobs
+    assert launched == []

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import sqlite3
 import subprocess
@@ -89,6 +90,8 @@ SCRIPT = textwrap.dedent(
                 time.sleep(0.02)  # leave the `with` block once the store works again
         else:
             group_c = [add(i) for i in range(2 * N + 1, 3 * N + 1)]  # C: queued behind B
+            while len(experiment._store.work_units(experiment.experiment_id)) < 3 * N:
+                time.sleep(0.02)  # C's group committed (by age, XCORE_RECORD_MAX_AGE), its jobs queued
             (ctl / "ready").write_text("1")
             time.sleep(600)
     """
@@ -279,6 +282,132 @@ def test_killed_launcher_work_is_adopted_or_failed_and_relaunchable(tmp_path: Pa
     assert final["C completed"] == N and final["A and B cancelled"] == 2 * N
     assert sorted(int(p.name) for p in scenario.ran.iterdir()) == list(range(1, 3 * N + 1))  # each ran once
     assert final["jobs recorded with a handle"] == 3 * N and final["lost (submitted, not recorded)"] == 0
+
+
+SWEEP = textwrap.dedent(
+    """
+    import os, sys, time
+    from pathlib import Path
+    import xcore as xm
+    import xlocal
+
+    ctl = Path(os.environ["FI_CTL"])
+    first, more = int(os.environ["FI_N"]), int(os.environ["FI_MORE"])
+    with xm.create_experiment("sweep kill") as experiment:
+        (ctl / "experiment").write_text(str(experiment.experiment_id))
+        [exe] = experiment.package([xm.binary(xlocal.Local.Spec(), sys.executable, args=["-c", os.environ["FI_JOB"]])])
+        executor = xlocal.Local()
+        add = lambda i: experiment.add(xm.Job(exe, executor, args={"unit": i}), identity=f"u{i}")
+        launched = [add(i) for i in range(1, first + 1)]
+        launched[-1].result()  # committed and handed to the backend
+        seen = [add(i).unit.work_unit_id for i in range(first + 1, first + more + 1)]  # ids the script saw
+        (ctl / "seen").write_text(" ".join(map(str, seen)))
+        (ctl / "ready").write_text("1")
+        time.sleep(600)
+    """
+)
+GROUP = 10  # XCORE_RECORD_GROUP in the sweep below
+
+
+@pytest.mark.parametrize("more", [5, 20, 25], ids=["adds-pending", "right-after-a-group-commit", "both"])
+def test_killed_launcher_mid_sweep_submits_only_what_it_recorded(tmp_path: Path, xcore_home: Path, more: int) -> None:
+    """SIGKILL while adds wait for their group's commit and/or right after a group was
+    committed (its jobs queued, not yet submitted). Counts are exact: the backend has exactly
+    the launched jobs, each recorded; every committed group is whole; nothing uncommitted
+    reached the backend; an identity relaunch gives every unit the id the script saw."""
+    first = 10
+    scenario = Scenario(tmp_path, xcore_home, "sweep", FI_JOB_HOLD="0", XCORE_RECORD_GROUP=str(GROUP),
+                        XCORE_RECORD_MAX_AGE="600", FI_MORE=str(more))
+    scenario.env["FI_N"] = str(first)
+    scenario.script.write_text(SWEEP)
+    launcher = scenario.start()
+    scenario.wait_for("ready")
+    launcher.send_signal(signal.SIGKILL)
+    launcher.wait()
+    committed = (more // GROUP) * GROUP  # full groups only: the rest were waiting for their commit
+    seen = [int(i) for i in (scenario.ctl / "seen").read_text().split()]
+    before = scenario.jobs()
+    listing = scenario.xcore("list")  # resolves the dead launcher's lease
+    report = scenario.report(f"SIGKILL of `xcore launch` with {more} adds after the launched ones "
+                             f"(groups of {GROUP}: {committed} committed, {more - committed} waiting)",
+                             **{"units recorded before resolution": len({j["work_unit_id"] for j in before}),
+                                "resolution": listing.stderr.strip()})
+    assert seen == list(range(first + 1, first + more + 1))
+    assert report["jobs submitted to the backend"] == first
+    assert report["jobs recorded with a handle"] == first
+    assert report["lost (submitted, not recorded)"] == 0
+    assert report["units recorded"] == first + committed  # whole groups, in add order
+    assert sorted({j["work_unit_id"] for j in before}) == list(range(1, first + committed + 1))
+    assert report["marked failed to launch"] == committed and report["still LAUNCHING"] == 0
+
+    relaunch = tmp_path / "relaunch.py"
+    relaunch.write_text(textwrap.dedent(f"""
+        import os, sys
+        import xcore as xm
+        import xlocal
+        experiment = xm.get_experiment({scenario.experiment})
+        [exe] = experiment.package([xm.binary(xlocal.Local.Spec(), sys.executable, args=["-c", os.environ["FI_JOB"]])])
+        with experiment:
+            for i in range(1, {first + more} + 1):
+                unit = experiment.add(xm.Job(exe, xlocal.Local(), args={{"unit": i}}), identity=f"u{{i}}").unit
+                assert unit.work_unit_id == i, (i, unit.work_unit_id)
+    """))
+    rerun = run_xcore("launch", "--wait", str(relaunch),
+                      env={"XCORE_HOME": str(xcore_home), "FI_RAN": str(scenario.ran), "FI_JOB": JOB})
+    assert rerun.returncode == 0, rerun.stderr
+    assert sorted(int(p.name) for p in scenario.ran.iterdir()) == list(range(1, first + more + 1))  # each ran once
+    final = scenario.report("identity relaunch after the kill")
+    assert final["units recorded"] == first + more and final["lost (submitted, not recorded)"] == 0
+    assert final["jobs recorded with a handle"] == final["jobs submitted to the backend"] == first + more
+
+
+RANDOM_SWEEP = textwrap.dedent(
+    """
+    import os, time
+    from pathlib import Path
+    import xcore as xm
+    import xlocal
+
+    ctl = Path(os.environ["FI_CTL"])
+    with xm.create_experiment("random kill") as experiment:
+        (ctl / "experiment").write_text(str(experiment.experiment_id))
+        [exe] = experiment.package([xm.binary(xlocal.Local.Spec(), "true")])
+        executor = xlocal.Local()
+        (ctl / "ready").write_text("1")
+        for i in range(1, 1_000_000):
+            experiment.add(xm.Job(exe, executor, args={"unit": i}), identity=f"u{i}")
+            if i % 8 == 0:
+                time.sleep(0.002)  # adds, age commits and launches interleave
+    """
+)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_launcher_killed_at_a_random_point_of_a_sweep_accounts_for_every_job(tmp_path: Path, xcore_home: Path,
+                                                                             seed: int) -> None:
+    """SIGKILL at a random instant while adds, group commits (by size and by age) and
+    launches run together. Whatever the instant: the units in the store are exactly 1..K
+    (committed groups are whole and in order), every job the backend got is recorded with
+    its handle (adopted if need be), every other recorded job is marked failed to launch,
+    and none is left LAUNCHING."""
+    delay = random.Random(seed).uniform(0.3, 1.5)
+    scenario = Scenario(tmp_path, xcore_home, "random", XCORE_RECORD_GROUP="16", XCORE_BATCH_MAX_AGE="0.1")
+    scenario.script.write_text(RANDOM_SWEEP)
+    launcher = scenario.start()
+    scenario.wait_for("ready")
+    time.sleep(delay)
+    launcher.send_signal(signal.SIGKILL)
+    launcher.wait()
+    listing = scenario.xcore("list")
+    assert listing.returncode == 0, listing.stderr
+    jobs = scenario.jobs()
+    units = sorted({j["work_unit_id"] for j in jobs})
+    report = scenario.report(f"SIGKILL {delay:.2f} s into a sweep (groups of 16, launches every 0.1 s)",
+                             **{"resolution": listing.stderr.strip()})
+    assert units == list(range(1, len(units) + 1)) and len(jobs) == len(units) > 0
+    assert report["lost (submitted, not recorded)"] == 0 and report["still LAUNCHING"] == 0
+    assert report["jobs recorded with a handle"] == report["jobs submitted to the backend"]
+    assert report["jobs recorded with a handle"] + report["marked failed to launch"] == len(jobs)
 
 
 # -- item 9: Ctrl-C and SIGTERM ----------------------------------------------------------------

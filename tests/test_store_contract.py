@@ -17,6 +17,7 @@ from xcore.errors import NotFoundError
 from xcore.status import JobState, Status
 from xcore.store import MetadataStore
 from xcore.store.migrations import SCHEMA_VERSION
+from xcore.store.records import UnitWrite
 
 
 def test_ids_start_at_one_and_fields_round_trip(store_url):
@@ -153,6 +154,67 @@ def test_concurrent_launchers_get_gap_free_ids(store_url):
     assert (info.experiments, info.work_units, info.jobs, info.status_events) == (6, 240, 240, 480)
     events = Counter((e.job_id, e.status) for j in all_jobs[:40] for e in store.job_history(j))
     assert set(events.values()) == {1}
+
+
+def _grouped_launcher(url: str, groups: int, per_group: int, out: multiprocessing.Queue) -> None:
+    store = open_url(url)
+    exp = store.create_experiment("grouped")
+    lease = store.open_lease(exp.id, "h", os.getpid(), None)
+    job_ids: list[list[int]] = []
+    for g in range(groups):
+        writes = [UnitWrite(exp.id, u, "work_unit", {"u": u}, "", [new_job("a"), new_job("b")],
+                            [(1, "tracker", f"https://t.invalid/{exp.id}/{u}")])
+                  for u in range(1 + g * per_group, 1 + (g + 1) * per_group)]
+        job_ids += store.record_adds(writes, lease_id=lease)
+    out.put((exp.id, job_ids))
+    store.close()
+
+
+def test_grouped_adds_from_concurrent_launchers_get_distinct_ids(store_url):
+    """4 launcher processes commit 5 groups of 10 adds (2 jobs and a link each) at once."""
+    ctx = multiprocessing.get_context("spawn")
+    out = ctx.Queue()
+    procs = [ctx.Process(target=_grouped_launcher, args=(store_url, 5, 10, out)) for _ in range(4)]
+    for proc in procs:
+        proc.start()
+    results = [out.get(timeout=180) for _ in procs]
+    for proc in procs:
+        proc.join(60)
+        assert proc.exitcode == 0
+    store = open_url(store_url)
+    every = [j for _, ids in results for unit in ids for j in unit]
+    assert len(every) == len(set(every)) == 400
+    for exp, ids in results:
+        units = store.work_units(exp)
+        assert [u.id for u in units] == list(range(1, 51))
+        assert [[j.id for j in u.jobs] for u in units] == ids
+        assert all([j.name for j in u.jobs] == ["a", "b"] and u.jobs[0].status is Status.LAUNCHING for u in units)
+        assert store.links(exp) == {u: {"tracker": f"https://t.invalid/{exp}/{u}"} for u in range(1, 51)}
+    info = store.info()
+    assert (info.work_units, info.jobs, info.status_events) == (200, 400, 400)
+
+
+def test_grouped_adds_are_all_or_nothing_and_extend_units(store_url):
+    store = open_url(store_url)
+    exp = store.create_experiment("group")
+    [[a], [], [b, c]] = store.record_adds([
+        UnitWrite(exp.id, 1, "work_unit", {"lr": 0.1}, "u1", [new_job("a")]),
+        UnitWrite(exp.id, 2, "work_unit", {}, "u2", []),  # a job generator's unit: its jobs come later
+        UnitWrite(exp.id, 2, None, None, "", [new_job("b"), new_job("c", env={"Z": "1"})], [(1, "w", "https://w.invalid")]),
+    ])
+    assert a < b < c
+    with pytest.raises(ValueError):  # unit 1 again: the whole group is refused, unit 3 too
+        store.record_adds([UnitWrite(exp.id, 3, "work_unit", {}, "", [new_job()]),
+                           UnitWrite(exp.id, 1, "work_unit", {}, "", [new_job()])])
+    units = store.work_units(exp.id)
+    assert [(u.id, u.args, u.identity, [j.id for j in u.jobs]) for u in units] == [
+        (1, {"lr": 0.1}, "u1", [a]), (2, {}, "u2", [b, c])]
+    assert units[1].jobs[1].env == {"Z": "1"} and units[0].jobs[0].env == {"K": "v"}
+    assert store.links(exp.id) == {2: {"w": "https://w.invalid"}}
+    assert store.info().jobs == 3
+    store.record_states([(a, JobState(Status.FAILED, "failed to launch: the launcher stopped"))])
+    [[again]] = store.record_adds([UnitWrite(exp.id, 1, None, None, "", [new_job("a")], replace_unlaunched=True)])
+    assert [j.id for j in store.work_units(exp.id, [1])[0].jobs] == [again] and again > c
 
 
 # -- launcher leases (see xcore.runtime.orphans) -----------------------------------------------------------

@@ -4,6 +4,8 @@ W&B, Neptune and TensorBoard tracker integrations."""
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from xcore.hooks.kinds import KindRegistrar
@@ -54,6 +56,12 @@ def xcore_open_store(url: str, options: dict[str, Any]) -> MetadataStore | None:
 
 @hookimpl
 def xcore_job_tracking(job: TrackedJob) -> JobTracking | None:
+    return _tracking()(job)
+
+
+@functools.cache
+def _tracking() -> Callable[[TrackedJob], JobTracking | None]:
+    """The built-in trackers, imported on first use (once: this hook runs for every job)."""
     from xcore.trackers.builtin import tracking
 
-    return tracking(job)
+    return tracking

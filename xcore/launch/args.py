@@ -33,6 +33,19 @@ class _Keyword:
     name: str
 
 
+_KEYWORDS: dict[str, _Keyword] = {}  # one immutable marker per flag name, shared: a sweep makes none per add
+
+
+_POSITIONALS: list[_Positional] = []  # likewise, one per position
+
+
+def _keyword(name: str) -> _Keyword:
+    marker = _KEYWORDS.get(name)
+    if marker is None:
+        marker = _KEYWORDS[name] = _Keyword(name)
+    return marker
+
+
 def plain_escaper(value: Any) -> str:
     """Render one value for argv as is: no quoting (xcore never builds a shell line)."""
     if type(value) is str:  # the common case, before the import below (a cost on every add)
@@ -155,12 +168,15 @@ class SequentialArgs:
         return result
 
     def _add_positional(self, value: Any) -> None:
-        self._items.append(_Positional(len(self.regular_args)))
+        index = len(self.regular_args)
+        while len(_POSITIONALS) <= index:
+            _POSITIONALS.append(_Positional(len(_POSITIONALS)))
+        self._items.append(_POSITIONALS[index])
         self.regular_args.append(value)
 
     def _set_keyword(self, name: str, value: Any) -> None:
         if name not in self.keyword_args:
-            self._items.append(_Keyword(name))
+            self._items.append(_keyword(name))
         self.keyword_args[name] = value
 
     def merge(self, other: SequentialArgs) -> SequentialArgs:
@@ -281,5 +297,13 @@ def merge_args(*collections: UserArgs) -> SequentialArgs:
     append, a keyword given again takes the new value at its first position."""
     result = SequentialArgs()
     for collection in collections:
-        result.merge(SequentialArgs.from_collection(collection))
+        if collection is None:
+            continue
+        if isinstance(collection, SequentialArgs):  # merged in place: no intermediate copy
+            result.merge(collection)
+        elif type(collection) is dict:
+            for key, value in collection.items():
+                result._set_keyword(str(key), value)
+        else:
+            result.merge(SequentialArgs.from_collection(collection))
     return result

@@ -6,8 +6,10 @@
         for lr in (0.1, 0.01):
             experiment.add(xcore.Job(executable, executor, args={"lr": lr}))
 
-``add`` records the work unit at once (ids start at 1, in call order) and returns an
-awaitable; the launch itself is batched (see ``xcore.runtime.launcher``). Units are in
+``add`` gives the work unit its id at once (ids start at 1, in call order) and returns an
+awaitable; its records are committed in groups (``xcore.runtime.recorder``), at the latest
+when the awaitable resolves, the block ends, or its jobs are launched; the launch itself is
+batched (``xcore.runtime.launcher``). Units are in
 ``units``; creating and reopening experiments in ``registry``.
 """
 
@@ -19,11 +21,10 @@ import inspect
 import os
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from xcore.errors import DebugInterrupt, ExperimentUnitError
-from xcore.hooks.execution import LaunchRequest
 from xcore.hooks.host import PluginHost
 from xcore.hooks.validation import check_field_types
 from xcore.launch import core
@@ -41,14 +42,16 @@ from xcore.launch.units import (
     WorkUnit,
     WorkUnitRole,
 )
-from xcore.runtime.launcher import INTERRUPTED, BatchLauncher, LazyFuture, PendingJob, UnitTicket
+from xcore.runtime.launcher import INTERRUPTED, BatchLauncher, LazyFuture, UnitTicket
 from xcore.runtime.packaging import package
 from xcore.runtime.progress import Progress
+from xcore.runtime.recorder import PendingAdd
 from xcore.runtime.tracking import cancel_jobs, refresh_jobs, wait_for
 from xcore.status import ExperimentUnitStatus, Status, combine
 from xcore.store import MetadataStore
-from xcore.store.records import ExperimentRecord, JobRecord, NewJob
+from xcore.store.records import ExperimentRecord, JobRecord, NewJob, UnitWrite
 from xcore.store.redaction import redact_env, redact_nested
+from xcore.trackers import TrackedJob, job_tracking
 
 # -- experiment ------------------------------------------------------------------------------
 
@@ -62,6 +65,7 @@ class Experiment:
         self._host = host
         self._progress = Progress()
         self._launcher = BatchLauncher(store, host, self._progress, record.title, ExperimentUnitError, record.id)
+        self._launcher.on_unrecorded = self._forget_unrecorded
         self._units: dict[int, ExperimentUnit] = {}
         self._identities: dict[str, ExperimentUnit] = {}
         self._next_id = next_unit_id
@@ -123,8 +127,6 @@ class Experiment:
     def _finish(self, exc: BaseException | None) -> None:
         from xcore.launch.registry import created_experiment_ids  # the registry imports this module
 
-        if self._launcher.submitted and self.experiment_id not in created_experiment_ids:
-            created_experiment_ids.append(self.experiment_id)  # reopened and added to: `launch --wait` waits for it
         if isinstance(exc, KeyboardInterrupt):  # Ctrl-C or SIGTERM: stop submitting, keep what was submitted
             for task in self._generator_tasks:
                 task.cancel()
@@ -142,6 +144,8 @@ class Experiment:
                 except BaseException as task_error:  # recorded below, first error re-raised
                     self._launcher.errors.append(task_error)
             self._launcher.close()
+        if self._launcher.submitted and self.experiment_id not in created_experiment_ids:
+            created_experiment_ids.append(self.experiment_id)  # reopened and added to: `launch --wait` waits for it
         self._progress.clear()
         if self._generator_loop is not None and self._owns_generator_loop:
             self._generator_loop.call_soon_threadsafe(self._generator_loop.stop)
@@ -216,16 +220,25 @@ class Experiment:
         unit = unit_cls(self, unit_id, role, args)
         role_name = "auxiliary" if unit_cls is AuxiliaryUnit else "work_unit"
         unit_args = _jsonable_unit_args(job, args) if isinstance(job, (Job, JobGroup)) else _jsonable(args)
-        stored_args = redact_nested(unit_args)
+        stored_args = unit_args if _flat(unit_args) else redact_nested(unit_args)  # flat: nothing to redact
         self._units[unit_id] = unit
         if identity:
             self._identities[identity] = unit
             unit._identity = identity
         if is_generator:
-            self._store.add_work_unit(self.experiment_id, unit_id, role_name, stored_args, identity, [])
+            self._launcher.record(PendingAdd(
+                UnitWrite(self.experiment_id, unit_id, role_name, stored_args, identity, []), [], None))
             future = self._run_generator(job, unit, dict(args or {}))
             return LaunchFuture(future, self._launcher, unit)
         return self._record_and_queue(unit, prepared, role_name, stored_args, identity)
+
+    def _forget_unrecorded(self, unit_ids: list[int]) -> None:
+        """Units whose group the store refused: not in the store, so not here either (an add
+        with the same identity makes a new unit)."""
+        for unit_id in unit_ids:
+            unit = self._units.pop(unit_id, None)
+            if unit is not None and unit._identity and self._identities.get(unit._identity) is unit:
+                del self._identities[unit._identity]
 
     def _never_launched(self, unit: ExperimentUnit) -> bool:
         """A unit from an earlier launch whose jobs all ended without reaching a backend (the
@@ -243,61 +256,39 @@ class Experiment:
         self, unit: ExperimentUnit, prepared: list[tuple[str, Job, SequentialArgs, dict[str, str]]],
         role_name: str | None, stored_args: Any, identity: str, replace_unlaunched: bool = False,
     ) -> LaunchFuture:
-        from xcore.trackers import TrackedJob, job_tracking
-
-        links: list[tuple[int, str, str]] = []  # (index in prepared, name, url) until ids are known
-        tracked = []
+        links: list[tuple[int, str, str]] = []  # (index in prepared, name, url): ids come with the commit
+        jobs: list[tuple[str, Executable, Any, list[str], dict[str, str], str]] = []
+        new_jobs: list[NewJob] = []
+        kinds = self._host.kinds
         for index, (name, job, argv, env) in enumerate(prepared):
             extra = job_tracking(self._host, TrackedJob(
                 self.experiment_id, self._record.title, tuple(self._record.tags), unit.work_unit_id, name,
                 unit.args, env, os.environ))
-            links += [(index, link_name, url) for link_name, url in extra.links.items()]
-            tracked.append((name, job, argv, {**extra.env, **env}) if extra.env else (name, job, argv, env))
-        prepared = tracked
-        new_jobs = [
-            NewJob(
-                name=name,
-                executor_kind=self._host.kinds.kind_of(job.executor),
-                executor=self._dump(job.executor),
-                executable=self._dump(job.executable),
-                args=argv.to_argv(),
-                env=redact_env(env),
-            )
-            for name, job, argv, env in prepared
-        ]
-        lease = self._launcher.lease_id()
-        with self._store.transaction():  # the unit, its jobs and their links: one commit, before add returns
-            if role_name is None:
-                job_ids = self._store.add_jobs(self.experiment_id, unit.work_unit_id, new_jobs, lease_id=lease,
-                                               replace_unlaunched=replace_unlaunched)
-            else:
-                job_ids = self._store.add_work_unit(self.experiment_id, unit.work_unit_id, role_name, stored_args,
-                                                    identity, new_jobs, lease_id=lease)
-            if links:
-                self._store.record_links([(job_ids[index], name, url) for index, name, url in links])
-        unit._job_names.update(name for name, *_ in prepared)
+            if extra.links:
+                links += [(index, link_name, url) for link_name, url in extra.links.items()]
+            if extra.env:
+                env = {**extra.env, **env}
+            args = argv.to_argv()
+            kind = kinds.kind_of(job.executor)
+            new_jobs.append(NewJob(name=name, executor_kind=kind, executor=self._dump(job.executor),
+                                   executable=self._dump(job.executable), args=args,
+                                   env=redact_env(env) if env else {}))
+            jobs.append((name, job.executable, job.executor, args, env, kind))
+        write = UnitWrite(self.experiment_id, unit.work_unit_id, role_name, stored_args, identity, new_jobs, links,
+                          replace_unlaunched)
+        unit._job_names += tuple(name for name, *_ in prepared)
         future: concurrent.futures.Future = LazyFuture()
-        ticket = UnitTicket(future, unit, len(prepared))
-        self._launcher.submit(
-            [
-                PendingJob(
-                    LaunchRequest(job_id, self.experiment_id, unit.work_unit_id, name, job.executable, job.executor,
-                                  new_job.args, env),
-                    new_job.executor_kind,
-                    ticket,
-                )
-                for job_id, new_job, (name, job, _argv, env) in zip(job_ids, new_jobs, prepared, strict=True)
-            ]
-        )
+        # Recorded with its group (xcore.runtime.recorder): at the latest when the future is
+        # waited for, the experiment ends, or before any job is handed to a backend.
+        self._launcher.record(PendingAdd(write, jobs, UnitTicket(future, unit, len(jobs))))
         self._schedule_flush()
         return LaunchFuture(future, self._launcher, unit)
 
     def _schedule_flush(self) -> None:
         """Added from a running event loop (an async script, a job generator): submit once
         that loop gets control back, i.e. at the next ``await`` that suspends."""
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
+        loop = asyncio.events._get_running_loop()  # None outside a loop, without raising (a cost per add)
+        if loop is None:
             return
         if id(loop) in self._flush_scheduled:
             return
@@ -305,12 +296,15 @@ class Experiment:
 
         def flush() -> None:
             self._flush_scheduled.discard(id(loop))
-            self._launcher.request_flush()
+            try:
+                self._launcher.request_flush()
+            except Exception:  # noqa: S110 - a refused group: its futures failed and the block's end raises it
+                pass
 
         loop.call_soon(flush)
 
     def _prepare(
-        self, job: Job | JobGroup, args: Mapping[str, Any] | None, prefix: str, taken: set[str] | None = None
+        self, job: Job | JobGroup, args: Mapping[str, Any] | None, prefix: str, taken: Collection[str] | None = None
     ) -> list[tuple[str, Job, SequentialArgs, dict[str, str]]]:
         """Flatten a job or group into (name, job, final args, env), validating kinds and args."""
         taken = set() if taken is None else set(taken)
@@ -418,6 +412,16 @@ def _is_async_callable(job: Any) -> bool:
     )
 
 
+_PLAIN = frozenset({str, int, float, bool, type(None)})
+
+
+def _flat(value: Any) -> bool:
+    """A dict of str keys to plain scalars (a sweep's usual args): JSON-ready as it is, and
+    holding no environment mapping to redact."""
+    return (type(value) is dict and all(type(k) is str for k in value)
+            and all(type(v) in _PLAIN for v in value.values()))
+
+
 def _jsonable(value: Any) -> Any:
     if value is None or isinstance(value, (str, int, float, bool)):
         return value
@@ -433,7 +437,8 @@ def _jsonable(value: Any) -> Any:
 def _jsonable_unit_args(job: Job | JobGroup, args: Mapping[str, Any] | None) -> Any:
     """What ``xcore show`` lists as a unit's args: the add() overrides, else the job's own args."""
     if args:
-        return _jsonable(args)
+        return dict(args) if _flat(args) else _jsonable(args)
     if isinstance(job, Job):
-        return _jsonable(job.args.to_stored())
+        stored = job.args.to_stored()  # a new dict or list
+        return stored if _flat(stored) else _jsonable(stored)
     return {name: _jsonable_unit_args(member, None) for name, member in job.jobs.items()}

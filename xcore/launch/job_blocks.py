@@ -179,7 +179,11 @@ def get_args_for_all_jobs(job: JobType, args: Mapping[str, Any]) -> dict[str, An
 
 def job_args_with_overrides(job: Job, overrides: Mapping[str, Any] | None) -> tuple[SequentialArgs, dict[str, str]]:
     """Merge ``experiment.add(job, args={'args': ..., 'env_vars': ...})`` into a job's own."""
-    overrides = dict(overrides or {})
+    if not overrides:  # a sweep's usual add: the job carries its own args
+        args = merge_args(job.executable.args, job.args)
+        args.validate()
+        return args, {**job.executable.env_vars, **job.env_vars}
+    overrides = dict(overrides)
     unknown = set(overrides) - {"args", "env_vars"}
     if unknown:
         raise ValueError(

@@ -88,7 +88,7 @@ def get_experiment(experiment_id: int) -> Experiment:
         cls = AuxiliaryUnit if stored.role == "auxiliary" else WorkUnit
         role: ExperimentUnitRole = AuxiliaryUnitRole() if cls is AuxiliaryUnit else WorkUnitRole()
         unit = cls(experiment, stored.id, role, stored.args)
-        unit._job_names = {j.name for j in stored.jobs}
+        unit._job_names = tuple(j.name for j in stored.jobs)
         experiment._units[stored.id] = unit
         if stored.identity:
             experiment._identities[stored.identity] = unit

@@ -186,7 +186,7 @@ class ExperimentUnit:
         self._id = unit_id
         self.role = role
         self.args = args
-        self._job_names: set[str] = set()
+        self._job_names: tuple[str, ...] = ()  # its jobs' names (a tuple: no set per unit in a sweep)
         self._identity = ""
 
     @property

@@ -1,6 +1,8 @@
 """Collects the jobs a launch script adds and submits them in batches, one per executor kind.
 
-``experiment.add`` records a work unit at once and queues its jobs. A background thread
+``experiment.add`` queues a work unit's records with the launcher's ``Recorder``
+(``xcore.runtime.recorder``), which commits them in groups and only then queues its jobs
+here: a job reaches a backend only after it is in the store. A background thread
 submits a kind's queued jobs as one ``xcore_launch`` call when, and only when:
 
 1. the script waits for anything of xcore (an add's future ``.result()`` or ``await``,
@@ -45,6 +47,7 @@ from xcore import paths
 from xcore.hooks.execution import LaunchContext, LaunchFailure, LaunchRequest, launch_failure_message
 from xcore.hooks.host import PluginHost
 from xcore.runtime.progress import Progress, plural
+from xcore.runtime.recorder import PendingAdd, Recorder
 from xcore.status import JobState, Status
 from xcore.store import MetadataStore
 
@@ -67,6 +70,8 @@ _PENDING, _FINISHED = "PENDING", "FINISHED"  # concurrent.futures' own state nam
 class UnitTicket:
     """Resolves a work unit's future once all its queued jobs have been submitted."""
 
+    __slots__ = ("error", "future", "remaining", "value")
+
     def __init__(self, future: concurrent.futures.Future, value: object, jobs: int) -> None:
         self.future = future
         self.value = value
@@ -86,6 +91,14 @@ class UnitTicket:
         else:
             self.future.set_result(self.value)
 
+    def fail(self, error: BaseException) -> None:
+        """The unit was never recorded (its group's commit failed): nothing of it will run."""
+        with _TICKETS_LOCK:
+            if self.remaining <= 0:
+                return
+            self.remaining = 0
+        self.future.set_exception(error)
+
 
 class LazyFuture(concurrent.futures.Future):
     """A Future that makes its Condition (an RLock, a deque and five bound methods, about
@@ -96,8 +109,15 @@ class LazyFuture(concurrent.futures.Future):
         self._state = _PENDING
         self._result = None
         self._exception = None
-        self._waiters: list[Any] = []
-        self._done_callbacks: list[Any] = []
+
+    # Its two lists too, made on first use (two objects less per unit for the garbage collector).
+    @property
+    def _waiters(self) -> list[Any]:  # type: ignore[override]
+        return self.__dict__.setdefault("_made_waiters", [])
+
+    @property
+    def _done_callbacks(self) -> list[Any]:
+        return self.__dict__.setdefault("_made_callbacks", [])
 
     @property
     def _condition(self) -> threading.Condition:  # type: ignore[override]
@@ -205,6 +225,35 @@ class BatchLauncher:
         self.launched = 0
         self.submitted = 0  # jobs queued through this launcher
         self.errors: list[BaseException] = []
+        self.recorder = Recorder(store, self.lease_id, self._recorded, self._record_failed)
+        self.on_unrecorded: Callable[[list[int]], None] | None = None
+
+    # -- recording adds (xcore.runtime.recorder) ------------------------------------------
+
+    def record(self, pending: PendingAdd) -> None:
+        """Queue an add's records; its jobs are queued for launch once they are committed."""
+        self.recorder.add(pending)
+
+    def _recorded(self, group: Sequence[PendingAdd], ids: list[list[int]]) -> None:
+        jobs = []
+        for pending, job_ids in zip(group, ids, strict=True):
+            write = pending.write
+            jobs += [
+                PendingJob(LaunchRequest(job_id, write.experiment_id, write.work_unit_id, name, executable, executor,
+                                         args, env), kind, pending.ticket)
+                for job_id, (name, executable, executor, args, env, kind) in zip(job_ids, pending.jobs, strict=True)
+            ]
+        if jobs:
+            self.submit(jobs)
+
+    def _record_failed(self, group: Sequence[PendingAdd], exc: BaseException) -> None:
+        if isinstance(exc, Exception):
+            self.errors.append(exc)
+        if self.on_unrecorded is not None:  # the experiment forgets units that were never recorded
+            self.on_unrecorded([p.write.work_unit_id for p in group if p.write.role is not None])
+        for pending in group:
+            if pending.ticket is not None:
+                pending.ticket.fail(exc)
 
     # -- lease -----------------------------------------------------------------------------
 
@@ -285,13 +334,15 @@ class BatchLauncher:
         return age
 
     def request_flush(self) -> None:
-        """Submit everything queued now, without waiting for it."""
+        """Submit everything queued now, without waiting for it (recording it first)."""
+        self.recorder.flush()
         with self._cond:
             self._flush_upto = self._seq
             self._cond.notify_all()
 
     def flush(self) -> None:
-        """Submit everything queued now and return when it has been submitted."""
+        """Record and submit everything queued now and return when it has been submitted."""
+        self.recorder.flush()
         with self._cond:
             target = self._flush_upto = max(self._flush_upto, self._seq)
             self._cond.notify_all()
@@ -299,6 +350,10 @@ class BatchLauncher:
                 self._cond.wait()
 
     def close(self) -> None:
+        try:
+            self.recorder.close()
+        except Exception:  # in self.errors already; still submit and record what was committed
+            pass
         self.flush()
         with self._cond:
             self._closed = True
@@ -309,7 +364,13 @@ class BatchLauncher:
 
     def abort(self, reason: str = INTERRUPTED) -> int:
         """Stop submitting: jobs not yet handed to a backend end CANCELLED with ``reason``; a
-        submission already under way finishes and is recorded. Returns how many were dropped."""
+        submission already under way finishes and is recorded. Adds not yet committed are
+        committed first (their ids were handed out), then cancelled with the rest. Returns how
+        many were dropped."""
+        try:
+            self.recorder.close()
+        except BaseException:  # noqa: S110 - their futures failed; the sweep below catches the rest
+            pass
         with self._cond:
             dropped = [q for group in self._queue.values() for q in group]
             self._queue = {}
@@ -326,8 +387,26 @@ class BatchLauncher:
                 queued.job.ticket.job_done(error)
         if self._thread is not None:
             self._thread.join()
+        swept = self._cancel_unsubmitted(reason)
         self._close_lease()
-        return len(dropped)
+        return len(dropped) + swept
+
+    def _cancel_unsubmitted(self, reason: str) -> int:
+        """Jobs of this lease still LAUNCHING that were never handed to a backend (e.g. an
+        interrupt landed between a group's commit and its queueing): cancel them too, so no
+        job is left LAUNCHING once the lease is closed."""
+        if self._lease_id is None or self._broken is not None:
+            return 0
+        lease_id = self._lease_id
+        try:
+            _, never = self._retry_store(lambda: self._store.lease_orphans(lease_id), "finding unsubmitted jobs")
+            states = [(job.id, JobState(Status.CANCELLED, reason)) for job in never]
+            if states:
+                self._retry_store(lambda: self._store.record_states(states), "recording the interrupted jobs")
+        except StoreUnusableError as exc:
+            self.errors.append(exc)
+            return 0
+        return len(states)
 
     # -- the submitting thread -------------------------------------------------------------
 

@@ -18,6 +18,7 @@ from xcore.store.records import (
     NewJob,
     StatusEvent,
     UnitSummary,
+    UnitWrite,
     WorkUnitRecord,
 )
 
@@ -102,6 +103,25 @@ class MetadataStore(abc.ABC):
         """Record more jobs of an existing work unit (job generators add jobs one by one).
         ``replace_unlaunched`` first deletes the unit's jobs that ended without ever reaching a
         backend (an identity relaunch runs them again)."""
+
+    def record_adds(self, writes: Sequence[UnitWrite], *, lease_id: int | None = None) -> list[list[int]]:
+        """Record the work units, jobs and tracker links of many adds, in order, all or nothing;
+        return each write's job ids. The launcher commits adds in groups through this (one
+        commit per group, not per add). This default runs ``add_work_unit``/``add_jobs``/
+        ``record_links`` inside ``transaction()``; a store should override it with bulk writes."""
+        ids: list[list[int]] = []
+        with self.transaction():
+            for write in writes:
+                if write.role is None:
+                    job_ids = self.add_jobs(write.experiment_id, write.work_unit_id, write.jobs, lease_id=lease_id,
+                                            replace_unlaunched=write.replace_unlaunched)
+                else:
+                    job_ids = self.add_work_unit(write.experiment_id, write.work_unit_id, write.role, write.args,
+                                                 write.identity, write.jobs, lease_id=lease_id)
+                if write.links:
+                    self.record_links([(job_ids[index], name, url) for index, name, url in write.links])
+                ids.append(job_ids)
+        return ids
 
     @abc.abstractmethod
     def mark_launched(self, launched: Sequence[tuple[int, str, dict[str, Any], str | None]], *,

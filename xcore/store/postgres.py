@@ -43,6 +43,7 @@ from xcore.store.records import (
     NewJob,
     StatusEvent,
     UnitSummary,
+    UnitWrite,
     WorkUnitRecord,
 )
 from xcore.store.redaction import redact_text, redact_url
@@ -417,6 +418,86 @@ class PostgresStore(MetadataStore):
                 (experiment_id, work_unit_id, role, json.dumps(args), identity, now),
             )
             return _insert_jobs(cur, experiment_id, work_unit_id, jobs, now, lease_id)
+
+        return self._transaction(work)
+
+    def record_adds(self, writes: Sequence[UnitWrite], *, lease_id: int | None = None) -> list[list[int]]:
+        """Many adds in one transaction (one WAL flush), with ids drawn from the jobs' identity
+        sequence up front so the rows go in by pipelined ``executemany``. A retry after a lost
+        connection first looks for its own commit (the ids it drew, or the first unit's row)."""
+        if not writes:
+            return []
+        now = time.time()
+        count = sum(len(w.jobs) for w in writes)
+        drawn: list[int] = []
+
+        def split(ids: list[int]) -> list[list[int]]:
+            out, at = [], 0
+            for w in writes:
+                out.append(ids[at : at + len(w.jobs)])
+                at += len(w.jobs)
+            return out
+
+        def work(cur: psycopg.Cursor[dict[str, Any]], retrying: bool) -> list[list[int]]:
+            if retrying and drawn:
+                cur.execute("SELECT COUNT(*) AS n FROM jobs WHERE id = ANY(%s)", (drawn,))
+                if _one(cur)["n"] == len(drawn):
+                    return split(drawn)
+            elif retrying and writes[0].role is not None:
+                cur.execute("SELECT created_at FROM work_units WHERE experiment_id = %s AND id = %s",
+                            (writes[0].experiment_id, writes[0].work_unit_id))
+                row = cur.fetchone()
+                if row and row["created_at"] == now:
+                    return split([])
+            for w in writes:
+                if w.replace_unlaunched:
+                    cur.execute("SELECT id FROM jobs WHERE experiment_id = %s AND work_unit_id = %s"
+                                " AND handle IS NULL AND status IN ('FAILED', 'CANCELLED') ORDER BY id FOR UPDATE",
+                                (w.experiment_id, w.work_unit_id))
+                    old = [r["id"] for r in cur.fetchall()]
+                    if old:
+                        cur.execute("DELETE FROM job_events WHERE job_id = ANY(%s)", (old,))
+                        cur.execute("DELETE FROM jobs WHERE id = ANY(%s)", (old,))
+            units = [(w.experiment_id, w.work_unit_id, w.role, json.dumps(w.args), w.identity, now)
+                     for w in writes if w.role is not None]
+            if units:
+                cur.executemany("INSERT INTO work_units (experiment_id, id, role, args, identity, created_at)"
+                                " VALUES (%s, %s, %s, %s, %s, %s)", units)
+            ids: list[int] = []
+            if count:
+                cur.execute("SELECT nextval(pg_get_serial_sequence('jobs', 'id')) AS id"
+                            " FROM generate_series(1, %s)", (count,))
+                ids = sorted(int(r["id"]) for r in cur.fetchall())
+                drawn[:] = ids
+            encoded: dict[int, tuple[object, str]] = {}
+
+            def encode(spec: object) -> str:
+                hit = encoded.get(id(spec))
+                if hit is None or hit[0] is not spec:
+                    hit = encoded[id(spec)] = (spec, json.dumps(spec))
+                return hit[1]
+
+            rows, links, at = [], [], 0
+            for w in writes:
+                rows += [(ids[at + i], w.experiment_id, w.work_unit_id, job.name, job.executor_kind,
+                          encode(job.executor), encode(job.executable), json.dumps(job.args), json.dumps(job.env),
+                          now, lease_id) for i, job in enumerate(w.jobs)]
+                links += [(ids[at + index], w.experiment_id, w.work_unit_id, name, url) for index, name, url in w.links]
+                at += len(w.jobs)
+            if rows:
+                cur.executemany("INSERT INTO jobs (id, experiment_id, work_unit_id, name, executor_kind, executor,"
+                                " executable, args, env, created_at, lease_id)"
+                                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)", rows)
+                cur.executemany("INSERT INTO job_events (job_id, status, at) VALUES (%s, 'LAUNCHING', %s)",
+                                [(row[0], now) for row in rows])
+            more = [(w.experiment_id, w.work_unit_id) for w in writes if w.role is None and w.jobs]
+            if more:
+                cur.executemany("UPDATE work_units SET status = 'LAUNCHING' WHERE experiment_id = %s AND id = %s", more)
+            if links:
+                cur.executemany("INSERT INTO job_links (job_id, experiment_id, work_unit_id, name, url)"
+                                " VALUES (%s, %s, %s, %s, %s)"
+                                " ON CONFLICT (job_id, name) DO UPDATE SET url = EXCLUDED.url", links)
+            return split(ids)
 
         return self._transaction(work)
 

@@ -175,3 +175,20 @@ def _now() -> float:
     import time
 
     return time.time()
+
+
+@attrs.define(slots=True)
+class UnitWrite:
+    """What one ``experiment.add`` records: a work unit with its jobs (``role`` set), or more
+    jobs of a unit already recorded (``role`` None: a job generator's ``unit.add``), plus the
+    jobs' tracker links as ``(index in jobs, name, url)``. ``MetadataStore.record_adds``
+    writes many of them in one transaction."""
+
+    experiment_id: int
+    work_unit_id: int
+    role: str | None
+    args: Any
+    identity: str
+    jobs: list[NewJob]
+    links: list[tuple[int, str, str]] = attrs.field(factory=list)
+    replace_unlaunched: bool = False  # role None only: an identity relaunch of jobs that never launched

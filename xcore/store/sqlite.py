@@ -30,6 +30,7 @@ from xcore.store.records import (
     NewJob,
     StatusEvent,
     UnitSummary,
+    UnitWrite,
     WorkUnitRecord,
 )
 
@@ -468,20 +469,74 @@ class SqliteStore(MetadataStore):
                  lease_id: int | None = None, replace_unlaunched: bool = False) -> list[int]:
         with self._write() as db:
             if replace_unlaunched:
-                old = [r[0] for r in db.execute(
-                    "SELECT id FROM jobs WHERE experiment_id = ? AND work_unit_id = ? AND handle IS NULL"
-                    " AND status IN ('FAILED', 'CANCELLED')", (experiment_id, work_unit_id))]
-                for start in range(0, len(old), 500):
-                    chunk = old[start : start + 500]
-                    marks = ",".join("?" * len(chunk))
-                    db.execute(f"DELETE FROM job_events WHERE job_id IN ({marks})", chunk)
-                    db.execute(f"DELETE FROM jobs WHERE id IN ({marks})", chunk)
+                self._drop_unlaunched(db, experiment_id, work_unit_id)
             ids = self._insert_jobs(db, experiment_id, work_unit_id, jobs, time.time(), lease_id)
             db.execute(
                 "UPDATE work_units SET status = 'LAUNCHING' WHERE experiment_id = ? AND id = ?",
                 (experiment_id, work_unit_id),
             )
             return ids
+
+    def record_adds(self, writes: Sequence[UnitWrite], *, lease_id: int | None = None) -> list[list[int]]:
+        """Many adds in one ``BEGIN IMMEDIATE`` transaction, a few ``executemany`` each. Job ids
+        are taken from the table's AUTOINCREMENT counter while the write lock is held, so
+        concurrent launchers never share one; each distinct executor and executable is
+        encoded to JSON once per group."""
+        now = time.time()
+        with self._write() as db:
+            for write in writes:
+                if write.replace_unlaunched:
+                    self._drop_unlaunched(db, write.experiment_id, write.work_unit_id)
+            db.executemany(
+                "INSERT INTO work_units (experiment_id, id, role, args, identity, created_at) VALUES (?,?,?,?,?,?)",
+                [(w.experiment_id, w.work_unit_id, w.role, json.dumps(w.args), w.identity, now)
+                 for w in writes if w.role is not None],
+            )
+            seq = db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'jobs'").fetchone()
+            top = db.execute("SELECT MAX(id) FROM jobs").fetchone()[0]
+            next_id = max(seq[0] if seq else 0, top or 0) + 1
+            encoded: dict[int, tuple[object, str]] = {}  # id(spec) -> (spec, JSON): shared specs once
+
+            def encode(spec: object) -> str:
+                hit = encoded.get(id(spec))
+                if hit is None or hit[0] is not spec:
+                    hit = encoded[id(spec)] = (spec, json.dumps(spec))
+                return hit[1]
+
+            ids: list[list[int]] = []
+            jobs, links = [], []
+            for w in writes:
+                first = next_id
+                next_id += len(w.jobs)
+                ids.append(list(range(first, next_id)))
+                jobs += [(first + i, w.experiment_id, w.work_unit_id, job.name, job.executor_kind, encode(job.executor),
+                          encode(job.executable), json.dumps(job.args), json.dumps(job.env) if job.env else "{}", now,
+                          lease_id) for i, job in enumerate(w.jobs)]
+                links += [(first + index, w.experiment_id, w.work_unit_id, name, url) for index, name, url in w.links]
+            db.executemany(
+                "INSERT INTO jobs (id, experiment_id, work_unit_id, name, executor_kind, executor, executable,"
+                " args, env, created_at, lease_id) VALUES (?,?,?,?,?,?,?,?,?,?,?)", jobs)
+            db.executemany("INSERT INTO job_events (job_id, status, at) VALUES (?, 'LAUNCHING', ?)",
+                           [(row[0], now) for row in jobs])
+            db.executemany("UPDATE work_units SET status = 'LAUNCHING' WHERE experiment_id = ? AND id = ?",
+                           [(w.experiment_id, w.work_unit_id) for w in writes if w.role is None and w.jobs])
+            if links:
+                db.executemany(
+                    "INSERT INTO job_links (job_id, experiment_id, work_unit_id, name, url) VALUES (?,?,?,?,?)"
+                    " ON CONFLICT (job_id, name) DO UPDATE SET url = excluded.url", links)
+            return ids
+
+    @staticmethod
+    def _drop_unlaunched(db: sqlite3.Connection, experiment_id: int, work_unit_id: int) -> None:
+        """An identity relaunch: forget the unit's jobs that ended without reaching a backend."""
+        old = [r[0] for r in db.execute(
+            "SELECT id FROM jobs WHERE experiment_id = ? AND work_unit_id = ? AND handle IS NULL"
+            " AND status IN ('FAILED', 'CANCELLED')", (experiment_id, work_unit_id))]
+        for start in range(0, len(old), 500):
+            chunk = old[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            db.execute(f"DELETE FROM job_events WHERE job_id IN ({marks})", chunk)
+            db.execute(f"DELETE FROM jobs WHERE id IN ({marks})", chunk)
 
     @staticmethod
     def _insert_jobs(

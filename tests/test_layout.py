@@ -16,7 +16,7 @@ TOP_LEVEL = {
     "launch", "runtime", "hooks", "plumbing", "store", "cli", "ui", "trackers",
     "images",  # the image builder container backends share (being added in parallel)
     # shared by every face
-    "errors.py", "status.py", "paths.py", "lazy.py",
+    "errors.py", "status.py", "paths.py", "lazy.py", "settings.py",
 }
 
 

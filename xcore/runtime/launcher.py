@@ -48,6 +48,7 @@ from xcore.hooks.execution import LaunchContext, LaunchFailure, LaunchRequest, l
 from xcore.hooks.host import PluginHost
 from xcore.runtime.progress import Progress, plural
 from xcore.runtime.recorder import PendingAdd, Recorder
+from xcore.settings import env_number
 from xcore.status import JobState, Status
 from xcore.store import MetadataStore
 
@@ -185,12 +186,12 @@ def process_start_time(pid: int) -> float | None:
 
 
 def store_retry_secs() -> float:
-    return float(os.environ.get("XCORE_STORE_RETRY_SECS", "30"))
+    return env_number("XCORE_STORE_RETRY_SECS", 30)
 
 
 def lease_secs() -> float:
     """How long a launcher on another host may go without a heartbeat before its lease expires."""
-    return float(os.environ.get("XCORE_LEASE_SECS", "60"))
+    return env_number("XCORE_LEASE_SECS", 60)
 
 
 class BatchLauncher:

@@ -17,7 +17,6 @@ store's error, the group's futures fail with it, and the experiment ends LAUNCH_
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -25,16 +24,17 @@ from typing import Any
 
 import attrs
 
+from xcore.settings import env_int, env_number
 from xcore.store import MetadataStore
 from xcore.store.records import UnitWrite
 
 
 def group_size() -> int:
-    return max(1, int(os.environ.get("XCORE_RECORD_GROUP", "256")))
+    return env_int("XCORE_RECORD_GROUP", 256, minimum=1)
 
 
 def group_max_age() -> float:
-    return max(0.0, float(os.environ.get("XCORE_RECORD_MAX_AGE", "0.05")))
+    return env_number("XCORE_RECORD_MAX_AGE", 0.05)
 
 
 @attrs.define(slots=True)

@@ -21,7 +21,6 @@ by the natural key of what it writes, so nothing is recorded twice.
 from __future__ import annotations
 
 import json
-import os
 import re
 import threading
 import time
@@ -33,6 +32,7 @@ from psycopg import errors as pg_errors
 from psycopg.rows import dict_row
 
 from xcore.errors import ConfigurationError, NotFoundError, XcoreError
+from xcore.settings import env_number
 from xcore.status import JobState, Status, combine
 from xcore.store import ExperimentHistory, Imported, MetadataStore, StoreInfo
 from xcore.store import migrations as store_migrations
@@ -199,7 +199,7 @@ class PostgresStore(MetadataStore):
         self._lock = threading.RLock()
         self._conn: psycopg.Connection[dict[str, Any]] | None = None
         if retry_secs is None:
-            retry_secs = float(os.environ.get("XCORE_STORE_RETRY_SECS", "60"))
+            retry_secs = env_number("XCORE_STORE_RETRY_SECS", 60)
         self.retry_secs = retry_secs
         self.retries = 0  # how many times a transaction was retried (tests and benchmarks read it)
         self.migrated_from: int | None = None

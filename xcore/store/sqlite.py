@@ -20,6 +20,7 @@ from typing import Any
 
 from xcore import paths
 from xcore.errors import NotFoundError, StoreError
+from xcore.settings import env_number
 from xcore.status import JobState, Status, combine
 from xcore.store import ExperimentHistory, Imported, MetadataStore, StoreInfo, records
 from xcore.store import migrations as store_migrations
@@ -167,7 +168,7 @@ class SqliteStore(MetadataStore):
         self._lock = threading.RLock()
         self._in_transaction = False  # inside transaction(): writes join it instead of committing
         self._prepare_file()
-        busy = float(os.environ.get("XCORE_STORE_BUSY_TIMEOUT", "120"))  # seconds a writer waits for the lock
+        busy = env_number("XCORE_STORE_BUSY_TIMEOUT", 120)  # seconds a writer waits for the lock
         with self._errors("open"):
             self._db = sqlite3.connect(self.path, timeout=busy, isolation_level=None, check_same_thread=False)
             self._db.row_factory = sqlite3.Row

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hmac
 import json
-import os
 import secrets
 import threading
 import time
@@ -25,6 +24,7 @@ from starlette.templating import Jinja2Templates
 
 from xcore.errors import NotFoundError
 from xcore.hooks.host import PluginHost
+from xcore.settings import env_number
 from xcore.status import Status
 from xcore.store import MetadataStore
 from xcore.ui import data
@@ -114,7 +114,7 @@ def create_app(store: MetadataStore, host: PluginHost, *, read_only: bool = Fals
     env.globals.update(fmt_time=_fmt_time, fmt_duration=_fmt_duration, cell=data.cell, is_web_link=_is_web_link,
                        read_only=read_only, poll_ms=int(poll_seconds * 1000), statuses=list(Status.__members__))
     csrf = secrets.token_urlsafe(32)
-    cache_secs = float(os.environ.get("XCORE_UI_CACHE_SECS", "2"))
+    cache_secs = env_number("XCORE_UI_CACHE_SECS", 2)
     cache: dict[int, tuple[float, list[data.UnitRow]]] = {}
     cache_lock = threading.Lock()
 

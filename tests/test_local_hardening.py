@@ -26,7 +26,7 @@ def _slow_runner(tmp_path: Path, monkeypatch, seconds: float) -> None:
     (hook / "sitecustomize.py").write_text(
         "import time\n"
         "with open('/proc/self/cmdline', 'rb') as f:\n"
-        "    if b'xlocal.runner' in f.read():\n"
+        "    if b'xlocal/runner.py' in f.read():\n"
         f"        time.sleep({seconds})\n"
     )
     monkeypatch.setenv("PYTHONPATH", f"{hook}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")

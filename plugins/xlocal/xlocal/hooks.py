@@ -152,6 +152,16 @@ def xcore_job_states(handle_kind: str, handles: Sequence[Any]) -> list[JobState]
 
 
 @hookimpl
+def xcore_wait_for_change(handle_kind: str, handles: Sequence[Any], timeout: float) -> bool | None:
+    if handle_kind == PROCESS_HANDLE:
+        from xlocal import processes
+
+        processes.wait_for_change(handles, timeout)
+        return True
+    return None
+
+
+@hookimpl
 def xcore_cancel(handle_kind: str, handles: Sequence[Any]) -> bool | None:
     if handle_kind == PROCESS_HANDLE:
         from xlocal import processes

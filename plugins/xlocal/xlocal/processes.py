@@ -7,7 +7,7 @@ import errno
 import fcntl
 import json
 import os
-import secrets
+import select
 import signal
 import subprocess
 import sys
@@ -22,7 +22,6 @@ from xcore.plugin import (
     LaunchError,
     LaunchRequest,
     Status,
-    atomic_write,
     cancel_requested,
     exit_state,
     follow_file,
@@ -33,7 +32,7 @@ from xcore.plugin import (
 from xlocal.executables import LocalProcess
 from xlocal.executors import Local
 from xlocal.handles import ProcessHandle
-from xlocal.runner import process_start_time, read_events
+from xlocal.runner import process_start_time, read_events, write_json_atomic
 
 
 def machine_slots() -> int:
@@ -49,7 +48,7 @@ def machine_slots() -> int:
 def launch(requests: Sequence[LaunchRequest], context: LaunchContext) -> list[ProcessHandle]:
     runs = private_dir(context.state_dir / "runs")
     first = requests[0]
-    run_dir = runs / f"{first.experiment_id}-{first.job_id}-{secrets.token_hex(3)}"
+    run_dir = runs / f"{first.experiment_id}-{first.job_id}-{os.urandom(3).hex()}"
     private_dir(run_dir / "jobs")
     max_parallel = min((r.executor.max_parallel or 10**9) for r in requests if isinstance(r.executor, Local))
     log_dir = private_dir(context.state_dir / "logs" / str(first.experiment_id))
@@ -79,24 +78,29 @@ def launch(requests: Sequence[LaunchRequest], context: LaunchContext) -> list[Pr
         "slots_dir": str(private_dir(context.state_dir / "slots")),
         "max_parallel": None if max_parallel >= 10**9 else max_parallel,
     }
-    atomic_write(run_dir / "batch.json", json.dumps(batch))  # 0600: holds env values, secrets included
+    # 0600: holds env values, secrets included. Renamed into place, not fsynced: the runner reads
+    # it at once, and after a crash of the machine its jobs are gone anyway.
+    write_json_atomic(str(run_dir / "batch.json"), batch)
     # The runner's liveness is this lock, taken before it exists and handed to it: no status
     # query can ever see a live runner as dead, however slowly it starts.
     lock_fd = os.open(run_dir / "runner.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    # Its write end, likewise held by the runner for its life, tells waiters the moment it exits.
+    os.mkfifo(run_dir / DONE_FIFO, 0o600)
+    done_fd = os.open(run_dir / DONE_FIFO, os.O_RDWR)  # RDWR: opening a FIFO write-only blocks without a reader
     runner_log = os.open(run_dir / "runner.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     try:
         fcntl.flock(lock_fd, fcntl.LOCK_EX)
         subprocess.Popen(
-            [sys.executable, "-m", "xlocal.runner", str(run_dir), str(lock_fd)],
+            [sys.executable, "-P", _RUNNER, str(run_dir), str(lock_fd), str(done_fd)],
             stdin=subprocess.DEVNULL, stdout=runner_log, stderr=subprocess.STDOUT,
-            start_new_session=True, close_fds=True, pass_fds=(lock_fd,), cwd="/",
-            env={**os.environ, "PYTHONPATH": _import_root() + os.pathsep + os.environ.get("PYTHONPATH", "")},
+            start_new_session=True, close_fds=True, pass_fds=(lock_fd, done_fd), cwd="/",
         )
     except OSError as exc:
         raise LaunchError(f"Could not start the local runner ({sys.executable}): {exc}") from exc
     finally:
         os.close(runner_log)
         os.close(lock_fd)  # the runner's copy keeps the lock
+        os.close(done_fd)
     jobs_text = "1 job" if len(requests) == 1 else f"{len(requests)} jobs"
     context.progress.update(f"started runner for {jobs_text}", detail=str(run_dir))
     return handles
@@ -139,8 +143,51 @@ def _runner_started(run_dir: Path, wait_secs: float = 5.0) -> bool:
     return False
 
 
-def _import_root() -> str:
-    return str(Path(__file__).resolve().parent.parent)
+DONE_FIFO = "done.fifo"
+MAX_WATCHED_RUNS = 256  # each watched run costs a descriptor during the wait
+
+
+def wait_for_change(handles: Sequence[ProcessHandle], timeout: float) -> None:
+    """Block until the runner of some of these jobs exits (its jobs have all ended then), or
+    ``timeout`` s pass: no polling. The runner holds the write end of its run's ``done.fifo``
+    from before it starts until it exits, so the read end reports a hang-up at that moment,
+    to any number of waiters in any process. A run whose runner is already gone (or one
+    launched before the FIFO existed) can never signal: the first time one is seen gone the
+    wait returns (it may have ended since the last poll), later it is not watched, so a job
+    that outlived a killed runner never makes the wait spin."""
+    poller = select.poll()
+    fds: list[int] = []
+    try:
+        for run_dir in dict.fromkeys(h.run_dir for h in handles):
+            if run_dir in _ENDED_RUNS:
+                continue
+            if len(fds) >= MAX_WATCHED_RUNS:
+                break
+            try:
+                fd = os.open(Path(run_dir) / DONE_FIFO, os.O_RDONLY | os.O_NONBLOCK)
+            except OSError:
+                _ENDED_RUNS.add(run_dir)  # an older run, or its directory is gone: nothing to watch
+                continue
+            fds.append(fd)
+            # Opened first, checked second: a runner alive now was the FIFO's writer when it was
+            # opened, so its exit will be reported; one that had exited would never be.
+            if not _runner_alive(Path(run_dir)):
+                _ENDED_RUNS.add(run_dir)
+                return  # it ended since the last poll: that is the change
+            poller.register(fd, select.POLLIN)  # POLLHUP is always reported
+        if fds:
+            poller.poll(max(1, int(timeout * 1000)))
+        else:
+            time.sleep(timeout)
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+_ENDED_RUNS: set[str] = set()  # run directories this process saw without a runner
+
+
+_RUNNER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "runner.py")  # see xlocal.runner
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:

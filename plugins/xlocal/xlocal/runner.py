@@ -1,8 +1,9 @@
 """The detached runner: starts one launch's jobs, at most N at a time, and records how each ended.
 
-Run as ``python -m xlocal.runner RUN_DIR LOCK_FD``, in its own session, so jobs keep running
-and exit codes are still recorded after the launcher exits. Standard library only: it starts
-fast and does not depend on xcore being importable.
+Run as ``python -P .../xlocal/runner.py RUN_DIR LOCK_FD DONE_FD``, in its own session, so jobs
+keep running and exit codes are still recorded after the launcher exits. Run as a file, not
+``-m xlocal.runner``: the package would import xcore. Few standard modules (no pathlib, no
+subprocess unless a job needs it): the runner's start-up is on every local launch's path.
 
 Files in RUN_DIR (private to the user: the directory is 0700, files 0600):
 - ``batch.json``: the jobs, their argv, env, cwd and log paths;
@@ -10,6 +11,9 @@ Files in RUN_DIR (private to the user: the directory is 0700, files 0600):
   through the inherited descriptor LOCK_FD for the runner's whole life; the kernel releases
   it when the runner exits, however it dies. A reader that can lock it knows the runner is
   gone; there is no moment at which a live runner looks dead;
+- ``done.fifo``: a FIFO whose write end the runner holds like the lock (descriptor
+  DONE_FD); readers see a hang-up the moment it exits, which is how ``xcore wait`` learns
+  at once that a batch ended;
 - ``runner.json``: the runner's pid and start time (informative);
 - ``events.jsonl``: one line per job start (pid, time) and end (return code,
   time, error); the runner is its only writer and appends whole lines, so a reader needs
@@ -29,15 +33,19 @@ import fcntl
 import json
 import os
 import select
-import subprocess
 import sys
 import time
-from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False  # not typing's: the runner imports as little as it can
+if TYPE_CHECKING:
+    from typing import Any
+
+    StrPath = str | os.PathLike[str]
 
 
-def write_json_atomic(path: Path, data: Any, mode: int = 0o600) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+def write_json_atomic(path: str, data: Any, mode: int = 0o600) -> None:
+    head, name = os.path.split(path)
+    tmp = os.path.join(head, f".{name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     with os.fdopen(fd, "w") as handle:
         handle.write(json.dumps(data))  # json.dump would use the slow pure-Python encoder
@@ -47,18 +55,19 @@ def write_json_atomic(path: Path, data: Any, mode: int = 0o600) -> None:
 class EventLog:
     """Appends one JSON line per event to ``events.jsonl``."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: str) -> None:
         self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
 
     def write(self, **event: Any) -> None:
         os.write(self._fd, (json.dumps(event) + "\n").encode())
 
 
-def read_events(run_dir: Path) -> dict[int, dict[str, Any]]:
+def read_events(run_dir: StrPath) -> dict[int, dict[str, Any]]:
     """Per job index: ``start`` and ``exit`` events as recorded so far."""
     jobs: dict[int, dict[str, Any]] = {}
     try:
-        data = (run_dir / "events.jsonl").read_bytes()
+        with open(os.path.join(run_dir, "events.jsonl"), "rb") as log:
+            data = log.read()
     except FileNotFoundError:
         return jobs
     for line in data.splitlines():
@@ -95,9 +104,9 @@ def _boot_time() -> float:
 
 
 class SlotPool:
-    def __init__(self, slots_dir: Path, count: int) -> None:
-        slots_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        self.paths = [slots_dir / f"slot-{k}.lock" for k in range(count)]
+    def __init__(self, slots_dir: str, count: int) -> None:
+        os.makedirs(slots_dir, mode=0o700, exist_ok=True)
+        self.paths = [os.path.join(slots_dir, f"slot-{k}.lock") for k in range(count)]
         self.held: dict[int, int] = {}  # slot -> fd
 
     def acquire(self) -> int | None:
@@ -122,49 +131,56 @@ class SlotPool:
         os.close(fd)
 
 
-def run(run_dir: Path) -> None:
-    batch = json.loads((run_dir / "batch.json").read_text())
+SLOT_WAIT_MIN, SLOT_WAIT_MAX = 0.002, 0.05  # seconds between looks for a slot another runner holds
+
+
+def run(run_dir: str) -> None:
+    with open(os.path.join(run_dir, "batch.json"), "rb") as file:
+        batch = json.loads(file.read())
     try:
         os.chdir(batch.get("cwd") or "/")
     except OSError:
         os.chdir("/")  # each job then reports its missing directory itself
-    jobs_dir = run_dir / "jobs"
-    jobs_dir.mkdir(mode=0o700, exist_ok=True)
-    events = EventLog(run_dir / "events.jsonl")
+    jobs_dir = os.path.join(run_dir, "jobs")
+    os.makedirs(jobs_dir, mode=0o700, exist_ok=True)
+    events = EventLog(os.path.join(run_dir, "events.jsonl"))
     base_env = batch.get("base_env") or {}
-    write_json_atomic(run_dir / "runner.json", {"pid": os.getpid(), "t": process_start_time(os.getpid())})
-    pool = SlotPool(Path(batch["slots_dir"]), int(batch["slots"]))
+    write_json_atomic(os.path.join(run_dir, "runner.json"), {"pid": os.getpid(), "t": process_start_time(os.getpid())})
+    pool = SlotPool(batch["slots_dir"], int(batch["slots"]))
     limit = int(batch.get("max_parallel") or batch["slots"])
-    queue = list(range(len(batch["jobs"])))
+    count, index = len(batch["jobs"]), 0  # jobs[index:] are still to start
     running: dict[int, tuple[SpawnedJob, int, int]] = {}  # pidfd -> (job, index, slot)
+    slot_wait = SLOT_WAIT_MIN
 
-    while queue or running:
-        while queue and len(running) < limit:
-            index = queue[0]
-            if (jobs_dir / f"{index}.cancel").exists():
-                queue.pop(0)
+    while index < count or running:
+        while index < count and len(running) < limit:
+            if os.path.exists(os.path.join(jobs_dir, f"{index}.cancel")):
                 events.write(i=index, e="exit", rc=None, t=time.time(), error="cancelled before it started")
+                index += 1
                 continue
             slot = pool.acquire()
             if slot is None:
                 break
-            queue.pop(0)
+            slot_wait = SLOT_WAIT_MIN
             started = start_job(batch["jobs"][index], index, base_env, events)
+            index += 1
             if started is None:
                 pool.release(slot)
                 continue
-            running[os.pidfd_open(started.pid)] = (started, index, slot)
-        # Wait for a job to end; if slots are held by other runners, look again soon.
-        timeout = 0.1 if queue and len(running) < limit else None
+            running[os.pidfd_open(started.pid)] = (started, index - 1, slot)
+        # Wait for a job to end; if other runners hold the slots, look again soon, then less often.
+        timeout = None
+        if index < count and len(running) < limit:
+            timeout, slot_wait = slot_wait, min(slot_wait * 2, SLOT_WAIT_MAX)
         if not running:
-            time.sleep(timeout or 0.1)
+            time.sleep(timeout or SLOT_WAIT_MIN)
             continue
         ready, _, _ = select.select(list(running), [], [], timeout)
         for pidfd in ready:
-            proc, index, slot = running.pop(pidfd)
+            proc, ended, slot = running.pop(pidfd)
             returncode = proc.wait()
             os.close(pidfd)
-            events.write(i=index, e="exit", rc=returncode, t=time.time(), error=None)
+            events.write(i=ended, e="exit", rc=returncode, t=time.time(), error=None)
             pool.release(slot)
 
 
@@ -202,6 +218,8 @@ def start_job(job: dict[str, Any], index: int, base_env: dict[str, str], events:
         else:
             if not os.path.isdir(cwd):
                 raise FileNotFoundError(errno.ENOENT, "working directory does not exist", cwd)
+            import subprocess  # only here: most batches never need it
+
             log_fd = os.open(job["log_path"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
             with open(log_fd, "ab", buffering=0) as log:
                 proc = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=log,
@@ -232,12 +250,13 @@ def _start_error(job: dict[str, Any], exc: Exception) -> str:
 
 
 def _hold_lock(argv: list[str]) -> None:
-    """Keep the launcher's lock on runner.lock (inherited descriptor) for the runner's life,
-    without letting jobs inherit it (a job outliving the runner must not look like it)."""
-    if len(argv) > 2:
-        os.set_inheritable(int(argv[2]), False)
+    """Keep the launcher's lock on runner.lock and the write end of done.fifo (inherited
+    descriptors) for the runner's life, without letting jobs inherit them (a job outliving
+    the runner must not look like it, nor hold waiters until it ends)."""
+    for fd in argv[2:4]:
+        os.set_inheritable(int(fd), False)
 
 
 if __name__ == "__main__":
     _hold_lock(sys.argv)
-    run(Path(sys.argv[1]))
+    run(sys.argv[1])

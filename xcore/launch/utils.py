@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import functools
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
@@ -33,6 +32,8 @@ def run_in_asyncio_loop(f: Callable[..., Awaitable[ReturnT]]) -> Callable[..., R
 
     @functools.wraps(f)
     def decorated(*args: Any, **kwargs: Any) -> ReturnT:
+        import asyncio  # here, not at import: most scripts never need it
+
         loop = asyncio.new_event_loop()
         try:
             return loop.run_until_complete(f(*args, **kwargs))

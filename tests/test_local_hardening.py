@@ -30,6 +30,7 @@ def _slow_runner(tmp_path: Path, monkeypatch, seconds: float) -> None:
         f"        time.sleep({seconds})\n"
     )
     monkeypatch.setenv("PYTHONPATH", f"{hook}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    processes._drop_server()  # a serving runner started by an earlier test would not be slow
 
 
 def test_slow_starting_runner_never_makes_healthy_jobs_fail(tmp_path, monkeypatch):

@@ -1,8 +1,12 @@
-"""Waiting for local jobs: the wait learns that a runner's jobs ended when its runner exits
-(done.fifo), not at the next poll tick, from any process, with any number of waiters."""
+"""Waiting for local jobs: the wait learns that a run's jobs ended when its runner lets go
+of it (done.fifo), not at the next poll tick, from any process, with any number of waiters.
+And the serving runner a launcher hands its batches to."""
 
 from __future__ import annotations
 
+import json
+import os
+import signal
 import threading
 import time
 from pathlib import Path
@@ -69,7 +73,8 @@ def test_a_job_that_leaves_a_daemon_behind_does_not_hold_the_wait():
 
 def test_wait_returns_soon_after_the_last_job_with_few_polls():
     """Polling alone (0.05 s growing to 0.25 s) reads the store about 12 times over a 2 s
-    job; told by the runner, the wait polls about 7 times and still returns at once."""
+    job; told by the runner, the wait polls 3 times (start, a progress poll, the end) and
+    still returns at once."""
     experiment, _ = _launch(["/bin/sleep", "2"])
     store, host = experiment._store, get_host()
     polls = 0
@@ -84,4 +89,39 @@ def test_wait_returns_soon_after_the_last_job_with_few_polls():
     assert [j.status for j in jobs] == [Status.COMPLETED]
     ended = [j for u in store.work_units(experiment.experiment_id) for j in u.jobs][0].ended_at
     assert ended is not None and returned - ended < 1.5, (returned, ended)
-    assert polls <= 8, f"{polls} polls for one 2 s job"
+    assert polls <= 5, f"{polls} polls for one 2 s job"
+
+
+def _events(run_dir: str) -> list[dict]:
+    return [json.loads(line) for line in Path(run_dir, "events.jsonl").read_text().splitlines()]
+
+
+def test_one_runner_serves_every_batch_and_lets_go_of_each_when_it_ends():
+    """Batches of one launcher go to one runner; a batch that ended reads so (lock free, waiters
+    woken) while the runner still serves a later one."""
+    _, first = _launch(["/bin/true"], units=2)
+    _, second = _launch(["/bin/sleep", "3"])
+    assert first[0].run_dir != second[0].run_dir
+    pids = {json.loads(Path(h.run_dir, "runner.json").read_text())["pid"] for h in (first[0], second[0])}
+    assert len(pids) == 1, "each batch got a runner of its own"
+    started = time.monotonic()
+    processes.wait_for_change(first, 30)
+    assert time.monotonic() - started < 2.5, "the first batch was held until the runner exits"
+    assert not processes._runner_alive(Path(first[0].run_dir))
+    assert processes._runner_alive(Path(second[0].run_dir))
+    assert [s.status for s in processes.states(first)] == [Status.COMPLETED] * 2
+    processes.cancel(second)
+    processes.wait_for_change(second, 30)
+    assert processes.states(second)[0].status is Status.CANCELLED
+
+
+def test_a_killed_serving_runner_is_replaced_and_no_job_runs_twice():
+    _launch(["/bin/true"])
+    assert processes._server is not None
+    os.kill(processes._server[2].pid, signal.SIGKILL)
+    processes._server[2].wait()
+    _, handles = _launch(["/bin/true"], units=3)
+    processes.wait_for_change(handles, 30)
+    assert [s.status for s in processes.states(handles)] == [Status.COMPLETED] * 3
+    starts = [e["i"] for e in _events(handles[0].run_dir) if e["e"] == "start"]
+    assert sorted(starts) == [0, 1, 2]

@@ -88,9 +88,10 @@ def wait_for(
     """Poll until every fetched job is terminal (or UNKNOWN, which polling cannot fix).
 
     Between polls the backend of the active jobs may block until something changed
-    (``xcore_wait_for_change``: a local runner says at once that its jobs ended); then the
-    pauses grow to ``NOTIFIED_MAX_INTERVAL``, as only progress reports need them. Else a
-    sleep that grows from ``interval`` to ``max_interval``.
+    (``xcore_wait_for_change``: a local runner says at once that its jobs ended); then a
+    poll every ``NOTIFIED_MAX_INTERVAL`` is enough (for progress reports), and each poll of
+    thousands of jobs costs the jobs CPU time. Else a sleep that grows from ``interval`` to
+    ``max_interval``.
     ``refresh=False`` when ``fetch`` already asks the backends itself.
     """
     deadline = None if timeout is None else time.monotonic() + timeout
@@ -106,7 +107,7 @@ def wait_for(
             raise TimeoutError(f"{active} job{'' if active == 1 else 's'} still active after {timeout} s.")
         pause = interval if deadline is None else max(0.0, min(interval, deadline - time.monotonic()))
         if _pause(host, jobs, pause, handles):
-            interval = min(interval * 2, max(max_interval, NOTIFIED_MAX_INTERVAL))
+            interval = max(max_interval, NOTIFIED_MAX_INTERVAL)
         else:
             interval = min(interval * 1.5, max_interval)
 

@@ -56,9 +56,12 @@ def xcore_package(packageable: Packageable, context: PackagingContext) -> Execut
         return packaging.package_bazel_container(packageable, spec, context)
     if type(spec).__name__ == "PythonPackage" and hasattr(spec, "pip_args"):  # xhpc's (lxm3's) on Local
         return packaging.package_python_package(packageable, spec, context)
-    if isinstance(spec, Binary):
-        return packaging.package_binary(packageable, spec)
-    if isinstance(spec, PythonModule):
+    if isinstance(spec, (Binary, PythonModule)):
+        from xlocal import processes
+
+        processes.start_server()  # a launch follows: its runner starts while the script adds work
+        if isinstance(spec, Binary):
+            return packaging.package_binary(packageable, spec)
         return packaging.package_python_module(packageable, spec)
     if isinstance(spec, PythonContainer):
         return packaging.package_python_container(packageable, spec, context)

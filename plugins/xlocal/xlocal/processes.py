@@ -11,6 +11,7 @@ import select
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -87,23 +88,98 @@ def launch(requests: Sequence[LaunchRequest], context: LaunchContext) -> list[Pr
     # Its write end, likewise held by the runner for its life, tells waiters the moment it exits.
     os.mkfifo(run_dir / DONE_FIFO, 0o600)
     done_fd = os.open(run_dir / DONE_FIFO, os.O_RDWR)  # RDWR: opening a FIFO write-only blocks without a reader
-    runner_log = os.open(run_dir / "runner.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     try:
         fcntl.flock(lock_fd, fcntl.LOCK_EX)
-        subprocess.Popen(
-            [sys.executable, "-P", _RUNNER, str(run_dir), str(lock_fd), str(done_fd)],
-            stdin=subprocess.DEVNULL, stdout=runner_log, stderr=subprocess.STDOUT,
-            start_new_session=True, close_fds=True, pass_fds=(lock_fd, done_fd), cwd="/",
-        )
+        if not _hand_over(run_dir, (lock_fd, done_fd)):
+            _start_runner(run_dir, lock_fd, done_fd)
     except OSError as exc:
         raise LaunchError(f"Could not start the local runner ({sys.executable}): {exc}") from exc
     finally:
-        os.close(runner_log)
         os.close(lock_fd)  # the runner's copy keeps the lock
         os.close(done_fd)
     jobs_text = "1 job" if len(requests) == 1 else f"{len(requests)} jobs"
     context.progress.update(f"started runner for {jobs_text}", detail=str(run_dir))
     return handles
+
+
+def _start_runner(run_dir: Path, lock_fd: int, done_fd: int) -> None:
+    """A runner of its own for one batch: when this process has no serving runner to hand it to."""
+    runner_log = os.open(run_dir / "runner.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        subprocess.Popen(
+            [sys.executable, "-P", _RUNNER, str(run_dir), str(lock_fd), str(done_fd)],
+            stdin=subprocess.DEVNULL, stdout=runner_log, stderr=subprocess.STDOUT,
+            start_new_session=True, close_fds=True, pass_fds=(lock_fd, done_fd), cwd="/",
+        )
+    finally:
+        os.close(runner_log)
+
+
+# A launcher's batches go to one runner it started ahead of time (when it packaged a local
+# process): that runner's start-up overlaps the adds, and batches handed over while earlier
+# ones run share its slots instead of starting a runner each. It gets each batch's directory
+# and descriptors (lock, FIFO) over a socket and acknowledges them; no acknowledgement (it
+# exited, or went idle) means nothing of the batch started, and another runner takes it.
+_server_lock = threading.Lock()
+_server: tuple[int, Any, Any] | None = None  # (pid of this process, socket, Popen)
+
+
+def start_server() -> None:
+    """Start this process's serving runner now, if it has none (see ``_hand_over``)."""
+    if os.environ.get("XLOCAL_RUNNER_PER_BATCH"):
+        return
+    with _server_lock:
+        _ensure_server()
+
+
+def _ensure_server() -> Any:
+    global _server
+    if _server is not None and _server[0] == os.getpid():
+        return _server[1]
+    import socket
+
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-P", _RUNNER, "--serve", str(theirs.fileno())],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True, close_fds=True, pass_fds=(theirs.fileno(),), cwd="/",
+        )
+    except BaseException:
+        ours.close()
+        raise
+    finally:
+        theirs.close()
+    _server = (os.getpid(), ours, proc)
+    return ours
+
+
+def _drop_server() -> None:
+    global _server
+    if _server is not None:
+        if _server[0] == os.getpid():
+            _server[1].close()  # a runner still serving finishes what it has, then exits
+        _server = None
+
+
+def _hand_over(run_dir: Path, fds: tuple[int, int]) -> bool:
+    """Give the batch in ``run_dir`` to this process's serving runner (started if need be);
+    False if none took it."""
+    if os.environ.get("XLOCAL_RUNNER_PER_BATCH"):
+        return False
+    import socket
+
+    with _server_lock:
+        for _attempt in range(2):
+            channel = _ensure_server()
+            try:
+                socket.send_fds(channel, [os.fsencode(run_dir)], list(fds))
+                if channel.recv(1) == b"1":
+                    return True
+            except OSError:
+                pass
+            _drop_server()  # it is gone: the next attempt starts another
+    return False
 
 
 def adopt(requests: Sequence[LaunchRequest], context: LaunchContext) -> list[ProcessHandle | None]:

@@ -61,6 +61,9 @@ class EventLog:
     def write(self, **event: Any) -> None:
         os.write(self._fd, (json.dumps(event) + "\n").encode())
 
+    def close(self) -> None:
+        os.close(self._fd)
+
 
 def read_events(run_dir: StrPath) -> dict[int, dict[str, Any]]:
     """Per job index: ``start`` and ``exit`` events as recorded so far."""
@@ -132,56 +135,157 @@ class SlotPool:
 
 
 SLOT_WAIT_MIN, SLOT_WAIT_MAX = 0.002, 0.05  # seconds between looks for a slot another runner holds
+IDLE_SECS = 120.0  # a serving runner with no run left exits after this long without a new one
+
+
+class Run:
+    """One launch batch: its jobs in order, at most ``limit`` at once. ``fds`` (the lock on
+    runner.lock and the write end of done.fifo) are held until every job of it ended."""
+
+    def __init__(self, run_dir: str, fds: tuple[int, ...]) -> None:
+        self.dir, self.fds = run_dir, fds
+        with open(os.path.join(run_dir, "batch.json"), "rb") as file:
+            self.batch = json.loads(file.read())
+        self.cwd = self.batch.get("cwd") or "/"
+        self.jobs_dir = os.path.join(run_dir, "jobs")
+        os.makedirs(self.jobs_dir, mode=0o700, exist_ok=True)
+        self.events = EventLog(os.path.join(run_dir, "events.jsonl"))
+        self.base_env = self.batch.get("base_env") or {}
+        self.slots = (self.batch["slots_dir"], int(self.batch["slots"]))
+        self.limit = int(self.batch.get("max_parallel") or self.batch["slots"])
+        self.count, self.next, self.running = len(self.batch["jobs"]), 0, 0
+        me = {"pid": os.getpid(), "t": process_start_time(os.getpid())}
+        write_json_atomic(os.path.join(run_dir, "runner.json"), me)
+
+    @property
+    def over(self) -> bool:
+        return self.next >= self.count and self.running == 0
+
+    def close(self) -> None:
+        """Every job ended and was logged: let go of the lock and hang up done.fifo."""
+        self.events.close()
+        for fd in self.fds:
+            os.close(fd)
 
 
 def run(run_dir: str) -> None:
-    with open(os.path.join(run_dir, "batch.json"), "rb") as file:
-        batch = json.loads(file.read())
+    serve([Run(run_dir, ())], None)  # its lock and FIFO are released when the process exits
+
+
+def serve(runs: list[Run], channel: Any) -> None:
+    """Run ``runs`` and, while ``channel`` (a socket from the launcher) is open, every run it
+    hands over, oldest first; each is closed as soon as all its jobs ended."""
+    pools: dict[tuple[str, int], SlotPool] = {}
+    running: dict[int, tuple[SpawnedJob, Run, int, SlotPool, int]] = {}  # pidfd -> (job, run, index, slot)
+    poller = select.poll()
+    if channel is not None:
+        poller.register(channel.fileno(), select.POLLIN)
+    slot_wait, here = SLOT_WAIT_MIN, None
+    while runs or running or channel is not None:
+        blocked = False  # a job waits for a slot another runner holds
+        for run_ in runs:
+            pool = pools.get(run_.slots) or pools.setdefault(run_.slots, SlotPool(*run_.slots))
+            while run_.next < run_.count and run_.running < run_.limit:
+                index = run_.next
+                if os.path.exists(os.path.join(run_.jobs_dir, f"{index}.cancel")):
+                    run_.events.write(i=index, e="exit", rc=None, t=time.time(), error="cancelled before it started")
+                    run_.next += 1
+                    continue
+                slot = pool.acquire()
+                if slot is None:
+                    blocked = True
+                    break
+                slot_wait = SLOT_WAIT_MIN
+                if run_.cwd != here:
+                    here = _enter(run_.cwd)
+                started = start_job(run_.batch["jobs"][index], index, run_.base_env, run_.events)
+                run_.next += 1
+                if started is None:
+                    pool.release(slot)
+                    continue
+                run_.running += 1
+                pidfd = os.pidfd_open(started.pid)
+                poller.register(pidfd, select.POLLIN)
+                running[pidfd] = (started, run_, index, pool, slot)
+            if blocked:
+                break
+        for ended_run in [r for r in runs if r.over]:
+            runs.remove(ended_run)
+            ended_run.close()
+        if not runs and not running and channel is None:
+            return
+        # Wait for a job to end or a new run; if other runners hold the slots, look again
+        # soon, then less often; idle, wait for a new run a while, then exit.
+        timeout: float | None = None
+        if blocked:
+            timeout, slot_wait = slot_wait, min(slot_wait * 2, SLOT_WAIT_MAX)
+        elif not runs and not running:
+            timeout = IDLE_SECS
+        ready = poller.poll(None if timeout is None else max(1, int(timeout * 1000)))
+        if not ready and timeout == IDLE_SECS:
+            channel.close()  # a run handed over just now is refused with it: its launcher starts another runner
+            return
+        for fd, _ in ready:
+            if channel is not None and fd == channel.fileno():
+                received = _receive(channel)
+                if received is None:  # the launcher exited: finish what was handed over
+                    poller.unregister(fd)
+                    channel.close()
+                    channel = None
+                elif (new_run := _open_run(*received)) is not None:
+                    runs.append(new_run)
+                continue
+            job, job_run, index, pool, slot = running.pop(fd)
+            poller.unregister(fd)
+            returncode = job.wait()
+            os.close(fd)
+            job_run.events.write(i=index, e="exit", rc=returncode, t=time.time(), error=None)
+            pool.release(slot)
+            job_run.running -= 1
+
+
+def _enter(directory: str) -> str:
+    """Work in ``directory`` (a run's jobs then start without chdir), or in / if it is gone."""
     try:
-        os.chdir(batch.get("cwd") or "/")
+        os.chdir(directory)
     except OSError:
         os.chdir("/")  # each job then reports its missing directory itself
-    jobs_dir = os.path.join(run_dir, "jobs")
-    os.makedirs(jobs_dir, mode=0o700, exist_ok=True)
-    events = EventLog(os.path.join(run_dir, "events.jsonl"))
-    base_env = batch.get("base_env") or {}
-    write_json_atomic(os.path.join(run_dir, "runner.json"), {"pid": os.getpid(), "t": process_start_time(os.getpid())})
-    pool = SlotPool(batch["slots_dir"], int(batch["slots"]))
-    limit = int(batch.get("max_parallel") or batch["slots"])
-    count, index = len(batch["jobs"]), 0  # jobs[index:] are still to start
-    running: dict[int, tuple[SpawnedJob, int, int]] = {}  # pidfd -> (job, index, slot)
-    slot_wait = SLOT_WAIT_MIN
+    _HERE.clear()
+    return directory
 
-    while index < count or running:
-        while index < count and len(running) < limit:
-            if os.path.exists(os.path.join(jobs_dir, f"{index}.cancel")):
-                events.write(i=index, e="exit", rc=None, t=time.time(), error="cancelled before it started")
-                index += 1
-                continue
-            slot = pool.acquire()
-            if slot is None:
-                break
-            slot_wait = SLOT_WAIT_MIN
-            started = start_job(batch["jobs"][index], index, base_env, events)
-            index += 1
-            if started is None:
-                pool.release(slot)
-                continue
-            running[os.pidfd_open(started.pid)] = (started, index - 1, slot)
-        # Wait for a job to end; if other runners hold the slots, look again soon, then less often.
-        timeout = None
-        if index < count and len(running) < limit:
-            timeout, slot_wait = slot_wait, min(slot_wait * 2, SLOT_WAIT_MAX)
-        if not running:
-            time.sleep(timeout or SLOT_WAIT_MIN)
-            continue
-        ready, _, _ = select.select(list(running), [], [], timeout)
-        for pidfd in ready:
-            proc, ended, slot = running.pop(pidfd)
-            returncode = proc.wait()
-            os.close(pidfd)
-            events.write(i=ended, e="exit", rc=returncode, t=time.time(), error=None)
-            pool.release(slot)
+
+def _receive(channel: Any) -> tuple[str, tuple[int, ...]] | None:
+    """A run handed over (its directory, lock and FIFO descriptors), acknowledged at once; None
+    once the launcher is gone. Acknowledged before anything else: a launcher that got no
+    answer knows nothing of its batch was started, and starts another runner for it."""
+    import socket
+
+    try:
+        data, fds, _flags, _addr = socket.recv_fds(channel, 65536, 4)
+    except OSError:
+        return None
+    if not data:
+        for fd in fds:
+            os.close(fd)
+        return None
+    for fd in fds:
+        os.set_inheritable(fd, False)  # never to the jobs
+    with contextlib.suppress(OSError):
+        channel.send(b"1")
+    return os.fsdecode(data), tuple(fds)
+
+
+def _open_run(run_dir: str, fds: tuple[int, ...]) -> Run | None:
+    try:
+        return Run(run_dir, fds)
+    except Exception as exc:  # noqa: BLE001  a bad batch fails its own jobs only (the lock goes: they read FAILED)
+        with contextlib.suppress(OSError):
+            log = os.open(os.path.join(run_dir, "runner.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            os.write(log, f"xlocal runner: cannot run {run_dir}: {type(exc).__name__}: {exc}\n".encode())
+            os.close(log)
+        for fd in fds:
+            os.close(fd)
+        return None
 
 
 class SpawnedJob:
@@ -204,7 +308,7 @@ def start_job(job: dict[str, Any], index: int, base_env: dict[str, str], events:
     try:
         env = {**base_env, **job["env"]} if job.get("inherit_env", True) else job["env"]
         argv, cwd = job["argv"], job.get("cwd") or None
-        if cwd is None or os.path.realpath(cwd) == os.getcwd():
+        if cwd is None or _is_here(cwd):
             pid = os.posix_spawnp(
                 argv[0], argv, env,
                 file_actions=[
@@ -238,6 +342,16 @@ def start_job(job: dict[str, Any], index: int, base_env: dict[str, str], events:
     return started
 
 
+_HERE: dict[str, bool] = {}  # job cwd -> is it the runner's (which never changes after start)
+
+
+def _is_here(cwd: str) -> bool:
+    here = _HERE.get(cwd)
+    if here is None:
+        here = _HERE[cwd] = os.path.realpath(cwd) == os.getcwd()
+    return here
+
+
 def _start_error(job: dict[str, Any], exc: Exception) -> str:
     program = (job.get("argv") or ["?"])[0]
     if isinstance(exc, FileNotFoundError) and exc.filename and exc.filename == job.get("cwd"):
@@ -257,6 +371,20 @@ def _hold_lock(argv: list[str]) -> None:
         os.set_inheritable(int(fd), False)
 
 
+def _serve_forever(argv: list[str]) -> None:
+    """``runner.py --serve SOCKET_FD``: a runner started ahead of time by a launcher, which
+    hands it each batch over the socket (see xlocal.processes)."""
+    import socket
+
+    channel = socket.socket(fileno=int(argv[2]))
+    channel.set_inheritable(False)
+    os.chdir("/")
+    serve([], channel)
+
+
 if __name__ == "__main__":
-    _hold_lock(sys.argv)
-    run(sys.argv[1])
+    if sys.argv[1] == "--serve":
+        _serve_forever(sys.argv)
+    else:
+        _hold_lock(sys.argv)
+        run(sys.argv[1])

@@ -125,3 +125,20 @@ def test_a_killed_serving_runner_is_replaced_and_no_job_runs_twice():
     assert [s.status for s in processes.states(handles)] == [Status.COMPLETED] * 3
     starts = [e["i"] for e in _events(handles[0].run_dir) if e["e"] == "start"]
     assert sorted(starts) == [0, 1, 2]
+
+
+def test_local_jobs_start_while_the_script_still_adds():
+    """A sweep whose adds take a while: its first jobs run before the last add is made (the
+    local executor submits what waited 0.25 s, to the one serving runner)."""
+    with xm.create_experiment("overlap") as experiment:
+        [exe] = experiment.package([xm.binary(xlocal.Local.Spec(), "/bin/true")])
+        for _ in range(8):
+            experiment.add(xm.Job(exe, xlocal.Local()))
+            time.sleep(0.15)
+        last_add = time.time()
+    jobs = [j for u in experiment._store.work_units(experiment.experiment_id) for j in u.jobs]
+    handles = [get_host().serializer.load(j.handle) for j in jobs]
+    assert len({h.run_dir for h in handles}) > 1
+    first_start = min(e["t"] for h in handles for e in _events(h.run_dir) if e["e"] == "start")
+    assert first_start < last_add - 0.3
+    processes.wait_for_change(handles, 30)

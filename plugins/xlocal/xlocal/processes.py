@@ -85,7 +85,7 @@ def launch(requests: Sequence[LaunchRequest], context: LaunchContext) -> list[Pr
     # The runner's liveness is this lock, taken before it exists and handed to it: no status
     # query can ever see a live runner as dead, however slowly it starts.
     lock_fd = os.open(run_dir / "runner.lock", os.O_RDWR | os.O_CREAT, 0o600)
-    # Its write end, likewise held by the runner for its life, tells waiters the moment it exits.
+    # Its write end, held with the lock until every job of the batch ended, tells waiters that moment.
     os.mkfifo(run_dir / DONE_FIFO, 0o600)
     done_fd = os.open(run_dir / DONE_FIFO, os.O_RDWR)  # RDWR: opening a FIFO write-only blocks without a reader
     try:
@@ -224,13 +224,14 @@ MAX_WATCHED_RUNS = 256  # each watched run costs a descriptor during the wait
 
 
 def wait_for_change(handles: Sequence[ProcessHandle], timeout: float) -> None:
-    """Block until the runner of some of these jobs exits (its jobs have all ended then), or
-    ``timeout`` s pass: no polling. The runner holds the write end of its run's ``done.fifo``
-    from before it starts until it exits, so the read end reports a hang-up at that moment,
-    to any number of waiters in any process. A run whose runner is already gone (or one
-    launched before the FIFO existed) can never signal: the first time one is seen gone the
-    wait returns (it may have ended since the last poll), later it is not watched, so a job
-    that outlived a killed runner never makes the wait spin."""
+    """Block until the runner lets go of the run of some of these jobs (all its jobs ended), or
+    ``timeout`` s pass: no polling. The run's ``done.fifo`` has its write end held, with the
+    run's lock, from before the runner starts until the last job of the run ended (or the
+    runner died), so the read end reports a hang-up at that moment, to any number of waiters
+    in any process. A run already let go of (or launched before the FIFO existed) can never
+    signal: the first time one is seen so the wait returns (it may have ended since the last
+    poll), later it is not watched, so a job that outlived a killed runner never makes the
+    wait spin."""
     poller = select.poll()
     fds: list[int] = []
     try:

@@ -1,19 +1,22 @@
-"""The detached runner: starts one launch's jobs, at most N at a time, and records how each ended.
+"""The detached runner: starts launch batches' jobs, at most N at a time, and records how each ended.
 
-Run as ``python -P .../xlocal/runner.py RUN_DIR LOCK_FD DONE_FD``, in its own session, so jobs
-keep running and exit codes are still recorded after the launcher exits. Run as a file, not
-``-m xlocal.runner``: the package would import xcore. Few standard modules (no pathlib, no
-subprocess unless a job needs it): the runner's start-up is on every local launch's path.
+Run as ``python -P .../xlocal/runner.py RUN_DIR LOCK_FD DONE_FD`` for one batch, or as
+``runner.py --serve SOCKET_FD``: started by a launcher ahead of time, it takes each batch
+(its RUN_DIR and the two descriptors) over the socket, acknowledges it, and runs every batch
+handed over until the launcher is gone and all of them ended (or, idle, exits after
+IDLE_SECS). In its own session either way, so jobs keep running and exit codes are still
+recorded after the launcher exits. Run as a file, not ``-m xlocal.runner``: the package
+would import xcore. Few standard modules (no pathlib, no subprocess unless a job needs it).
 
 Files in RUN_DIR (private to the user: the directory is 0700, files 0600):
 - ``batch.json``: the jobs, their argv, env, cwd and log paths;
-- ``runner.lock``: locked (``flock``) by the launcher before it spawns the runner, and held
-  through the inherited descriptor LOCK_FD for the runner's whole life; the kernel releases
-  it when the runner exits, however it dies. A reader that can lock it knows the runner is
-  gone; there is no moment at which a live runner looks dead;
-- ``done.fifo``: a FIFO whose write end the runner holds like the lock (descriptor
-  DONE_FD); readers see a hang-up the moment it exits, which is how ``xcore wait`` learns
-  at once that a batch ended;
+- ``runner.lock``: locked (``flock``) by the launcher before it hands the batch over, and
+  held through the descriptor LOCK_FD until every job of the batch ended; the kernel
+  releases it when the runner exits, however it dies. A reader that can lock it knows no
+  runner works on the batch any more; there is no moment at which a live one looks gone;
+- ``done.fifo``: a FIFO whose write end is held like the lock (descriptor DONE_FD); readers
+  see a hang-up the moment it is let go of, which is how ``xcore wait`` learns at once that
+  a batch ended;
 - ``runner.json``: the runner's pid and start time (informative);
 - ``events.jsonl``: one line per job start (pid, time) and end (return code,
   time, error); the runner is its only writer and appends whole lines, so a reader needs

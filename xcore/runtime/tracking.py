@@ -105,24 +105,25 @@ def wait_for(
         if deadline is not None and time.monotonic() >= deadline:
             active = sum(not j.status.is_terminal for j in jobs)
             raise TimeoutError(f"{active} job{'' if active == 1 else 's'} still active after {timeout} s.")
-        pause = interval if deadline is None else max(0.0, min(interval, deadline - time.monotonic()))
-        if _pause(host, jobs, pause, handles):
-            interval = max(max_interval, NOTIFIED_MAX_INTERVAL)
-        else:
+        left = float("inf") if deadline is None else max(0.0, deadline - time.monotonic())
+        if not _pause(host, jobs, min(interval, left), min(max(max_interval, NOTIFIED_MAX_INTERVAL), left), handles):
             interval = min(interval * 1.5, max_interval)
 
 
-def _pause(host: PluginHost, jobs: Sequence[JobRecord], seconds: float, handles: dict[int, Any]) -> bool:
-    """Wait up to ``seconds`` for a change: through the backend if all active jobs share one
-    kind and its plugin can tell (``xcore_wait_for_change``; then True), else by sleeping."""
+def _pause(host: PluginHost, jobs: Sequence[JobRecord], seconds: float, notified_seconds: float,
+           handles: dict[int, Any]) -> bool:
+    """Wait for a change: through the backend, up to ``notified_seconds``, if all active jobs
+    share one kind and its plugin can tell (``xcore_wait_for_change``; then True), else by
+    sleeping ``seconds``."""
     active = [j for j in jobs if not j.status.is_terminal and j.status is not Status.UNKNOWN
               and j.handle_kind and j.handle is not None]
     kinds = {j.handle_kind for j in active}
-    if len(kinds) == 1 and seconds > 0:
+    if len(kinds) == 1 and notified_seconds > 0:
         missing = [j for j in active if j.id not in handles]
         handles.update((job.id, handle) for job, handle in load_handles(host, missing))
         try:
-            if host.wait_for_change(kinds.pop() or "", [handles[j.id] for j in active if j.id in handles], seconds):
+            kind, loaded = kinds.pop() or "", [handles[j.id] for j in active if j.id in handles]
+            if host.wait_for_change(kind, loaded, notified_seconds):
                 return True
         except (XcoreError, OSError):
             pass  # the next poll reports what is wrong; here only the pause is lost

@@ -4,6 +4,7 @@ And the serving runner a launcher hands its batches to."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import signal
@@ -142,3 +143,30 @@ def test_local_jobs_start_while_the_script_still_adds():
     first_start = min(e["t"] for h in handles for e in _events(h.run_dir) if e["e"] == "start")
     assert first_start < last_add - 0.3
     processes.wait_for_change(handles, 30)
+
+
+def test_a_batch_the_serving_runner_cannot_read_fails_alone(tmp_path):
+    """A batch withdrawn before the runner read it: its lock is let go (its jobs read FAILED),
+    the reason is in its runner.log, and the same runner goes on serving the next batch."""
+    _launch(["/bin/true"])
+    server_pid = processes._server[2].pid
+    run = tmp_path / "run"
+    run.mkdir()
+    lock = os.open(run / "runner.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    os.mkfifo(run / "done.fifo", 0o600)
+    done = os.open(run / "done.fifo", os.O_RDWR)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        assert processes._hand_over(run, (lock, done))
+    finally:
+        os.close(lock)
+        os.close(done)
+    deadline = time.monotonic() + 30
+    while processes._runner_alive(run) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not processes._runner_alive(run)
+    assert "cannot run" in (run / "runner.log").read_text()
+    _, handles = _launch(["/bin/true"])
+    processes.wait_for_change(handles, 30)
+    assert processes.states(handles)[0].status is Status.COMPLETED
+    assert json.loads(Path(handles[0].run_dir, "runner.json").read_text())["pid"] == server_pid

@@ -177,7 +177,19 @@ def run(run_dir: str) -> None:
 
 def serve(runs: list[Run], channel: Any) -> None:
     """Run ``runs`` and, while ``channel`` (a socket from the launcher) is open, every run it
-    hands over, oldest first; each is closed as soon as all its jobs ended."""
+    hands over, oldest first; each is closed as soon as all its jobs ended. A crash is
+    written to the runner.log of every run still open (their jobs then read FAILED)."""
+    try:
+        _serve(runs, channel)
+    except BaseException:
+        import traceback
+
+        for open_run in runs:
+            _log(open_run.dir, traceback.format_exc())
+        raise
+
+
+def _serve(runs: list[Run], channel: Any) -> None:
     pools: dict[tuple[str, int], SlotPool] = {}
     running: dict[int, tuple[SpawnedJob, Run, int, SlotPool, int]] = {}  # pidfd -> (job, run, index, slot)
     poller = select.poll()
@@ -282,13 +294,17 @@ def _open_run(run_dir: str, fds: tuple[int, ...]) -> Run | None:
     try:
         return Run(run_dir, fds)
     except Exception as exc:  # noqa: BLE001  a bad batch fails its own jobs only (the lock goes: they read FAILED)
-        with contextlib.suppress(OSError):
-            log = os.open(os.path.join(run_dir, "runner.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-            os.write(log, f"xlocal runner: cannot run {run_dir}: {type(exc).__name__}: {exc}\n".encode())
-            os.close(log)
+        _log(run_dir, f"xlocal runner: cannot run {run_dir}: {type(exc).__name__}: {exc}\n")
         for fd in fds:
             os.close(fd)
         return None
+
+
+def _log(run_dir: str, text: str) -> None:
+    with contextlib.suppress(OSError):
+        log = os.open(os.path.join(run_dir, "runner.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        os.write(log, text.encode())
+        os.close(log)
 
 
 class SpawnedJob:

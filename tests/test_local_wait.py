@@ -170,3 +170,34 @@ def test_a_batch_the_serving_runner_cannot_read_fails_alone(tmp_path):
     processes.wait_for_change(handles, 30)
     assert processes.states(handles)[0].status is Status.COMPLETED
     assert json.loads(Path(handles[0].run_dir, "runner.json").read_text())["pid"] == server_pid
+
+
+def _launch_mixed(commands: list[list[str]]) -> list:
+    with xm.create_experiment("mixed") as experiment:
+        exes = experiment.package([xm.binary(xlocal.Local.Spec(), c[0], args=c[1:]) for c in commands])
+        for exe in exes:
+            experiment.add(xm.Job(exe, xlocal.Local()))
+    jobs = [j for u in experiment._store.work_units(experiment.experiment_id) for j in u.jobs]
+    return [get_host().serializer.load(j.handle) for j in jobs]
+
+
+def test_waiting_for_part_of_a_run_is_not_held_until_the_run_ends():
+    """`xcore wait EXP/WU` for a job that ended while its run goes on: answered at the
+    poll rate, not when the rest of the run ends."""
+    quick, slow = _launch_mixed([["/bin/true"], ["/bin/sleep", "4"]])
+    assert quick.run_dir == slow.run_dir
+    started = time.monotonic()
+    processes.wait_for_change([quick], 30)
+    assert time.monotonic() - started < 2
+    processes.cancel([slow])
+
+
+def test_the_wait_wakes_when_the_last_run_ends_not_the_first():
+    """An earlier run's end would only cost a poll of every active job: the wait sleeps on."""
+    _, first = _launch(["/bin/true"])
+    time.sleep(0.05)
+    _, second = _launch(["/bin/sleep", "1.5"])
+    started = time.monotonic()
+    processes.wait_for_change(first + second, 30)
+    assert 1.0 < time.monotonic() - started < 20
+    assert processes.states(second)[0].status is Status.COMPLETED

@@ -224,18 +224,29 @@ MAX_WATCHED_RUNS = 256  # each watched run costs a descriptor during the wait
 
 
 def wait_for_change(handles: Sequence[ProcessHandle], timeout: float) -> None:
-    """Block until the runner lets go of the run of some of these jobs (all its jobs ended), or
-    ``timeout`` s pass: no polling. The run's ``done.fifo`` has its write end held, with the
+    """Block until the runner has let go of every run of these jobs (all their jobs ended), or
+    ``timeout`` s pass: no polling. A run's ``done.fifo`` has its write end held, with the
     run's lock, from before the runner starts until the last job of the run ended (or the
     runner died), so the read end reports a hang-up at that moment, to any number of waiters
-    in any process. A run already let go of (or launched before the FIFO existed) can never
-    signal: the first time one is seen so the wait returns (it may have ended since the last
-    poll), later it is not watched, so a job that outlived a killed runner never makes the
-    wait spin."""
+    in any process. Only the last run's end wakes the wait: an earlier one would cost a poll
+    of every active job, CPU the jobs need (the core polls every few seconds for progress).
+    A run already let go of (or launched before the FIFO existed) can never signal: the first
+    time one is seen so, it counts as ended now (it may have ended since the last poll); later
+    it is not watched, so a job that outlived a killed runner never makes the wait spin.
+    Waiting for only some jobs of a run (``xcore wait EXP/WU``), the run's end may come long
+    after theirs: then the wait lasts at most PARTIAL_WAIT_SECS, so the core polls as often
+    as it would without this hook."""
+    wanted: dict[str, int] = {}
+    for handle in handles:
+        wanted[handle.run_dir] = wanted.get(handle.run_dir, 0) + 1
+    if any(count < _run_size(run_dir) for run_dir, count in wanted.items()):
+        timeout = min(timeout, PARTIAL_WAIT_SECS)
     poller = select.poll()
     fds: list[int] = []
+    watched: set[int] = set()
+    newly_ended = False
     try:
-        for run_dir in dict.fromkeys(h.run_dir for h in handles):
+        for run_dir in wanted:
             if run_dir in _ENDED_RUNS:
                 continue
             if len(fds) >= MAX_WATCHED_RUNS:
@@ -247,21 +258,42 @@ def wait_for_change(handles: Sequence[ProcessHandle], timeout: float) -> None:
                 continue
             fds.append(fd)
             # Opened first, checked second: a runner alive now was the FIFO's writer when it was
-            # opened, so its exit will be reported; one that had exited would never be.
-            if not _runner_alive(Path(run_dir)):
+            # opened, so its letting go will be reported; one that had let go would never be.
+            if _runner_alive(Path(run_dir)):
+                poller.register(fd, select.POLLIN)  # POLLHUP is always reported
+                watched.add(fd)
+            else:
                 _ENDED_RUNS.add(run_dir)
-                return  # it ended since the last poll: that is the change
-            poller.register(fd, select.POLLIN)  # POLLHUP is always reported
-        if fds:
-            poller.poll(max(1, int(timeout * 1000)))
-        else:
-            time.sleep(timeout)
+                newly_ended = True
+        if not watched:
+            if not newly_ended:
+                time.sleep(timeout)
+            return
+        deadline = time.monotonic() + timeout
+        while watched:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            for fd, _ in poller.poll(max(1, int(left * 1000))):
+                poller.unregister(fd)
+                watched.discard(fd)
     finally:
         for fd in fds:
             os.close(fd)
 
 
 _ENDED_RUNS: set[str] = set()  # run directories this process saw without a runner
+_RUN_SIZES: dict[str, int] = {}  # run directory -> how many jobs its batch has (it never changes)
+PARTIAL_WAIT_SECS = 0.25
+
+
+def _run_size(run_dir: str) -> int:
+    if run_dir not in _RUN_SIZES:
+        batch = _read_json(Path(run_dir) / "batch.json")
+        if batch is None:
+            return 1 << 30  # unknown (withdrawn, gone): take the wait as partial
+        _RUN_SIZES[run_dir] = len(batch.get("jobs") or [])
+    return _RUN_SIZES[run_dir]
 
 
 _RUNNER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "runner.py")  # see xlocal.runner

@@ -1,4 +1,4 @@
-"""A 1,000-job local sweep through the real CLI against plain `subprocess` at the same concurrency.
+"""A local sweep of N jobs through the real CLI against plain `subprocess` at the same concurrency.
 
 xcore side: `xcore launch SCRIPT --wait` in a subprocess; the script adds N work units, each
 one `xm.Job` of `xm.binary(xlocal.Local.Spec(), "/bin/true")` with a distinct arg, and the
@@ -6,9 +6,10 @@ CLI waits until every job has ended. Baseline: a fresh Python process that runs 
 commands with `subprocess.run` from a pool of SLOTS threads. XLOCAL_SLOTS is set to SLOTS
 for both. Each side is run REPEATS times, alternating, and the median wall time is kept.
 
-Targets (from the issue):
-  - xcore wall time / baseline wall time <= 1.5
-  - launcher time per `experiment.add` < 2 ms (the N add() calls, timed inside the script)
+Targets (issue 14): xcore wall time / baseline wall time <= 3 at 20 units, <= 1.5 at 2,000
+(below 1,000 units the 3x target is shown); launcher time per `experiment.add` < 2 ms (the N
+add() calls, timed inside the script). CPU time (user+system of each side's process tree) and
+the load average are printed too: on a loaded machine wall time mostly measures waiting for a core.
 
 Run: .venv/bin/python bench/bench_local_sweep.py [N] [REPEATS]
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import sqlite3
 import statistics
 import subprocess
@@ -26,7 +28,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import PYTHON, XCORE_BIN, temp_home, verdict  # noqa: E402
+from _common import PYTHON, XCORE_BIN, load_average, temp_home, verdict  # noqa: E402
 
 N = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
 REPEATS = int(sys.argv[2]) if len(sys.argv) > 2 else 3
@@ -77,11 +79,13 @@ def run_xcore(tmp: Path, index: int) -> dict[str, float]:
     result = tmp / f"result-{index}.json"
     env = {**os.environ, "BENCH_N": str(N), "BENCH_PROGRAM": PROGRAM, "BENCH_RESULT": str(result),
            "XLOCAL_SLOTS": str(SLOTS)}
+    cpu0 = _children_cpu()
     t0 = time.time()
     # --wait must come before the script: after it, argparse REMAINDER hands it to the script.
     proc = subprocess.run([XCORE_BIN, "launch", "--wait", str(script)], env=env, cwd=tmp,
                           capture_output=True, text=True)
     t1 = time.time()
+    cpu = _children_cpu() - cpu0  # the launcher and what it waited for; the detached runner is not counted
     if proc.returncode != 0:
         raise SystemExit(f"xcore launch failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr[-3000:]}")
     marks = json.loads(result.read_text())
@@ -92,16 +96,24 @@ def run_xcore(tmp: Path, index: int) -> dict[str, float]:
         "adds": marks["add1"] - marks["add0"],
         "launch (exit of with)": marks["exit"] - marks["add1"],
         "wait + exit": t1 - marks["exit"],
+        "cpu": cpu,
     }
 
 
-def run_baseline(tmp: Path) -> float:
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run_baseline(tmp: Path) -> tuple[float, float]:
+    """(wall, CPU) seconds of the thread-pool baseline, its jobs included."""
     script = tmp / "baseline.py"
     script.write_text(BASELINE_SCRIPT)
     env = {**os.environ, "XLOCAL_SLOTS": str(SLOTS)}
+    cpu0 = _children_cpu()
     t0 = time.perf_counter()
     subprocess.run([PYTHON, str(script), str(N), str(SLOTS), PROGRAM], env=env, cwd=tmp, check=True)
-    return time.perf_counter() - t0
+    return time.perf_counter() - t0, _children_cpu() - cpu0
 
 
 def check_store(home: Path) -> dict[str, int]:
@@ -115,22 +127,29 @@ def check_store(home: Path) -> dict[str, int]:
 def main() -> int:
     xcore_runs: list[dict[str, float]] = []
     baseline_runs: list[float] = []
+    baseline_cpu: list[float] = []
+    load_before = load_average()
     with temp_home() as tmp:
         for index in range(REPEATS):
-            baseline_runs.append(run_baseline(tmp))
+            wall, cpu = run_baseline(tmp)
+            baseline_runs.append(wall)
+            baseline_cpu.append(cpu)
             xcore_runs.append(run_xcore(tmp, index))
         counts = check_store(Path(os.environ["XCORE_HOME"]))
 
-    print(f"local sweep: {N} x {PROGRAM}, XLOCAL_SLOTS={SLOTS}, {REPEATS} runs each (median)")
+    print(f"local sweep: {N} x {PROGRAM}, XLOCAL_SLOTS={SLOTS}, {REPEATS} runs each (median), "
+          f"load average {load_before} -> {load_average()}")
     base = statistics.median(baseline_runs)
     total = statistics.median(r["total"] for r in xcore_runs)
     runs = ", ".join(f"{x:.2f}" for x in baseline_runs)
     print(f"  baseline (subprocess, {SLOTS} threads)   {base:7.2f} s   runs: {runs}")
     runs = ", ".join(f"{r['total']:.2f}" for r in xcore_runs)
     print(f"  xcore launch --wait                   {total:7.2f} s   runs: {runs}")
+    print(f"  CPU (user+system): baseline {statistics.median(baseline_cpu):.3f} s, "
+          f"xcore launcher {statistics.median(r['cpu'] for r in xcore_runs):.3f} s (without the detached runner)")
     print("  xcore phases (median s):")
     for phase in xcore_runs[0]:
-        if phase != "total":
+        if phase not in ("total", "cpu"):
             print(f"    {phase:24s} {statistics.median(r[phase] for r in xcore_runs):7.3f}")
     per_add_ms = statistics.median(r["adds"] for r in xcore_runs) / N * 1000
     print(f"  store job statuses after all runs: {counts} (expected COMPLETED={N * REPEATS})")
@@ -138,7 +157,8 @@ def main() -> int:
     print()
     ok_store = counts.get("COMPLETED", 0) == N * REPEATS and len(counts) == 1
     print(f"[{verdict(ok_store)}] every job recorded COMPLETED")
-    print(f"[{verdict(ratio <= 1.5)}] sweep ratio xcore/baseline = {ratio:.2f} (target <= 1.5)")
+    target = 3.0 if N < 1000 else 1.5
+    print(f"[{verdict(ratio <= target)}] sweep ratio xcore/baseline = {ratio:.2f} (target <= {target:g})")
     print(f"[{verdict(per_add_ms < 2)}] launcher time per add = {per_add_ms:.3f} ms (target < 2 ms)")
     return 0
 

@@ -13,12 +13,14 @@ import sys
 import textwrap
 import time
 
+import pytest
+
 import xcore as xm
 from xcore.cli.main import build_parser, main
 from xcore.hooks import specs as hookspecs
 from xcore.hooks.host import get_host
 from xcore.launch.registry import open_store
-from xcore.runtime.tracking import cancel_jobs
+from xcore.runtime.tracking import cancel_jobs, wait_for
 from xcore.testing import fake, plugin_host
 
 KILLED_LAUNCHER = textwrap.dedent("""
@@ -69,6 +71,8 @@ def test_every_hook_is_called_in_a_real_flow(xcore_home, tmp_path, capsys):
         jobs = [job for unit in store.work_units(experiment.experiment_id) for job in unit.jobs]
         handle = get_host().serializer.load(jobs[0].handle)
         assert "".join(get_host().job_logs(jobs[0].handle_kind, handle, True)) == "hi ✓\n"
+        with pytest.raises(TimeoutError):  # the held job: the wait blocks in the backend between polls
+            wait_for(lambda: jobs[1:], store, get_host(), timeout=0.05)
         assert cancel_jobs(store, get_host(), jobs[1:]) == 1
         assert units[2].get_status().status is xm.Status.CANCELLED
         assert units[1].get_status().status is xm.Status.COMPLETED

@@ -26,10 +26,11 @@ def _slow_runner(tmp_path: Path, monkeypatch, seconds: float) -> None:
     (hook / "sitecustomize.py").write_text(
         "import time\n"
         "with open('/proc/self/cmdline', 'rb') as f:\n"
-        "    if b'xlocal.runner' in f.read():\n"
+        "    if b'xlocal/runner.py' in f.read():\n"
         f"        time.sleep({seconds})\n"
     )
     monkeypatch.setenv("PYTHONPATH", f"{hook}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    processes._drop_server()  # a serving runner started by an earlier test would not be slow
 
 
 def test_slow_starting_runner_never_makes_healthy_jobs_fail(tmp_path, monkeypatch):

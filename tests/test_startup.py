@@ -163,3 +163,19 @@ def test_cli_remembers_gettext_lookups_only_while_parsing(tmp_path, monkeypatch,
     assert "launch" in capsys.readouterr().out
     assert gettext.find is wrapped
     assert 0 < len(calls) <= 3  # one search per (domain, directory), not one per string
+
+
+def test_a_plain_local_launch_imports_no_asyncio_nor_archive_modules(tmp_path):
+    """`xcore launch --wait` of a plain (not async) local sweep: none of the modules it used
+    to import for nothing (asyncio with ssl, shutil with bz2 and lzma, tempfile, difflib)."""
+    script = tmp_path / "sweep.py"
+    script.write_text(textwrap.dedent("""
+        import xcore as xm
+        import xlocal
+        with xm.create_experiment("plain") as experiment:
+            [exe] = experiment.package([xm.binary(xlocal.Local.Spec(), "/bin/true")])
+            for i in range(2):
+                experiment.add(xm.Job(exe, xlocal.Local(), args={"seed": i}))
+    """))
+    modules, _ = _modules_after(["launch", "--wait", str(script)], tmp_path)
+    assert _offenders(modules, ("asyncio", "ssl", "shutil", "bz2", "lzma", "tempfile", "difflib")) == []

@@ -307,6 +307,12 @@ class PluginHost:
             raise UnknownKindError(f"Plugin {owner!r} does not report states for {handle_kind!r}.")
         return list(states)
 
+    def wait_for_change(self, handle_kind: str, handles: Sequence[JobHandle], timeout: float) -> bool:
+        """Let the owning plugin block until some job may have changed (``xcore_wait_for_change``);
+        False if it cannot tell, and the caller sleeps instead."""
+        caller, _owner = self._owner_caller("xcore_wait_for_change", handle_kind)
+        return caller(handle_kind=handle_kind, handles=list(handles), timeout=timeout) is not None
+
     def cancel(self, handle_kind: str, handles: Sequence[JobHandle]) -> None:
         caller, owner = self._owner_caller("xcore_cancel", handle_kind)
         if caller(handle_kind=handle_kind, handles=list(handles)) is None:

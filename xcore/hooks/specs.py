@@ -204,6 +204,23 @@ def xcore_job_states(handle_kind: str, handles: Sequence[JobHandle]) -> Sequence
 
 
 @hookspec(firstresult=True)
+def xcore_wait_for_change(handle_kind: str, handles: Sequence[JobHandle], timeout: float) -> bool | None:
+    """Optional: block until some of these active jobs may have changed state, at most ``timeout`` s.
+
+    Called between status polls of ``xcore wait``, ``launch --wait`` and
+    ``wait_until_complete``, so a backend that can be told when jobs end (a local runner, an
+    event stream) is answered at once instead of at the next poll. Returning early costs one
+    extra ``xcore_job_states``; never return early for nothing, or the wait spins. Not
+    implemented (None): the core sleeps ``timeout``. Stops at first non-None result.
+
+    :param handle_kind: the registered kind of every handle.
+    :param handles: handles of jobs the last poll saw active.
+    :param timeout: seconds to wait at most.
+    :return: True once it waited.
+    """
+
+
+@hookspec(firstresult=True)
 def xcore_cancel(handle_kind: str, handles: Sequence[JobHandle]) -> bool | None:
     """Stop jobs (and everything they started). Jobs already finished are left as they are.
 

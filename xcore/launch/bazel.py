@@ -11,13 +11,10 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlparse
 
 import attrs
 
@@ -93,6 +90,8 @@ def bazel_container(
 
 def bazel_path() -> str | None:
     """The Bazel to run: ``XCORE_BAZEL`` (a path or a name on PATH), else ``bazel``."""
+    import shutil  # here: shutil and tempfile cost every launch a few ms, Bazel or not
+
     return shutil.which(os.environ.get("XCORE_BAZEL", "bazel"))
 
 
@@ -159,6 +158,8 @@ def outputs_from_events(lines: Sequence[str]) -> dict[str, list[str]]:
 
 
 def _uri_path(uri: str) -> str:
+    from urllib.parse import unquote, urlparse
+
     parsed = urlparse(uri)
     return unquote(parsed.path) if parsed.scheme == "file" else uri
 
@@ -180,6 +181,8 @@ def build(labels: Sequence[str], bazel_args: Sequence[str] = (), workspace: Path
             "Bazel targets need `bazel` on PATH (install Bazel or bazelisk, or set XCORE_BAZEL to its path)."
         )
     workspace = workspace or find_workspace()
+    import tempfile
+
     with tempfile.TemporaryDirectory(prefix="xcore-bazel-") as tmp:
         events = os.path.join(tmp, "events.json")
         command = build_command(labels, bazel_args, events, bazel, startup_args())

@@ -15,14 +15,14 @@ batched (``xcore.runtime.launcher``). Units are in
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
 import inspect
 import os
+import sys
 import threading
 import time
 from collections.abc import Collection, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from xcore.errors import DebugInterrupt, ExperimentUnitError
 from xcore.hooks.host import PluginHost
@@ -52,6 +52,9 @@ from xcore.store import MetadataStore
 from xcore.store.records import ExperimentRecord, JobRecord, NewJob, UnitWrite
 from xcore.store.redaction import redact_env, redact_nested
 from xcore.trackers import TrackedJob, job_tracking
+
+if TYPE_CHECKING:
+    import asyncio  # imported where a loop is used: a plain script never pays for it
 
 # -- experiment ------------------------------------------------------------------------------
 
@@ -104,12 +107,16 @@ class Experiment:
         self._finish(exc)
 
     async def __aenter__(self) -> Experiment:
+        import asyncio
+
         # Job generators run on this loop, the script's own, as in XManager.
         self._generator_loop = asyncio.get_running_loop()
         self._context_tokens.append(core._current_experiment.set(self))
         return self
 
     async def __aexit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+        import asyncio
+
         self._reset_context()
         if self._generator_tasks:
             await asyncio.gather(*(asyncio.wrap_future(t) for t in list(self._generator_tasks)),
@@ -175,6 +182,8 @@ class Experiment:
         return package(packageables, host=self._host, progress=self._progress)
 
     async def package_async(self, packageable: Packageable) -> Executable:
+        import asyncio
+
         loop = asyncio.get_running_loop()
         [executable] = await loop.run_in_executor(None, self.package, [packageable])
         return executable
@@ -287,7 +296,7 @@ class Experiment:
     def _schedule_flush(self) -> None:
         """Added from a running event loop (an async script, a job generator): submit once
         that loop gets control back, i.e. at the next ``await`` that suspends."""
-        loop = asyncio.events._get_running_loop()  # None outside a loop, without raising (a cost per add)
+        loop = _running_loop()
         if loop is None:
             return
         if id(loop) in self._flush_scheduled:
@@ -342,6 +351,8 @@ class Experiment:
         return cached[1]
 
     def _run_generator(self, generator: Any, unit: ExperimentUnit, kwargs: dict[str, Any]) -> concurrent.futures.Future:
+        import asyncio
+
         if self._generator_loop is None or self._generator_loop.is_closed():
             loop = asyncio.new_event_loop()
             threading.Thread(target=loop.run_forever, name="xcore-generators", daemon=True).start()
@@ -395,12 +406,17 @@ class Experiment:
         cancel_jobs(self._store, self._host, self._all_jobs(include_auxiliary=True))
 
 
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    """The event loop running in this thread, if any. No loop can run before something
+    imported asyncio, so a plain script never imports it (a tenth of ``xcore launch``'s start-up)."""
+    module = sys.modules.get("asyncio")
+    if module is None:
+        return None
+    return module.events._get_running_loop()  # None outside a loop, without raising (a cost per add)
+
+
 def _in_coroutine() -> bool:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True
+    return _running_loop() is not None
 
 
 def _is_async_callable(job: Any) -> bool:

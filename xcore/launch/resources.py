@@ -8,7 +8,6 @@ a few accelerator types XManager lacks. Adding a GPU or TPU type is one line in 
 
 from __future__ import annotations
 
-import difflib
 import enum
 import functools
 import math
@@ -50,6 +49,8 @@ class _CaseInsensitiveEnumMeta(enum.EnumMeta):
             return super().__getitem__(name.upper() if isinstance(name, str) else name)
         except KeyError:
             known = [m.lower() for m in cls.__members__]
+            import difflib  # only for this message: it costs every launch ~3 ms
+
             close = difflib.get_close_matches(str(name).lower(), known, n=3)
             hint = f" Did you mean {', '.join(close)}?" if close else ""
             raise UnknownResourceError(f"Unknown {cls.__name__} {name!r}.{hint}") from None
@@ -242,6 +243,8 @@ def parse_resource_type(name: str | enum.Enum) -> Any:
         return ResourceType[key]
     except UnknownResourceError:
         known = [m.lower() for m in ResourceType.__members__]
+        import difflib
+
         close = difflib.get_close_matches(name.lower(), known, n=3)
         hint = f" Did you mean {', '.join(close)}?" if close else ""
         raise UnknownResourceError(

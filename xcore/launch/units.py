@@ -7,7 +7,6 @@ and in a later one (``xcore.get_experiment``).
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
 import enum
 import getpass
@@ -154,6 +153,8 @@ class LaunchFuture:
         return True
 
     def __await__(self) -> Generator[Any, None, Any]:
+        import asyncio  # only async scripts await: plain ones never import it
+
         if self._cancelled:
             raise asyncio.CancelledError()
         if not self._future.done():
@@ -171,6 +172,8 @@ class WorkUnitCompletedAwaitable:
         return self.work_unit._wait(timeout)
 
     def __await__(self) -> Generator[Any, None, ExperimentUnit]:
+        import asyncio
+
         return (yield from asyncio.get_running_loop().run_in_executor(None, self.result).__await__())
 
 

@@ -11,7 +11,7 @@ submits a kind's queued jobs as one ``xcore_launch`` call when, and only when:
    job generator does;
 3. the ``with`` / ``async with`` block ends;
 4. the kind has ``MAX_BATCH`` jobs queued;
-5. for executors whose class sets ``batch_max_age`` (``xlocal.Local``: 1 s, where starting
+5. for executors whose class sets ``batch_max_age`` (``xlocal.Local``: 0.25 s, where starting
    early is cheap), the kind's oldest queued job is that old (``XCORE_BATCH_MAX_AGE``
    overrides it).
 

@@ -71,6 +71,9 @@ def load_handles(host: PluginHost, jobs: Sequence[JobRecord]) -> list[tuple[JobR
     return loaded
 
 
+NOTIFIED_MAX_INTERVAL = 2.0  # seconds between polls when the backend says when jobs end
+
+
 def wait_for(
     fetch: Callable[[], list[JobRecord]],
     store: MetadataStore,
@@ -84,9 +87,15 @@ def wait_for(
 ) -> list[JobRecord]:
     """Poll until every fetched job is terminal (or UNKNOWN, which polling cannot fix).
 
+    Between polls the backend of the active jobs may block until something changed
+    (``xcore_wait_for_change``: a local runner says at once that its jobs ended); then a
+    poll every ``NOTIFIED_MAX_INTERVAL`` is enough (for progress reports), and each poll of
+    thousands of jobs costs the jobs CPU time. Else a sleep that grows from ``interval`` to
+    ``max_interval``.
     ``refresh=False`` when ``fetch`` already asks the backends itself.
     """
     deadline = None if timeout is None else time.monotonic() + timeout
+    handles: dict[int, Any] = {}  # job id -> loaded handle, rebuilt once per wait, not per poll
     while True:
         jobs = refresh_jobs(store, host, fetch()) if refresh else fetch()
         if on_poll:
@@ -96,8 +105,30 @@ def wait_for(
         if deadline is not None and time.monotonic() >= deadline:
             active = sum(not j.status.is_terminal for j in jobs)
             raise TimeoutError(f"{active} job{'' if active == 1 else 's'} still active after {timeout} s.")
-        time.sleep(interval)
-        interval = min(interval * 1.5, max_interval)
+        left = float("inf") if deadline is None else max(0.0, deadline - time.monotonic())
+        if not _pause(host, jobs, min(interval, left), min(max(max_interval, NOTIFIED_MAX_INTERVAL), left), handles):
+            interval = min(interval * 1.5, max_interval)
+
+
+def _pause(host: PluginHost, jobs: Sequence[JobRecord], seconds: float, notified_seconds: float,
+           handles: dict[int, Any]) -> bool:
+    """Wait for a change: through the backend, up to ``notified_seconds``, if all active jobs
+    share one kind and its plugin can tell (``xcore_wait_for_change``; then True), else by
+    sleeping ``seconds``."""
+    active = [j for j in jobs if not j.status.is_terminal and j.status is not Status.UNKNOWN
+              and j.handle_kind and j.handle is not None]
+    kinds = {j.handle_kind for j in active}
+    if len(kinds) == 1 and notified_seconds > 0:
+        missing = [j for j in active if j.id not in handles]
+        handles.update((job.id, handle) for job, handle in load_handles(host, missing))
+        try:
+            kind, loaded = kinds.pop() or "", [handles[j.id] for j in active if j.id in handles]
+            if host.wait_for_change(kind, loaded, notified_seconds):
+                return True
+        except (XcoreError, OSError):
+            pass  # the next poll reports what is wrong; here only the pause is lost
+    time.sleep(seconds)
+    return False
 
 
 def cancel_jobs(store: MetadataStore, host: PluginHost, jobs: Sequence[JobRecord]) -> int:

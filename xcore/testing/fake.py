@@ -185,6 +185,26 @@ def xcore_job_states(handle_kind: str, handles: Sequence[FakeHandle]) -> list[Jo
 
 
 @hookimpl
+def xcore_wait_for_change(handle_kind: str, handles: Sequence[FakeHandle], timeout: float) -> bool:
+    """Until some job's record is rewritten (looked at every 10 ms), at most ``timeout`` s."""
+
+    def stamps() -> list[int | None]:
+        return [_mtime(handle.record) for handle in handles]
+
+    before, deadline = stamps(), time.monotonic() + timeout
+    while stamps() == before and time.monotonic() < deadline:
+        time.sleep(min(0.01, max(0.0, deadline - time.monotonic())))
+    return True
+
+
+def _mtime(path: str) -> int | None:
+    try:
+        return os.stat(path).st_mtime_ns
+    except FileNotFoundError:
+        return None
+
+
+@hookimpl
 def xcore_cancel(handle_kind: str, handles: Sequence[FakeHandle]) -> bool:
     for handle in handles:
         mark_cancelled(handle.record + ".cancel")

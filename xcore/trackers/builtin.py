@@ -13,8 +13,8 @@ for clients that take these as arguments rather than from the environment.
 from __future__ import annotations
 
 import json
+import os
 import re
-import secrets
 from urllib.parse import quote
 
 from xcore.trackers import JobTracking, TrackedJob
@@ -34,7 +34,7 @@ def _common(job: TrackedJob) -> dict[str, str]:
 def _run_id(job: TrackedJob) -> str:
     """Unique in the tracker's project even across metadata stores (ids restart per store)."""
     name = re.sub(r"[^A-Za-z0-9_-]", "-", f"xcore-{job.experiment_id}-{job.work_unit_id}-{job.job_name}")
-    return f"{name}-{secrets.token_hex(4)}"
+    return f"{name}-{os.urandom(4).hex()}"
 
 
 def wandb(job: TrackedJob) -> JobTracking | None:

@@ -98,7 +98,7 @@ class Local(Executor):
     """
 
     Spec: ClassVar[type[ExecutorSpec]] = LocalSpec
-    batch_max_age: ClassVar[float] = 1.0  # starting early is cheap here: queued jobs wait at most 1 s
+    batch_max_age: ClassVar[float] = 0.25  # starting early is cheap (one serving runner): jobs start while adds go on
     requirements: JobRequirements = attrs.field(factory=JobRequirements, converter=_requirements)
     docker_options: DockerOptions | None = None
     experimental_stream_output: bool = False

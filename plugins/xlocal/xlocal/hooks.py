@@ -56,9 +56,12 @@ def xcore_package(packageable: Packageable, context: PackagingContext) -> Execut
         return packaging.package_bazel_container(packageable, spec, context)
     if type(spec).__name__ == "PythonPackage" and hasattr(spec, "pip_args"):  # xhpc's (lxm3's) on Local
         return packaging.package_python_package(packageable, spec, context)
-    if isinstance(spec, Binary):
-        return packaging.package_binary(packageable, spec)
-    if isinstance(spec, PythonModule):
+    if isinstance(spec, (Binary, PythonModule)):
+        from xlocal import processes
+
+        processes.start_server()  # a launch follows: its runner starts while the script adds work
+        if isinstance(spec, Binary):
+            return packaging.package_binary(packageable, spec)
         return packaging.package_python_module(packageable, spec)
     if isinstance(spec, PythonContainer):
         return packaging.package_python_container(packageable, spec, context)
@@ -148,6 +151,16 @@ def xcore_job_states(handle_kind: str, handles: Sequence[Any]) -> list[JobState]
         from xlocal import containers
 
         return containers.states(handles)
+    return None
+
+
+@hookimpl
+def xcore_wait_for_change(handle_kind: str, handles: Sequence[Any], timeout: float) -> bool | None:
+    if handle_kind == PROCESS_HANDLE:
+        from xlocal import processes
+
+        processes.wait_for_change(handles, timeout)
+        return True
     return None
 
 

@@ -4,7 +4,6 @@ container specs become images on the local engine (built only when their content
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 from pathlib import Path
 
@@ -41,6 +40,8 @@ def package_binary(packageable: Packageable, spec: Binary) -> LocalProcess:
                                  "or call it through an interpreter.")
         command = str(resolved)
     else:
+        import shutil  # only for a bare command name: shutil costs a launch a few ms
+
         found = shutil.which(spec.path)
         if found is None:
             raise PackagingError(f"Binary {spec.path!r} is not a file and is not found on PATH "

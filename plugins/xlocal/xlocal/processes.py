@@ -7,10 +7,11 @@ import errno
 import fcntl
 import json
 import os
-import secrets
+import select
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -22,7 +23,6 @@ from xcore.plugin import (
     LaunchError,
     LaunchRequest,
     Status,
-    atomic_write,
     cancel_requested,
     exit_state,
     follow_file,
@@ -33,7 +33,7 @@ from xcore.plugin import (
 from xlocal.executables import LocalProcess
 from xlocal.executors import Local
 from xlocal.handles import ProcessHandle
-from xlocal.runner import process_start_time, read_events
+from xlocal.runner import process_start_time, read_events, write_json_atomic
 
 
 def machine_slots() -> int:
@@ -49,7 +49,7 @@ def machine_slots() -> int:
 def launch(requests: Sequence[LaunchRequest], context: LaunchContext) -> list[ProcessHandle]:
     runs = private_dir(context.state_dir / "runs")
     first = requests[0]
-    run_dir = runs / f"{first.experiment_id}-{first.job_id}-{secrets.token_hex(3)}"
+    run_dir = runs / f"{first.experiment_id}-{first.job_id}-{os.urandom(3).hex()}"
     private_dir(run_dir / "jobs")
     max_parallel = min((r.executor.max_parallel or 10**9) for r in requests if isinstance(r.executor, Local))
     log_dir = private_dir(context.state_dir / "logs" / str(first.experiment_id))
@@ -79,27 +79,107 @@ def launch(requests: Sequence[LaunchRequest], context: LaunchContext) -> list[Pr
         "slots_dir": str(private_dir(context.state_dir / "slots")),
         "max_parallel": None if max_parallel >= 10**9 else max_parallel,
     }
-    atomic_write(run_dir / "batch.json", json.dumps(batch))  # 0600: holds env values, secrets included
+    # 0600: holds env values, secrets included. Renamed into place, not fsynced: the runner reads
+    # it at once, and after a crash of the machine its jobs are gone anyway.
+    write_json_atomic(str(run_dir / "batch.json"), batch)
     # The runner's liveness is this lock, taken before it exists and handed to it: no status
     # query can ever see a live runner as dead, however slowly it starts.
     lock_fd = os.open(run_dir / "runner.lock", os.O_RDWR | os.O_CREAT, 0o600)
-    runner_log = os.open(run_dir / "runner.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    # Its write end, held with the lock until every job of the batch ended, tells waiters that moment.
+    os.mkfifo(run_dir / DONE_FIFO, 0o600)
+    done_fd = os.open(run_dir / DONE_FIFO, os.O_RDWR)  # RDWR: opening a FIFO write-only blocks without a reader
     try:
         fcntl.flock(lock_fd, fcntl.LOCK_EX)
-        subprocess.Popen(
-            [sys.executable, "-m", "xlocal.runner", str(run_dir), str(lock_fd)],
-            stdin=subprocess.DEVNULL, stdout=runner_log, stderr=subprocess.STDOUT,
-            start_new_session=True, close_fds=True, pass_fds=(lock_fd,), cwd="/",
-            env={**os.environ, "PYTHONPATH": _import_root() + os.pathsep + os.environ.get("PYTHONPATH", "")},
-        )
+        if not _hand_over(run_dir, (lock_fd, done_fd)):
+            _start_runner(run_dir, lock_fd, done_fd)
     except OSError as exc:
         raise LaunchError(f"Could not start the local runner ({sys.executable}): {exc}") from exc
     finally:
-        os.close(runner_log)
         os.close(lock_fd)  # the runner's copy keeps the lock
+        os.close(done_fd)
     jobs_text = "1 job" if len(requests) == 1 else f"{len(requests)} jobs"
     context.progress.update(f"started runner for {jobs_text}", detail=str(run_dir))
     return handles
+
+
+def _start_runner(run_dir: Path, lock_fd: int, done_fd: int) -> None:
+    """A runner of its own for one batch: when this process has no serving runner to hand it to."""
+    runner_log = os.open(run_dir / "runner.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        subprocess.Popen(
+            [sys.executable, "-P", _RUNNER, str(run_dir), str(lock_fd), str(done_fd)],
+            stdin=subprocess.DEVNULL, stdout=runner_log, stderr=subprocess.STDOUT,
+            start_new_session=True, close_fds=True, pass_fds=(lock_fd, done_fd), cwd="/",
+        )
+    finally:
+        os.close(runner_log)
+
+
+# A launcher's batches go to one runner it started ahead of time (when it packaged a local
+# process): that runner's start-up overlaps the adds, and batches handed over while earlier
+# ones run share its slots instead of starting a runner each. It gets each batch's directory
+# and descriptors (lock, FIFO) over a socket and acknowledges them; no acknowledgement (it
+# exited, or went idle) means nothing of the batch started, and another runner takes it.
+_server_lock = threading.Lock()
+_server: tuple[int, Any, Any] | None = None  # (pid of this process, socket, Popen)
+
+
+def start_server() -> None:
+    """Start this process's serving runner now, if it has none (see ``_hand_over``)."""
+    if os.environ.get("XLOCAL_RUNNER_PER_BATCH"):
+        return
+    with _server_lock:
+        _ensure_server()
+
+
+def _ensure_server() -> Any:
+    global _server
+    if _server is not None and _server[0] == os.getpid():
+        return _server[1]
+    import socket
+
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-P", _RUNNER, "--serve", str(theirs.fileno())],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True, close_fds=True, pass_fds=(theirs.fileno(),), cwd="/",
+        )
+    except BaseException:
+        ours.close()
+        raise
+    finally:
+        theirs.close()
+    _server = (os.getpid(), ours, proc)
+    return ours
+
+
+def _drop_server() -> None:
+    global _server
+    if _server is not None:
+        if _server[0] == os.getpid():
+            _server[1].close()  # a runner still serving finishes what it has, then exits
+        _server = None
+
+
+def _hand_over(run_dir: Path, fds: tuple[int, int]) -> bool:
+    """Give the batch in ``run_dir`` to this process's serving runner (started if need be);
+    False if none took it."""
+    if os.environ.get("XLOCAL_RUNNER_PER_BATCH"):
+        return False
+    import socket
+
+    with _server_lock:
+        for _attempt in range(2):
+            channel = _ensure_server()
+            try:
+                socket.send_fds(channel, [os.fsencode(run_dir)], list(fds))
+                if channel.recv(1) == b"1":
+                    return True
+            except OSError:
+                pass
+            _drop_server()  # it is gone: the next attempt starts another
+    return False
 
 
 def adopt(requests: Sequence[LaunchRequest], context: LaunchContext) -> list[ProcessHandle | None]:
@@ -139,8 +219,84 @@ def _runner_started(run_dir: Path, wait_secs: float = 5.0) -> bool:
     return False
 
 
-def _import_root() -> str:
-    return str(Path(__file__).resolve().parent.parent)
+DONE_FIFO = "done.fifo"
+MAX_WATCHED_RUNS = 256  # each watched run costs a descriptor during the wait
+
+
+def wait_for_change(handles: Sequence[ProcessHandle], timeout: float) -> None:
+    """Block until the runner has let go of every run of these jobs (all their jobs ended), or
+    ``timeout`` s pass: no polling. A run's ``done.fifo`` has its write end held, with the
+    run's lock, from before the runner starts until the last job of the run ended (or the
+    runner died), so the read end reports a hang-up at that moment, to any number of waiters
+    in any process. Only the last run's end wakes the wait: an earlier one would cost a poll
+    of every active job, CPU the jobs need (the core polls every few seconds for progress).
+    A run already let go of (or launched before the FIFO existed) can never signal: the first
+    time one is seen so, it counts as ended now (it may have ended since the last poll); later
+    it is not watched, so a job that outlived a killed runner never makes the wait spin.
+    Waiting for only some jobs of a run (``xcore wait EXP/WU``), the run's end may come long
+    after theirs: then the wait lasts at most PARTIAL_WAIT_SECS, so the core polls as often
+    as it would without this hook."""
+    wanted: dict[str, int] = {}
+    for handle in handles:
+        wanted[handle.run_dir] = wanted.get(handle.run_dir, 0) + 1
+    if any(count < _run_size(run_dir) for run_dir, count in wanted.items()):
+        timeout = min(timeout, PARTIAL_WAIT_SECS)
+    poller = select.poll()
+    fds: list[int] = []
+    watched: set[int] = set()
+    newly_ended = False
+    try:
+        for run_dir in wanted:
+            if run_dir in _ENDED_RUNS:
+                continue
+            if len(fds) >= MAX_WATCHED_RUNS:
+                break
+            try:
+                fd = os.open(Path(run_dir) / DONE_FIFO, os.O_RDONLY | os.O_NONBLOCK)
+            except OSError:
+                _ENDED_RUNS.add(run_dir)  # an older run, or its directory is gone: nothing to watch
+                continue
+            fds.append(fd)
+            # Opened first, checked second: a runner alive now was the FIFO's writer when it was
+            # opened, so its letting go will be reported; one that had let go would never be.
+            if _runner_alive(Path(run_dir)):
+                poller.register(fd, select.POLLIN)  # POLLHUP is always reported
+                watched.add(fd)
+            else:
+                _ENDED_RUNS.add(run_dir)
+                newly_ended = True
+        if not watched:
+            if not newly_ended:
+                time.sleep(timeout)
+            return
+        deadline = time.monotonic() + timeout
+        while watched:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            for fd, _ in poller.poll(max(1, int(left * 1000))):
+                poller.unregister(fd)
+                watched.discard(fd)
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+_ENDED_RUNS: set[str] = set()  # run directories this process saw without a runner
+_RUN_SIZES: dict[str, int] = {}  # run directory -> how many jobs its batch has (it never changes)
+PARTIAL_WAIT_SECS = 0.25
+
+
+def _run_size(run_dir: str) -> int:
+    if run_dir not in _RUN_SIZES:
+        batch = _read_json(Path(run_dir) / "batch.json")
+        if batch is None:
+            return 1 << 30  # unknown (withdrawn, gone): take the wait as partial
+        _RUN_SIZES[run_dir] = len(batch.get("jobs") or [])
+    return _RUN_SIZES[run_dir]
+
+
+_RUNNER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "runner.py")  # see xlocal.runner
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:

@@ -1,15 +1,22 @@
-"""The detached runner: starts one launch's jobs, at most N at a time, and records how each ended.
+"""The detached runner: starts launch batches' jobs, at most N at a time, and records how each ended.
 
-Run as ``python -m xlocal.runner RUN_DIR LOCK_FD``, in its own session, so jobs keep running
-and exit codes are still recorded after the launcher exits. Standard library only: it starts
-fast and does not depend on xcore being importable.
+Run as ``python -P .../xlocal/runner.py RUN_DIR LOCK_FD DONE_FD`` for one batch, or as
+``runner.py --serve SOCKET_FD``: started by a launcher ahead of time, it takes each batch
+(its RUN_DIR and the two descriptors) over the socket, acknowledges it, and runs every batch
+handed over until the launcher is gone and all of them ended (or, idle, exits after
+IDLE_SECS). In its own session either way, so jobs keep running and exit codes are still
+recorded after the launcher exits. Run as a file, not ``-m xlocal.runner``: the package
+would import xcore. Few standard modules (no pathlib, no subprocess unless a job needs it).
 
 Files in RUN_DIR (private to the user: the directory is 0700, files 0600):
 - ``batch.json``: the jobs, their argv, env, cwd and log paths;
-- ``runner.lock``: locked (``flock``) by the launcher before it spawns the runner, and held
-  through the inherited descriptor LOCK_FD for the runner's whole life; the kernel releases
-  it when the runner exits, however it dies. A reader that can lock it knows the runner is
-  gone; there is no moment at which a live runner looks dead;
+- ``runner.lock``: locked (``flock``) by the launcher before it hands the batch over, and
+  held through the descriptor LOCK_FD until every job of the batch ended; the kernel
+  releases it when the runner exits, however it dies. A reader that can lock it knows no
+  runner works on the batch any more; there is no moment at which a live one looks gone;
+- ``done.fifo``: a FIFO whose write end is held like the lock (descriptor DONE_FD); readers
+  see a hang-up the moment it is let go of, which is how ``xcore wait`` learns at once that
+  a batch ended;
 - ``runner.json``: the runner's pid and start time (informative);
 - ``events.jsonl``: one line per job start (pid, time) and end (return code,
   time, error); the runner is its only writer and appends whole lines, so a reader needs
@@ -29,15 +36,19 @@ import fcntl
 import json
 import os
 import select
-import subprocess
 import sys
 import time
-from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False  # not typing's: the runner imports as little as it can
+if TYPE_CHECKING:
+    from typing import Any
+
+    StrPath = str | os.PathLike[str]
 
 
-def write_json_atomic(path: Path, data: Any, mode: int = 0o600) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+def write_json_atomic(path: str, data: Any, mode: int = 0o600) -> None:
+    head, name = os.path.split(path)
+    tmp = os.path.join(head, f".{name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     with os.fdopen(fd, "w") as handle:
         handle.write(json.dumps(data))  # json.dump would use the slow pure-Python encoder
@@ -47,18 +58,22 @@ def write_json_atomic(path: Path, data: Any, mode: int = 0o600) -> None:
 class EventLog:
     """Appends one JSON line per event to ``events.jsonl``."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: str) -> None:
         self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
 
     def write(self, **event: Any) -> None:
         os.write(self._fd, (json.dumps(event) + "\n").encode())
 
+    def close(self) -> None:
+        os.close(self._fd)
 
-def read_events(run_dir: Path) -> dict[int, dict[str, Any]]:
+
+def read_events(run_dir: StrPath) -> dict[int, dict[str, Any]]:
     """Per job index: ``start`` and ``exit`` events as recorded so far."""
     jobs: dict[int, dict[str, Any]] = {}
     try:
-        data = (run_dir / "events.jsonl").read_bytes()
+        with open(os.path.join(run_dir, "events.jsonl"), "rb") as log:
+            data = log.read()
     except FileNotFoundError:
         return jobs
     for line in data.splitlines():
@@ -95,9 +110,9 @@ def _boot_time() -> float:
 
 
 class SlotPool:
-    def __init__(self, slots_dir: Path, count: int) -> None:
-        slots_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        self.paths = [slots_dir / f"slot-{k}.lock" for k in range(count)]
+    def __init__(self, slots_dir: str, count: int) -> None:
+        os.makedirs(slots_dir, mode=0o700, exist_ok=True)
+        self.paths = [os.path.join(slots_dir, f"slot-{k}.lock") for k in range(count)]
         self.held: dict[int, int] = {}  # slot -> fd
 
     def acquire(self) -> int | None:
@@ -122,50 +137,174 @@ class SlotPool:
         os.close(fd)
 
 
-def run(run_dir: Path) -> None:
-    batch = json.loads((run_dir / "batch.json").read_text())
+SLOT_WAIT_MIN, SLOT_WAIT_MAX = 0.002, 0.05  # seconds between looks for a slot another runner holds
+IDLE_SECS = 120.0  # a serving runner with no run left exits after this long without a new one
+
+
+class Run:
+    """One launch batch: its jobs in order, at most ``limit`` at once. ``fds`` (the lock on
+    runner.lock and the write end of done.fifo) are held until every job of it ended."""
+
+    def __init__(self, run_dir: str, fds: tuple[int, ...]) -> None:
+        self.dir, self.fds = run_dir, fds
+        with open(os.path.join(run_dir, "batch.json"), "rb") as file:
+            self.batch = json.loads(file.read())
+        self.cwd = self.batch.get("cwd") or "/"
+        self.jobs_dir = os.path.join(run_dir, "jobs")
+        os.makedirs(self.jobs_dir, mode=0o700, exist_ok=True)
+        self.events = EventLog(os.path.join(run_dir, "events.jsonl"))
+        self.base_env = self.batch.get("base_env") or {}
+        self.slots = (self.batch["slots_dir"], int(self.batch["slots"]))
+        self.limit = int(self.batch.get("max_parallel") or self.batch["slots"])
+        self.count, self.next, self.running = len(self.batch["jobs"]), 0, 0
+        me = {"pid": os.getpid(), "t": process_start_time(os.getpid())}
+        write_json_atomic(os.path.join(run_dir, "runner.json"), me)
+
+    @property
+    def over(self) -> bool:
+        return self.next >= self.count and self.running == 0
+
+    def close(self) -> None:
+        """Every job ended and was logged: let go of the lock and hang up done.fifo."""
+        self.events.close()
+        for fd in self.fds:
+            os.close(fd)
+
+
+def run(run_dir: str) -> None:
+    serve([Run(run_dir, ())], None)  # its lock and FIFO are released when the process exits
+
+
+def serve(runs: list[Run], channel: Any) -> None:
+    """Run ``runs`` and, while ``channel`` (a socket from the launcher) is open, every run it
+    hands over, oldest first; each is closed as soon as all its jobs ended. A crash is
+    written to the runner.log of every run still open (their jobs then read FAILED)."""
     try:
-        os.chdir(batch.get("cwd") or "/")
+        _serve(runs, channel)
+    except BaseException:
+        import traceback
+
+        for open_run in runs:
+            _log(open_run.dir, traceback.format_exc())
+        raise
+
+
+def _serve(runs: list[Run], channel: Any) -> None:
+    pools: dict[tuple[str, int], SlotPool] = {}
+    running: dict[int, tuple[SpawnedJob, Run, int, SlotPool, int]] = {}  # pidfd -> (job, run, index, slot)
+    poller = select.poll()
+    if channel is not None:
+        poller.register(channel.fileno(), select.POLLIN)
+    slot_wait, here = SLOT_WAIT_MIN, None
+    while runs or running or channel is not None:
+        blocked = False  # a job waits for a slot another runner holds
+        for run_ in runs:
+            pool = pools.get(run_.slots) or pools.setdefault(run_.slots, SlotPool(*run_.slots))
+            while run_.next < run_.count and run_.running < run_.limit:
+                index = run_.next
+                if os.path.exists(os.path.join(run_.jobs_dir, f"{index}.cancel")):
+                    run_.events.write(i=index, e="exit", rc=None, t=time.time(), error="cancelled before it started")
+                    run_.next += 1
+                    continue
+                slot = pool.acquire()
+                if slot is None:
+                    blocked = True
+                    break
+                slot_wait = SLOT_WAIT_MIN
+                if run_.cwd != here:
+                    here = _enter(run_.cwd)
+                started = start_job(run_.batch["jobs"][index], index, run_.base_env, run_.events)
+                run_.next += 1
+                if started is None:
+                    pool.release(slot)
+                    continue
+                run_.running += 1
+                pidfd = os.pidfd_open(started.pid)
+                poller.register(pidfd, select.POLLIN)
+                running[pidfd] = (started, run_, index, pool, slot)
+            if blocked:
+                break
+        for ended_run in [r for r in runs if r.over]:
+            runs.remove(ended_run)
+            ended_run.close()
+        if not runs and not running and channel is None:
+            return
+        # Wait for a job to end or a new run; if other runners hold the slots, look again
+        # soon, then less often; idle, wait for a new run a while, then exit.
+        timeout: float | None = None
+        if blocked:
+            timeout, slot_wait = slot_wait, min(slot_wait * 2, SLOT_WAIT_MAX)
+        elif not runs and not running:
+            timeout = IDLE_SECS
+        ready = poller.poll(None if timeout is None else max(1, int(timeout * 1000)))
+        if not ready and timeout == IDLE_SECS:
+            channel.close()  # a run handed over just now is refused with it: its launcher starts another runner
+            return
+        for fd, _ in ready:
+            if channel is not None and fd == channel.fileno():
+                received = _receive(channel)
+                if received is None:  # the launcher exited: finish what was handed over
+                    poller.unregister(fd)
+                    channel.close()
+                    channel = None
+                elif (new_run := _open_run(*received)) is not None:
+                    runs.append(new_run)
+                continue
+            job, job_run, index, pool, slot = running.pop(fd)
+            poller.unregister(fd)
+            returncode = job.wait()
+            os.close(fd)
+            job_run.events.write(i=index, e="exit", rc=returncode, t=time.time(), error=None)
+            pool.release(slot)
+            job_run.running -= 1
+
+
+def _enter(directory: str) -> str:
+    """Work in ``directory`` (a run's jobs then start without chdir), or in / if it is gone."""
+    try:
+        os.chdir(directory)
     except OSError:
         os.chdir("/")  # each job then reports its missing directory itself
-    jobs_dir = run_dir / "jobs"
-    jobs_dir.mkdir(mode=0o700, exist_ok=True)
-    events = EventLog(run_dir / "events.jsonl")
-    base_env = batch.get("base_env") or {}
-    write_json_atomic(run_dir / "runner.json", {"pid": os.getpid(), "t": process_start_time(os.getpid())})
-    pool = SlotPool(Path(batch["slots_dir"]), int(batch["slots"]))
-    limit = int(batch.get("max_parallel") or batch["slots"])
-    queue = list(range(len(batch["jobs"])))
-    running: dict[int, tuple[SpawnedJob, int, int]] = {}  # pidfd -> (job, index, slot)
+    _HERE.clear()
+    return directory
 
-    while queue or running:
-        while queue and len(running) < limit:
-            index = queue[0]
-            if (jobs_dir / f"{index}.cancel").exists():
-                queue.pop(0)
-                events.write(i=index, e="exit", rc=None, t=time.time(), error="cancelled before it started")
-                continue
-            slot = pool.acquire()
-            if slot is None:
-                break
-            queue.pop(0)
-            started = start_job(batch["jobs"][index], index, base_env, events)
-            if started is None:
-                pool.release(slot)
-                continue
-            running[os.pidfd_open(started.pid)] = (started, index, slot)
-        # Wait for a job to end; if slots are held by other runners, look again soon.
-        timeout = 0.1 if queue and len(running) < limit else None
-        if not running:
-            time.sleep(timeout or 0.1)
-            continue
-        ready, _, _ = select.select(list(running), [], [], timeout)
-        for pidfd in ready:
-            proc, index, slot = running.pop(pidfd)
-            returncode = proc.wait()
-            os.close(pidfd)
-            events.write(i=index, e="exit", rc=returncode, t=time.time(), error=None)
-            pool.release(slot)
+
+def _receive(channel: Any) -> tuple[str, tuple[int, ...]] | None:
+    """A run handed over (its directory, lock and FIFO descriptors), acknowledged at once; None
+    once the launcher is gone. Acknowledged before anything else: a launcher that got no
+    answer knows nothing of its batch was started, and starts another runner for it."""
+    import socket
+
+    try:
+        data, fds, _flags, _addr = socket.recv_fds(channel, 65536, 4)
+    except OSError:
+        return None
+    if not data:
+        for fd in fds:
+            os.close(fd)
+        return None
+    for fd in fds:
+        os.set_inheritable(fd, False)  # never to the jobs
+    with contextlib.suppress(OSError):
+        channel.send(b"1")
+    return os.fsdecode(data), tuple(fds)
+
+
+def _open_run(run_dir: str, fds: tuple[int, ...]) -> Run | None:
+    try:
+        return Run(run_dir, fds)
+    except Exception as exc:  # noqa: BLE001  a bad batch fails its own jobs only (the lock goes: they read FAILED)
+        _log(run_dir, f"xlocal runner: cannot run {run_dir}: {type(exc).__name__}: {exc}\n")
+        for fd in fds:
+            os.close(fd)
+        return None
+
+
+def _log(run_dir: str, text: str) -> None:
+    with contextlib.suppress(OSError):
+        log = os.open(os.path.join(run_dir, "runner.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        os.write(log, text.encode())
+        os.close(log)
 
 
 class SpawnedJob:
@@ -188,7 +327,7 @@ def start_job(job: dict[str, Any], index: int, base_env: dict[str, str], events:
     try:
         env = {**base_env, **job["env"]} if job.get("inherit_env", True) else job["env"]
         argv, cwd = job["argv"], job.get("cwd") or None
-        if cwd is None or os.path.realpath(cwd) == os.getcwd():
+        if cwd is None or _is_here(cwd):
             pid = os.posix_spawnp(
                 argv[0], argv, env,
                 file_actions=[
@@ -202,6 +341,8 @@ def start_job(job: dict[str, Any], index: int, base_env: dict[str, str], events:
         else:
             if not os.path.isdir(cwd):
                 raise FileNotFoundError(errno.ENOENT, "working directory does not exist", cwd)
+            import subprocess  # only here: most batches never need it
+
             log_fd = os.open(job["log_path"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
             with open(log_fd, "ab", buffering=0) as log:
                 proc = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=log,
@@ -220,6 +361,16 @@ def start_job(job: dict[str, Any], index: int, base_env: dict[str, str], events:
     return started
 
 
+_HERE: dict[str, bool] = {}  # job cwd -> is it the runner's (which never changes after start)
+
+
+def _is_here(cwd: str) -> bool:
+    here = _HERE.get(cwd)
+    if here is None:
+        here = _HERE[cwd] = os.path.realpath(cwd) == os.getcwd()
+    return here
+
+
 def _start_error(job: dict[str, Any], exc: Exception) -> str:
     program = (job.get("argv") or ["?"])[0]
     if isinstance(exc, FileNotFoundError) and exc.filename and exc.filename == job.get("cwd"):
@@ -232,12 +383,27 @@ def _start_error(job: dict[str, Any], exc: Exception) -> str:
 
 
 def _hold_lock(argv: list[str]) -> None:
-    """Keep the launcher's lock on runner.lock (inherited descriptor) for the runner's life,
-    without letting jobs inherit it (a job outliving the runner must not look like it)."""
-    if len(argv) > 2:
-        os.set_inheritable(int(argv[2]), False)
+    """Keep the launcher's lock on runner.lock and the write end of done.fifo (inherited
+    descriptors) for the runner's life, without letting jobs inherit them (a job outliving
+    the runner must not look like it, nor hold waiters until it ends)."""
+    for fd in argv[2:4]:
+        os.set_inheritable(int(fd), False)
+
+
+def _serve_forever(argv: list[str]) -> None:
+    """``runner.py --serve SOCKET_FD``: a runner started ahead of time by a launcher, which
+    hands it each batch over the socket (see xlocal.processes)."""
+    import socket
+
+    channel = socket.socket(fileno=int(argv[2]))
+    channel.set_inheritable(False)
+    os.chdir("/")
+    serve([], channel)
 
 
 if __name__ == "__main__":
-    _hold_lock(sys.argv)
-    run(Path(sys.argv[1]))
+    if sys.argv[1] == "--serve":
+        _serve_forever(sys.argv)
+    else:
+        _hold_lock(sys.argv)
+        run(sys.argv[1])

@@ -1,0 +1,203 @@
+"""Waiting for local jobs: the wait learns that a run's jobs ended when its runner lets go
+of it (done.fifo), not at the next poll tick, from any process, with any number of waiters.
+And the serving runner a launcher hands its batches to."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import xcore as xm
+import xlocal
+from xcore.hooks.host import get_host
+from xcore.runtime import tracking
+from xcore.status import Status
+from xlocal import processes
+
+
+def _launch(command: list[str], units: int = 1) -> tuple[xm.Experiment, list]:
+    with xm.create_experiment("wait") as experiment:
+        [exe] = experiment.package([xm.binary(xlocal.Local.Spec(), command[0], args=command[1:])])
+        for _ in range(units):
+            experiment.add(xm.Job(exe, xlocal.Local()))
+    jobs = [j for u in experiment._store.work_units(experiment.experiment_id) for j in u.jobs]
+    return experiment, [get_host().serializer.load(j.handle) for j in jobs]
+
+
+def test_waiters_wake_when_the_runner_exits_not_at_their_timeout():
+    _, handles = _launch(["/bin/sleep", "0.4"], units=2)
+    woke: list[float] = []
+
+    def waiter() -> None:
+        started = time.monotonic()
+        processes.wait_for_change(handles, 60)
+        woke.append(time.monotonic() - started)
+
+    threads = [threading.Thread(target=waiter) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert len(woke) == 4 and max(woke) < 20, woke  # woken by the runner's exit, not the 60 s timeout
+    assert [s.status for s in processes.states(handles)] == [Status.COMPLETED] * 2
+
+
+def test_a_gone_runner_wakes_the_wait_once_then_never_again():
+    """A run seen without its runner may have just ended (wake at once); after that it can
+    never signal, so the wait must sleep its timeout instead of spinning."""
+    _, handles = _launch(["/bin/true"])
+    deadline = time.monotonic() + 30
+    while processes._runner_alive(Path(handles[0].run_dir)) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    started = time.monotonic()
+    processes.wait_for_change(handles, 5)
+    assert time.monotonic() - started < 2.5
+    started = time.monotonic()
+    processes.wait_for_change(handles, 0.3)
+    assert time.monotonic() - started >= 0.25
+
+
+def test_a_job_that_leaves_a_daemon_behind_does_not_hold_the_wait():
+    """Jobs must not inherit the runner's end of done.fifo: a child a job leaves running would
+    otherwise keep every waiter blocked until it exits."""
+    _, handles = _launch(["/bin/sh", "-c", "sleep 8 >/dev/null 2>&1 & exit 0"])
+    started = time.monotonic()
+    processes.wait_for_change(handles, 30)
+    assert time.monotonic() - started < 6
+    assert processes.states(handles)[0].status is Status.COMPLETED
+
+
+def test_wait_returns_soon_after_the_last_job_with_few_polls():
+    """Polling alone (0.05 s growing to 0.25 s) reads the store about 12 times over a 2 s
+    job; told by the runner, the wait polls 3 times (start, a progress poll, the end) and
+    still returns at once."""
+    experiment, _ = _launch(["/bin/sleep", "2"])
+    store, host = experiment._store, get_host()
+    polls = 0
+
+    def fetch():
+        nonlocal polls
+        polls += 1
+        return [j for u in store.work_units(experiment.experiment_id) for j in u.jobs]
+
+    jobs = tracking.wait_for(fetch, store, host, timeout=60)
+    returned = time.time()
+    assert [j.status for j in jobs] == [Status.COMPLETED]
+    ended = [j for u in store.work_units(experiment.experiment_id) for j in u.jobs][0].ended_at
+    assert ended is not None and returned - ended < 1.5, (returned, ended)
+    assert polls <= 5, f"{polls} polls for one 2 s job"
+
+
+def _events(run_dir: str) -> list[dict]:
+    return [json.loads(line) for line in Path(run_dir, "events.jsonl").read_text().splitlines()]
+
+
+def test_one_runner_serves_every_batch_and_lets_go_of_each_when_it_ends():
+    """Batches of one launcher go to one runner; a batch that ended reads so (lock free, waiters
+    woken) while the runner still serves a later one."""
+    _, first = _launch(["/bin/true"], units=2)
+    _, second = _launch(["/bin/sleep", "3"])
+    assert first[0].run_dir != second[0].run_dir
+    pids = {json.loads(Path(h.run_dir, "runner.json").read_text())["pid"] for h in (first[0], second[0])}
+    assert len(pids) == 1, "each batch got a runner of its own"
+    started = time.monotonic()
+    processes.wait_for_change(first, 30)
+    assert time.monotonic() - started < 2.5, "the first batch was held until the runner exits"
+    assert not processes._runner_alive(Path(first[0].run_dir))
+    assert processes._runner_alive(Path(second[0].run_dir))
+    assert [s.status for s in processes.states(first)] == [Status.COMPLETED] * 2
+    processes.cancel(second)
+    processes.wait_for_change(second, 30)
+    assert processes.states(second)[0].status is Status.CANCELLED
+
+
+def test_a_killed_serving_runner_is_replaced_and_no_job_runs_twice():
+    _launch(["/bin/true"])
+    assert processes._server is not None
+    os.kill(processes._server[2].pid, signal.SIGKILL)
+    processes._server[2].wait()
+    _, handles = _launch(["/bin/true"], units=3)
+    processes.wait_for_change(handles, 30)
+    assert [s.status for s in processes.states(handles)] == [Status.COMPLETED] * 3
+    starts = [e["i"] for e in _events(handles[0].run_dir) if e["e"] == "start"]
+    assert sorted(starts) == [0, 1, 2]
+
+
+def test_local_jobs_start_while_the_script_still_adds():
+    """A sweep whose adds take a while: its first jobs run before the last add is made (the
+    local executor submits what waited 0.25 s, to the one serving runner)."""
+    with xm.create_experiment("overlap") as experiment:
+        [exe] = experiment.package([xm.binary(xlocal.Local.Spec(), "/bin/true")])
+        for _ in range(8):
+            experiment.add(xm.Job(exe, xlocal.Local()))
+            time.sleep(0.15)
+        last_add = time.time()
+    jobs = [j for u in experiment._store.work_units(experiment.experiment_id) for j in u.jobs]
+    handles = [get_host().serializer.load(j.handle) for j in jobs]
+    assert len({h.run_dir for h in handles}) > 1
+    first_start = min(e["t"] for h in handles for e in _events(h.run_dir) if e["e"] == "start")
+    assert first_start < last_add - 0.3
+    processes.wait_for_change(handles, 30)
+
+
+def test_a_batch_the_serving_runner_cannot_read_fails_alone(tmp_path):
+    """A batch withdrawn before the runner read it: its lock is let go (its jobs read FAILED),
+    the reason is in its runner.log, and the same runner goes on serving the next batch."""
+    _launch(["/bin/true"])
+    server_pid = processes._server[2].pid
+    run = tmp_path / "run"
+    run.mkdir()
+    lock = os.open(run / "runner.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    os.mkfifo(run / "done.fifo", 0o600)
+    done = os.open(run / "done.fifo", os.O_RDWR)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        assert processes._hand_over(run, (lock, done))
+    finally:
+        os.close(lock)
+        os.close(done)
+    deadline = time.monotonic() + 30
+    while processes._runner_alive(run) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not processes._runner_alive(run)
+    assert "cannot run" in (run / "runner.log").read_text()
+    _, handles = _launch(["/bin/true"])
+    processes.wait_for_change(handles, 30)
+    assert processes.states(handles)[0].status is Status.COMPLETED
+    assert json.loads(Path(handles[0].run_dir, "runner.json").read_text())["pid"] == server_pid
+
+
+def _launch_mixed(commands: list[list[str]]) -> list:
+    with xm.create_experiment("mixed") as experiment:
+        exes = experiment.package([xm.binary(xlocal.Local.Spec(), c[0], args=c[1:]) for c in commands])
+        for exe in exes:
+            experiment.add(xm.Job(exe, xlocal.Local()))
+    jobs = [j for u in experiment._store.work_units(experiment.experiment_id) for j in u.jobs]
+    return [get_host().serializer.load(j.handle) for j in jobs]
+
+
+def test_waiting_for_part_of_a_run_is_not_held_until_the_run_ends():
+    """`xcore wait EXP/WU` for a job that ended while its run goes on: answered at the
+    poll rate, not when the rest of the run ends."""
+    quick, slow = _launch_mixed([["/bin/true"], ["/bin/sleep", "4"]])
+    assert quick.run_dir == slow.run_dir
+    started = time.monotonic()
+    processes.wait_for_change([quick], 30)
+    assert time.monotonic() - started < 2
+    processes.cancel([slow])
+
+
+def test_the_wait_wakes_when_the_last_run_ends_not_the_first():
+    """An earlier run's end would only cost a poll of every active job: the wait sleeps on."""
+    _, first = _launch(["/bin/true"])
+    time.sleep(0.05)
+    _, second = _launch(["/bin/sleep", "1.5"])
+    started = time.monotonic()
+    processes.wait_for_change(first + second, 30)
+    assert 1.0 < time.monotonic() - started < 20
+    assert processes.states(second)[0].status is Status.COMPLETED

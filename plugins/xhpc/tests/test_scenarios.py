@@ -163,6 +163,6 @@ def test_time_limit_exceeded(cluster: dict[str, str]) -> None:
         [exe] = experiment.package([xm.Packageable(xhpc.Command(["sleep 600"]), Ex.Spec())])
         experiment.add(xm.Job(exe, Ex(time_limit=limit)))
     [job] = experiment.wait_until_complete(timeout=limit + 90)
-    assert job.status is xm.Status.FAILED
+    assert job.status is xm.Status.FAILED, (job.status, job.message)
     assert "time limit" in job.message, job.message
     experiment.stop()

@@ -181,3 +181,41 @@ def test_a_status_poll_over_ssh_is_one_remote_command(xcore_env: Path, tmp_path:
         assert all(p.count("squeue -h") == 1 and p.count("sacct -n") == 1 for p in polls), polls
     finally:
         subprocess.run(["scancel", job_id], capture_output=True, timeout=60, check=False)
+
+
+def test_a_status_poll_whose_connection_drops_once_asks_again(xcore_env: Path, tmp_path: Path) -> None:
+    """The shared SSH connection closed under a status query (ssh exits 255, as when another
+    process closes the master): the query is asked once more, and the job reads PENDING,
+    not UNKNOWN (which would end a wait)."""
+    import shutil
+
+    import xhpc
+
+    _configure(xcore_env, "slurm", "ssh")
+    name = f"drop{uuid.uuid4().hex[:6]}"
+    with xm.create_experiment(title=name) as experiment:
+        [exe] = experiment.package([xm.Packageable(xhpc.Command(["true"]), xhpc.Slurm.Spec())])
+        experiment.add(xm.Job(exe, xhpc.Slurm(job_name=name, directives=["--hold"])))
+    [job_id] = {j.handle["job_id"] for j in experiment._all_jobs()}
+    wrappers = tmp_path / "bin"
+    wrappers.mkdir()
+    calls, dropped = tmp_path / "ssh-calls", tmp_path / "dropped"
+    real_ssh = shutil.which("ssh")
+    assert real_ssh
+    (wrappers / "ssh").write_text(
+        "#!/bin/sh\n"
+        f'printf "@@CALL %s\\n" "$*" >> "{calls}"\n'
+        f'case "$*" in *squeue*) if [ ! -e "{dropped}" ]; then : > "{dropped}"; '
+        'echo "Connection to 127.0.0.1 closed by remote host." >&2; exit 255; fi;; esac\n'
+        f'exec "{real_ssh}" "$@"\n')
+    (wrappers / "ssh").chmod(0o700)
+    env = {**os.environ, "PATH": f"{wrappers}{os.pathsep}{os.environ['PATH']}"}
+    try:
+        out = subprocess.run([sys.executable, "-m", "xcore.cli.main", "show", str(experiment.experiment_id), "--json"],
+                             capture_output=True, text=True, env=env, timeout=120, check=False)
+        assert out.returncode == 0, out.stderr
+        assert dropped.exists(), "the wrapper never saw the status query"
+        assert '"status": "PENDING"' in out.stdout and "UNKNOWN" not in out.stdout, out.stdout
+        assert calls.read_text().count("squeue -h") == 2, calls.read_text()
+    finally:
+        subprocess.run(["scancel", job_id], capture_output=True, timeout=60, check=False)

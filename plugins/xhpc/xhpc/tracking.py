@@ -41,13 +41,25 @@ def states(handles: Sequence[ClusterHandle]) -> list[JobState]:
     for (_cluster, _local, scheduler_name), indices in groups.items():
         group = [handles[i] for i in indices]
         try:
-            found = _query(group, scheduler_name)
+            found = _query_asking_again(group, scheduler_name)
         except XcoreError as exc:
             message = str(exc).split("\n")[0]
             found = [JobState(Status.UNKNOWN, message) for _ in group]
         for i, state in zip(indices, found, strict=True):
             result[i] = state
     return [r if r is not None else JobState(Status.UNKNOWN, "no state") for r in result]
+
+
+def _query_asking_again(group: list[ClusterHandle], scheduler_name: str) -> list[JobState]:
+    """A status query only reads, so a connection that dropped under it (the shared SSH
+    connection closed by another process, a network blip) is asked once more before its
+    jobs read UNKNOWN: a wait treats UNKNOWN as final."""
+    try:
+        return _query(group, scheduler_name)
+    except ClusterConnectionError as exc:
+        if not exc.retryable:
+            raise
+        return _query(group, scheduler_name)
 
 
 def _query(group: list[ClusterHandle], scheduler_name: str) -> list[JobState]:

@@ -570,8 +570,9 @@ class SqliteStore(MetadataStore):
         now = time.time()
         if launched:
             # Only a job still LAUNCHING gets the PENDING event: marking twice appends nothing.
-            launching = [job_id for job_id, row in self._rows_by_id(db, [j for j, *_ in launched], "id, status").items()
-                         if row["status"] == "LAUNCHING"]
+            # One read gives both that and the units to refresh (issue 14: two reads at 10,000).
+            rows = self._rows_by_id(db, [j for j, *_ in launched], "id, status, experiment_id, work_unit_id")
+            launching = [job_id for job_id, row in rows.items() if row["status"] == "LAUNCHING"]
             db.executemany(
                 "UPDATE jobs SET handle_kind = ?, handle = ?, log_path = ?, launched_at = ?,"
                 " status = CASE status WHEN 'LAUNCHING' THEN 'PENDING' ELSE status END,"
@@ -582,7 +583,7 @@ class SqliteStore(MetadataStore):
                 "INSERT INTO job_events (job_id, status, message, at) VALUES (?, 'PENDING', 'submitted', ?)",
                 [(job_id, now) for job_id in launching],
             )
-            self._refresh_units(db, [job_id for job_id, *_ in launched])
+            self._refresh_unit_statuses(db, {(row["experiment_id"], row["work_unit_id"]) for row in rows.values()})
 
     def record_states(self, states: Sequence[tuple[int, JobState]], *, intent_id: int | None = None) -> None:
         with self._write() as db:
@@ -628,6 +629,14 @@ class SqliteStore(MetadataStore):
     @staticmethod
     def _rows_by_id(db: sqlite3.Connection, job_ids: Sequence[int], columns: str) -> dict[int, sqlite3.Row]:
         rows: dict[int, sqlite3.Row] = {}
+        if len(job_ids) > 500:
+            low, high = min(job_ids), max(job_ids)
+            if high - low < 2 * len(job_ids):  # a launch's ids are dense: one range read, not one per 500
+                wanted = set(job_ids)
+                for row in db.execute(f"SELECT {columns} FROM jobs WHERE id BETWEEN ? AND ?", (low, high)):
+                    if row["id"] in wanted:
+                        rows[row["id"]] = row
+                return rows
         for start in range(0, len(job_ids), 500):
             chunk = job_ids[start : start + 500]
             for row in db.execute(f"SELECT {columns} FROM jobs WHERE id IN ({','.join('?' * len(chunk))})", chunk):
@@ -636,21 +645,28 @@ class SqliteStore(MetadataStore):
 
     def _refresh_units(self, db: sqlite3.Connection, job_ids: Sequence[int]) -> None:
         """Recompute the status of every work unit these jobs belong to."""
-        units = {(r["experiment_id"], r["work_unit_id"])
-                 for r in self._rows_by_id(db, job_ids, "id, experiment_id, work_unit_id").values()}
-        statuses: dict[tuple[int, int], list[Status]] = {unit: [] for unit in units}
+        rows = self._rows_by_id(db, job_ids, "id, experiment_id, work_unit_id").values()
+        self._refresh_unit_statuses(db, {(r["experiment_id"], r["work_unit_id"]) for r in rows})
+
+    @staticmethod
+    def _refresh_unit_statuses(db: sqlite3.Connection, units: set[tuple[int, int]]) -> None:
+        """Recompute the status of these work units from their jobs."""
+        statuses: dict[tuple[int, int], set[str]] = {unit: set() for unit in units}
         for experiment_id in {e for e, _ in units}:
             ids = sorted(u for e, u in units if e == experiment_id)
             for row in db.execute(
                 "SELECT work_unit_id, status FROM jobs WHERE experiment_id = ? AND work_unit_id BETWEEN ? AND ?",
                 (experiment_id, ids[0], ids[-1]),
             ):
-                key = (experiment_id, row[0])
-                if key in statuses:
-                    statuses[key].append(Status(row[1]))
+                found = statuses.get((experiment_id, row[0]))
+                if found is not None:
+                    found.add(row[1])
+        # A unit whose jobs all share one status has that status (what combine gives): only
+        # mixed units are combined (10,000 single-job units cost 10,000 Status lookups otherwise).
         db.executemany(
             "UPDATE work_units SET status = ? WHERE experiment_id = ? AND id = ?",
-            [(combine(found).value, e, u) for (e, u), found in statuses.items()],
+            [(next(iter(found)) if len(found) == 1 else combine(Status(s) for s in found).value, e, u)
+             for (e, u), found in statuses.items()],
         )
 
     def work_units(self, experiment_id: int, work_unit_ids: Sequence[int] | None = None) -> list[WorkUnitRecord]:

@@ -6,6 +6,7 @@ fields is written without cattrs, exactly as cattrs writes it."""
 from __future__ import annotations
 
 import sqlite3
+import sys
 from pathlib import Path
 
 import attrs
@@ -114,3 +115,21 @@ def test_a_handle_with_a_structured_field_still_goes_through_cattrs():
     data = serializer.dump(handle)
     assert serializer._converter is not None
     assert data["extra"] == ["a", "b c"] and serializer.load(data) == handle
+
+
+def test_xcore_launch_leaves_the_sweeps_objects_to_the_exit_not_to_a_last_collection(tmp_path: Path):
+    """After the launch is recorded, `xcore launch` freezes what exists: the interpreter's last
+    garbage collection does not walk every unit of the sweep again on the way out."""
+    from core_helpers import run_xcore, write_script
+
+    script = write_script(tmp_path / "launch.py", f"""
+import atexit
+import gc
+atexit.register(lambda: print("FROZEN", gc.get_freeze_count() > 1000, flush=True))
+with xm.create_experiment("freeze") as e:
+    [exe] = e.package([xm.binary(xlocal.Local.Spec(), {sys.executable!r}, args=["-c", "pass"])])
+    e.add(xm.Job(exe, xlocal.Local()))
+""")
+    result = run_xcore("launch", "--wait", str(script))
+    assert result.returncode == 0, result.stderr
+    assert "FROZEN True" in result.stdout

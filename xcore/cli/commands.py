@@ -140,10 +140,21 @@ def launch(args: argparse.Namespace) -> int:
         record = store.get_experiment(experiment_id)
         print(f"experiment {record.id} {printable(repr(record.title))}: {plural(record.work_unit_count, 'work unit')} "
               f"launched (xcore show {record.id})", file=sys.stderr)
+    _skip_last_collection()
     if args.wait and created:
         codes = [_wait_experiment(store, experiment_id, None, as_json=False) for experiment_id in created]
         return max(codes)
     return EXIT_OK
+
+
+def _skip_last_collection() -> None:
+    """The launch is recorded; this process only exits (or waits) now. Freezing what exists
+    spares the interpreter's last garbage collection a walk over the sweep's objects (0.05 to
+    0.1 s at 10,000 work units, issue 14); they go with the process. Objects made later (while
+    ``--wait`` polls) are still collected."""
+    import gc
+
+    gc.freeze()
 
 
 def _refuse_stdlib_name(script: Path) -> None:

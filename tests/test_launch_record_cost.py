@@ -46,6 +46,8 @@ def test_marking_many_jobs_launched_reads_the_jobs_once(tmp_path: Path):
     # One read of the jobs (one range: the ids are dense) and one of the units' jobs; before,
     # three chunked reads of 500 for the statuses, three again for the units, then the units' jobs.
     assert len(selects) == 2, selects
+    # Consecutive units of one status are one range update: units 1-1200 PENDING, 1201 FAILED.
+    assert len([s for s in seen if s.lstrip().startswith("UPDATE work_units")]) == 2
     reader = sqlite3.connect(tmp_path / "xcore.db")
     units = dict(reader.execute("SELECT id, status FROM work_units WHERE experiment_id = ?", (experiment.id,)))
     assert {units[u] for u in range(1, 1201)} == {"PENDING"} and units[1201] == "FAILED"

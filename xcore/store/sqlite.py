@@ -663,11 +663,16 @@ class SqliteStore(MetadataStore):
                     found.add(row[1])
         # A unit whose jobs all share one status has that status (what combine gives): only
         # mixed units are combined (10,000 single-job units cost 10,000 Status lookups otherwise).
-        db.executemany(
-            "UPDATE work_units SET status = ? WHERE experiment_id = ? AND id = ?",
-            [(next(iter(found)) if len(found) == 1 else combine(Status(s) for s in found).value, e, u)
-             for (e, u), found in statuses.items()],
-        )
+        # Consecutive units of one status are one range update: a launched sweep is one statement.
+        runs: list[list[Any]] = []  # [status, experiment, first unit, last unit]
+        for (e, u), found in sorted(statuses.items()):
+            status = next(iter(found)) if len(found) == 1 else combine(Status(s) for s in found).value
+            last = runs[-1] if runs else None
+            if last is not None and last[0] == status and last[1] == e and last[3] == u - 1:
+                last[3] = u
+            else:
+                runs.append([status, e, u, u])
+        db.executemany("UPDATE work_units SET status = ? WHERE experiment_id = ? AND id BETWEEN ? AND ?", runs)
 
     def work_units(self, experiment_id: int, work_unit_ids: Sequence[int] | None = None) -> list[WorkUnitRecord]:
         with self._reading():

@@ -140,3 +140,27 @@ with xm.create_experiment("freeze") as e:
     assert "FROZEN True" in result.stdout
     # The script's young objects are collected every 20,000 allocations, not every 700.
     assert "THRESHOLDS (20000, 20, 20)" in result.stdout
+
+
+def test_marking_jobs_launched_never_holds_every_handles_json_at_once(tmp_path: Path):
+    """The launcher's peak memory at 10,000 tasks includes this step: each handle's JSON is
+    made as the update reaches it, and the jobs' rows are dropped before it."""
+    import tracemalloc
+
+    store = SqliteStore(tmp_path / "xcore.db")
+    experiment = store.create_experiment("t")
+    with store.transaction():
+        ids = [store.add_work_unit(experiment.id, unit, "work_unit", {}, "", [_job()])[0] for unit in range(1, 2001)]
+    launched = [(job_id, "test.Handle", {"kind": "test.Handle", "path": f"/{job_id}/" + "x" * 2000}, None)
+                for job_id in ids]  # 2,000 handles of 2 KB: 4 MB of JSON if encoded all at once
+    tracemalloc.start()
+    try:
+        store.mark_launched(launched)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 2_000_000, peak
+    reader = sqlite3.connect(tmp_path / "xcore.db")
+    assert reader.execute("SELECT COUNT(*) FROM jobs WHERE status = 'PENDING' AND length(handle) > 2000").fetchone() \
+        == (2000,)
+    reader.close()

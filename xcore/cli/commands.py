@@ -114,6 +114,7 @@ def launch(args: argparse.Namespace) -> int:
     sys.path.insert(0, str(script.parent))
     error: BaseException | None = None
     previous_term = _terminate_as_interrupt()
+    _collect_less_often()
     try:
         runpy.run_path(str(script), run_name="__main__")
     except SystemExit as exc:
@@ -140,10 +141,36 @@ def launch(args: argparse.Namespace) -> int:
         record = store.get_experiment(experiment_id)
         print(f"experiment {record.id} {printable(repr(record.title))}: {plural(record.work_unit_count, 'work unit')} "
               f"launched (xcore show {record.id})", file=sys.stderr)
+    _skip_last_collection()
     if args.wait and created:
         codes = [_wait_experiment(store, experiment_id, None, as_json=False) for experiment_id in created]
         return max(codes)
     return EXIT_OK
+
+
+GC_THRESHOLDS = (20_000, 20, 20)
+
+
+def _collect_less_often() -> None:
+    """A launch script makes many objects that live to the end (each unit's records, jobs,
+    futures) and little cyclic garbage: with Python's default thresholds (700, 10, 10) the
+    collector ran some 440 times during a 10,000-unit sweep, walking the same survivors again,
+    a sixth of the launch's CPU (issue 14). Young garbage waits for 20,000 allocations instead
+    (a few MB at most); full collections still follow Python's own rule (a quarter more
+    long-lived objects)."""
+    import gc
+
+    gc.set_threshold(*GC_THRESHOLDS)
+
+
+def _skip_last_collection() -> None:
+    """The launch is recorded; this process only exits (or waits) now. Freezing what exists
+    spares the interpreter's last garbage collection a walk over the sweep's objects (0.05 to
+    0.1 s at 10,000 work units, issue 14); they go with the process. Objects made later (while
+    ``--wait`` polls) are still collected."""
+    import gc
+
+    gc.freeze()
 
 
 def _refuse_stdlib_name(script: Path) -> None:

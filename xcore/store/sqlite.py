@@ -571,19 +571,23 @@ class SqliteStore(MetadataStore):
         now = time.time()
         if launched:
             # Only a job still LAUNCHING gets the PENDING event: marking twice appends nothing.
-            launching = [job_id for job_id, row in self._rows_by_id(db, [j for j, *_ in launched], "id, status").items()
-                         if row["status"] == "LAUNCHING"]
+            # One read gives both that and the units to refresh (issue 14: two reads at 10,000).
+            rows = self._rows_by_id(db, [j for j, *_ in launched], "id, status, experiment_id, work_unit_id")
+            launching = [job_id for job_id, row in rows.items() if row["status"] == "LAUNCHING"]
+            units = {(row["experiment_id"], row["work_unit_id"]) for row in rows.values()}
+            del rows  # not held through the update: at 10,000 jobs they are 2 MB of the launcher's peak
             db.executemany(
                 "UPDATE jobs SET handle_kind = ?, handle = ?, log_path = ?, launched_at = ?,"
                 " status = CASE status WHEN 'LAUNCHING' THEN 'PENDING' ELSE status END,"
                 " message = CASE status WHEN 'LAUNCHING' THEN 'submitted' ELSE message END WHERE id = ?",
-                [(kind, json.dumps(handle), log, now, job_id) for job_id, kind, handle, log in launched],
+                # Encoded as the update goes: 10,000 handles' JSON is never held at once (3 MB at peak).
+                ((kind, json.dumps(handle), log, now, job_id) for job_id, kind, handle, log in launched),
             )
             db.executemany(
                 "INSERT INTO job_events (job_id, status, message, at) VALUES (?, 'PENDING', 'submitted', ?)",
                 [(job_id, now) for job_id in launching],
             )
-            self._refresh_units(db, [job_id for job_id, *_ in launched])
+            self._refresh_unit_statuses(db, units)
 
     def record_states(self, states: Sequence[tuple[int, JobState]], *, intent_id: int | None = None) -> None:
         with self._write() as db:
@@ -629,6 +633,14 @@ class SqliteStore(MetadataStore):
     @staticmethod
     def _rows_by_id(db: sqlite3.Connection, job_ids: Sequence[int], columns: str) -> dict[int, sqlite3.Row]:
         rows: dict[int, sqlite3.Row] = {}
+        if len(job_ids) > 500:
+            low, high = min(job_ids), max(job_ids)
+            if high - low < 2 * len(job_ids):  # a launch's ids are dense: one range read, not one per 500
+                wanted = set(job_ids)
+                for row in db.execute(f"SELECT {columns} FROM jobs WHERE id BETWEEN ? AND ?", (low, high)):
+                    if row["id"] in wanted:
+                        rows[row["id"]] = row
+                return rows
         for start in range(0, len(job_ids), 500):
             chunk = job_ids[start : start + 500]
             for row in db.execute(f"SELECT {columns} FROM jobs WHERE id IN ({','.join('?' * len(chunk))})", chunk):
@@ -637,9 +649,14 @@ class SqliteStore(MetadataStore):
 
     def _refresh_units(self, db: sqlite3.Connection, job_ids: Sequence[int]) -> None:
         """Recompute the status of every work unit these jobs belong to."""
-        units = {(r["experiment_id"], r["work_unit_id"])
-                 for r in self._rows_by_id(db, job_ids, "id, experiment_id, work_unit_id").values()}
-        statuses: dict[tuple[int, int], list[Status]] = {unit: [] for unit in units}
+        rows = self._rows_by_id(db, job_ids, "id, experiment_id, work_unit_id").values()
+        self._refresh_unit_statuses(db, {(r["experiment_id"], r["work_unit_id"]) for r in rows})
+
+    @staticmethod
+    def _refresh_unit_statuses(db: sqlite3.Connection, units: set[tuple[int, int]]) -> None:
+        """Recompute the status of these work units from their jobs."""
+        # Per unit: None (no job), the one status its jobs share, or the set of their statuses.
+        statuses: dict[tuple[int, int], str | set[str] | None] = dict.fromkeys(units)
         for experiment_id in {e for e, _ in units}:
             ids = sorted(u for e, u in units if e == experiment_id)
             for row in db.execute(
@@ -647,12 +664,30 @@ class SqliteStore(MetadataStore):
                 (experiment_id, ids[0], ids[-1]),
             ):
                 key = (experiment_id, row[0])
-                if key in statuses:
-                    statuses[key].append(Status(row[1]))
-        db.executemany(
-            "UPDATE work_units SET status = ? WHERE experiment_id = ? AND id = ?",
-            [(combine(found).value, e, u) for (e, u), found in statuses.items()],
-        )
+                if key not in statuses:
+                    continue
+                found = statuses[key]
+                if found is None:
+                    statuses[key] = row[1]
+                elif isinstance(found, set):
+                    found.add(row[1])
+                elif found != row[1]:
+                    statuses[key] = {found, row[1]}
+        # A unit whose jobs all share one status has that status (what combine gives): only
+        # mixed units are combined (10,000 single-job units cost 10,000 Status lookups otherwise).
+        # Consecutive units of one status are one range update: a launched sweep is one statement.
+        runs: list[list[Any]] = []  # [status, experiment, first unit, last unit]
+        for (e, u), found in sorted(statuses.items()):
+            if found is None or isinstance(found, set):  # no jobs (LAUNCHING), or jobs that differ
+                status = combine(Status(s) for s in found or ()).value
+            else:
+                status = found
+            last = runs[-1] if runs else None
+            if last is not None and last[0] == status and last[1] == e and last[3] == u - 1:
+                last[3] = u
+            else:
+                runs.append([status, e, u, u])
+        db.executemany("UPDATE work_units SET status = ? WHERE experiment_id = ? AND id BETWEEN ? AND ?", runs)
 
     def work_units(self, experiment_id: int, work_unit_ids: Sequence[int] | None = None) -> list[WorkUnitRecord]:
         with self._reading():

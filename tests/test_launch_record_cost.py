@@ -1,0 +1,166 @@
+"""What the launcher does after the adds of a big sweep (issue 14, SSH launch at 10,000):
+recording the handles of N submitted jobs reads the jobs once, in one range read for a
+launch's dense ids, and combines only work units whose jobs differ; a handle of plain
+fields is written without cattrs, exactly as cattrs writes it."""
+
+from __future__ import annotations
+
+import sqlite3
+import sys
+from pathlib import Path
+
+import attrs
+
+from xcore.hooks.execution import JobHandle
+from xcore.hooks.kinds import KindRegistry
+from xcore.hooks.serialization import Serializer
+from xcore.status import JobState, Status
+from xcore.store.records import NewJob
+from xcore.store.sqlite import SqliteStore
+
+
+def _job(name: str = "j") -> NewJob:
+    return NewJob(name=name, executor_kind="fake.FakeExecutor", executor={}, executable={}, args=[], env={})
+
+
+def _statements(store: SqliteStore) -> list[str]:
+    seen: list[str] = []
+    store._db.set_trace_callback(seen.append)
+    return seen
+
+
+def test_marking_many_jobs_launched_reads_the_jobs_once(tmp_path: Path):
+    store = SqliteStore(tmp_path / "xcore.db")
+    experiment = store.create_experiment("t")
+    with store.transaction():
+        ids = [store.add_work_unit(experiment.id, unit, "work_unit", {}, "", [_job()])[0] for unit in range(1, 1201)]
+        # Unit 1201 has two jobs: one launched below, one failed before: the unit is FAILED.
+        pair = store.add_work_unit(experiment.id, 1201, "work_unit", {}, "", [_job("a"), _job("b")])
+    store.record_states([(pair[1], JobState(Status.FAILED, "boom"))])
+    launched = [(job_id, "test.Handle", {"kind": "test.Handle", "n": job_id}, f"/log/{job_id}")
+                for job_id in [*ids, pair[0]]]
+    seen = _statements(store)
+    store.mark_launched(launched)
+    store._db.set_trace_callback(None)
+    selects = [s for s in seen if s.lstrip().upper().startswith("SELECT")]
+    # One read of the jobs (one range: the ids are dense) and one of the units' jobs; before,
+    # three chunked reads of 500 for the statuses, three again for the units, then the units' jobs.
+    assert len(selects) == 2, selects
+    # Consecutive units of one status are one range update: units 1-1200 PENDING, 1201 FAILED.
+    assert len([s for s in seen if s.lstrip().startswith("UPDATE work_units")]) == 2
+    reader = sqlite3.connect(tmp_path / "xcore.db")
+    units = dict(reader.execute("SELECT id, status FROM work_units WHERE experiment_id = ?", (experiment.id,)))
+    assert {units[u] for u in range(1, 1201)} == {"PENDING"} and units[1201] == "FAILED"
+    rows = reader.execute("SELECT status, handle, log_path FROM jobs WHERE id = ?", (ids[7],)).fetchone()
+    assert rows == ("PENDING", f'{{"kind": "test.Handle", "n": {ids[7]}}}', f"/log/{ids[7]}")
+    events = reader.execute("SELECT COUNT(*) FROM job_events WHERE status = 'PENDING'").fetchone()[0]
+    assert events == 1201
+    store.mark_launched(launched)  # marking again appends no event and changes no status
+    assert reader.execute("SELECT COUNT(*) FROM job_events WHERE status = 'PENDING'").fetchone()[0] == 1201
+    reader.close()
+
+
+def test_sparse_ids_are_read_in_chunks(tmp_path: Path):
+    """Ids spread over a wide range (other kinds' jobs between them) are not read as a range."""
+    store = SqliteStore(tmp_path / "xcore.db")
+    experiment = store.create_experiment("t")
+    with store.transaction():
+        ids = [store.add_work_unit(experiment.id, unit, "work_unit", {}, "", [_job()] * 3)[0]
+               for unit in range(1, 602)]
+    seen = _statements(store)
+    store.mark_launched([(job_id, "test.Handle", {}, None) for job_id in ids])
+    store._db.set_trace_callback(None)
+    reads = [s for s in seen if "FROM jobs WHERE id IN" in s]
+    assert len(reads) == 2  # 601 ids in chunks of 500; every unit keeps two jobs LAUNCHING
+    reader = sqlite3.connect(tmp_path / "xcore.db")
+    assert {s for (s,) in reader.execute("SELECT DISTINCT status FROM work_units")} == {"PENDING"}
+    assert reader.execute("SELECT COUNT(*) FROM jobs WHERE status = 'LAUNCHING'").fetchone()[0] == 1202
+    reader.close()
+
+
+@attrs.define
+class _Handle(JobHandle):
+    job_id: str
+    task: int
+    at: float = 0.0
+    local: bool = False
+    note: str | None = None
+
+
+@attrs.define
+class _Structured(JobHandle):
+    job_id: str
+    extra: list[str] = attrs.field(factory=list)
+
+
+def _serializer() -> Serializer:
+    registry = KindRegistry()
+    registry.add("test.Handle", _Handle, "test")
+    registry.add("test.Structured", _Structured, "test")
+    return Serializer(registry)
+
+
+def test_a_plain_handle_is_dumped_without_cattrs_as_cattrs_would():
+    serializer = _serializer()
+    handle = _Handle("12", 3, 1.5, True, None, log_path="/l")
+    data = serializer.dump(handle)
+    assert serializer._converter is None  # cattrs was not needed
+    assert data["kind"] == "test.Handle" and data["job_id"] == "12" and data["log_path"] == "/l"
+    assert data == serializer._conv.unstructure(handle)
+    assert list(data) == list(serializer._conv.unstructure(handle))  # same keys, same order
+    assert serializer.load(data) == handle
+
+
+def test_a_handle_with_a_structured_field_still_goes_through_cattrs():
+    serializer = _serializer()
+    handle = _Structured("12", extra=["a", "b c"])
+    data = serializer.dump(handle)
+    assert serializer._converter is not None
+    assert data["extra"] == ["a", "b c"] and serializer.load(data) == handle
+
+
+def test_xcore_launch_collects_less_often_and_leaves_the_sweep_to_the_exit(tmp_path: Path):
+    """`xcore launch` runs the script with higher collector thresholds (the sweep's objects
+    live to the end; walking them every 700 allocations was a sixth of the CPU at 10,000),
+    and once the launch is recorded freezes what exists: the interpreter's last collection
+    does not walk every unit again on the way out."""
+    from core_helpers import run_xcore, write_script
+
+    script = write_script(tmp_path / "launch.py", f"""
+import atexit
+import gc
+atexit.register(lambda: print("FROZEN", gc.get_freeze_count() > 1000, flush=True))
+print("THRESHOLDS", gc.get_threshold(), flush=True)
+with xm.create_experiment("freeze") as e:
+    [exe] = e.package([xm.binary(xlocal.Local.Spec(), {sys.executable!r}, args=["-c", "pass"])])
+    e.add(xm.Job(exe, xlocal.Local()))
+""")
+    result = run_xcore("launch", "--wait", str(script))
+    assert result.returncode == 0, result.stderr
+    assert "FROZEN True" in result.stdout
+    # The script's young objects are collected every 20,000 allocations, not every 700.
+    assert "THRESHOLDS (20000, 20, 20)" in result.stdout
+
+
+def test_marking_jobs_launched_never_holds_every_handles_json_at_once(tmp_path: Path):
+    """The launcher's peak memory at 10,000 tasks includes this step: each handle's JSON is
+    made as the update reaches it, and the jobs' rows are dropped before it."""
+    import tracemalloc
+
+    store = SqliteStore(tmp_path / "xcore.db")
+    experiment = store.create_experiment("t")
+    with store.transaction():
+        ids = [store.add_work_unit(experiment.id, unit, "work_unit", {}, "", [_job()])[0] for unit in range(1, 2001)]
+    launched = [(job_id, "test.Handle", {"kind": "test.Handle", "path": f"/{job_id}/" + "x" * 2000}, None)
+                for job_id in ids]  # 2,000 handles of 2 KB: 4 MB of JSON if encoded all at once
+    tracemalloc.start()
+    try:
+        store.mark_launched(launched)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 2_000_000, peak
+    reader = sqlite3.connect(tmp_path / "xcore.db")
+    assert reader.execute("SELECT COUNT(*) FROM jobs WHERE status = 'PENDING' AND length(handle) > 2000").fetchone() \
+        == (2000,)
+    reader.close()

@@ -179,3 +179,5 @@ def test_a_plain_local_launch_imports_no_asyncio_nor_archive_modules(tmp_path):
     """))
     modules, _ = _modules_after(["launch", "--wait", str(script)], tmp_path)
     assert _offenders(modules, ("asyncio", "ssl", "shutil", "bz2", "lzma", "tempfile", "difflib")) == []
+    # The executor, executable and handles are plain: written without cattrs (hooks/serialization.py).
+    assert _offenders(modules, ("cattrs",)) == []

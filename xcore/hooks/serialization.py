@@ -2,7 +2,9 @@
 
 cattrs loads on first need: an object whose stored fields are all plain JSON scalars of their
 declared types (a job handle, typically) is rebuilt without it, so a status poll from a new
-process (``xcore show`` of running jobs) does not pay for importing it (issue 14).
+process (``xcore show`` of running jobs) does not pay for importing it; an object whose field
+values are plain JSON, requirements, args or other tagged objects (a local executor and its
+executable) is written without it, so a small launch does not pay for it either (issue 14).
 """
 
 from __future__ import annotations
@@ -52,6 +54,12 @@ def args_from_json(data: list[Any]) -> SequentialArgs:
 
 
 _SCALARS = (str, int, float, bool)
+_PLAIN_VALUES = frozenset((str, int, float, bool, type(None)))
+_TAGGED = tuple(CATEGORIES)
+
+
+class _NeedsCattrs(Exception):
+    """A value the plain dump does not take as it is: the whole object goes through cattrs."""
 
 
 def _plain_fields(cls: type) -> list[tuple[str, str, tuple[type, ...]]] | None:
@@ -110,7 +118,37 @@ class Serializer:
         return conv
 
     def dump(self, obj: Any) -> Any:
+        if isinstance(obj, _TAGGED):
+            try:
+                return self._dump_tagged_plain(obj)
+            except _NeedsCattrs:
+                pass
         return self._conv.unstructure(obj)
+
+    def _dump_tagged_plain(self, obj: Any) -> dict[str, Any]:
+        """What ``_unstructure_tagged`` gives, built without cattrs: raises _NeedsCattrs at the
+        first value whose unstructured form it does not know to be the value as cattrs makes it."""
+        data: dict[str, Any] = {"kind": self.registry.kind_of(obj)}
+        for field in attrs.fields(type(obj)):
+            if field.init:
+                data[field.name] = self._dump_plain_value(getattr(obj, field.name))
+        return data
+
+    def _dump_plain_value(self, value: Any) -> Any:
+        kind = type(value)
+        if kind in _PLAIN_VALUES:
+            return value
+        if kind is list:
+            return [self._dump_plain_value(v) for v in value]
+        if kind is dict:
+            return {self._dump_plain_value(k): self._dump_plain_value(v) for k, v in value.items()}
+        if kind is JobRequirements:
+            return value.to_dict()
+        if kind is SequentialArgs:
+            return args_to_json(value)
+        if isinstance(value, _TAGGED):
+            return self._dump_tagged_plain(value)
+        raise _NeedsCattrs
 
     def load(self, data: Any, cls: type | None = None) -> Any:
         """Rebuild an object; ``cls`` is only needed for untagged data."""

@@ -45,7 +45,8 @@ def _repo(path: Path) -> str:
     return subprocess.run([*run, "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
 
 
-def test_outside_any_repository_git_is_not_started(tmp_path, counted_git):
+def test_outside_any_repository_git_is_not_started(tmp_path, counted_git, monkeypatch):
+    monkeypatch.setenv("GIT_SSL_CAINFO", "/etc/ssl/certs/ca.pem")  # a git variable that names no repository
     outside = tmp_path / "plain" / "dir"
     outside.mkdir(parents=True)
     if subprocess.run([GIT, "-C", str(outside), "rev-parse", "HEAD"], capture_output=True).returncode == 0:
@@ -66,7 +67,7 @@ def test_in_a_repository_its_commit_and_dirty_flag(tmp_path, counted_git):
     assert _calls(counted_git) == 4
 
 
-def test_a_git_variable_still_asks_git(tmp_path, counted_git, monkeypatch):
+def test_a_variable_naming_a_repository_still_asks_git(tmp_path, counted_git, monkeypatch):
     repo = tmp_path / "repo"
     commit = _repo(repo)
     outside = tmp_path / "plain"

@@ -15,11 +15,14 @@ class GitState:
     dirty: bool
 
 
+_REPOSITORY_VARIABLES = ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR")
+
+
 def _may_be_in_a_repository(directory: Path) -> bool:
     """False only when git certainly finds no repository from ``directory``: no ``.git`` in it
-    or above, it is not in a bare repository, and no GIT_* variable points git elsewhere. Saves
+    or above, it is not in a bare repository, and no variable names a repository for git. Saves
     starting git (a fork of the launcher) for a script outside any repository."""
-    if any(name.startswith("GIT_") for name in os.environ):
+    if any(os.environ.get(name) for name in _REPOSITORY_VARIABLES):
         return True
     for candidate in (directory, *directory.parents):
         if os.path.lexists(candidate / ".git"):

@@ -32,14 +32,15 @@ _CONTAINS = ("PASSWORD", "PASSWD", "SECRET", "CREDENTIAL", "PRIVATE")
 _ENDS = ("TOKEN", "TOKENS", "AUTH")
 _KEY_PREFIXES = {"API", "ACCESS", "SSH", "AUTH", "SESSION", "SIGNING", "ENCRYPTION", "MASTER", "LICENSE", "CLIENT",
                  "APP", "SERVICE", "ACCOUNT", "SECRET", "PRIVATE", "DEPLOY"}
-_SECRET_VALUE = re.compile(
+# Patterns are compiled on first use (re caches them): a launch whose environments are empty
+# never needs them, and compiling them all costs a few ms of every start-up.
+_SECRET_VALUE = (
     r"^(gh[pousr]_[A-Za-z0-9]{20,}|github_pat_\w{20,}|AKIA[0-9A-Z]{16}|sk-[A-Za-z0-9_-]{20,}|"
-    r"xox[baprs]-[A-Za-z0-9-]{10,}|hf_[A-Za-z0-9]{20,}|AIza[0-9A-Za-z_-]{35}|-----BEGIN [A-Z ]*PRIVATE KEY-----.*)$",
-    re.DOTALL,
+    r"xox[baprs]-[A-Za-z0-9-]{10,}|hf_[A-Za-z0-9]{20,}|AIza[0-9A-Za-z_-]{35}|-----BEGIN [A-Z ]*PRIVATE KEY-----.*)$"
 )
 # scheme://user:password@host: the password runs to the last "@" of the URL, so one with "@" or "/" in it is
 # masked whole.
-_URL_PASSWORD = re.compile(r"(?P<prefix>\b[a-z][a-z0-9+.-]*://[^/\s:@]*:)[^\s]+?(?=@[^@\s]*(?:\s|$))", re.IGNORECASE)
+_URL_PASSWORD = r"(?P<prefix>\b[a-z][a-z0-9+.-]*://[^/\s:@]*:)[^\s]+?(?=@[^@\s]*(?:\s|$))"  # re.IGNORECASE
 # Keys under which a stored object keeps an environment.
 ENV_KEYS = frozenset({"env", "env_vars", "environment", "environ"})
 
@@ -62,11 +63,11 @@ def is_secret_name(name: str) -> bool:
 
 def is_secret(name: str, value: str) -> bool:
     """True if an environment variable looks like it carries a credential."""
-    return is_secret_name(name) or bool(_SECRET_VALUE.match(str(value)))
+    return is_secret_name(name) or bool(re.match(_SECRET_VALUE, str(value), re.DOTALL))
 
 
 def mask_url_passwords(text: str) -> str:
-    return _URL_PASSWORD.sub(rf"\g<prefix>{REDACTED}", text)
+    return re.sub(_URL_PASSWORD, rf"\g<prefix>{REDACTED}", text, flags=re.IGNORECASE)
 
 
 def redact_env(env: Mapping[str, Any]) -> dict[str, Any]:
@@ -91,17 +92,17 @@ def redact_nested(data: Any) -> Any:
     return data
 
 
-_USERINFO_SECRET = re.compile(r"(?P<prefix>[a-z][a-z0-9+.-]*://[^/\s:@]*:)[^/\s@]*(?=@)", re.IGNORECASE)
-_QUERY_SECRET = re.compile(r"(?P<key>[?&](?:ssl)?password=)[^&#]*", re.IGNORECASE)
-_KEYWORD_SECRET = re.compile(r"(?P<key>\b(?:ssl)?password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)
+_USERINFO_SECRET = r"(?P<prefix>[a-z][a-z0-9+.-]*://[^/\s:@]*:)[^/\s@]*(?=@)"  # these three: re.IGNORECASE
+_QUERY_SECRET = r"(?P<key>[?&](?:ssl)?password=)[^&#]*"
+_KEYWORD_SECRET = r"(?P<key>\b(?:ssl)?password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)"
 
 
 def redact_url(url: str) -> str:
     """A store URL safe to show: the password in ``user:password@``, ``?password=`` or a
     libpq ``password=...`` keyword becomes ``<redacted>``."""
-    url = _USERINFO_SECRET.sub(rf"\g<prefix>{REDACTED}", url)
-    url = _QUERY_SECRET.sub(rf"\g<key>{REDACTED}", url)
-    return _KEYWORD_SECRET.sub(rf"\g<key>{REDACTED}", url) if "://" not in url else url
+    url = re.sub(_USERINFO_SECRET, rf"\g<prefix>{REDACTED}", url, flags=re.IGNORECASE)
+    url = re.sub(_QUERY_SECRET, rf"\g<key>{REDACTED}", url, flags=re.IGNORECASE)
+    return re.sub(_KEYWORD_SECRET, rf"\g<key>{REDACTED}", url, flags=re.IGNORECASE) if "://" not in url else url
 
 
 def redact_text(text: str, secrets: Sequence[str]) -> str:

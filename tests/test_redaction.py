@@ -109,3 +109,21 @@ def test_printable_skips_the_pattern_only_for_text_it_would_not_change():
     assert len(escaped) == 32 + 33 + 2 + 5 + 4
     assert not any(c.isprintable() for c in escaped)  # so printable text has none of them
     assert printable("tab\there é ✓") == "tab\\there é ✓"
+
+
+def test_patterns_are_compiled_once_even_when_re_purges_its_cache(monkeypatch):
+    """A launcher whose own code uses many patterns must not recompile these per job."""
+    import re
+    import re._compiler as compiler
+
+    from xcore.cli.tables import printable
+    from xcore.store.redaction import is_secret, mask_url_passwords
+
+    is_secret("X", "v"), mask_url_passwords("a://u:p@h"), printable("\x1b")
+    compiled = []
+    original = compiler.compile
+    monkeypatch.setattr(compiler, "compile", lambda p, *a, **k: (compiled.append(p), original(p, *a, **k))[1])
+    re.purge()
+    assert is_secret("X", "ghp_" + "a" * 20) and mask_url_passwords("a://u:p@h") == "a://u:<redacted>@h"
+    assert printable("\x1b") == "\\x1b"
+    assert compiled == []

@@ -18,6 +18,7 @@ Google keys, PEM private keys). In every other value the password of a URL
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -32,7 +33,7 @@ _CONTAINS = ("PASSWORD", "PASSWD", "SECRET", "CREDENTIAL", "PRIVATE")
 _ENDS = ("TOKEN", "TOKENS", "AUTH")
 _KEY_PREFIXES = {"API", "ACCESS", "SSH", "AUTH", "SESSION", "SIGNING", "ENCRYPTION", "MASTER", "LICENSE", "CLIENT",
                  "APP", "SERVICE", "ACCOUNT", "SECRET", "PRIVATE", "DEPLOY"}
-# Patterns are compiled on first use (re caches them): a launch whose environments are empty
+# Patterns are compiled on first use (``_compiled``): a launch whose environments are empty
 # never needs them, and compiling them all costs a few ms of every start-up.
 _SECRET_VALUE = (
     r"^(gh[pousr]_[A-Za-z0-9]{20,}|github_pat_\w{20,}|AKIA[0-9A-Z]{16}|sk-[A-Za-z0-9_-]{20,}|"
@@ -43,6 +44,12 @@ _SECRET_VALUE = (
 _URL_PASSWORD = r"(?P<prefix>\b[a-z][a-z0-9+.-]*://[^/\s:@]*:)[^\s]+?(?=@[^@\s]*(?:\s|$))"  # re.IGNORECASE
 # Keys under which a stored object keeps an environment.
 ENV_KEYS = frozenset({"env", "env_vars", "environment", "environ"})
+
+
+@functools.cache
+def _compiled(pattern: str, flags: int) -> re.Pattern[str]:
+    """Compiled once, kept for the process (re's own cache may evict it in a program using many patterns)."""
+    return re.compile(pattern, flags)
 
 
 def _secret_word(word: str) -> bool:
@@ -57,17 +64,17 @@ def _secret_word(word: str) -> bool:
 
 def is_secret_name(name: str) -> bool:
     """True if an environment variable's name says it carries a credential."""
-    words = [word for word in re.split(r"[^A-Z0-9]+", name.upper()) if word]
+    words = [word for word in _compiled(r"[^A-Z0-9]+", 0).split(name.upper()) if word]
     return any(_secret_word(word) for word in words) or ("PWD" in words and len(words) > 1)
 
 
 def is_secret(name: str, value: str) -> bool:
     """True if an environment variable looks like it carries a credential."""
-    return is_secret_name(name) or bool(re.match(_SECRET_VALUE, str(value), re.DOTALL))
+    return is_secret_name(name) or bool(_compiled(_SECRET_VALUE, re.DOTALL).match(str(value)))
 
 
 def mask_url_passwords(text: str) -> str:
-    return re.sub(_URL_PASSWORD, rf"\g<prefix>{REDACTED}", text, flags=re.IGNORECASE)
+    return _compiled(_URL_PASSWORD, re.IGNORECASE).sub(rf"\g<prefix>{REDACTED}", text)
 
 
 def redact_env(env: Mapping[str, Any]) -> dict[str, Any]:
@@ -100,9 +107,9 @@ _KEYWORD_SECRET = r"(?P<key>\b(?:ssl)?password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)"
 def redact_url(url: str) -> str:
     """A store URL safe to show: the password in ``user:password@``, ``?password=`` or a
     libpq ``password=...`` keyword becomes ``<redacted>``."""
-    url = re.sub(_USERINFO_SECRET, rf"\g<prefix>{REDACTED}", url, flags=re.IGNORECASE)
-    url = re.sub(_QUERY_SECRET, rf"\g<key>{REDACTED}", url, flags=re.IGNORECASE)
-    return re.sub(_KEYWORD_SECRET, rf"\g<key>{REDACTED}", url, flags=re.IGNORECASE) if "://" not in url else url
+    url = _compiled(_USERINFO_SECRET, re.IGNORECASE).sub(rf"\g<prefix>{REDACTED}", url)
+    url = _compiled(_QUERY_SECRET, re.IGNORECASE).sub(rf"\g<key>{REDACTED}", url)
+    return _compiled(_KEYWORD_SECRET, re.IGNORECASE).sub(rf"\g<key>{REDACTED}", url) if "://" not in url else url
 
 
 def redact_text(text: str, secrets: Sequence[str]) -> str:

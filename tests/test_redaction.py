@@ -75,3 +75,55 @@ with xm.create_experiment("secrets") as e:
         assert value not in plain.stdout, value
         assert value.encode() not in db, value
     assert "visible" in show.stdout and "postgres://me:<redacted>@db/x" in show.stdout
+
+
+def test_printing_and_storing_plain_text_compiles_no_pattern():
+    """The redaction and terminal-escaping patterns are compiled on first need: a launch with
+    empty environments and printable names compiles none of them (a few ms of start-up)."""
+    import subprocess
+    import sys
+
+    code = """
+import re._compiler as compiler
+compiled = []
+original = compiler.compile
+compiler.compile = lambda p, *a, **k: (compiled.append(p), original(p, *a, **k))[1]
+from xcore.cli.tables import printable
+from xcore.store.redaction import redact_env, redact_nested
+assert printable("experiment 1 'sweep': 20 work units") == "experiment 1 'sweep': 20 work units"
+assert redact_env({}) == {} and redact_nested({"command": ["/bin/true"], "env_vars": {}}) == {
+    "command": ["/bin/true"], "env_vars": {}}
+assert compiled == [], compiled
+assert printable("a\\x1bb\\u202e") == "a\\\\x1bb\\\\u202e"
+"""
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+
+
+def test_printable_skips_the_pattern_only_for_text_it_would_not_change():
+    import re
+
+    from xcore.cli.tables import _UNPRINTABLE, printable
+
+    escaped = [c for c in map(chr, range(0x3000)) if re.fullmatch(_UNPRINTABLE, c)]
+    assert len(escaped) == 32 + 33 + 2 + 5 + 4
+    assert not any(c.isprintable() for c in escaped)  # so printable text has none of them
+    assert printable("tab\there é ✓") == "tab\\there é ✓"
+
+
+def test_patterns_are_compiled_once_even_when_re_purges_its_cache(monkeypatch):
+    """A launcher whose own code uses many patterns must not recompile these per job."""
+    import re
+    import re._compiler as compiler
+
+    from xcore.cli.tables import printable
+    from xcore.store.redaction import is_secret, mask_url_passwords
+
+    is_secret("X", "v"), mask_url_passwords("a://u:p@h"), printable("\x1b")
+    compiled = []
+    original = compiler.compile
+    monkeypatch.setattr(compiler, "compile", lambda p, *a, **k: (compiled.append(p), original(p, *a, **k))[1])
+    re.purge()
+    assert is_secret("X", "ghp_" + "a" * 20) and mask_url_passwords("a://u:p@h") == "a://u:<redacted>@h"
+    assert printable("\x1b") == "\\x1b"
+    assert compiled == []

@@ -179,3 +179,21 @@ def test_a_plain_local_launch_imports_no_asyncio_nor_archive_modules(tmp_path):
     """))
     modules, _ = _modules_after(["launch", "--wait", str(script)], tmp_path)
     assert _offenders(modules, ("asyncio", "ssl", "shutil", "bz2", "lzma", "tempfile", "difflib")) == []
+    # The executor, executable and handles are plain: written without cattrs (hooks/serialization.py).
+    assert _offenders(modules, ("cattrs",)) == []
+
+
+def test_the_core_and_xlocal_classes_build_without_tokenizing_a_builtin_signature():
+    """attrs reads each converter's signature; for a builtin (``converter=tuple``) that means
+    tokenizing its text signature, compiling tokenize's patterns (~2 ms of every launch)."""
+    code = textwrap.dedent("""
+        import tokenize
+        import xcore as xm
+        import xlocal
+        import xlocal.executables, xlocal.handles
+        from xcore.launch import bazel, executables, packagables
+        xm.binary(xlocal.Local.Spec(), "/bin/true")
+        assert tokenize._compile.cache_info().currsize == 0, "a builtin converter's signature was tokenized"
+    """)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr

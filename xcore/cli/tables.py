@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
 import time
@@ -12,16 +13,24 @@ from xcore.runtime.progress import plural
 __all__ = ["format_duration", "format_time", "plural", "printable", "render_table"]
 
 # C0 and C1 controls, DEL, and the bidirectional overrides that reorder what a terminal shows.
-_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# (compiled on first use: text that is all printable never needs it)
+_UNPRINTABLE = "[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]"
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+@functools.cache
+def _unprintable() -> re.Pattern[str]:
+    return re.compile(_UNPRINTABLE)
 
 
 def printable(text: object) -> str:
     """User-provided text made safe for a terminal: control characters (escape sequences,
     newlines, bidi overrides) are shown as ``\\x1b``-style escapes instead of acting."""
     value = str(text)
-    return _UNPRINTABLE.sub(lambda m: _NAMED.get(m.group(), f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
-                                                  else f"\\u{ord(m.group()):04x}"), value)
+    if value.isprintable():  # every character matched below is a control or format one, not printable
+        return value
+    return _unprintable().sub(lambda m: _NAMED.get(m.group(), f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
+                                                     else f"\\u{ord(m.group()):04x}"), value)
 
 
 def render_table(headers: Sequence[str], rows: Sequence[Sequence[object]], *, max_width: int | None = None) -> str:

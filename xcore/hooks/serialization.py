@@ -2,7 +2,9 @@
 
 cattrs loads on first need: an object whose stored fields are all plain JSON scalars of their
 declared types (a job handle, typically) is rebuilt without it, so a status poll from a new
-process (``xcore show`` of running jobs) does not pay for importing it (issue 14).
+process (``xcore show`` of running jobs) does not pay for importing it; an object whose field
+values are plain JSON, requirements, args or other tagged objects (a local executor and its
+executable) is written without it, so a small launch does not pay for it either (issue 14).
 """
 
 from __future__ import annotations
@@ -52,7 +54,12 @@ def args_from_json(data: list[Any]) -> SequentialArgs:
 
 
 _SCALARS = (str, int, float, bool)
-_PLAIN = frozenset((str, int, float, bool, type(None)))  # what cattrs writes as it is
+_PLAIN_VALUES = frozenset((str, int, float, bool, type(None)))
+_TAGGED = tuple(CATEGORIES)
+
+
+class _NeedsCattrs(Exception):
+    """A value the plain dump does not take as it is: the whole object goes through cattrs."""
 
 
 def _plain_fields(cls: type) -> list[tuple[str, str, tuple[type, ...]]] | None:
@@ -86,7 +93,7 @@ class Serializer:
         self.registry = registry
         self._converter: Any = None
         self._plain_fields: dict[type, list[tuple[str, str, tuple[type, ...]]] | None] = {}
-        self._scalar_names: dict[type, tuple[str, ...] | None] = {}
+        self._init_names: dict[type, tuple[str, ...]] = {}
 
     @property
     def _conv(self) -> Any:
@@ -112,30 +119,43 @@ class Serializer:
         return conv
 
     def dump(self, obj: Any) -> Any:
-        """``obj`` as JSON-ready data. A registered object whose init fields all hold plain
-        scalars (a job handle, typically: one per job, 10,000 in a big sweep) is written
-        directly, as cattrs would write it, at a fifth of cattrs' cost and without importing it."""
-        cls = type(obj)
-        if cls in self._scalar_names:
-            names = self._scalar_names[cls]
-        else:
-            names = self._scalar_names[cls] = self._tagged_field_names(cls)
-        if names is not None:
-            data: dict[str, Any] = {"kind": self.registry.kind_of(cls)}
-            for name in names:
-                value = getattr(obj, name)
-                if type(value) not in _PLAIN:
-                    return self._conv.unstructure(obj)
-                data[name] = value
-            return data
+        """``obj`` as JSON-ready data. A registered object made of plain values (a job handle,
+        typically: one per job, 10,000 in a big sweep; most executors and executables) is
+        written directly, as cattrs would write it, without importing cattrs."""
+        if isinstance(obj, _TAGGED):
+            try:
+                return self._dump_tagged_plain(obj)
+            except _NeedsCattrs:
+                pass
         return self._conv.unstructure(obj)
 
-    @staticmethod
-    def _tagged_field_names(cls: type) -> tuple[str, ...] | None:
-        """The init fields cattrs writes for a registered (tagged) attrs class, else None."""
-        if not (attrs.has(cls) and issubclass(cls, tuple(CATEGORIES))):
-            return None
-        return tuple(field.name for field in attrs.fields(cls) if field.init)
+    def _dump_tagged_plain(self, obj: Any) -> dict[str, Any]:
+        """What ``_unstructure_tagged`` gives, built without cattrs: raises _NeedsCattrs at the
+        first value whose unstructured form it does not know to be the value as cattrs makes it."""
+        cls = type(obj)
+        names = self._init_names.get(cls)
+        if names is None:  # once per class: a big sweep dumps 10,000 handles of one class
+            names = self._init_names[cls] = tuple(field.name for field in attrs.fields(cls) if field.init)
+        data: dict[str, Any] = {"kind": self.registry.kind_of(obj)}
+        for name in names:
+            data[name] = self._dump_plain_value(getattr(obj, name))
+        return data
+
+    def _dump_plain_value(self, value: Any) -> Any:
+        kind = type(value)
+        if kind in _PLAIN_VALUES:
+            return value
+        if kind is list:
+            return [self._dump_plain_value(v) for v in value]
+        if kind is dict:
+            return {self._dump_plain_value(k): self._dump_plain_value(v) for k, v in value.items()}
+        if kind is JobRequirements:
+            return value.to_dict()
+        if kind is SequentialArgs:
+            return args_to_json(value)
+        if isinstance(value, _TAGGED):
+            return self._dump_tagged_plain(value)
+        raise _NeedsCattrs
 
     def load(self, data: Any, cls: type | None = None) -> Any:
         """Rebuild an object; ``cls`` is only needed for untagged data."""

@@ -20,7 +20,7 @@ import attrs
 
 from xcore.errors import PackagingError
 from xcore.launch.args import UserArgs
-from xcore.launch.executables import BinaryDependency
+from xcore.launch.executables import BinaryDependency, to_tuple
 from xcore.launch.job_blocks import ExecutableSpec, ExecutorSpec, Packageable
 
 WORKSPACE_FILES = ("MODULE.bazel", "WORKSPACE", "WORKSPACE.bazel")
@@ -36,8 +36,8 @@ class BazelBinary(ExecutableSpec):
     """A Bazel target that builds a self-contained executable."""
 
     label: str
-    dependencies: tuple[BinaryDependency, ...] = attrs.field(default=(), converter=tuple)
-    bazel_args: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    dependencies: tuple[BinaryDependency, ...] = attrs.field(default=(), converter=to_tuple)
+    bazel_args: tuple[str, ...] = attrs.field(default=(), converter=to_tuple)
 
     @property
     def name(self) -> str:
@@ -50,7 +50,7 @@ class BazelContainer(ExecutableSpec):
     ``rules_oci``/``rules_docker`` target whose label ends in ``.tar``."""
 
     label: str
-    bazel_args: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    bazel_args: tuple[str, ...] = attrs.field(default=(), converter=to_tuple)
 
     @property
     def name(self) -> str:
@@ -67,8 +67,7 @@ def bazel_binary(
     env_vars: Mapping[str, Any] | None = None,
 ) -> Packageable:
     """A Bazel target that produces a self-contained binary."""
-    # mypy's attrs plugin mistypes fields with converter=tuple (see packagables.py)
-    return Packageable(BazelBinary(label, tuple(dependencies), tuple(bazel_args)),  # type: ignore[arg-type]
+    return Packageable(BazelBinary(label, tuple(dependencies), tuple(bazel_args)),
                        executor_spec, args, env_vars)
 
 
@@ -81,7 +80,7 @@ def bazel_container(
     env_vars: Mapping[str, Any] | None = None,
 ) -> Packageable:
     """A Bazel target that produces an image tarball."""
-    return Packageable(BazelContainer(label, tuple(bazel_args)),  # type: ignore[arg-type]  # as above
+    return Packageable(BazelContainer(label, tuple(bazel_args)),
                        executor_spec, args, env_vars)
 
 

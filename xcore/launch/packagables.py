@@ -29,8 +29,7 @@ def binary(
     env_vars: Mapping[str, Any] | None = None,
 ) -> Packageable:
     """An executable file (or a command on PATH) to run as is."""
-    # mypy's attrs plugin leaves the type variable of the field's converter=tuple unsolved
-    return Packageable(Binary(path, tuple(dependencies)), executor_spec, args, env_vars)  # type: ignore[arg-type]
+    return Packageable(Binary(path, tuple(dependencies)), executor_spec, args, env_vars)
 
 
 def python_module(

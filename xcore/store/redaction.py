@@ -18,6 +18,7 @@ Google keys, PEM private keys). In every other value the password of a URL
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -32,16 +33,23 @@ _CONTAINS = ("PASSWORD", "PASSWD", "SECRET", "CREDENTIAL", "PRIVATE")
 _ENDS = ("TOKEN", "TOKENS", "AUTH")
 _KEY_PREFIXES = {"API", "ACCESS", "SSH", "AUTH", "SESSION", "SIGNING", "ENCRYPTION", "MASTER", "LICENSE", "CLIENT",
                  "APP", "SERVICE", "ACCOUNT", "SECRET", "PRIVATE", "DEPLOY"}
-_SECRET_VALUE = re.compile(
+# Patterns are compiled on first use (``_compiled``): a launch whose environments are empty
+# never needs them, and compiling them all costs a few ms of every start-up.
+_SECRET_VALUE = (
     r"^(gh[pousr]_[A-Za-z0-9]{20,}|github_pat_\w{20,}|AKIA[0-9A-Z]{16}|sk-[A-Za-z0-9_-]{20,}|"
-    r"xox[baprs]-[A-Za-z0-9-]{10,}|hf_[A-Za-z0-9]{20,}|AIza[0-9A-Za-z_-]{35}|-----BEGIN [A-Z ]*PRIVATE KEY-----.*)$",
-    re.DOTALL,
+    r"xox[baprs]-[A-Za-z0-9-]{10,}|hf_[A-Za-z0-9]{20,}|AIza[0-9A-Za-z_-]{35}|-----BEGIN [A-Z ]*PRIVATE KEY-----.*)$"
 )
 # scheme://user:password@host: the password runs to the last "@" of the URL, so one with "@" or "/" in it is
 # masked whole.
-_URL_PASSWORD = re.compile(r"(?P<prefix>\b[a-z][a-z0-9+.-]*://[^/\s:@]*:)[^\s]+?(?=@[^@\s]*(?:\s|$))", re.IGNORECASE)
+_URL_PASSWORD = r"(?P<prefix>\b[a-z][a-z0-9+.-]*://[^/\s:@]*:)[^\s]+?(?=@[^@\s]*(?:\s|$))"  # re.IGNORECASE
 # Keys under which a stored object keeps an environment.
 ENV_KEYS = frozenset({"env", "env_vars", "environment", "environ"})
+
+
+@functools.cache
+def _compiled(pattern: str, flags: int) -> re.Pattern[str]:
+    """Compiled once, kept for the process (re's own cache may evict it in a program using many patterns)."""
+    return re.compile(pattern, flags)
 
 
 def _secret_word(word: str) -> bool:
@@ -56,17 +64,17 @@ def _secret_word(word: str) -> bool:
 
 def is_secret_name(name: str) -> bool:
     """True if an environment variable's name says it carries a credential."""
-    words = [word for word in re.split(r"[^A-Z0-9]+", name.upper()) if word]
+    words = [word for word in _compiled(r"[^A-Z0-9]+", 0).split(name.upper()) if word]
     return any(_secret_word(word) for word in words) or ("PWD" in words and len(words) > 1)
 
 
 def is_secret(name: str, value: str) -> bool:
     """True if an environment variable looks like it carries a credential."""
-    return is_secret_name(name) or bool(_SECRET_VALUE.match(str(value)))
+    return is_secret_name(name) or bool(_compiled(_SECRET_VALUE, re.DOTALL).match(str(value)))
 
 
 def mask_url_passwords(text: str) -> str:
-    return _URL_PASSWORD.sub(rf"\g<prefix>{REDACTED}", text)
+    return _compiled(_URL_PASSWORD, re.IGNORECASE).sub(rf"\g<prefix>{REDACTED}", text)
 
 
 def redact_env(env: Mapping[str, Any]) -> dict[str, Any]:
@@ -91,17 +99,17 @@ def redact_nested(data: Any) -> Any:
     return data
 
 
-_USERINFO_SECRET = re.compile(r"(?P<prefix>[a-z][a-z0-9+.-]*://[^/\s:@]*:)[^/\s@]*(?=@)", re.IGNORECASE)
-_QUERY_SECRET = re.compile(r"(?P<key>[?&](?:ssl)?password=)[^&#]*", re.IGNORECASE)
-_KEYWORD_SECRET = re.compile(r"(?P<key>\b(?:ssl)?password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)
+_USERINFO_SECRET = r"(?P<prefix>[a-z][a-z0-9+.-]*://[^/\s:@]*:)[^/\s@]*(?=@)"  # these three: re.IGNORECASE
+_QUERY_SECRET = r"(?P<key>[?&](?:ssl)?password=)[^&#]*"
+_KEYWORD_SECRET = r"(?P<key>\b(?:ssl)?password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)"
 
 
 def redact_url(url: str) -> str:
     """A store URL safe to show: the password in ``user:password@``, ``?password=`` or a
     libpq ``password=...`` keyword becomes ``<redacted>``."""
-    url = _USERINFO_SECRET.sub(rf"\g<prefix>{REDACTED}", url)
-    url = _QUERY_SECRET.sub(rf"\g<key>{REDACTED}", url)
-    return _KEYWORD_SECRET.sub(rf"\g<key>{REDACTED}", url) if "://" not in url else url
+    url = _compiled(_USERINFO_SECRET, re.IGNORECASE).sub(rf"\g<prefix>{REDACTED}", url)
+    url = _compiled(_QUERY_SECRET, re.IGNORECASE).sub(rf"\g<key>{REDACTED}", url)
+    return _compiled(_KEYWORD_SECRET, re.IGNORECASE).sub(rf"\g<key>{REDACTED}", url) if "://" not in url else url
 
 
 def redact_text(text: str, secrets: Sequence[str]) -> str:

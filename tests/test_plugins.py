@@ -259,3 +259,28 @@ with xm.create_experiment("poll") as e:
         assert result.stdout.splitlines()[-1] == "xlocal"
     finally:
         run_xcore("cancel", "1")
+
+
+def test_threads_needing_one_kind_at_once_all_find_it():
+    """Packaging runs in threads (``package_async``): a thread must not see a kind missing
+    while another thread is importing the plugin that declares it."""
+    import threading
+
+    for _ in range(5):
+        host = PluginHost()
+        barrier = threading.Barrier(8)
+        found: list[object] = []
+
+        def look(host: PluginHost = host, barrier: threading.Barrier = barrier, found: list[object] = found) -> None:
+            barrier.wait()
+            try:
+                found.append(host.kinds.entry("xhpc.SlurmHandle").plugin)
+            except Exception as exc:  # noqa: BLE001 - what the test counts
+                found.append(exc)
+
+        threads = [threading.Thread(target=look) for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(30)
+        assert found == ["xhpc"] * 8

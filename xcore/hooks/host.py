@@ -21,6 +21,7 @@ plugins, or registered by a plugin other than the one declaring it, is a
 from __future__ import annotations
 
 import os
+import threading
 import traceback
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -135,6 +136,7 @@ class PluginHost:
         self._to_load: dict[str, EntryPoint] = {}  # enabled plugins not imported yet, by name
         self._enabled: list[str] = []
         self._started = False  # whether some installed plugin was imported
+        self._lock = threading.RLock()  # threads (package_async) may need kinds at the same time
         self._select_entry_points()
 
     @property
@@ -160,12 +162,13 @@ class PluginHost:
         """Import every installed plugin not imported yet. One whose kinds do not match its
         declaration is marked failed (``xcore plugins`` and the CLI's warnings say so) and the
         others are still imported."""
-        for name in list(self._to_load):
-            try:
-                self._load_entry_point(name)
-            except XcoreError:
-                if self._infos[name].status != "failed":
-                    raise
+        with self._lock:
+            for name in list(self._to_load):
+                try:
+                    self._load_entry_point(name)
+                except XcoreError:
+                    if self._infos[name].status != "failed":
+                        raise
 
     def declared_commands(self) -> dict[str, EntryPoint]:
         """CLI commands plugins declare in metadata (``xcore.commands``), without importing them."""
@@ -212,19 +215,20 @@ class PluginHost:
 
     def _load_entry_point(self, name: str) -> None:
         """Import one installed plugin and register it (and its kinds, if the registry exists)."""
-        ep = self._to_load.pop(name, None)
-        if ep is None:
-            return
-        self._started = True
-        try:
-            plugin = ep.load()
-        except Exception as exc:  # a broken plugin must not break unrelated commands
-            self._infos[ep.name] = PluginInfo(
-                ep.name, ep.distribution, ep.version, status="failed",
-                error=f"{type(exc).__name__}: {exc}\n" + "".join(traceback.format_exception(exc)[-3:]),
-            )
-            return
-        self.register(plugin, ep.name, distribution=ep.distribution, version=ep.version)
+        with self._lock:
+            ep = self._to_load.pop(name, None)
+            if ep is None:
+                return
+            self._started = True
+            try:
+                plugin = ep.load()
+            except Exception as exc:  # a broken plugin must not break unrelated commands
+                self._infos[ep.name] = PluginInfo(
+                    ep.name, ep.distribution, ep.version, status="failed",
+                    error=f"{type(exc).__name__}: {exc}\n" + "".join(traceback.format_exception(exc)[-3:]),
+                )
+                return
+            self.register(plugin, ep.name, distribution=ep.distribution, version=ep.version)
 
     def failures(self) -> list[PluginInfo]:
         return [info for info in self.infos.values() if info.status == "failed"]
@@ -245,19 +249,24 @@ class PluginHost:
         """The kind registry: the kinds of the plugins imported so far, and of each plugin that
         declares no kinds (it may register any); a missing kind imports the plugin declaring it."""
         if self._kinds is None:
-            registry = KindRegistry()
-            registry.unknown_hint = self._why_missing
-            registry.installed = lambda: [*self._infos, *self._to_load]
-            registry.declared, self._declares = self._declarations()
-            for name in [n for n, i in self._infos.items() if i.status == "loaded"]:
-                self._register_kinds_of(registry, name)
-            for name in [n for n in self._to_load if n not in self._declares]:
-                self._load_entry_point(name)  # registers nothing yet: self._kinds is None
-                if self._infos[name].status == "loaded":
-                    self._register_kinds_of(registry, name)
-            registry.loader = self
-            self._kinds = registry
+            with self._lock:
+                if self._kinds is None:
+                    self._kinds = self._build_kinds()
         return self._kinds
+
+    def _build_kinds(self) -> KindRegistry:
+        registry = KindRegistry()
+        registry.unknown_hint = self._why_missing
+        registry.installed = lambda: [*self._infos, *self._to_load]
+        registry.declared, self._declares = self._declarations()
+        for name in [n for n, i in self._infos.items() if i.status == "loaded"]:
+            self._register_kinds_of(registry, name)
+        for name in [n for n in self._to_load if n not in self._declares]:
+            self._load_entry_point(name)  # registers nothing yet: self._kinds is None
+            if self._infos[name].status == "loaded":
+                self._register_kinds_of(registry, name)
+        registry.loader = self
+        return registry
 
     def _declarations(self) -> tuple[dict[str, str], dict[str, set[str]]]:
         """From ``xcore.kinds`` metadata: kind -> the enabled plugin declaring it, and plugin ->
@@ -329,27 +338,26 @@ class PluginHost:
 
     def load_kind(self, kind: str) -> bool:
         owner = self._kinds.declared.get(kind) if self._kinds is not None else None
-        if owner is None or owner not in self._to_load:
-            return False  # no plugin declares it, or its plugin was imported and lacks it
-        self._load_entry_point(owner)
+        if owner is None:
+            return False  # no plugin declares it: none is imported to look for it
+        self._load_entry_point(owner)  # (done already, maybe by another thread: then a no-op)
         return True
 
     def load_class(self, cls: type) -> bool:
         """A class of a plugin not imported yet: its package's plugin first, else all of them."""
-        if not self._to_load:
-            return False
-        package = cls.__module__.split(".")[0]
-        for name, ep in list(self._to_load.items()):
-            if ep.value.split(":")[0].strip().split(".")[0] == package:
-                self._load_entry_point(name)
-        if self._kinds is not None and self._kinds.knows(cls):
-            return True
-        return self.load_all()
+        with self._lock:
+            package = cls.__module__.split(".")[0]
+            for name, ep in list(self._to_load.items()):
+                if ep.value.split(":")[0].strip().split(".")[0] == package:
+                    self._load_entry_point(name)
+            if self._kinds is not None and self._kinds.knows(cls):
+                return True
+            return self.load_all()
 
     def load_all(self) -> bool:
-        loading = bool(self._to_load)
-        self.load_plugins()
-        return loading
+        with self._lock:
+            self.load_plugins()
+        return True  # the registry looks again (another thread may have added it meanwhile)
 
     @property
     def serializer(self) -> Serializer:

@@ -160,18 +160,22 @@ print(" ".join(m for m in sys.argv[2:] if m in sys.modules))
 
 
 def imported_after_lookup(kind: str) -> list[str]:
-    """The first-party plugins a fresh process imports to look ``kind`` up (and its error, if any)."""
-    out = subprocess.run([sys.executable, "-c", IMPORTED_AFTER, kind, *FIRST_PARTY], capture_output=True,
-                         text=True, check=True).stdout
+    """The first-party plugins (and the core's bazel module) a fresh process imports to look
+    ``kind`` up, and the lookup's error, if any."""
+    out = subprocess.run([sys.executable, "-c", IMPORTED_AFTER, kind, *FIRST_PARTY, "xcore.launch.bazel"],
+                         capture_output=True, text=True, check=True).stdout
     return out.splitlines()
 
 
 def test_a_declared_kind_imports_only_the_plugin_declaring_it():
     assert imported_after_lookup("xlocal.ProcessHandle") == ["xlocal"]
     assert imported_after_lookup("xhpc.SlurmHandle") == ["xhpc"]
+    assert "xcore.Binary" in {e.kind for e in PluginHost().kinds}  # listed all the same
     # a kind no installed plugin declares imports none of them (each one declares its kinds)
     error, imported = imported_after_lookup("nobody.Thing")
     assert imported == "" and "pip install xcore-nobody" in error
+    # the core's own kinds are declared too: registered (importing their modules) only when needed
+    assert imported_after_lookup("xcore.Binary") == ["xcore.launch.bazel"]
 
 
 def test_every_first_party_plugin_declares_exactly_its_kinds_and_all_are_listed():

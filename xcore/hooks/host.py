@@ -127,6 +127,7 @@ class PluginHost:
         self._infos: dict[str, PluginInfo] = {}
         self._kinds: KindRegistry | None = None
         self._declares: dict[str, set[str]] = {}  # plugin -> the kinds its metadata declares
+        self._deferred: set[str] = set()  # imported plugins whose declared kinds are not registered yet
         self._serializer: Serializer | None = None
         from xcore.hooks import builtin
 
@@ -259,8 +260,13 @@ class PluginHost:
         registry.unknown_hint = self._why_missing
         registry.installed = lambda: [*self._infos, *self._to_load]
         registry.declared, self._declares = self._declarations()
-        for name in [n for n, i in self._infos.items() if i.status == "loaded"]:
-            self._register_kinds_of(registry, name)
+        for name, info in list(self._infos.items()):
+            if info.status != "loaded":
+                continue
+            if info.builtin and name in self._declares:
+                self._deferred.add(name)  # the core's own kinds: registered when one is needed
+            else:
+                self._register_kinds_of(registry, name)
         for name in [n for n in self._to_load if n not in self._declares]:
             self._load_entry_point(name)  # registers nothing yet: self._kinds is None
             if self._infos[name].status == "loaded":
@@ -274,8 +280,13 @@ class PluginHost:
         chosen = {name: ep for name, ep in self._to_load.items()}
         chosen.update({name: EntryPoint(name, "", PLUGINS_GROUP, i.distribution, i.version)
                        for name, i in self._infos.items() if i.distribution and not i.builtin})
+        from xcore.hooks import builtin
+
         by_kind: dict[str, str] = {}
         declares: dict[str, set[str]] = {}
+        if self._infos.get("xcore", PluginInfo("xcore")).builtin:
+            by_kind = dict.fromkeys(builtin.KINDS, "xcore")
+            declares["xcore"] = set(builtin.KINDS)
         for ep in self._entry_points:
             if ep.group != KINDS_GROUP:
                 continue
@@ -287,7 +298,8 @@ class PluginHost:
             other = by_kind.setdefault(ep.name, ep.value)
             if other != ep.value:
                 raise DuplicateKindError(
-                    f"Kind {ep.name!r} is declared by two plugins: {other!r} ({chosen[other].distribution}) and "
+                    f"Kind {ep.name!r} is declared by two plugins: {other!r} "
+                    f"({chosen[other].distribution if other in chosen else 'built in'}) and "
                     f"{ep.value!r} ({ep.distribution}), in their xcore.kinds entry points. Uninstall or disable one "
                     f"of them (XCORE_DISABLE_PLUGINS={ep.value}).")
             declares.setdefault(ep.value, set()).add(ep.name)
@@ -340,13 +352,23 @@ class PluginHost:
         owner = self._kinds.declared.get(kind) if self._kinds is not None else None
         if owner is None:
             return False  # no plugin declares it: none is imported to look for it
-        self._load_entry_point(owner)  # (done already, maybe by another thread: then a no-op)
+        with self._lock:
+            self._register_deferred(owner)
+            self._load_entry_point(owner)  # (done already, maybe by another thread: then a no-op)
         return True
+
+    def _register_deferred(self, name: str) -> None:
+        if name in self._deferred and self._kinds is not None:
+            self._deferred.discard(name)
+            self._register_kinds_of(self._kinds, name)
 
     def load_class(self, cls: type) -> bool:
         """A class of a plugin not imported yet: its package's plugin first, else all of them."""
         with self._lock:
             package = cls.__module__.split(".")[0]
+            for name in list(self._deferred):
+                if self._infos[name].builtin and package == "xcore":
+                    self._register_deferred(name)
             for name, ep in list(self._to_load.items()):
                 if ep.value.split(":")[0].strip().split(".")[0] == package:
                     self._load_entry_point(name)
@@ -356,6 +378,8 @@ class PluginHost:
 
     def load_all(self) -> bool:
         with self._lock:
+            for name in list(self._deferred):
+                self._register_deferred(name)
             self.load_plugins()
         return True  # the registry looks again (another thread may have added it meanwhile)
 

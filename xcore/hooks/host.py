@@ -135,7 +135,6 @@ class PluginHost:
         self._entry_points: list[EntryPoint] = (
             scan({PLUGINS_GROUP, COMMANDS_GROUP, KINDS_GROUP}) if load_entry_points else [])
         self._to_load: dict[str, EntryPoint] = {}  # enabled plugins not imported yet, by name
-        self._enabled: list[str] = []
         self._started = False  # whether some installed plugin was imported
         self._lock = threading.RLock()  # threads (package_async) may need kinds at the same time
         self._select_entry_points()
@@ -212,7 +211,6 @@ class PluginHost:
                 self._infos[ep.name] = PluginInfo(ep.name, ep.distribution, ep.version, status="disabled")
             else:
                 self._to_load[ep.name] = ep
-                self._enabled.append(ep.name)
 
     def _load_entry_point(self, name: str) -> None:
         """Import one installed plugin and register it (and its kinds, if the registry exists)."""
@@ -393,7 +391,10 @@ class PluginHost:
 
     def _why_missing(self, plugin: str) -> str | None:
         if plugin in self._to_load:
-            self._load_entry_point(plugin)  # to say whether it loads at all
+            try:
+                self._load_entry_point(plugin)  # to say whether it loads at all
+            except XcoreError:
+                pass  # marked failed, with the reason, said below
         info = self._infos.get(plugin)
         if info is None:
             return None
@@ -406,8 +407,9 @@ class PluginHost:
     def _owner_caller(self, hook_name: str, kind: str) -> Any:
         """A hook caller that reaches only the plugin owning ``kind``."""
         owner = self.kinds.owner(kind)  # imports the plugin that owns it (only that one, if declared)
-        others = [p for name, p in self._pm.list_name_plugin() if name != owner]
-        return self._pm.subset_hook_caller(hook_name, remove_plugins=others), owner
+        with self._lock:  # not while another thread is registering a plugin
+            others = [p for name, p in self._pm.list_name_plugin() if name != owner]
+            return self._pm.subset_hook_caller(hook_name, remove_plugins=others), owner
 
     # -- facade --------------------------------------------------------------------------
 

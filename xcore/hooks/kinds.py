@@ -49,7 +49,7 @@ def category_of(cls: type) -> str:
 
 
 class KindLoader(Protocol):
-    """Imports plugins on demand; each method says whether it registered anything new."""
+    """Imports plugins on demand; each method returns whether the registry should look again."""
 
     def load_kind(self, kind: str) -> bool: ...
 

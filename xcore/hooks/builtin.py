@@ -16,6 +16,13 @@ if TYPE_CHECKING:
     from xcore.trackers import JobTracking, TrackedJob
 
 
+KINDS = ("xcore.BazelBinary", "xcore.BazelContainer", "xcore.Binary", "xcore.PythonModule", "xcore.Container",
+         "xcore.PythonContainer", "xcore.Dockerfile")
+"""What ``xcore_register_kinds`` adds, declared as plugins declare theirs (``xcore.kinds``): the
+host registers them (importing ``xcore.launch.bazel``) only when one of them is needed, which a
+status poll never does."""
+
+
 @hookimpl
 def xcore_register_kinds(registry: KindRegistrar) -> None:
     from xcore.launch import bazel, executables

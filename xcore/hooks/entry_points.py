@@ -19,6 +19,9 @@ if TYPE_CHECKING:
 
 PLUGINS_GROUP = "xcore"
 COMMANDS_GROUP = "xcore.commands"
+KINDS_GROUP = "xcore.kinds"
+"""``KIND = PLUGIN``: the kinds a distribution's plugin (its ``xcore`` entry point named PLUGIN)
+registers, so the host imports only the plugin owning a kind it needs (docs/plugins.md)."""
 
 
 class EntryPoint:

@@ -10,12 +10,18 @@ Installed plugins are found from entry-point metadata when the host is created b
 only the first time something needs them (a kind, a hook, ``xcore plugins``), so commands
 that need no plugin (``xcore --help``, ``xcore list`` on the built-in store) import none.
 Plugins may declare their CLI commands in the ``xcore.commands`` entry-point group
-(``NAME = "module:add_parser"``) so ``xcore --help`` lists them without importing them.
+(``NAME = "module:add_parser"``) so ``xcore --help`` lists them without importing them, and
+their kinds in ``xcore.kinds`` (``KIND = PLUGIN``): a kind then imports only the plugin that
+declares it (a status poll of Slurm jobs imports xhpc alone). Plugins that declare no kinds
+are imported whenever any kind is needed, as they may register any; a kind declared by two
+plugins, or registered by a plugin other than the one declaring it, is a
+``DuplicateKindError``, and a plugin registering other kinds than it declares fails to load.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 import traceback
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -23,9 +29,24 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import pluggy
 
-from xcore.errors import LaunchError, PackagingError, PluginLoadError, UnknownKindError, XcoreError
+from xcore.errors import (
+    DuplicateKindError,
+    LaunchError,
+    PackagingError,
+    PluginLoadError,
+    UnknownKindError,
+    XcoreError,
+)
 from xcore.hooks import specs as hookspecs
-from xcore.hooks.entry_points import COMMANDS_GROUP, PLUGINS_GROUP, EntryPoint, declared_commands, scan, switch
+from xcore.hooks.entry_points import (
+    COMMANDS_GROUP,
+    KINDS_GROUP,
+    PLUGINS_GROUP,
+    EntryPoint,
+    declared_commands,
+    scan,
+    switch,
+)
 from xcore.hooks.kinds import KindRegistry
 
 if TYPE_CHECKING:
@@ -105,13 +126,18 @@ class PluginHost:
         self._pm.add_hookspecs(hookspecs)
         self._infos: dict[str, PluginInfo] = {}
         self._kinds: KindRegistry | None = None
+        self._declares: dict[str, set[str]] = {}  # plugin -> the kinds its metadata declares
+        self._deferred: set[str] = set()  # imported plugins whose declared kinds are not registered yet
         self._serializer: Serializer | None = None
         from xcore.hooks import builtin
 
         self.register(builtin, name="xcore", builtin=True)
         self._entry_points: list[EntryPoint] = (
-            scan({PLUGINS_GROUP, COMMANDS_GROUP}) if load_entry_points else [])
-        self._pending = load_entry_points
+            scan({PLUGINS_GROUP, COMMANDS_GROUP, KINDS_GROUP}) if load_entry_points else [])
+        self._to_load: dict[str, EntryPoint] = {}  # enabled plugins not imported yet, by name
+        self._started = False  # whether some installed plugin was imported
+        self._lock = threading.RLock()  # threads (package_async) may need kinds at the same time
+        self._select_entry_points()
 
     @property
     def pm(self) -> pluggy.PluginManager:
@@ -124,15 +150,25 @@ class PluginHost:
         return self._infos
 
     @property
+    def _pending(self) -> bool:
+        return bool(self._to_load)
+
+    @property
     def loaded(self) -> bool:
-        """Whether the installed plugins were imported (they are, on first need)."""
-        return not self._pending
+        """Whether some installed plugin was imported (they are, on first need)."""
+        return self._started
 
     def load_plugins(self) -> None:
-        """Import the installed plugins (once)."""
-        if self._pending:
-            self._pending = False
-            self._load_entry_points()
+        """Import every installed plugin not imported yet. One whose kinds do not match its
+        declaration is marked failed (``xcore plugins`` and the CLI's warnings say so) and the
+        others are still imported."""
+        with self._lock:
+            for name in list(self._to_load):
+                try:
+                    self._load_entry_point(name)
+                except XcoreError:
+                    if self._infos[name].status != "failed":
+                        raise
 
     def declared_commands(self) -> dict[str, EntryPoint]:
         """CLI commands plugins declare in metadata (``xcore.commands``), without importing them."""
@@ -160,62 +196,190 @@ class PluginHost:
         info.hooks = sorted(
             impl_name for impl_name, caller in vars(self._pm.hook).items()
             if not impl_name.startswith("_") and any(i.plugin_name == name for i in caller.get_hookimpls()))
-        self._kinds = None
+        if self._kinds is not None:
+            self._register_kinds_of(self._kinds, name)
 
-    def _load_entry_points(self) -> None:
+    def _select_entry_points(self) -> None:
+        """Which installed plugins to import (on need): disabled ones are listed as such now."""
         only = _switch(self._env, "XCORE_PLUGINS")
         disabled = _switch(self._env, "XCORE_DISABLE_PLUGINS") or set()
         plugins = [ep for ep in self._entry_points if ep.group == ENTRY_POINT_GROUP]
         for ep in sorted(plugins, key=lambda e: e.name):
-            if ep.name in self._infos:
-                continue  # the same distribution seen twice on sys.path
-            dist_name, version = ep.distribution, ep.version
+            if ep.name in self._infos or ep.name in self._to_load:
+                continue  # the same name from two distributions: the first wins
             if (only is not None and ep.name not in only) or ep.name in disabled:
-                self._infos[ep.name] = PluginInfo(ep.name, dist_name, version, status="disabled")
-                continue
+                self._infos[ep.name] = PluginInfo(ep.name, ep.distribution, ep.version, status="disabled")
+            else:
+                self._to_load[ep.name] = ep
+
+    def _load_entry_point(self, name: str) -> None:
+        """Import one installed plugin and register it (and its kinds, if the registry exists)."""
+        with self._lock:
+            ep = self._to_load.pop(name, None)
+            if ep is None:
+                return
+            self._started = True
             try:
                 plugin = ep.load()
             except Exception as exc:  # a broken plugin must not break unrelated commands
                 self._infos[ep.name] = PluginInfo(
-                    ep.name, dist_name, version, status="failed",
+                    ep.name, ep.distribution, ep.version, status="failed",
                     error=f"{type(exc).__name__}: {exc}\n" + "".join(traceback.format_exception(exc)[-3:]),
                 )
-                continue
-            self.register(plugin, ep.name, distribution=dist_name, version=version)
+                return
+            self.register(plugin, ep.name, distribution=ep.distribution, version=ep.version)
 
     def failures(self) -> list[PluginInfo]:
         return [info for info in self.infos.values() if info.status == "failed"]
 
     def failure_warnings(self) -> list[str]:
-        """One paragraph per plugin that failed to load, for the CLI to print."""
+        """One paragraph per plugin that failed to load (of those imported so far: a command
+        that needed one plugin warns about that one), for the CLI to print."""
         return [
             f"warning: plugin {info.label} failed to load and is skipped: "
             f"{(info.error or '').splitlines()[0]} (hide it with XCORE_DISABLE_PLUGINS={info.name})"
-            for info in self.failures()
+            for info in self._infos.values() if info.status == "failed"
         ]
 
     # -- kinds ---------------------------------------------------------------------------
 
     @property
     def kinds(self) -> KindRegistry:
+        """The kind registry: the kinds of the plugins imported so far, and of each plugin that
+        declares no kinds (it may register any); a missing kind imports the plugin declaring it."""
         if self._kinds is None:
-            registry = KindRegistry()
-            registry.unknown_hint = self._why_missing
-            caller = self.pm.hook.xcore_register_kinds
-            for impl in caller.get_hookimpls():
+            with self._lock:
+                if self._kinds is None:
+                    self._kinds = self._build_kinds()
+        return self._kinds
+
+    def _build_kinds(self) -> KindRegistry:
+        registry = KindRegistry()
+        registry.unknown_hint = self._why_missing
+        registry.installed = lambda: [*self._infos, *self._to_load]
+        registry.declared, self._declares = self._declarations()
+        for name, info in list(self._infos.items()):
+            if info.status != "loaded":
+                continue
+            if info.builtin and name in self._declares:
+                self._deferred.add(name)  # the core's own kinds: registered when one is needed
+            else:
+                self._register_kinds_of(registry, name)
+        for name in [n for n in self._to_load if n not in self._declares]:
+            self._load_entry_point(name)  # registers nothing yet: self._kinds is None
+            if self._infos[name].status == "loaded":
+                self._register_kinds_of(registry, name)
+        registry.loader = self
+        return registry
+
+    def _declarations(self) -> tuple[dict[str, str], dict[str, set[str]]]:
+        """From ``xcore.kinds`` metadata: kind -> the enabled plugin declaring it, and plugin ->
+        its declared kinds. Two plugins declaring one kind is an error naming both."""
+        chosen = {name: ep for name, ep in self._to_load.items()}
+        chosen.update({name: EntryPoint(name, "", PLUGINS_GROUP, i.distribution, i.version)
+                       for name, i in self._infos.items() if i.distribution and not i.builtin})
+        from xcore.hooks import builtin
+
+        by_kind: dict[str, str] = {}
+        declares: dict[str, set[str]] = {}
+        if self._infos.get("xcore", PluginInfo("xcore")).builtin:
+            by_kind = dict.fromkeys(builtin.KINDS, "xcore")
+            declares["xcore"] = set(builtin.KINDS)
+        for ep in self._entry_points:
+            if ep.group != KINDS_GROUP:
+                continue
+            plugin = chosen.get(ep.value)
+            if plugin is None or plugin.distribution != ep.distribution:
+                continue  # a disabled plugin, or another distribution's plugin of that name
+            if self._infos.get(ep.value, PluginInfo(ep.value)).status == "disabled":
+                continue
+            other = by_kind.setdefault(ep.name, ep.value)
+            if other != ep.value:
+                raise DuplicateKindError(
+                    f"Kind {ep.name!r} is declared by two plugins: {other!r} "
+                    f"({chosen[other].distribution if other in chosen else 'built in'}) and "
+                    f"{ep.value!r} ({ep.distribution}), in their xcore.kinds entry points. Uninstall or disable one "
+                    f"of them (XCORE_DISABLE_PLUGINS={ep.value}).")
+            declares.setdefault(ep.value, set()).add(ep.name)
+        return by_kind, declares
+
+    def _register_kinds_of(self, registry: KindRegistry, name: str) -> None:
+        """Run ``name``'s ``xcore_register_kinds`` into ``registry`` and check it registered
+        exactly the kinds it declares. A plugin that declares kinds and fails this is marked
+        failed (later lookups of its kinds say why) and the error raised; a plugin declaring
+        none may have broken any kind, so its error is raised by every lookup (the registry is
+        not kept), as before lazy loading."""
+        try:
+            for impl in self._pm.hook.xcore_register_kinds.get_hookimpls():
+                if impl.plugin_name != name:
+                    continue
                 try:
-                    impl.function(registry=registry.scoped(impl.plugin_name))
+                    impl.function(registry=registry.scoped(name))
                 except XcoreError:
                     raise
                 except Exception as exc:
                     raise PluginLoadError(
-                        f"Plugin {self.infos[impl.plugin_name].label} failed to register its kinds: "
+                        f"Plugin {self._infos[name].label} failed to register its kinds: "
                         f"{type(exc).__name__}: {exc}"
                     ) from exc
-            for entry in registry:
-                self.infos[entry.plugin].kinds.append(entry.kind)
-            self._kinds = registry
-        return self._kinds
+            declared = self._declares.get(name)
+            registered = registry.kinds_of(name)
+            if declared is not None and registered != declared:
+                missing, extra = sorted(declared - registered), sorted(registered - declared)
+                raise PluginLoadError(
+                    f"Plugin {self._infos[name].label} registers other kinds than its xcore.kinds entry points "
+                    "declare: " + "; ".join(
+                        part for part in (f"declared, not registered: {', '.join(missing)}" if missing else "",
+                                          f"registered, not declared: {', '.join(extra)}" if extra else "") if part)
+                    + ". Its pyproject.toml must list exactly the kinds its xcore_register_kinds hook adds "
+                    f"([project.entry-points.\"xcore.kinds\"], KIND = \"{name}\"); fix and reinstall it.")
+        except XcoreError as exc:
+            registry.remove_plugin(name)
+            if name in self._declares:
+                info = self._infos[name]
+                info.status, info.error, info.kinds = "failed", str(exc), []
+                if self._pm.has_plugin(name):
+                    self._pm.unregister(name=name)
+            raise
+        self._infos[name].kinds = sorted(registered)
+
+    # What the registry calls when it lacks a kind (KindLoader): import the plugin(s) that can
+    # have it, never the others.
+
+    def load_kind(self, kind: str) -> bool:
+        owner = self._kinds.declared.get(kind) if self._kinds is not None else None
+        if owner is None:
+            return False  # no plugin declares it: none is imported to look for it
+        with self._lock:
+            self._register_deferred(owner)
+            self._load_entry_point(owner)  # (done already, maybe by another thread: then a no-op)
+        return True
+
+    def _register_deferred(self, name: str) -> None:
+        if name in self._deferred and self._kinds is not None:
+            self._deferred.discard(name)
+            self._register_kinds_of(self._kinds, name)
+
+    def load_class(self, cls: type) -> bool:
+        """A class of a plugin not imported yet: its package's plugin first, else all of them."""
+        with self._lock:
+            package = cls.__module__.split(".")[0]
+            for name in list(self._deferred):
+                if self._infos[name].builtin and package == "xcore":
+                    self._register_deferred(name)
+            for name, ep in list(self._to_load.items()):
+                if ep.value.split(":")[0].strip().split(".")[0] == package:
+                    self._load_entry_point(name)
+            if self._kinds is not None and self._kinds.knows(cls):
+                return True
+            return self.load_all()
+
+    def load_all(self) -> bool:
+        with self._lock:
+            for name in list(self._deferred):
+                self._register_deferred(name)
+            self.load_plugins()
+        return True  # the registry looks again (another thread may have added it meanwhile)
 
     @property
     def serializer(self) -> Serializer:
@@ -226,7 +390,12 @@ class PluginHost:
         return self._serializer
 
     def _why_missing(self, plugin: str) -> str | None:
-        info = self.infos.get(plugin)
+        if plugin in self._to_load:
+            try:
+                self._load_entry_point(plugin)  # to say whether it loads at all
+            except XcoreError:
+                pass  # marked failed, with the reason, said below
+        info = self._infos.get(plugin)
         if info is None:
             return None
         if info.status == "failed":
@@ -237,9 +406,10 @@ class PluginHost:
 
     def _owner_caller(self, hook_name: str, kind: str) -> Any:
         """A hook caller that reaches only the plugin owning ``kind``."""
-        owner = self.kinds.owner(kind)
-        others = [p for name, p in self.pm.list_name_plugin() if name != owner]
-        return self.pm.subset_hook_caller(hook_name, remove_plugins=others), owner
+        owner = self.kinds.owner(kind)  # imports the plugin that owns it (only that one, if declared)
+        with self._lock:  # not while another thread is registering a plugin
+            others = [p for name, p in self._pm.list_name_plugin() if name != owner]
+            return self._pm.subset_hook_caller(hook_name, remove_plugins=others), owner
 
     # -- facade --------------------------------------------------------------------------
 
@@ -349,8 +519,9 @@ class PluginHost:
         self.pm.subset_hook_caller("xcore_add_commands", remove_plugins=skip)(subparsers=subparsers)
 
     def plugins(self) -> list[PluginInfo]:
+        self.load_plugins()
         try:
-            _ = self.kinds  # builds the registry; a kind conflict raises here
+            list(self.kinds)  # builds the registry of every plugin; a kind conflict raises here
         except Exception as exc:  # show the conflict instead of failing the listing
             for info in self.infos.values():
                 if info.status == "loaded" and info.name in str(exc):

@@ -2,12 +2,17 @@
 
 A kind is ``"<plugin>.<Name>"`` by convention (``"xhpc.Slurm"``), so an unknown kind
 names the plugin, and so the distribution (``xcore-xhpc``), that provides it.
+
+The registry is filled on demand: the plugin host gives it a ``loader`` that imports the
+plugin declaring a kind (``xcore.kinds`` entry points) the first time that kind is needed,
+and ``declared`` (kind -> plugin), so a plugin registering a kind another plugin declares is
+caught even while that other plugin is not imported.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 
@@ -43,6 +48,16 @@ def category_of(cls: type) -> str:
     raise TypeError(f"{cls.__qualname__} cannot be registered as a kind: subclass one of {bases}.")
 
 
+class KindLoader(Protocol):
+    """Imports plugins on demand; each method returns whether the registry should look again."""
+
+    def load_kind(self, kind: str) -> bool: ...
+
+    def load_class(self, cls: type) -> bool: ...
+
+    def load_all(self) -> bool: ...
+
+
 class KindRegistry:
     """Maps kind names to classes and back; filled by ``xcore_register_kinds`` hooks."""
 
@@ -50,6 +65,9 @@ class KindRegistry:
         self._by_kind: dict[str, KindEntry] = {}
         self._by_class: dict[type, KindEntry] = {}
         self.unknown_hint: Any = None  # set by the plugin host to explain missing plugins
+        self.loader: KindLoader | None = None
+        self.declared: dict[str, str] = {}  # kind -> the plugin whose metadata declares it
+        self.installed: Callable[[], list[str]] | None = None  # every enabled plugin, loaded or not
 
     def scoped(self, plugin: str) -> KindRegistrar:
         return KindRegistrar(self, plugin)
@@ -58,6 +76,13 @@ class KindRegistry:
         category = category_of(cls)
         if not attrs.has(cls):
             raise TypeError(f"Kind {kind!r}: {cls.__qualname__} must be an attrs class so it can be stored.")
+        owner = self.declared.get(kind, plugin)
+        if owner != plugin:
+            raise DuplicateKindError(
+                f"Kind {kind!r} is claimed by two plugins: {owner!r} (declared in its xcore.kinds entry "
+                f"points) and {plugin!r} ({cls.__module__}.{cls.__qualname__}). Uninstall or disable one of "
+                f"them (XCORE_DISABLE_PLUGINS={plugin})."
+            )
         existing = self._by_kind.get(kind)
         if existing is not None and existing.cls is not cls:
             raise DuplicateKindError(
@@ -75,14 +100,18 @@ class KindRegistry:
         self._by_class[cls] = entry
 
     def entry(self, kind: str) -> KindEntry:
-        try:
-            return self._by_kind[kind]
-        except KeyError:
-            raise UnknownKindError(self._explain_unknown(kind)) from None
+        entry = self._by_kind.get(kind)
+        if entry is None and self.loader is not None and self.loader.load_kind(kind):
+            entry = self._by_kind.get(kind)
+        if entry is None:
+            raise UnknownKindError(self._explain_unknown(kind))
+        return entry
 
     def kind_of(self, cls_or_obj: Any) -> str:
         cls = cls_or_obj if isinstance(cls_or_obj, type) else type(cls_or_obj)
         entry = self._by_class.get(cls)
+        if entry is None and self.loader is not None and self.loader.load_class(cls):
+            entry = self._by_class.get(cls)
         if entry is None:
             raise UnknownKindError(
                 f"{category_of(cls).capitalize()} {cls.__module__}.{cls.__qualname__} is not registered by any "
@@ -94,15 +123,30 @@ class KindRegistry:
     def owner(self, kind: str) -> str:
         return self.entry(kind).plugin
 
+    def knows(self, cls: type) -> bool:
+        return cls in self._by_class
+
+    def kinds_of(self, plugin: str) -> set[str]:
+        """The kinds ``plugin`` registered (without loading anything)."""
+        return {kind for kind, entry in self._by_kind.items() if entry.plugin == plugin}
+
+    def remove_plugin(self, plugin: str) -> None:
+        """Forget what ``plugin`` registered (it failed to register all of them correctly)."""
+        for kind in self.kinds_of(plugin):
+            entry = self._by_kind.pop(kind)
+            self._by_class.pop(entry.cls, None)
+
     def __iter__(self) -> Iterator[KindEntry]:
+        if self.loader is not None:
+            self.loader.load_all()
         return iter(sorted(self._by_kind.values(), key=lambda e: e.kind))
 
     def _installed_sentence(self) -> str:
-        plugins = sorted({e.plugin for e in self._by_kind.values()})
+        plugins = sorted(set(self.installed() if self.installed else ()) | {e.plugin for e in self._by_kind.values()})
         return f"Installed plugins: {', '.join(plugins) or 'none'}."
 
     def _explain_unknown(self, kind: str) -> str:
-        plugin = kind.split(".", 1)[0] if "." in kind else kind
+        plugin = self.declared.get(kind) or (kind.split(".", 1)[0] if "." in kind else kind)
         why = self.unknown_hint(plugin) if self.unknown_hint else None
         return (
             f"No installed plugin provides kind {kind!r}. {self._installed_sentence()} "

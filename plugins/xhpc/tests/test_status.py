@@ -145,7 +145,6 @@ def test_task_cancelled_while_pending_has_no_start_and_no_negative_duration(xcor
 def test_a_status_poll_over_ssh_is_one_remote_command(xcore_env: Path, tmp_path: Path) -> None:
     """`xcore show` of an active Slurm experiment (a new process) and each poll of `xcore wait`
     run exactly one ssh command: squeue and sacct of that experiment's array job, together."""
-    import shutil
 
     import xhpc
 
@@ -156,14 +155,8 @@ def test_a_status_poll_over_ssh_is_one_remote_command(xcore_env: Path, tmp_path:
         for i in range(3):
             experiment.add(xm.Job(exe, xhpc.Slurm(job_name=name, directives=["--hold"]), args=[str(i)]))
     [job_id] = {j.handle["job_id"] for j in experiment._all_jobs()}
-    wrappers = tmp_path / "bin"
-    wrappers.mkdir()
     calls = tmp_path / "ssh-calls"
-    real_ssh = shutil.which("ssh")
-    assert real_ssh
-    (wrappers / "ssh").write_text(f'#!/bin/sh\nprintf "@@CALL %s\\n" "$*" >> "{calls}"\nexec "{real_ssh}" "$@"\n')
-    (wrappers / "ssh").chmod(0o700)
-    env = {**os.environ, "PATH": f"{wrappers}{os.pathsep}{os.environ['PATH']}"}
+    env = _counting_ssh(tmp_path, calls)
     try:
         out = subprocess.run([sys.executable, "-m", "xcore.cli.main", "show", str(experiment.experiment_id), "--json"],
                              capture_output=True, text=True, env=env, timeout=120, check=False)
@@ -187,7 +180,6 @@ def test_a_status_poll_whose_connection_drops_once_asks_again(xcore_env: Path, t
     """The shared SSH connection closed under a status query (ssh exits 255, as when another
     process closes the master): the query is asked once more, and the job reads PENDING,
     not UNKNOWN (which would end a wait)."""
-    import shutil
 
     import xhpc
 
@@ -197,19 +189,10 @@ def test_a_status_poll_whose_connection_drops_once_asks_again(xcore_env: Path, t
         [exe] = experiment.package([xm.Packageable(xhpc.Command(["true"]), xhpc.Slurm.Spec())])
         experiment.add(xm.Job(exe, xhpc.Slurm(job_name=name, directives=["--hold"])))
     [job_id] = {j.handle["job_id"] for j in experiment._all_jobs()}
-    wrappers = tmp_path / "bin"
-    wrappers.mkdir()
     calls, dropped = tmp_path / "ssh-calls", tmp_path / "dropped"
-    real_ssh = shutil.which("ssh")
-    assert real_ssh
-    (wrappers / "ssh").write_text(
-        "#!/bin/sh\n"
-        f'printf "@@CALL %s\\n" "$*" >> "{calls}"\n'
+    env = _counting_ssh(tmp_path, calls, before_exec=(
         f'case "$*" in *squeue*) if [ ! -e "{dropped}" ]; then : > "{dropped}"; '
-        'echo "Connection to 127.0.0.1 closed by remote host." >&2; exit 255; fi;; esac\n'
-        f'exec "{real_ssh}" "$@"\n')
-    (wrappers / "ssh").chmod(0o700)
-    env = {**os.environ, "PATH": f"{wrappers}{os.pathsep}{os.environ['PATH']}"}
+        'echo "Connection to 127.0.0.1 closed by remote host." >&2; exit 255; fi;; esac\n'))
     try:
         out = subprocess.run([sys.executable, "-m", "xcore.cli.main", "show", str(experiment.experiment_id), "--json"],
                              capture_output=True, text=True, env=env, timeout=120, check=False)
@@ -219,3 +202,18 @@ def test_a_status_poll_whose_connection_drops_once_asks_again(xcore_env: Path, t
         assert calls.read_text().count("squeue -h") == 2, calls.read_text()
     finally:
         subprocess.run(["scancel", job_id], capture_output=True, timeout=60, check=False)
+
+
+def _counting_ssh(tmp_path: Path, calls: Path, before_exec: str = "") -> dict[str, str]:
+    """An environment whose `ssh` is a wrapper that logs each call's arguments to ``calls``
+    (and runs ``before_exec``, shell text) before it execs the real client."""
+    import shutil
+
+    real_ssh = shutil.which("ssh")
+    assert real_ssh
+    wrappers = tmp_path / "bin"
+    wrappers.mkdir()
+    (wrappers / "ssh").write_text(f'#!/bin/sh\nprintf "@@CALL %s\\n" "$*" >> "{calls}"\n{before_exec}'
+                                  f'exec "{real_ssh}" "$@"\n')
+    (wrappers / "ssh").chmod(0o700)
+    return {**os.environ, "PATH": f"{wrappers}{os.pathsep}{os.environ['PATH']}"}

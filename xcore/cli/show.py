@@ -206,7 +206,8 @@ def _write_json(head: dict[str, Any], units: list[_UnitView], results: dict[int,
         sys.stdout.write(json.dumps(head, indent=indent, default=_json_default, ensure_ascii=False))
         sys.stdout.write("\n")
         return
-    encode = json.JSONEncoder(ensure_ascii=False, default=_json_default).encode
+    # no cycle check: the values come from decoded JSON and plain rows, which cannot hold a cycle
+    encode = json.JSONEncoder(ensure_ascii=False, check_circular=False, default=_json_default).encode
     write = sys.stdout.write
     opening = encode(head)
     write(opening[:-1] + (', "work_units": [' if head else '"work_units": ['))
@@ -244,13 +245,14 @@ class _SpecTables:
 
 def _unit_json(unit: _UnitView, results: dict[int, dict[str, float | None]], links: dict[int, dict[str, str]],
                tables: _SpecTables, now: float) -> dict[str, Any]:
-    jobs = []
-    for job in unit.jobs:
+    jobs = unit.jobs
+    ref = tables.ref
+    for job in jobs:  # the row dicts themselves, not copies: nothing else reads them after this
         executor, executable = job.pop("executor"), job.pop("executable")
-        job["duration"] = _duration(job, now)
-        job["executor_id"] = tables.ref(executor, False)
-        job["executable_id"] = tables.ref(executable, True)
-        jobs.append(job)
+        # one job: the unit's duration is the job's, from the same times
+        job["duration"] = unit.duration if len(jobs) == 1 else _duration(job, now)
+        job["executor_id"] = ref(executor, False)
+        job["executable_id"] = ref(executable, True)
     return {
         "id": unit.id, "role": unit.role, "args": unit.args, "identity": unit.identity, "status": unit.status.value,
         "exit_codes": unit.exit_codes, "duration": unit.duration, "started_at": unit.started_at,

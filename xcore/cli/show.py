@@ -25,6 +25,7 @@ from xcore.store.records import JobRecord
 EXIT_OK = 0
 _BATCH = 500  # work units per piece of JSON text: small pieces, few encoder calls
 _REFRESHED = ("status", "message", "exit_code", "started_at", "ended_at")
+_STATUSES = {s.value: s for s in Status}  # a dict lookup: Status(value) per job was a visible share
 
 
 def show(args: argparse.Namespace) -> int:
@@ -142,7 +143,8 @@ class _UnitView:
         self.jobs = jobs
         if len(jobs) == 1:  # the common case, without the generic folds
             [job] = jobs
-            self.status = Status(job["status"])
+            status = _STATUSES.get(job["status"])
+            self.status = Status(job["status"]) if status is None else status
             self.exit_codes = [job["exit_code"]]
             self.started_at: float | None = job["started_at"]
             self.ended_at: float | None = job["ended_at"]

@@ -25,6 +25,7 @@ from xcore.store.records import JobRecord
 EXIT_OK = 0
 _BATCH = 500  # work units per piece of JSON text: small pieces, few encoder calls
 _REFRESHED = ("status", "message", "exit_code", "started_at", "ended_at")
+_STATUSES = {s.value: s for s in Status}  # a dict lookup: Status(value) per job was a visible share
 
 
 def show(args: argparse.Namespace) -> int:
@@ -142,7 +143,8 @@ class _UnitView:
         self.jobs = jobs
         if len(jobs) == 1:  # the common case, without the generic folds
             [job] = jobs
-            self.status = Status(job["status"])
+            status = _STATUSES.get(job["status"])
+            self.status = Status(job["status"]) if status is None else status
             self.exit_codes = [job["exit_code"]]
             self.started_at: float | None = job["started_at"]
             self.ended_at: float | None = job["ended_at"]
@@ -206,7 +208,8 @@ def _write_json(head: dict[str, Any], units: list[_UnitView], results: dict[int,
         sys.stdout.write(json.dumps(head, indent=indent, default=_json_default, ensure_ascii=False))
         sys.stdout.write("\n")
         return
-    encode = json.JSONEncoder(ensure_ascii=False, default=_json_default).encode
+    # no cycle check: the values come from decoded JSON and plain rows, which cannot hold a cycle
+    encode = json.JSONEncoder(ensure_ascii=False, check_circular=False, default=_json_default).encode
     write = sys.stdout.write
     opening = encode(head)
     write(opening[:-1] + (', "work_units": [' if head else '"work_units": ['))
@@ -244,13 +247,14 @@ class _SpecTables:
 
 def _unit_json(unit: _UnitView, results: dict[int, dict[str, float | None]], links: dict[int, dict[str, str]],
                tables: _SpecTables, now: float) -> dict[str, Any]:
-    jobs = []
-    for job in unit.jobs:
+    jobs = unit.jobs
+    ref = tables.ref
+    for job in jobs:  # the row dicts themselves, not copies: nothing else reads them after this
         executor, executable = job.pop("executor"), job.pop("executable")
-        job["duration"] = _duration(job, now)
-        job["executor_id"] = tables.ref(executor, False)
-        job["executable_id"] = tables.ref(executable, True)
-        jobs.append(job)
+        # one job: the unit's duration is the job's, from the same times
+        job["duration"] = unit.duration if len(jobs) == 1 else _duration(job, now)
+        job["executor_id"] = ref(executor, False)
+        job["executable_id"] = ref(executable, True)
     return {
         "id": unit.id, "role": unit.role, "args": unit.args, "identity": unit.identity, "status": unit.status.value,
         "exit_codes": unit.exit_codes, "duration": unit.duration, "started_at": unit.started_at,

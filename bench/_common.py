@@ -20,9 +20,12 @@ XCORE_BIN = str(Path(PYTHON).parent / "xcore")
 
 @contextlib.contextmanager
 def temp_home(prefix: str = "xcore-bench-") -> Iterator[Path]:
-    """A throw-away XCORE_HOME (never the user's), set in os.environ for this process and children."""
+    """A throw-away XCORE_HOME (never the user's), set in os.environ for this process and children.
+    Children also get PYTHONSAFEPATH=1: a `python -c` run from a checkout would otherwise import
+    the checkout's xcore instead of the installed one the bench means to measure."""
     path = Path(tempfile.mkdtemp(prefix=prefix))
-    saved = {k: os.environ.get(k) for k in ("XCORE_HOME", "XCORE_STORE", "XCORE_CONFIG_DIR")}
+    saved = {k: os.environ.get(k) for k in ("XCORE_HOME", "XCORE_STORE", "XCORE_CONFIG_DIR", "PYTHONSAFEPATH")}
+    os.environ["PYTHONSAFEPATH"] = "1"
     os.environ["XCORE_HOME"] = str(path / "home")
     os.environ["XCORE_CONFIG_DIR"] = str(path / "config")
     os.environ.pop("XCORE_STORE", None)

@@ -126,6 +126,8 @@ def test_examples_sweep_finishes_with_metrics(tmp_path):
     metrics = sorted((tmp_path / "r").rglob("metrics.json"))
     assert len(metrics) == 20
     assert all(json.loads(m.read_text())["steps"] == 50 for m in metrics)
+    made = [p for p in (tmp_path / "r").rglob("*")]
+    assert made and all(p.stat().st_mode & 0o077 == 0 for p in made), [oct(p.stat().st_mode) for p in made][:3]
     show = json.loads(run_xcore("show", "1", "--json").stdout)
     assert len(show["work_units"]) == 20 and {u["status"] for u in show["work_units"]} == {"COMPLETED"}
 

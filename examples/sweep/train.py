@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 from pathlib import Path
 
@@ -33,6 +34,7 @@ def main() -> None:
             print(f"step {step}: loss {loss:.5f}", flush=True)
     loss = sum((w * x + b - y) ** 2 for x, y in data) / len(data)
     output = Path(args.output_dir)
+    os.umask(0o077)  # results (by default under $XCORE_HOME) stay private to the user, like xcore's own files
     output.mkdir(parents=True, exist_ok=True)
     (output / "metrics.json").write_text(json.dumps({"loss": loss, "w": w, "b": b, **vars(args)}))
     # accuracy: the share of points predicted within 0.2 of their target

@@ -201,3 +201,13 @@ def test_the_wait_wakes_when_the_last_run_ends_not_the_first():
     processes.wait_for_change(first + second, 30)
     assert 1.0 < time.monotonic() - started < 20
     assert processes.states(second)[0].status is Status.COMPLETED
+
+
+def test_runner_per_batch_is_on_only_for_a_true_value(monkeypatch) -> None:
+    from xlocal import processes
+
+    for value, expected in (("", False), ("0", False), ("1", True), ("yes", True)):
+        monkeypatch.setenv("XLOCAL_RUNNER_PER_BATCH", value)
+        assert processes._runner_per_batch() is expected, value
+    monkeypatch.delenv("XLOCAL_RUNNER_PER_BATCH")
+    assert processes._runner_per_batch() is False

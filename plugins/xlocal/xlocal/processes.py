@@ -124,9 +124,14 @@ _server_lock = threading.Lock()
 _server: tuple[int, Any, Any] | None = None  # (pid of this process, socket, Popen)
 
 
+def _runner_per_batch() -> bool:
+    """``XLOCAL_RUNNER_PER_BATCH=1``: each batch gets a runner of its own (no serving runner)."""
+    return os.environ.get("XLOCAL_RUNNER_PER_BATCH", "") not in ("", "0")
+
+
 def start_server() -> None:
     """Start this process's serving runner now, if it has none (see ``_hand_over``)."""
-    if os.environ.get("XLOCAL_RUNNER_PER_BATCH"):
+    if _runner_per_batch():
         return
     with _server_lock:
         _ensure_server()
@@ -165,7 +170,7 @@ def _drop_server() -> None:
 def _hand_over(run_dir: Path, fds: tuple[int, int]) -> bool:
     """Give the batch in ``run_dir`` to this process's serving runner (started if need be);
     False if none took it."""
-    if os.environ.get("XLOCAL_RUNNER_PER_BATCH"):
+    if _runner_per_batch():
         return False
     import socket
 

@@ -191,6 +191,36 @@ def test_class_of_a_plugin_not_imported_yet_finds_its_kind():
     assert PluginHost().kinds.kind_of(Slurm) == "xhpc.Slurm"
 
 
+def test_a_hook_call_imports_every_plugin_but_registers_no_declared_kind():
+    """A tracker hook call (``host.pm``) imports every plugin's hook module; the kinds they
+    declare are still registered only when one is needed (issue 14: a local sweep built xhpc's
+    17 classes on its first add), by kind, by class or by listing them all."""
+    from xhpc.executors import Slurm
+
+    for look_up in (lambda host: host.kinds.entry("xhpc.Slurm").cls is Slurm,
+                    lambda host: host.kinds.kind_of(Slurm) == "xhpc.Slurm",
+                    lambda host: "xhpc.Slurm" in {e.kind for e in host.kinds}):
+        host = PluginHost()
+        assert host.kinds.entry("xlocal.Local").plugin == "xlocal"
+        host.load_plugins()  # as a tracker hook call does (host.pm)
+        assert {"xlocal", "xhpc"} <= {name for name, _ in host.pm.list_name_plugin()}
+        assert host.kinds.kinds_of("xhpc") == set() and host._infos["xhpc"].kinds == []
+        assert look_up(host)
+        assert "xhpc.GridEngineHandle" in host.kinds.kinds_of("xhpc")
+        assert "xhpc.GridEngineHandle" in host._infos["xhpc"].kinds
+
+
+def test_a_plugin_imported_by_a_hook_call_whose_kinds_differ_still_fails_loudly(site):
+    make_distribution(site, "xcore-liar", "liar", "liar_plugin", thing_plugin("liar.A", "liar.B"), kinds=["liar.A"])
+    host = PluginHost()
+    host.kinds.entry("xlocal.Local")
+    host.load_plugins()  # imports the liar: its kinds are checked when one is needed
+    with pytest.raises(PluginLoadError, match="registered, not declared: liar.B"):
+        host.kinds.entry("liar.A")
+    assert host._infos["liar"].status == "failed"
+    assert "xlocal.Local" in {e.kind for e in host.kinds}  # listing every kind still works
+
+
 def test_old_plugin_declaring_nothing_is_loaded_for_any_kind(site):
     make_distribution(site, "xcore-old", "old", "old_plugin", thing_plugin("old.Thing"))
     host = PluginHost()

@@ -99,6 +99,7 @@ def launch(args: argparse.Namespace) -> int:
     import runpy
     import signal
 
+    from xcore.cli.main import collect_less_often
     from xcore.launch import registry
 
     script = Path(args.script)
@@ -114,7 +115,7 @@ def launch(args: argparse.Namespace) -> int:
     sys.path.insert(0, str(script.parent))
     error: BaseException | None = None
     previous_term = _terminate_as_interrupt()
-    _collect_less_often()
+    collect_less_often()
     try:
         runpy.run_path(str(script), run_name="__main__")
     except SystemExit as exc:
@@ -146,21 +147,6 @@ def launch(args: argparse.Namespace) -> int:
         codes = [_wait_experiment(store, experiment_id, None, as_json=False) for experiment_id in created]
         return max(codes)
     return EXIT_OK
-
-
-GC_THRESHOLDS = (20_000, 20, 20)
-
-
-def _collect_less_often() -> None:
-    """A launch script makes many objects that live to the end (each unit's records, jobs,
-    futures) and little cyclic garbage: with Python's default thresholds (700, 10, 10) the
-    collector ran some 440 times during a 10,000-unit sweep, walking the same survivors again,
-    a sixth of the launch's CPU (issue 14). Young garbage waits for 20,000 allocations instead
-    (a few MB at most); full collections still follow Python's own rule (a quarter more
-    long-lived objects)."""
-    import gc
-
-    gc.set_threshold(*GC_THRESHOLDS)
 
 
 def _skip_last_collection() -> None:

@@ -117,6 +117,11 @@ class PluginInfo:
 _switch = switch
 
 
+def _package_of(ep: EntryPoint) -> str:
+    """The top-level package of a plugin's entry point (``xhpc.hooks`` -> ``xhpc``)."""
+    return ep.value.split(":")[0].strip().split(".")[0]
+
+
 class PluginHost:
     """Builds the PluginManager; one per process is enough (see ``get_host``)."""
 
@@ -128,6 +133,7 @@ class PluginHost:
         self._kinds: KindRegistry | None = None
         self._declares: dict[str, set[str]] = {}  # plugin -> the kinds its metadata declares
         self._deferred: set[str] = set()  # imported plugins whose declared kinds are not registered yet
+        self._packages: dict[str, str] = {"xcore": "xcore"}  # imported plugin -> its top-level package
         self._serializer: Serializer | None = None
         from xcore.hooks import builtin
 
@@ -159,9 +165,10 @@ class PluginHost:
         return self._started
 
     def load_plugins(self) -> None:
-        """Import every installed plugin not imported yet. One whose kinds do not match its
-        declaration is marked failed (``xcore plugins`` and the CLI's warnings say so) and the
-        others are still imported."""
+        """Import every installed plugin not imported yet. The kinds of one that declares them
+        (``xcore.kinds``) are registered when one is first needed, not here (a tracker hook call
+        needs no executor classes); one whose kinds do not match its declaration is marked failed
+        then (``xcore plugins`` and the CLI's warnings say so) and the others are still used."""
         with self._lock:
             for name in list(self._to_load):
                 try:
@@ -197,7 +204,10 @@ class PluginHost:
             impl_name for impl_name, caller in vars(self._pm.hook).items()
             if not impl_name.startswith("_") and any(i.plugin_name == name for i in caller.get_hookimpls()))
         if self._kinds is not None:
-            self._register_kinds_of(self._kinds, name)
+            if name in self._declares:  # e.g. imported for a tracker hook: kinds registered when one is needed
+                self._deferred.add(name)
+            else:
+                self._register_kinds_of(self._kinds, name)
 
     def _select_entry_points(self) -> None:
         """Which installed plugins to import (on need): disabled ones are listed as such now."""
@@ -219,6 +229,7 @@ class PluginHost:
             if ep is None:
                 return
             self._started = True
+            self._packages[name] = _package_of(ep)
             try:
                 plugin = ep.load()
             except Exception as exc:  # a broken plugin must not break unrelated commands
@@ -245,8 +256,9 @@ class PluginHost:
 
     @property
     def kinds(self) -> KindRegistry:
-        """The kind registry: the kinds of the plugins imported so far, and of each plugin that
-        declares no kinds (it may register any); a missing kind imports the plugin declaring it."""
+        """The kind registry: the kinds of each plugin that declares no kinds (it may register
+        any); a declared kind is registered when first needed, importing the plugin declaring it
+        if no hook call (e.g. a tracker's) imported it already."""
         if self._kinds is None:
             with self._lock:
                 if self._kinds is None:
@@ -261,8 +273,8 @@ class PluginHost:
         for name, info in list(self._infos.items()):
             if info.status != "loaded":
                 continue
-            if info.builtin and name in self._declares:
-                self._deferred.add(name)  # the core's own kinds: registered when one is needed
+            if name in self._declares:
+                self._deferred.add(name)  # its kinds are registered when one is needed
             else:
                 self._register_kinds_of(registry, name)
         for name in [n for n in self._to_load if n not in self._declares]:
@@ -351,34 +363,40 @@ class PluginHost:
         if owner is None:
             return False  # no plugin declares it: none is imported to look for it
         with self._lock:
-            self._register_deferred(owner)
             self._load_entry_point(owner)  # (done already, maybe by another thread: then a no-op)
+            self._register_deferred(owner)
         return True
 
-    def _register_deferred(self, name: str) -> None:
+    def _register_deferred(self, name: str, *, quiet: bool = False) -> None:
+        """Register the kinds of an imported plugin that declares them. ``quiet``: one that
+        fails is only marked failed (as ``load_plugins`` does), so the others are still registered."""
         if name in self._deferred and self._kinds is not None:
             self._deferred.discard(name)
-            self._register_kinds_of(self._kinds, name)
+            try:
+                self._register_kinds_of(self._kinds, name)
+            except XcoreError:
+                if not quiet or self._infos[name].status != "failed":
+                    raise
 
     def load_class(self, cls: type) -> bool:
         """A class of a plugin not imported yet: its package's plugin first, else all of them."""
         with self._lock:
             package = cls.__module__.split(".")[0]
-            for name in list(self._deferred):
-                if self._infos[name].builtin and package == "xcore":
-                    self._register_deferred(name)
             for name, ep in list(self._to_load.items()):
-                if ep.value.split(":")[0].strip().split(".")[0] == package:
+                if _package_of(ep) == package:
                     self._load_entry_point(name)
+            for name in list(self._deferred):
+                if self._packages.get(name) == package:
+                    self._register_deferred(name, quiet=True)
             if self._kinds is not None and self._kinds.knows(cls):
                 return True
             return self.load_all()
 
     def load_all(self) -> bool:
         with self._lock:
-            for name in list(self._deferred):
-                self._register_deferred(name)
             self.load_plugins()
+            for name in list(self._deferred):
+                self._register_deferred(name, quiet=True)
         return True  # the registry looks again (another thread may have added it meanwhile)
 
     @property

@@ -49,6 +49,25 @@ class JobState:
     ended_at: float | None = None
 
 
+def recorded_times(state: JobState, started: float | None, ended: float | None,
+                   now: float) -> tuple[float | None, float | None]:
+    """The start and end recorded for a job that had ``started``/``ended`` and now reports
+    ``state``. Both stores and the in-memory records of a status refresh use it, so a job
+    returned by ``wait_until_complete`` carries the times the store holds. A job cancelled
+    before it ever ran has no start (and so no duration); a job first seen after it ended
+    never gets a negative duration."""
+    if started is None:
+        started = state.started_at
+    if started is None and (state.status is Status.RUNNING
+                            or (state.status.is_terminal and state.status is not Status.CANCELLED)):
+        started = now
+    if state.status.is_terminal and ended is None:
+        ended = state.ended_at or now
+    if started is not None and ended is not None and started > ended:
+        started = ended
+    return started, ended
+
+
 def combine(statuses: Iterable[Status]) -> Status:
     """A work unit's status from its jobs': a failure wins, then cancellation, then activity."""
     seen = set(statuses)

@@ -14,7 +14,7 @@ from typing import Any
 
 from xcore.errors import XcoreError
 from xcore.hooks.host import PluginHost
-from xcore.status import JobState, Status
+from xcore.status import JobState, Status, recorded_times
 from xcore.store import MetadataStore
 from xcore.store.records import JobRecord, unreadable
 
@@ -45,12 +45,16 @@ def refresh_jobs(store: MetadataStore, host: PluginHost, jobs: Sequence[JobRecor
             for job in group:
                 job.status, job.message = Status.UNKNOWN, f"backend unreachable: {exc}"
             continue
+        now = time.time()
         for job, state in zip(group, states, strict=True):
-            if (job.status, job.message, job.exit_code) != (state.status, state.message, state.exit_code):
-                changes.append((job.id, state))
+            changed = (job.status, job.message, job.exit_code) != (state.status, state.message, state.exit_code)
+            # The times the store will record, with the same rule and clock: the records returned
+            # (e.g. by wait_until_complete) then say what `xcore show` says, an end included.
+            started, ended = recorded_times(state, job.started_at, job.ended_at, now)
+            if changed:
+                changes.append((job.id, JobState(state.status, state.message, state.exit_code, started, ended)))
             job.status, job.message, job.exit_code = state.status, state.message, state.exit_code
-            job.started_at = job.started_at or state.started_at
-            job.ended_at = job.ended_at or state.ended_at
+            job.started_at, job.ended_at = started, ended
     if changes:
         store.record_states(changes)
     return list(jobs)

@@ -33,7 +33,7 @@ from psycopg.rows import dict_row
 
 from xcore.errors import ConfigurationError, NotFoundError, XcoreError
 from xcore.settings import env_number
-from xcore.status import JobState, Status, combine
+from xcore.status import JobState, Status, combine, recorded_times
 from xcore.store import ExperimentHistory, Imported, MetadataStore, StoreInfo
 from xcore.store import migrations as store_migrations
 from xcore.store.records import (
@@ -1002,16 +1002,7 @@ def _record_states(cur: psycopg.Cursor[dict[str, Any]], states: Sequence[tuple[i
             raise NotFoundError(f"No job {job_id} in {where}.")
         if Status(row["status"]).is_terminal and not state.status.is_terminal:
             continue  # a finished job never becomes active again
-        started = row["started_at"] if row["started_at"] is not None else state.started_at
-        # A job cancelled before it ever ran has no start (and so no duration).
-        if started is None and (state.status is Status.RUNNING
-                                or (state.status.is_terminal and state.status is not Status.CANCELLED)):
-            started = now
-        ended = row["ended_at"]
-        if state.status.is_terminal and ended is None:
-            ended = state.ended_at or now
-        if started is not None and ended is not None and started > ended:
-            started = ended  # first seen after it ended: never a negative duration
+        started, ended = recorded_times(state, row["started_at"], row["ended_at"], now)
         updates.append((state.status.value, state.message, state.exit_code, started, ended, job_id))
         row["started_at"], row["ended_at"] = started, ended
         if row["status"] != state.status.value:

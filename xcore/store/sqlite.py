@@ -21,7 +21,7 @@ from typing import Any
 from xcore import paths
 from xcore.errors import NotFoundError, StoreError
 from xcore.settings import env_number
-from xcore.status import JobState, Status, combine
+from xcore.status import JobState, Status, combine, recorded_times
 from xcore.store import ExperimentHistory, Imported, MetadataStore, StoreInfo, records
 from xcore.store import migrations as store_migrations
 from xcore.store.records import (
@@ -608,16 +608,7 @@ class SqliteStore(MetadataStore):
                 raise NotFoundError(f"No job {job_id} in {self.path}.")
             if Status(row["status"]).is_terminal and not state.status.is_terminal:
                 continue  # a finished job never becomes active again
-            started = row["started_at"] if row["started_at"] is not None else state.started_at
-            # A job cancelled before it ever ran has no start (and so no duration).
-            if started is None and (state.status is Status.RUNNING
-                                    or (state.status.is_terminal and state.status is not Status.CANCELLED)):
-                started = now
-            ended = row["ended_at"]
-            if state.status.is_terminal and ended is None:
-                ended = state.ended_at or now
-            if started is not None and ended is not None and started > ended:
-                started = ended  # first seen after it ended: never a negative duration
+            started, ended = recorded_times(state, row["started_at"], row["ended_at"], now)
             updates.append((state.status.value, state.message, state.exit_code, started, ended, job_id))
             if row["status"] != state.status.value:
                 events.append((job_id, state.status.value, state.message, state.exit_code, now))

@@ -306,3 +306,35 @@ def test_show_json_is_byte_identical_after_the_migration(tmp_path, monkeypatch, 
     assert after.migrated_from == 4
     assert shown(after) == printed
     assert json.loads(printed[1])["executors"] == {"1": BIG, "2": SLURM}
+
+
+@pytest.mark.parametrize("other_commits", [True, False])
+def test_postgres_launchers_recording_one_new_spec_at_once_share_its_row(pg_url, other_commits):
+    """Another launcher's transaction holds the same new spec, uncommitted: this one's insert
+    waits for it, then uses its row (committed) or writes its own (rolled back). Never an error."""
+    import threading
+
+    import psycopg
+
+    from xcore.store.records import UnitWrite
+
+    store = open_url(pg_url)
+    exp = store.create_experiment("two launchers").id
+    body = json.dumps(EVAL)
+    other = psycopg.connect(pg_url)
+    other.execute(specs.insert_sql("%s"), (specs.digest(body), body))  # its transaction stays open
+    ids: list[list[int]] = []
+    writer = threading.Thread(target=lambda: ids.extend(store.record_adds(
+        [UnitWrite(exp, 1, "work_unit", {}, "", [NewJob("m", "k", SLURM, EVAL, [], {})])])))
+    writer.start()
+    writer.join(0.5)
+    assert writer.is_alive()  # waiting on the other transaction's row
+    if other_commits:
+        other.commit()
+    else:
+        other.rollback()
+    other.close()
+    writer.join(30)
+    assert not writer.is_alive() and len(ids) == 1
+    assert _spec_bodies(pg_url).count(body) == 1
+    assert _jobs(store, [exp])[0]["executable"] == EVAL

@@ -18,6 +18,7 @@ import pytest
 from store_contract_helpers import open_url
 
 from core_helpers import REPO
+from xcore.errors import StoreError
 from xcore.status import Status
 from xcore.store import postgres as postgres_store  # noqa: F401 - imported lazily by the store factory otherwise
 from xcore.store import specs
@@ -197,14 +198,27 @@ def test_sqlite_migration_keeps_the_job_id_counter_and_indexes(tmp_path):
 def test_failed_v4_migration_changes_nothing(tmp_path):
     path = tmp_path / "v4.db"
     _v4_sqlite(path)
-    with sqlite3.connect(path) as db:  # a child row naming a job that is gone: the check refuses it
-        db.execute("INSERT INTO job_events (job_id, status, at) VALUES (77, 'LAUNCHING', 1)")
-    with pytest.raises(Exception, match="job_events"):
+    with sqlite3.connect(path) as db:  # the migration's first statement will fail
+        db.execute("CREATE TABLE job_specs (x)")
+    with pytest.raises(StoreError, match="job_specs already exists"):
         sqlite_store.SqliteStore(path)
     db = sqlite3.connect(path)
     assert db.execute("PRAGMA user_version").fetchone()[0] == 4
     assert "executor" in {r[1] for r in db.execute("PRAGMA table_info(jobs)")}
-    assert db.execute("SELECT COUNT(*) FROM sqlite_master WHERE name IN ('job_specs', 'jobs_v5')").fetchone()[0] == 0
+    assert db.execute("SELECT COUNT(*) FROM jobs").fetchone()[0] == len(JOBS)
+    assert db.execute("SELECT COUNT(*) FROM sqlite_master WHERE name = 'jobs_v5'").fetchone()[0] == 0
+    assert db.execute("PRAGMA foreign_keys").fetchone()[0] == 0  # (a new connection's default)
+
+
+def test_v4_store_with_a_dangling_event_still_migrates(tmp_path):
+    """A row naming a job that is gone (only a hand-edited store has one) keeps the store usable."""
+    path = tmp_path / "v4.db"
+    _v4_sqlite(path)
+    with sqlite3.connect(path) as db:
+        db.execute("INSERT INTO job_events (job_id, status, at) VALUES (77, 'LAUNCHING', 1)")
+    store = sqlite_store.SqliteStore(path)
+    assert _jobs(store, [1, 2]) == [attrs.asdict(j) for j in JOBS]
+    assert store._db.execute("PRAGMA foreign_keys").fetchone()[0] == 1  # on again after the migration
 
 
 def test_specs_are_stored_once_per_distinct_text_by_every_writer(store_url, tmp_path):

@@ -8,9 +8,10 @@ Until schema version 4 every job row carried both texts; since version 5 it name
 another install too (e.g. a venv holding the schema-4 release), alternated run by run in the
 same session, and the ratio of the medians is printed. Each measurement is a fresh child
 process; wall and CPU (user+system of the measured calls) are printed, CPU being the cost itself
-on a loaded machine.
+on a loaded machine. ``--postgres`` measures the PostgreSQL store instead (a throw-away schema
+per run on the server of bench_pg_store.py; its size is that of the jobs and job_specs tables).
 
-Run from a regular install: PYTHON bench/bench_store_rows.py [N] [--repeats R] [--against PYTHON]
+Run from a regular install: PYTHON bench/bench_store_rows.py [N] [--repeats R] [--against PYTHON] [--postgres]
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ CHILD = textwrap.dedent(r"""
     from xcore.store.records import NewJob, UnitWrite
     from xcore.store.sqlite import SqliteStore
 
-    n, group = int(sys.argv[1]), int(sys.argv[2])
+    n, group, url = int(sys.argv[1]), int(sys.argv[2]), (sys.argv[3:] or [None])[0]
     executor = {"kind": "xhpc.Slurm", "cluster": {"name": "hpc", "host": "login.cluster.invalid", "port": 22,
                 "user": "xcore", "scheduler": "slurm", "scratch": "/home/xcore/xcore-scratch"},
                 "partition": "debug", "time": "01:00:00", "account": None, "qos": None, "hold": True,
@@ -42,7 +43,11 @@ CHILD = textwrap.dedent(r"""
                   "package": "sha256:" + "0" * 64}
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "rows.db")
-        store = SqliteStore(path)
+        if url:
+            from xcore.store.postgres import PostgresStore
+            store = PostgresStore(url, migrate=True)
+        else:
+            store = SqliteStore(path)
         exp = store.create_experiment("rows").id
         lease = store.open_lease(exp, "bench", os.getpid(), None)
         writes = [UnitWrite(exp, u, "work_unit", {"seed": u, "lr": 0.1}, "",
@@ -62,7 +67,13 @@ CHILD = textwrap.dedent(r"""
         mark_wall, mark_cpu = time.perf_counter() - t, time.process_time() - c
         version = store.info().schema_version
         store.close()  # checkpoints the WAL into the file
-        size = sum(os.path.getsize(path + s) for s in ("", "-wal") if os.path.exists(path + s))
+        if url:
+            import psycopg
+            with psycopg.connect(url) as conn:
+                size = conn.execute("SELECT pg_total_relation_size('jobs')"
+                                    " + COALESCE(pg_total_relation_size(to_regclass('job_specs')), 0)").fetchone()[0]
+        else:
+            size = sum(os.path.getsize(path + s) for s in ("", "-wal") if os.path.exists(path + s))
         print(json.dumps({"schema": version, "adds_wall": wall, "adds_cpu": cpu, "mark_wall": mark_wall,
                           "mark_cpu": mark_cpu, "bytes": size,
                           "executor_bytes": len(json.dumps(executor)),
@@ -70,9 +81,18 @@ CHILD = textwrap.dedent(r"""
 """)
 
 
-def measure(python: str, n: int, group: int) -> dict[str, float]:
-    out = subprocess.run([python, "-c", CHILD, str(n), str(group)], check=True, capture_output=True, text=True,
-                         timeout=600).stdout
+def measure(python: str, n: int, group: int, postgres: bool) -> dict[str, float]:
+    schema = None
+    if postgres:
+        from bench_pg_store import Schema, server_url
+
+        schema = Schema(server_url())
+    try:
+        out = subprocess.run([python, "-c", CHILD, str(n), str(group), *([schema.url] if schema else [])],
+                             check=True, capture_output=True, text=True, timeout=600).stdout
+    finally:
+        if schema is not None:
+            schema.drop()
     return json.loads(out.strip().splitlines()[-1])
 
 
@@ -82,17 +102,20 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--group", type=int, default=256, help="units per record_adds call (the Recorder's group)")
     parser.add_argument("--against", help="another install's python, measured alternately as the baseline")
+    parser.add_argument("--postgres", action="store_true",
+                        help="measure the PostgreSQL store (psycopg in each install)")
     options = parser.parse_args()
     pythons = {"this": PYTHON} | ({"against": options.against} if options.against else {})
     samples: dict[str, list[dict[str, float]]] = {name: [] for name in pythons}
     with temp_home("xcore-bench-rows-"):
         for python in pythons.values():
-            measure(python, min(options.n, 500), options.group)  # warm the page cache and .pyc files
+            measure(python, min(options.n, 500), options.group, options.postgres)  # warm the page cache and .pyc files
         for _ in range(options.repeats):
             for name, python in pythons.items():
-                samples[name].append(measure(python, options.n, options.group))
-    print(f"store rows: {options.n} jobs of one executor, record_adds in groups of {options.group}, one mark_launched;"
-          f" medians of {options.repeats}, load average {load_average()}")
+                samples[name].append(measure(python, options.n, options.group, options.postgres))
+    kind = "PostgreSQL" if options.postgres else "SQLite"
+    print(f"{kind} store rows: {options.n} jobs of one executor, record_adds in groups of {options.group},"
+          f" one mark_launched; medians of {options.repeats}, load average {load_average()}")
     first = samples["this"][0]
     print(f"  spec JSON per job: executor {first['executor_bytes']} B, executable {first['executable_bytes']} B")
     keys = ("adds_wall", "adds_cpu", "mark_wall", "mark_cpu", "bytes")

@@ -352,3 +352,23 @@ def test_postgres_launchers_recording_one_new_spec_at_once_share_its_row(pg_url,
     assert not writer.is_alive() and len(ids) == 1
     assert _spec_bodies(pg_url).count(body) == 1
     assert _jobs(store, [exp])[0]["executable"] == EVAL
+
+
+def test_spec_ids_are_remembered_only_once_committed(store_url):
+    """A launcher looks its sweep's specs up once, not per group commit; a spec first seen in a
+    transaction that rolled back is looked up (and written) again."""
+    from xcore.store.records import UnitWrite
+
+    store = open_url(store_url)
+    exp = store.create_experiment("cache").id
+    store.record_adds([_write(exp, 1)])
+    with pytest.raises(ValueError):  # a job of no unit: the transaction, with EVAL's new row, rolls back
+        store.record_adds([UnitWrite(exp, 99, None, None, "", [NewJob("m", "k", SLURM, EVAL, [], {})])])
+    assert json.dumps(EVAL) not in _spec_bodies(store_url)
+    store.record_adds([UnitWrite(exp, 2, "work_unit", {}, "", [NewJob("m", "k", SLURM, EVAL, [], {})])])
+    assert [j["executable"] for j in _jobs(store, [exp])] == [TRAIN, EVAL]
+    if store_url.startswith("sqlite"):
+        seen: list[str] = []
+        store._db.set_trace_callback(seen.append)  # type: ignore[attr-defined]
+        store.record_adds([_write(exp, 3)])
+        assert not [s for s in seen if "job_specs" in s]

@@ -224,6 +224,7 @@ class PostgresStore(MetadataStore):
         self.retry_secs = retry_secs
         self.retries = 0  # how many times a transaction was retried (tests and benchmarks read it)
         self.migrated_from: int | None = None
+        self._known_specs = specs.KnownSpecs()  # spec ids committed through this store object
         self._migrate(migrate)  # connects (retrying while the server starts up)
 
     # -- plumbing ------------------------------------------------------------------------
@@ -260,8 +261,14 @@ class PostgresStore(MetadataStore):
             while True:
                 try:
                     conn = self._conn if self._conn is not None and not self._conn.closed else self._connect()
-                    with conn.transaction(), conn.cursor() as cursor:
-                        return work(cursor, retrying)
+                    try:
+                        with conn.transaction(), conn.cursor() as cursor:
+                            result = work(cursor, retrying)
+                    except BaseException:
+                        self._known_specs.discarded()
+                        raise
+                    self._known_specs.committed()
+                    return result
                 except (psycopg.OperationalError, pg_errors.SerializationFailure, pg_errors.DeadlockDetected,
                         StoreUnavailableError) as exc:
                     if not _retryable(exc) or time.monotonic() + delay > deadline:
@@ -308,6 +315,19 @@ class PostgresStore(MetadataStore):
         version = self._transaction(run)
         if 0 < version < SCHEMA_VERSION:
             self.migrated_from = version
+
+    def _spec_ids(self, cur: psycopg.Cursor[dict[str, Any]]) -> specs.SpecIds:
+        """Spec ids for the running transaction (see xcore.store.specs). A spec another launcher
+        is recording at the same moment: the insert waits for its transaction, then skips, and
+        the select (a new snapshot) sees its row."""
+        insert, select = specs.insert_sql("%s"), specs.select_sql("%s")
+
+        def store_one(digest: str, body: str) -> int:
+            cur.execute(insert, (digest, body))
+            cur.execute(select, (digest,))
+            return int(_one(cur)["id"])
+
+        return self._known_specs.begin(store_one)
 
     def close(self) -> None:
         with self._lock:
@@ -438,7 +458,7 @@ class PostgresStore(MetadataStore):
                 " VALUES (%s, %s, %s, %s, %s, %s)",
                 (experiment_id, work_unit_id, role, json.dumps(args), identity, now),
             )
-            return _insert_jobs(cur, experiment_id, work_unit_id, jobs, now, lease_id)
+            return _insert_jobs(cur, experiment_id, work_unit_id, jobs, now, lease_id, self._spec_ids(cur))
 
         return self._transaction(work)
 
@@ -490,7 +510,7 @@ class PostgresStore(MetadataStore):
                             " FROM generate_series(1, %s)", (count,))
                 ids = sorted(int(r["id"]) for r in cur.fetchall())
                 drawn[:] = ids
-            spec = _spec_ids(cur).of
+            spec = self._spec_ids(cur).of
             rows, links, at = [], [], 0
             for w in writes:
                 rows += [(ids[at + i], w.experiment_id, w.work_unit_id, job.name, job.executor_kind,
@@ -534,7 +554,7 @@ class PostgresStore(MetadataStore):
                 if old:
                     cur.execute("DELETE FROM job_events WHERE job_id = ANY(%s)", (old,))
                     cur.execute("DELETE FROM jobs WHERE id = ANY(%s)", (old,))
-            ids = _insert_jobs(cur, experiment_id, work_unit_id, jobs, now, lease_id)
+            ids = _insert_jobs(cur, experiment_id, work_unit_id, jobs, now, lease_id, self._spec_ids(cur))
             cur.execute("UPDATE work_units SET status = 'LAUNCHING' WHERE experiment_id = %s AND id = %s",
                         (experiment_id, work_unit_id))
             return ids
@@ -826,7 +846,7 @@ class PostgresStore(MetadataStore):
             )
             columns = _STORED_JOB_COLUMNS[1:] if clash else _STORED_JOB_COLUMNS
             new_ids: dict[int, int] = {}
-            spec = _spec_ids(cur).of
+            spec = self._spec_ids(cur).of
             for job in jobs:
                 values = (job.id, experiment_id, job.work_unit_id, job.name, job.executor_kind,
                           spec(job.executor), spec(job.executable), json.dumps(job.args),
@@ -971,23 +991,10 @@ def _one(cur: psycopg.Cursor[dict[str, Any]]) -> dict[str, Any]:
     return row
 
 
-def _spec_ids(cur: psycopg.Cursor[dict[str, Any]]) -> specs.SpecIds:
-    """Spec ids for one transaction (see xcore.store.specs). A spec another launcher is recording
-    at the same moment: the insert waits for its transaction, then skips, and the select sees it."""
-    insert, select = specs.insert_sql("%s"), specs.select_sql("%s")
-
-    def store_one(digest: str, body: str) -> int:
-        cur.execute(insert, (digest, body))
-        cur.execute(select, (digest,))
-        return int(_one(cur)["id"])
-
-    return specs.SpecIds(store_one)
-
-
 def _insert_jobs(cur: psycopg.Cursor[dict[str, Any]], experiment_id: int, work_unit_id: int,
-                 jobs: Sequence[NewJob], now: float, lease_id: int | None) -> list[int]:
+                 jobs: Sequence[NewJob], now: float, lease_id: int | None, spec_ids: specs.SpecIds) -> list[int]:
     ids = []
-    spec = _spec_ids(cur).of
+    spec = spec_ids.of
     for job in jobs:  # one statement per job: the job and its first event
         cur.execute(
             "WITH j AS (INSERT INTO jobs (experiment_id, work_unit_id, name, executor_kind, executor_spec,"

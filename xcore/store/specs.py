@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 # The two job columns that name a spec, and the columns readers get in their place.
 SPEC_COLUMNS = {"executor": "executor_spec", "executable": "executable_spec"}
@@ -55,17 +55,21 @@ def select_jobs(columns: Sequence[str]) -> str:
 class SpecIds:
     """The spec ids of one transaction. ``store_one(digest, body)`` records a spec if new and
     returns its id (a store's two statements: ``insert_sql`` then ``select_sql``); it is called
-    once per distinct text, and ``json.dumps`` once per distinct spec object."""
+    once per distinct text not in ``known``, and ``json.dumps`` once per distinct spec object."""
 
-    def __init__(self, store_one: Callable[[str, str], int]) -> None:
+    def __init__(self, store_one: Callable[[str, str], int], known: Mapping[str, int] | None = None) -> None:
         self._store_one = store_one
-        self._by_text: dict[str, int] = {}
+        self._known = known or {}
+        self.used: dict[str, int] = {}  # text -> id, every spec this transaction named
         self._by_object: dict[int, tuple[object, int]] = {}  # id(spec) -> (spec, spec id): holds spec
 
     def of_text(self, body: str) -> int:
-        found = self._by_text.get(body)
+        found = self.used.get(body)
         if found is None:
-            found = self._by_text[body] = self._store_one(digest(body), body)
+            found = self._known.get(body)
+            if found is None:
+                found = self._store_one(digest(body), body)
+            self.used[body] = found
         return found
 
     def of(self, spec: object) -> int:
@@ -74,3 +78,31 @@ class SpecIds:
         if hit is None or hit[0] is not spec:
             hit = self._by_object[id(spec)] = (spec, self.of_text(json.dumps(spec)))
         return hit[1]
+
+
+class KnownSpecs:
+    """Spec ids a store object has seen committed, kept across its transactions: a launcher's
+    40 group commits of one sweep look its executor up once, not 40 times (a round trip each on
+    PostgreSQL). Safe because a spec row, once committed, never changes or goes away. A store
+    calls ``begin`` in each transaction that names specs, and ``committed`` or ``discarded``
+    when that transaction ends; what a rolled-back transaction found is never kept."""
+
+    def __init__(self, limit: int = 1024) -> None:
+        self._ids: dict[str, int] = {}
+        self._pending: list[SpecIds] = []
+        self._limit = limit
+
+    def begin(self, store_one: Callable[[str, str], int]) -> SpecIds:
+        ids = SpecIds(store_one, self._ids)
+        self._pending.append(ids)
+        return ids
+
+    def committed(self) -> None:
+        for ids in self._pending:
+            if len(self._ids) + len(ids.used) > self._limit:  # e.g. a long copy of many experiments
+                self._ids.clear()
+            self._ids.update(ids.used)
+        self._pending.clear()
+
+    def discarded(self) -> None:
+        self._pending.clear()

@@ -223,6 +223,7 @@ class SqliteStore(MetadataStore):
         self.migrated_from: int | None = None  # the schema version found, when this open migrated it
         self._lock = threading.RLock()
         self._in_transaction = False  # inside transaction(): writes join it instead of committing
+        self._known_specs = specs.KnownSpecs()  # spec ids committed through this connection
         self._prepare_file()
         busy = env_number("XCORE_STORE_BUSY_TIMEOUT", 120)  # seconds a writer waits for the lock
         with self._errors("open"):
@@ -352,15 +353,22 @@ class SqliteStore(MetadataStore):
                 yield self._db
                 return
             self._db.execute("BEGIN IMMEDIATE")
+            committed = False
             try:
                 yield self._db
+                self._db.execute("COMMIT")
+                committed = True
             except BaseException:
                 try:
                     self._db.execute("ROLLBACK")
                 except sqlite3.Error:
-                    pass  # SQLite rolled back already (e.g. disk full)
+                    pass  # SQLite rolled back already (e.g. disk full), or the commit went through
                 raise
-            self._db.execute("COMMIT")
+            finally:
+                if committed:
+                    self._known_specs.committed()
+                else:
+                    self._known_specs.discarded()
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -565,7 +573,7 @@ class SqliteStore(MetadataStore):
             seq = db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'jobs'").fetchone()
             top = db.execute("SELECT MAX(id) FROM jobs").fetchone()[0]
             next_id = max(seq[0] if seq else 0, top or 0) + 1
-            spec = _spec_ids(db).of
+            spec = self._spec_ids(db).of
             ids: list[list[int]] = []
             jobs, links = [], []
             for w in writes:
@@ -601,13 +609,12 @@ class SqliteStore(MetadataStore):
             db.execute(f"DELETE FROM job_events WHERE job_id IN ({marks})", chunk)
             db.execute(f"DELETE FROM jobs WHERE id IN ({marks})", chunk)
 
-    @staticmethod
     def _insert_jobs(
-        db: sqlite3.Connection, experiment_id: int, work_unit_id: int, jobs: Sequence[NewJob], now: float,
+        self, db: sqlite3.Connection, experiment_id: int, work_unit_id: int, jobs: Sequence[NewJob], now: float,
         lease_id: int | None = None,
     ) -> list[int]:
         ids = []
-        spec = _spec_ids(db).of
+        spec = self._spec_ids(db).of
         for job in jobs:
             cursor = db.execute(
                 "INSERT INTO jobs (experiment_id, work_unit_id, name, executor_kind, executor_spec, executable_spec,"
@@ -619,6 +626,16 @@ class SqliteStore(MetadataStore):
             db.execute("INSERT INTO job_events (job_id, status, at) VALUES (?, 'LAUNCHING', ?)", (job_id, now))
             ids.append(job_id)
         return ids
+
+    def _spec_ids(self, db: sqlite3.Connection) -> specs.SpecIds:
+        """Spec ids for the current write transaction (see xcore.store.specs)."""
+        insert, select = specs.insert_sql("?"), specs.select_sql("?")
+
+        def store_one(digest: str, body: str) -> int:
+            db.execute(insert, (digest, body))
+            return int(db.execute(select, (digest,)).fetchone()[0])
+
+        return self._known_specs.begin(store_one)
 
     def mark_launched(self, launched: Sequence[tuple[int, str, dict[str, Any], str | None]], *,
                       intent_id: int | None = None) -> None:
@@ -1020,7 +1037,7 @@ class SqliteStore(MetadataStore):
             jobs = [job for unit in history.units for job in unit.jobs]
             clash = bool(jobs) and bool(self._rows_by_id(db, [j.id for j in jobs], "id"))
             new_ids: dict[int, int] = {}
-            spec = _spec_ids(db).of
+            spec = self._spec_ids(db).of
             for unit in history.units:
                 db.execute(
                     "INSERT INTO work_units (experiment_id, id, role, args, identity, status, created_at)"
@@ -1122,17 +1139,6 @@ class SqliteStore(MetadataStore):
             ):
                 found.setdefault(row[0], {})[row[1]] = row[2]
         return found
-
-
-def _spec_ids(db: sqlite3.Connection) -> specs.SpecIds:
-    """Spec ids for one transaction of ``db`` (see xcore.store.specs)."""
-    insert, select = specs.insert_sql("?"), specs.select_sql("?")
-
-    def store_one(digest: str, body: str) -> int:
-        db.execute(insert, (digest, body))
-        return int(db.execute(select, (digest,)).fetchone()[0])
-
-    return specs.SpecIds(store_one)
 
 
 def _add_functions(db: sqlite3.Connection) -> None:

@@ -809,6 +809,15 @@ class SqliteStore(MetadataStore):
                 value = decoded[text] = _loads(text)
             return value
 
+        bodies: dict[int, str] = {}  # spec id -> its text: read once per distinct spec, not joined per row
+
+        def body(spec_id: int) -> str:
+            text = bodies.get(spec_id)
+            if text is None:
+                found = self._db.execute("SELECT body FROM job_specs WHERE id = ?", (spec_id,)).fetchone()
+                text = bodies[spec_id] = found[0] if found else ""  # "": shown as unreadable, as any bad text
+            return text
+
         with self._reading():
             cursor = self._db.cursor()
             cursor.row_factory = None  # plain tuples: no name lookups per field
@@ -820,8 +829,7 @@ class SqliteStore(MetadataStore):
                     " ORDER BY id", params)
             }
             for row in cursor.execute(
-                f"{specs.select_jobs(_COPIED_COLUMNS)} WHERE jobs.experiment_id = ?{job_filter} ORDER BY jobs.id",
-                params,
+                f"SELECT {', '.join(_STORED_COLUMNS)} FROM jobs WHERE experiment_id = ?{job_filter} ORDER BY id", params
             ):
                 unit = units.get(row[2])
                 if unit is None:
@@ -833,15 +841,17 @@ class SqliteStore(MetadataStore):
                         raise ValueError(f"{status!r} is not a valid Status")
                     job = {  # JobRecord's fields, in its order
                         "id": job_id, "experiment_id": experiment, "work_unit_id": work_unit, "name": name,
-                        "executor_kind": executor_kind, "executor": _shared_spec(executor),
-                        "executable": _shared_spec(executable), "args": loads(args), "env": loads(env),
+                        "executor_kind": executor_kind, "executor": _shared_spec(body(executor)),
+                        "executable": _shared_spec(body(executable)), "args": loads(args), "env": loads(env),
                         "status": status, "message": message, "exit_code": exit_code, "handle_kind": handle_kind,
                         "handle": _loads(handle) if handle else None, "log_path": log_path,
                         "created_at": created_at, "launched_at": launched_at, "started_at": started_at,
                         "ended_at": ended_at,
                     }
                 except Exception:  # noqa: BLE001 - the record path says why, for this row only
-                    record = self._job(dict(zip(_COPIED_COLUMNS, row, strict=True)))  # type: ignore[arg-type]
+                    fields = dict(zip(_COPIED_COLUMNS, row, strict=True))
+                    fields["executor"], fields["executable"] = body(executor), body(executable)
+                    record = self._job(fields)  # type: ignore[arg-type]
                     job = {field: getattr(record, field) for field in _COPIED_COLUMNS}
                     job["status"] = record.status.value
                 unit["jobs"].append(job)

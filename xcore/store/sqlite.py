@@ -362,7 +362,7 @@ class SqliteStore(MetadataStore):
                 try:
                     self._db.execute("ROLLBACK")
                 except sqlite3.Error:
-                    pass  # SQLite rolled back already (e.g. disk full), or the commit went through
+                    pass  # SQLite rolled back already (e.g. disk full)
                 raise
             finally:
                 if committed:

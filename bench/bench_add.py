@@ -89,8 +89,7 @@ def raw_schema(n: int) -> tuple[float, float]:
         db = sqlite3.connect(path, isolation_level=None)
         db.execute("PRAGMA synchronous = NORMAL")
         db.execute("INSERT INTO experiments (title, created_at) VALUES ('raw', 0)")
-        executor = json.dumps({"hold": True, "requirements": {}})
-        executable = json.dumps({"name": "true", "path": "true", "args": [], "env_vars": {}})
+        executor, executable = _spec_rows(db)
         start, cpu = time.perf_counter(), time.process_time()
         for i in range(1, n + 1):
             now = time.time()
@@ -98,7 +97,7 @@ def raw_schema(n: int) -> tuple[float, float]:
             db.execute("INSERT INTO work_units (experiment_id, id, role, args, identity, created_at)"
                        " VALUES (1, ?, 'work_unit', ?, '', ?)", (i, json.dumps({"seed": i, "lr": 0.1}), now))
             job = db.execute(
-                "INSERT INTO jobs (experiment_id, work_unit_id, name, executor_kind, executor, executable,"
+                "INSERT INTO jobs (experiment_id, work_unit_id, name, executor_kind, executor_spec, executable_spec,"
                 " args, env, created_at, lease_id) VALUES (1, ?, 'true', 'fake.FakeExecutor', ?, ?, ?, '{}', ?, 1)",
                 (i, executor, executable, json.dumps([f"--seed={i}", "--lr=0.1"]), now)).lastrowid
             db.execute("INSERT INTO job_events (job_id, status, at) VALUES (?, 'LAUNCHING', ?)", (job, now))
@@ -108,6 +107,16 @@ def raw_schema(n: int) -> tuple[float, float]:
         seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
         db.close()
     return seconds, cpu
+
+
+def _spec_rows(db: sqlite3.Connection) -> tuple[int, int]:
+    """The ids of the one executor and one executable every raw job names (schema 5's ``job_specs``)."""
+    from xcore.store.specs import digest
+
+    bodies = (json.dumps({"hold": True, "requirements": {}}),
+              json.dumps({"name": "true", "path": "true", "args": [], "env_vars": {}}))
+    ids = [db.execute("INSERT INTO job_specs (digest, body) VALUES (?, ?)", (digest(b), b)).lastrowid for b in bodies]
+    return int(ids[0] or 0), int(ids[1] or 0)
 
 
 def raw_schema_grouped(n: int, group: int = 256) -> tuple[float, float]:
@@ -122,8 +131,7 @@ def raw_schema_grouped(n: int, group: int = 256) -> tuple[float, float]:
         db.execute("PRAGMA synchronous = NORMAL")
         db.execute("INSERT INTO experiments (title, created_at) VALUES ('raw', 0)")
         start, cpu = time.perf_counter(), time.process_time()
-        executor = json.dumps({"hold": True, "requirements": {}})
-        executable = json.dumps({"name": "true", "path": "true", "args": [], "env_vars": {}})
+        executor, executable = _spec_rows(db)
         for first in range(1, n + 1, group):
             units = range(first, min(n + 1, first + group))
             now = time.time()
@@ -131,8 +139,8 @@ def raw_schema_grouped(n: int, group: int = 256) -> tuple[float, float]:
             db.executemany("INSERT INTO work_units (experiment_id, id, role, args, identity, created_at)"
                            " VALUES (1, ?, 'work_unit', ?, '', ?)",
                            [(i, json.dumps({"seed": i, "lr": 0.1}), now) for i in units])
-            db.executemany("INSERT INTO jobs (id, experiment_id, work_unit_id, name, executor_kind, executor,"
-                           " executable, args, env, created_at, lease_id)"
+            db.executemany("INSERT INTO jobs (id, experiment_id, work_unit_id, name, executor_kind, executor_spec,"
+                           " executable_spec, args, env, created_at, lease_id)"
                            " VALUES (?, 1, ?, 'true', 'fake.FakeExecutor', ?, ?, ?, '{}', ?, 1)",
                            [(i, i, executor, executable, json.dumps([f"--seed={i}", "--lr=0.1"]), now) for i in units])
             db.executemany("INSERT INTO job_events (job_id, status, at) VALUES (?, 'LAUNCHING', ?)",

@@ -84,6 +84,19 @@ def new_job(i: int):
 # -- 1. rate against raw psycopg ----------------------------------------------------------------
 
 
+def _spec_rows(db) -> tuple[int, int]:
+    """The ids of EXECUTOR and EXECUTABLE in ``job_specs`` (schema 5: jobs name their specs), on
+    a psycopg or a sqlite3 connection."""
+    from xcore.store import specs
+
+    mark = "?" if type(db).__module__ == "sqlite3" else "%s"
+    ids = []
+    for body in (json.dumps(EXECUTOR), json.dumps(EXECUTABLE)):
+        db.execute(specs.insert_sql(mark), (specs.digest(body), body))
+        ids.append(int(db.execute(specs.select_sql(mark), (specs.digest(body),)).fetchone()[0]))
+    return ids[0], ids[1]
+
+
 def rate_raw(url: str, n: int) -> float:
     import psycopg
 
@@ -93,6 +106,7 @@ def rate_raw(url: str, n: int) -> float:
     exp = store.create_experiment("raw").id
     store.close()
     with psycopg.connect(url, autocommit=True) as conn:
+        executor, executable = _spec_rows(conn)
         start = time.perf_counter()
         for i in range(1, n + 1):
             now = time.time()
@@ -101,9 +115,9 @@ def rate_raw(url: str, n: int) -> float:
                              " VALUES (%s, %s, %s, %s, %s, %s)",
                              (exp, i, "work_unit", json.dumps({"seed": i}), "", now))
                 job = conn.execute(
-                    "INSERT INTO jobs (experiment_id, work_unit_id, name, executor_kind, executor, executable, args,"
-                    " env, created_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
-                    (exp, i, "true", "xlocal.Local", json.dumps(EXECUTOR), json.dumps(EXECUTABLE),
+                    "INSERT INTO jobs (experiment_id, work_unit_id, name, executor_kind, executor_spec,"
+                    " executable_spec, args, env, created_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
+                    (exp, i, "true", "xlocal.Local", executor, executable,
                      json.dumps([f"--seed={i}"]), "{}", now)).fetchone()[0]
                 conn.execute("INSERT INTO job_events (job_id, status, at) VALUES (%s, 'LAUNCHING', %s)", (job, now))
         return time.perf_counter() - start
@@ -189,8 +203,8 @@ def fill_postgres(url: str) -> int:
 
     PostgresStore(url).close()
     n, u = BIG_EXPERIMENTS, UNITS_PER_EXPERIMENT
-    executor, executable = json.dumps(EXECUTOR), json.dumps(EXECUTABLE)
     with psycopg.connect(url, autocommit=True) as conn:
+        executor, executable = _spec_rows(conn)
         t0 = time.time() - 86400
         conn.execute("INSERT INTO experiments (id, title, tags, \"user\", host, created_at, launch_status)"
                      " SELECT g, 'bench ' || g, '[\"bench\"]', 'user' || (g %% 7), 'host', %s + g, 'LAUNCHED'"
@@ -198,9 +212,9 @@ def fill_postgres(url: str) -> int:
         conn.execute("INSERT INTO work_units (experiment_id, id, role, args, status, created_at)"
                      " SELECT e, w, 'work_unit', '{\"seed\": ' || w || '}', 'COMPLETED', %s + e"
                      " FROM generate_series(1, %s) e, generate_series(1, %s) w", (t0, n, u))
-        conn.execute("INSERT INTO jobs (experiment_id, work_unit_id, name, executor_kind, executor, executable, args,"
-                     " env, status, message, exit_code, handle_kind, handle, log_path, created_at, launched_at,"
-                     " started_at, ended_at)"
+        conn.execute("INSERT INTO jobs (experiment_id, work_unit_id, name, executor_kind, executor_spec,"
+                     " executable_spec, args, env, status, message, exit_code, handle_kind, handle, log_path,"
+                     " created_at, launched_at, started_at, ended_at)"
                      " SELECT experiment_id, id, 'true', 'xlocal.Local', %s, %s, '[\"--seed=' || id || '\"]', '{}',"
                      " 'COMPLETED', 'exit code 0', 0, 'xlocal.Process', '{\"pid\": 1}', '/tmp/log', created_at,"
                      " created_at, created_at, created_at + 1 FROM work_units ORDER BY experiment_id, id",
@@ -228,8 +242,9 @@ def fill_sqlite(path: Path) -> int:
     db.executemany("INSERT INTO work_units (experiment_id, id, role, args, status, created_at)"
                    " VALUES (?, ?, 'work_unit', ?, 'COMPLETED', ?)",
                    ((e, w, f'{{"seed": {w}}}', t0 + e) for e in range(1, n + 1) for w in range(1, u + 1)))
-    executor, executable = json.dumps(EXECUTOR), json.dumps(EXECUTABLE)
-    db.execute("INSERT INTO jobs (experiment_id, work_unit_id, name, executor_kind, executor, executable, args, env,"
+    executor, executable = _spec_rows(db)
+    db.execute("INSERT INTO jobs (experiment_id, work_unit_id, name, executor_kind, executor_spec, executable_spec,"
+               " args, env,"
                " status, message, exit_code, handle_kind, handle, log_path, created_at, launched_at, started_at,"
                " ended_at) SELECT experiment_id, id, 'true', 'xlocal.Local', ?, ?, '[\"--seed=' || id || '\"]', '{}',"
                " 'COMPLETED', 'exit code 0', 0, 'xlocal.Process', '{\"pid\": 1}', '/tmp/log', created_at, created_at,"

@@ -36,6 +36,7 @@ with xm.create_experiment("team sweep", tags=["pg"]) as e:
         dump = json.dumps(conn.execute(
             "SELECT json_agg(j) FROM (SELECT * FROM jobs) j UNION ALL SELECT json_agg(e) FROM experiments e"
             " UNION ALL SELECT json_agg(w) FROM work_units w UNION ALL SELECT json_agg(v) FROM job_events v"
+            " UNION ALL SELECT json_agg(s) FROM job_specs s"
         ).fetchall())
     assert "s3cr3t" not in dump and "hunter2" not in dump
     listing = run_xcore("list", env=env)

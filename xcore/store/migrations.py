@@ -11,6 +11,11 @@ works between any two stores of the current version.
   ``jobs.lease_id``), so a killed launcher's work is adopted or failed by the next command.
   Leases are never copied: ``xcore store copy`` moves recorded history, not running launchers.
 - 4: trial results and tracker links (``job_results``, ``job_links``, ``jobs.results_at``).
+- 5: shared job specs (``job_specs``, ``jobs.executor_spec``, ``jobs.executable_spec`` in place of
+  ``jobs.executor`` and ``jobs.executable``; see ``xcore.store.specs``), and ``jobs_by_lease`` on
+  ``lease_id`` alone: a sweep's rows shrink from about 1 KB to a few hundred bytes. Space the
+  old rows held is reused by new records; to give it back to the disk, ``VACUUM`` the SQLite
+  file (``sqlite3 xcore.db VACUUM``) or ``VACUUM FULL jobs`` on PostgreSQL, once, when idle.
 
 A store older than the code is migrated forward in one transaction: on open for the personal
 SQLite file, by ``xcore store migrate`` for a shared server (so one person decides when every
@@ -21,7 +26,7 @@ from __future__ import annotations
 
 from xcore.errors import ConfigurationError
 
-SCHEMA_VERSION = 4  # both stores' version: each asserts it has exactly this many migrations
+SCHEMA_VERSION = 5  # both stores' version: each asserts it has exactly this many migrations
 
 
 class SchemaVersionError(ConfigurationError):

@@ -22,7 +22,7 @@ from xcore import paths
 from xcore.errors import NotFoundError, StoreError
 from xcore.settings import env_number
 from xcore.status import JobState, Status, combine, recorded_times
-from xcore.store import ExperimentHistory, Imported, MetadataStore, StoreInfo, records
+from xcore.store import ExperimentHistory, Imported, MetadataStore, StoreInfo, records, specs
 from xcore.store import migrations as store_migrations
 from xcore.store.records import (
     ExperimentRecord,
@@ -148,6 +148,61 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX job_links_by_unit ON job_links(experiment_id, work_unit_id);
     """,
+    # 5: shared job specs (xcore.store.specs): each distinct executor and executable once, the
+    # jobs naming them by id. SQLite before 3.35 cannot drop a column, so ``jobs`` is rebuilt
+    # (with foreign keys off, see _migrate) keeping every id and its AUTOINCREMENT counter;
+    # ``jobs_by_lease`` indexes the lease alone (its one query finds a lease's rows through it).
+    """
+    CREATE TABLE job_specs (
+        id INTEGER PRIMARY KEY,
+        digest TEXT NOT NULL UNIQUE,
+        body TEXT NOT NULL
+    );
+    INSERT OR IGNORE INTO job_specs (digest, body)
+        SELECT xcore_digest(body), body FROM (
+            SELECT id, 0 AS side, executor AS body FROM jobs UNION ALL SELECT id, 1, executable FROM jobs
+            ORDER BY id, side);
+    CREATE TABLE jobs_v5 (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        experiment_id INTEGER NOT NULL,
+        work_unit_id INTEGER NOT NULL,
+        name TEXT NOT NULL,
+        executor_kind TEXT NOT NULL,
+        executor_spec INTEGER NOT NULL REFERENCES job_specs(id),
+        executable_spec INTEGER NOT NULL REFERENCES job_specs(id),
+        args TEXT NOT NULL,
+        env TEXT NOT NULL,
+        status TEXT NOT NULL DEFAULT 'LAUNCHING',
+        message TEXT NOT NULL DEFAULT '',
+        exit_code INTEGER,
+        handle_kind TEXT,
+        handle TEXT,
+        log_path TEXT,
+        created_at REAL NOT NULL,
+        launched_at REAL,
+        started_at REAL,
+        ended_at REAL,
+        lease_id INTEGER,
+        results_at REAL,
+        FOREIGN KEY (experiment_id, work_unit_id) REFERENCES work_units(experiment_id, id)
+    );
+    INSERT INTO jobs_v5 (id, experiment_id, work_unit_id, name, executor_kind, executor_spec, executable_spec,
+            args, env, status, message, exit_code, handle_kind, handle, log_path, created_at, launched_at,
+            started_at, ended_at, lease_id, results_at)
+        SELECT j.id, j.experiment_id, j.work_unit_id, j.name, j.executor_kind, xs.id, ys.id, j.args, j.env,
+            j.status, j.message, j.exit_code, j.handle_kind, j.handle, j.log_path, j.created_at, j.launched_at,
+            j.started_at, j.ended_at, j.lease_id, j.results_at
+        FROM jobs j JOIN job_specs xs ON xs.digest = xcore_digest(j.executor)
+            JOIN job_specs ys ON ys.digest = xcore_digest(j.executable)
+        ORDER BY j.id;
+    DELETE FROM sqlite_sequence WHERE name = 'jobs_v5';
+    UPDATE sqlite_sequence SET name = 'jobs_v5' WHERE name = 'jobs';
+    DROP TABLE jobs;
+    ALTER TABLE jobs_v5 RENAME TO jobs;
+    CREATE INDEX jobs_by_unit ON jobs(experiment_id, work_unit_id);
+    CREATE INDEX jobs_active ON jobs(experiment_id, status);
+    CREATE INDEX jobs_by_lease ON jobs(lease_id);
+    """,
 ]
 SCHEMA_VERSION = store_migrations.SCHEMA_VERSION  # one number for both stores
 assert len(MIGRATIONS) == SCHEMA_VERSION
@@ -158,6 +213,7 @@ _JOB_COLUMNS = (
     "started_at", "ended_at", "lease_id",
 )
 _COPIED_COLUMNS = tuple(c for c in _JOB_COLUMNS if c != "lease_id")
+_STORED_COLUMNS = tuple(specs.SPEC_COLUMNS.get(c, c) for c in _COPIED_COLUMNS)  # specs by id in the table
 _EXPERIMENT_FIELDS = {"title", "tags", "notes", "launch_status", "launch_error"}
 
 
@@ -167,6 +223,7 @@ class SqliteStore(MetadataStore):
         self.migrated_from: int | None = None  # the schema version found, when this open migrated it
         self._lock = threading.RLock()
         self._in_transaction = False  # inside transaction(): writes join it instead of committing
+        self._known_specs = specs.KnownSpecs()  # spec ids committed through this connection
         self._prepare_file()
         busy = env_number("XCORE_STORE_BUSY_TIMEOUT", 120)  # seconds a writer waits for the lock
         with self._errors("open"):
@@ -215,6 +272,7 @@ class SqliteStore(MetadataStore):
             os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, paths.PRIVATE_FILE))
             db = sqlite3.connect(tmp, isolation_level=None)
             try:
+                _add_functions(db)
                 db.execute("PRAGMA journal_mode = WAL")
                 db.execute("BEGIN IMMEDIATE")
                 for migration in MIGRATIONS:
@@ -295,15 +353,22 @@ class SqliteStore(MetadataStore):
                 yield self._db
                 return
             self._db.execute("BEGIN IMMEDIATE")
+            committed = False
             try:
                 yield self._db
+                self._db.execute("COMMIT")
+                committed = True
             except BaseException:
                 try:
                     self._db.execute("ROLLBACK")
                 except sqlite3.Error:
                     pass  # SQLite rolled back already (e.g. disk full)
                 raise
-            self._db.execute("COMMIT")
+            finally:
+                if committed:
+                    self._known_specs.committed()
+                else:
+                    self._known_specs.discarded()
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -321,15 +386,27 @@ class SqliteStore(MetadataStore):
         if not store_migrations.check_version(version, str(self.path), will_migrate=migrate or version == 0,
                                               current=SCHEMA_VERSION):
             return
-        with self._write() as db:
-            version = db.execute("PRAGMA user_version").fetchone()[0]  # another process may have won
-            if 0 < version < SCHEMA_VERSION:
-                self.migrated_from = version
-            for number in range(version, SCHEMA_VERSION):
-                for statement in MIGRATIONS[number].split(";"):
-                    if statement.strip():
-                        db.execute(statement)
-            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        _add_functions(self._db)
+        # Off while migrating (it cannot change inside a transaction): rebuilding ``jobs`` drops
+        # the table the status history, results and links name. The rebuild keeps every job
+        # and its id, so they name the same rows after it; the count is checked before the commit.
+        self._db.execute("PRAGMA foreign_keys = OFF")
+        try:
+            with self._write() as db:
+                version = db.execute("PRAGMA user_version").fetchone()[0]  # another process may have won
+                if 0 < version < SCHEMA_VERSION:
+                    self.migrated_from = version
+                jobs = db.execute("SELECT COUNT(*) FROM jobs").fetchone()[0] if version else 0
+                for number in range(version, SCHEMA_VERSION):
+                    for statement in MIGRATIONS[number].split(";"):
+                        if statement.strip():
+                            db.execute(statement)
+                if db.execute("SELECT COUNT(*) FROM jobs").fetchone()[0] != jobs:
+                    raise StoreError(f"Migrating the metadata store {self.path} to schema version {SCHEMA_VERSION} "
+                                     f"would lose jobs; nothing was changed. Please report this.")
+                db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        finally:
+            self._db.execute("PRAGMA foreign_keys = ON")
 
     def close(self) -> None:
         with self._lock:
@@ -482,7 +559,7 @@ class SqliteStore(MetadataStore):
         """Many adds in one ``BEGIN IMMEDIATE`` transaction, a few ``executemany`` each. Job ids
         are taken from the table's AUTOINCREMENT counter while the write lock is held, so
         concurrent launchers never share one; each distinct executor and executable is
-        encoded to JSON once per group."""
+        encoded to JSON and looked up in ``job_specs`` once per group."""
         now = time.time()
         with self._write() as db:
             for write in writes:
@@ -496,27 +573,20 @@ class SqliteStore(MetadataStore):
             seq = db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'jobs'").fetchone()
             top = db.execute("SELECT MAX(id) FROM jobs").fetchone()[0]
             next_id = max(seq[0] if seq else 0, top or 0) + 1
-            encoded: dict[int, tuple[object, str]] = {}  # id(spec) -> (spec, JSON): shared specs once
-
-            def encode(spec: object) -> str:
-                hit = encoded.get(id(spec))
-                if hit is None or hit[0] is not spec:
-                    hit = encoded[id(spec)] = (spec, json.dumps(spec))
-                return hit[1]
-
+            spec = self._spec_ids(db).of
             ids: list[list[int]] = []
             jobs, links = [], []
             for w in writes:
                 first = next_id
                 next_id += len(w.jobs)
                 ids.append(list(range(first, next_id)))
-                jobs += [(first + i, w.experiment_id, w.work_unit_id, job.name, job.executor_kind, encode(job.executor),
-                          encode(job.executable), json.dumps(job.args), json.dumps(job.env) if job.env else "{}", now,
+                jobs += [(first + i, w.experiment_id, w.work_unit_id, job.name, job.executor_kind, spec(job.executor),
+                          spec(job.executable), json.dumps(job.args), json.dumps(job.env) if job.env else "{}", now,
                           lease_id) for i, job in enumerate(w.jobs)]
                 links += [(first + index, w.experiment_id, w.work_unit_id, name, url) for index, name, url in w.links]
             db.executemany(
-                "INSERT INTO jobs (id, experiment_id, work_unit_id, name, executor_kind, executor, executable,"
-                " args, env, created_at, lease_id) VALUES (?,?,?,?,?,?,?,?,?,?,?)", jobs)
+                "INSERT INTO jobs (id, experiment_id, work_unit_id, name, executor_kind, executor_spec,"
+                " executable_spec, args, env, created_at, lease_id) VALUES (?,?,?,?,?,?,?,?,?,?,?)", jobs)
             db.executemany("INSERT INTO job_events (job_id, status, at) VALUES (?, 'LAUNCHING', ?)",
                            [(row[0], now) for row in jobs])
             db.executemany("UPDATE work_units SET status = 'LAUNCHING' WHERE experiment_id = ? AND id = ?",
@@ -539,23 +609,33 @@ class SqliteStore(MetadataStore):
             db.execute(f"DELETE FROM job_events WHERE job_id IN ({marks})", chunk)
             db.execute(f"DELETE FROM jobs WHERE id IN ({marks})", chunk)
 
-    @staticmethod
     def _insert_jobs(
-        db: sqlite3.Connection, experiment_id: int, work_unit_id: int, jobs: Sequence[NewJob], now: float,
+        self, db: sqlite3.Connection, experiment_id: int, work_unit_id: int, jobs: Sequence[NewJob], now: float,
         lease_id: int | None = None,
     ) -> list[int]:
         ids = []
+        spec = self._spec_ids(db).of
         for job in jobs:
             cursor = db.execute(
-                "INSERT INTO jobs (experiment_id, work_unit_id, name, executor_kind, executor, executable,"
+                "INSERT INTO jobs (experiment_id, work_unit_id, name, executor_kind, executor_spec, executable_spec,"
                 " args, env, created_at, lease_id) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                (experiment_id, work_unit_id, job.name, job.executor_kind, json.dumps(job.executor),
-                 json.dumps(job.executable), json.dumps(job.args), json.dumps(job.env), now, lease_id),
+                (experiment_id, work_unit_id, job.name, job.executor_kind, spec(job.executor),
+                 spec(job.executable), json.dumps(job.args), json.dumps(job.env), now, lease_id),
             )
             job_id = int(cursor.lastrowid or 0)
             db.execute("INSERT INTO job_events (job_id, status, at) VALUES (?, 'LAUNCHING', ?)", (job_id, now))
             ids.append(job_id)
         return ids
+
+    def _spec_ids(self, db: sqlite3.Connection) -> specs.SpecIds:
+        """Spec ids for the current write transaction (see xcore.store.specs)."""
+        insert, select = specs.insert_sql("?"), specs.select_sql("?")
+
+        def store_one(digest: str, body: str) -> int:
+            db.execute(insert, (digest, body))
+            return int(db.execute(select, (digest,)).fetchone()[0])
+
+        return self._known_specs.begin(store_one)
 
     def mark_launched(self, launched: Sequence[tuple[int, str, dict[str, Any], str | None]], *,
                       intent_id: int | None = None) -> None:
@@ -698,7 +778,7 @@ class SqliteStore(MetadataStore):
             }
             job_filter = filter_sql.replace(" id IN", " work_unit_id IN")
             for row in self._db.execute(
-                f"SELECT * FROM jobs WHERE experiment_id = ?{job_filter} ORDER BY id", params
+                f"{specs.select_jobs(_JOB_COLUMNS)} WHERE jobs.experiment_id = ?{job_filter} ORDER BY jobs.id", params
             ):
                 if row["work_unit_id"] in units:
                     units[row["work_unit_id"]].jobs.append(self._job(row))
@@ -720,6 +800,15 @@ class SqliteStore(MetadataStore):
                 value = decoded[text] = _loads(text)
             return value
 
+        bodies: dict[int, str] = {}  # spec id -> its text: read once per distinct spec, not joined per row
+
+        def body(spec_id: int) -> str:
+            text = bodies.get(spec_id)
+            if text is None:
+                found = self._db.execute("SELECT body FROM job_specs WHERE id = ?", (spec_id,)).fetchone()
+                text = bodies[spec_id] = found[0] if found else ""  # "": shown as unreadable, as any bad text
+            return text
+
         with self._reading():
             cursor = self._db.cursor()
             cursor.row_factory = None  # plain tuples: no name lookups per field
@@ -731,7 +820,7 @@ class SqliteStore(MetadataStore):
                     " ORDER BY id", params)
             }
             for row in cursor.execute(
-                f"SELECT {', '.join(_COPIED_COLUMNS)} FROM jobs WHERE experiment_id = ?{job_filter} ORDER BY id", params
+                f"SELECT {', '.join(_STORED_COLUMNS)} FROM jobs WHERE experiment_id = ?{job_filter} ORDER BY id", params
             ):
                 unit = units.get(row[2])
                 if unit is None:
@@ -743,15 +832,17 @@ class SqliteStore(MetadataStore):
                         raise ValueError(f"{status!r} is not a valid Status")
                     job = {  # JobRecord's fields, in its order
                         "id": job_id, "experiment_id": experiment, "work_unit_id": work_unit, "name": name,
-                        "executor_kind": executor_kind, "executor": _shared_spec(executor),
-                        "executable": _shared_spec(executable), "args": loads(args), "env": loads(env),
+                        "executor_kind": executor_kind, "executor": _shared_spec(body(executor)),
+                        "executable": _shared_spec(body(executable)), "args": loads(args), "env": loads(env),
                         "status": status, "message": message, "exit_code": exit_code, "handle_kind": handle_kind,
                         "handle": _loads(handle) if handle else None, "log_path": log_path,
                         "created_at": created_at, "launched_at": launched_at, "started_at": started_at,
                         "ended_at": ended_at,
                     }
                 except Exception:  # noqa: BLE001 - the record path says why, for this row only
-                    record = self._job(dict(zip(_COPIED_COLUMNS, row, strict=True)))  # type: ignore[arg-type]
+                    fields = dict(zip(_COPIED_COLUMNS, row, strict=True))
+                    fields["executor"], fields["executable"] = body(executor), body(executable)
+                    record = self._job(fields)  # type: ignore[arg-type]
                     job = {field: getattr(record, field) for field in _COPIED_COLUMNS}
                     job["status"] = record.status.value
                 unit["jobs"].append(job)
@@ -866,7 +957,8 @@ class SqliteStore(MetadataStore):
             jobs = {
                 row["id"]: self._job(row)
                 for row in self._db.execute(
-                    "SELECT * FROM jobs WHERE lease_id = ? AND status = 'LAUNCHING' AND handle IS NULL", (lease_id,)
+                    f"{specs.select_jobs(_JOB_COLUMNS)} WHERE jobs.lease_id = ? AND jobs.status = 'LAUNCHING'"
+                    " AND jobs.handle IS NULL", (lease_id,)
                 )
             }
             in_flight = []
@@ -946,6 +1038,7 @@ class SqliteStore(MetadataStore):
             jobs = [job for unit in history.units for job in unit.jobs]
             clash = bool(jobs) and bool(self._rows_by_id(db, [j.id for j in jobs], "id"))
             new_ids: dict[int, int] = {}
+            spec = self._spec_ids(db).of
             for unit in history.units:
                 db.execute(
                     "INSERT INTO work_units (experiment_id, id, role, args, identity, status, created_at)"
@@ -955,10 +1048,10 @@ class SqliteStore(MetadataStore):
                 )
                 for job in unit.jobs:
                     cursor = db.execute(  # a copied job has no launcher lease here
-                        f"INSERT INTO jobs ({', '.join(_COPIED_COLUMNS)})"
-                        f" VALUES ({','.join('?' * len(_COPIED_COLUMNS))})",
+                        f"INSERT INTO jobs ({', '.join(_STORED_COLUMNS)})"
+                        f" VALUES ({','.join('?' * len(_STORED_COLUMNS))})",
                         (None if clash else job.id, experiment_id, unit.id, job.name, job.executor_kind,
-                         json.dumps(job.executor), json.dumps(job.executable), json.dumps(job.args),
+                         spec(job.executor), spec(job.executable), json.dumps(job.args),
                          json.dumps(job.env), job.status.value, job.message, job.exit_code, job.handle_kind,
                          None if job.handle is None else json.dumps(job.handle), job.log_path, job.created_at,
                          job.launched_at, job.started_at, job.ended_at),
@@ -1047,6 +1140,11 @@ class SqliteStore(MetadataStore):
             ):
                 found.setdefault(row[0], {})[row[1]] = row[2]
         return found
+
+
+def _add_functions(db: sqlite3.Connection) -> None:
+    """SQL functions the migrations use: ``xcore_digest(text)``, a spec's key (xcore.store.specs)."""
+    db.create_function("xcore_digest", 1, specs.digest, deterministic=True)
 
 
 def _number(value: Any) -> float:

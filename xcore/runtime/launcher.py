@@ -248,8 +248,8 @@ class BatchLauncher:
             self.submit(jobs)
 
     def _record_failed(self, group: Sequence[PendingAdd], exc: BaseException) -> None:
-        if isinstance(exc, Exception):
-            self.errors.append(exc)
+        if isinstance(exc, Exception) and not any(error is exc for error in self.errors):
+            self.errors.append(exc)  # once: the adds refused after a group fail with its error
         if self.on_unrecorded is not None:  # the experiment forgets units that were never recorded
             self.on_unrecorded([p.write.work_unit_id for p in group if p.write.role is not None])
         for pending in group:

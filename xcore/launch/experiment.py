@@ -21,7 +21,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from xcore.errors import DebugInterrupt, ExperimentUnitError
@@ -51,7 +51,7 @@ from xcore.status import ExperimentUnitStatus, Status, combine
 from xcore.store import MetadataStore
 from xcore.store.records import ExperimentRecord, JobRecord, NewJob, UnitWrite
 from xcore.store.redaction import redact_env, redact_nested
-from xcore.trackers import TrackedJob, job_tracking
+from xcore.trackers import JobTracking, TrackedJob, tracking_for
 
 if TYPE_CHECKING:
     import asyncio  # imported where a loop is used: a plain script never pays for it
@@ -80,6 +80,8 @@ class Experiment:
         self._context_tokens: list[Any] = []
         self._generator_tasks: list[concurrent.futures.Future] = []
         self._flush_scheduled: set[int] = set()  # event loops with a flush queued (see _schedule_flush)
+        self._tracking: Callable[[TrackedJob], JobTracking] | None = None
+        self._tracking_decided = False
         self.context = MetadataContext(ContextAnnotations(store, record))
 
     # identity
@@ -269,14 +271,18 @@ class Experiment:
         jobs: list[tuple[str, Executable, Any, list[str], dict[str, str], str]] = []
         new_jobs: list[NewJob] = []
         kinds = self._host.kinds
+        if not self._tracking_decided:  # once: when no tracker hook has anything to add, no call per job
+            self._tracking, self._tracking_decided = tracking_for(self._host, os.environ), True
+        tracking = self._tracking
         for index, (name, job, argv, env) in enumerate(prepared):
-            extra = job_tracking(self._host, TrackedJob(
-                self.experiment_id, self._record.title, tuple(self._record.tags), unit.work_unit_id, name,
-                unit.args, env, os.environ))
-            if extra.links:
-                links += [(index, link_name, url) for link_name, url in extra.links.items()]
-            if extra.env:
-                env = {**extra.env, **env}
+            if tracking is not None:
+                extra = tracking(TrackedJob(
+                    self.experiment_id, self._record.title, tuple(self._record.tags), unit.work_unit_id, name,
+                    unit.args, env, os.environ))
+                if extra.links:
+                    links += [(index, link_name, url) for link_name, url in extra.links.items()]
+                if extra.env:
+                    env = {**extra.env, **env}
             args = argv.to_argv()
             kind = kinds.kind_of(job.executor)
             new_jobs.append(NewJob(name=name, executor_kind=kind, executor=self._dump(job.executor),

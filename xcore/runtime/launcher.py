@@ -41,8 +41,6 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import attrs
-
 from xcore import paths
 from xcore.hooks.execution import LaunchContext, LaunchFailure, LaunchRequest, launch_failure_message
 from xcore.hooks.host import PluginHost
@@ -149,19 +147,20 @@ class LazyFuture(concurrent.futures.Future):
             return True
 
 
-@attrs.frozen
 class PendingJob:
-    request: LaunchRequest
-    executor_kind: str
-    ticket: UnitTicket
+    """A recorded job waiting for its submission (plain slots: one per job of a sweep)."""
+
+    __slots__ = ("executor_kind", "request", "ticket")
+
+    def __init__(self, request: LaunchRequest, executor_kind: str, ticket: UnitTicket) -> None:
+        self.request, self.executor_kind, self.ticket = request, executor_kind, ticket
 
 
-@attrs.define
 class _Queued:
-    seq: int
-    at: float
-    max_age: float | None
-    job: PendingJob
+    __slots__ = ("at", "job", "max_age", "seq")
+
+    def __init__(self, seq: int, at: float, max_age: float | None, job: PendingJob) -> None:
+        self.seq, self.at, self.max_age, self.job = seq, at, max_age, job
 
 
 def process_start_time(pid: int) -> float | None:

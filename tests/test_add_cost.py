@@ -19,7 +19,7 @@ import pytest
 
 import xcore as xm
 from xcore.errors import StoreError
-from xcore.runtime.launcher import LazyFuture
+from xcore.runtime.launcher import LazyFuture, UnitTicket
 from xcore.status import Status
 from xcore.store.records import NewJob
 from xcore.store.sqlite import SqliteStore
@@ -65,6 +65,33 @@ def test_lazy_future_exception_and_cancel():
         failed.result(timeout=1)
     cancelled = LazyFuture()
     assert cancelled.cancel() and cancelled.cancelled()
+
+
+def test_a_batch_of_submitted_jobs_settles_each_unit_once_all_its_jobs_are_done():
+    """``UnitTicket.jobs_done`` (one lock for a whole submission) settles what ``job_done``
+    would: a unit of two jobs only with its second, a waiter woken, a unit that had a
+    failed job with that error, a plain Future too."""
+    single, pair, waited, failing = LazyFuture(), LazyFuture(), LazyFuture(), LazyFuture()
+    plain: concurrent.futures.Future = concurrent.futures.Future()
+    tickets = [UnitTicket(single, "single", 1), UnitTicket(pair, "pair", 2), UnitTicket(waited, "waited", 1),
+               UnitTicket(failing, "failing", 2), UnitTicket(plain, "plain", 1)]
+    got: list[object] = []
+    waiter = threading.Thread(target=lambda: got.append(waited.result(timeout=10)))
+    waiter.start()
+    deadline = time.monotonic() + 10
+    while "_made_condition" not in waited.__dict__:  # the waiter is waiting
+        assert time.monotonic() < deadline
+        time.sleep(0.005)
+    tickets[3].job_done(ValueError("one job failed to start"))
+    UnitTicket.jobs_done([tickets[0], tickets[1], tickets[2], tickets[3], tickets[4]])
+    waiter.join(10)
+    assert "_made_condition" not in single.__dict__ and single._state == "FINISHED"  # settled without a Condition
+    assert got == ["waited"] and single.result(timeout=0) == "single" and plain.result(timeout=0) == "plain"
+    assert not pair.done()  # one of its two jobs submitted so far
+    with pytest.raises(ValueError, match="failed to start"):
+        failing.result(timeout=0)
+    UnitTicket.jobs_done([tickets[1]])
+    assert pair.result(timeout=0) == "pair"
 
 
 def test_lazy_futures_are_smaller_than_futures():

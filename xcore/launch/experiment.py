@@ -291,7 +291,7 @@ class Experiment:
             jobs.append((name, job.executable, job.executor, args, env, kind))
         write = UnitWrite(self.experiment_id, unit.work_unit_id, role_name, stored_args, identity, new_jobs, links,
                           replace_unlaunched)
-        unit._job_names += tuple(name for name, *_ in prepared)
+        unit._job_names += tuple([entry[0] for entry in prepared])
         future: concurrent.futures.Future = LazyFuture()
         # Recorded with its group (xcore.runtime.recorder): at the latest when the future is
         # waited for, the experiment ends, or before any job is handed to a backend.

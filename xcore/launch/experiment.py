@@ -264,17 +264,16 @@ class Experiment:
         return self._record_and_queue(unit, prepared, None, None, "")
 
     def _record_and_queue(
-        self, unit: ExperimentUnit, prepared: list[tuple[str, Job, SequentialArgs, dict[str, str]]],
+        self, unit: ExperimentUnit, prepared: list[tuple[str, Job, SequentialArgs, dict[str, str], str]],
         role_name: str | None, stored_args: Any, identity: str, replace_unlaunched: bool = False,
     ) -> LaunchFuture:
         links: list[tuple[int, str, str]] = []  # (index in prepared, name, url): ids come with the commit
         jobs: list[tuple[str, Executable, Any, list[str], dict[str, str], str]] = []
         new_jobs: list[NewJob] = []
-        kinds = self._host.kinds
         if not self._tracking_decided:  # once: when no tracker hook has anything to add, no call per job
             self._tracking, self._tracking_decided = tracking_for(self._host, os.environ), True
         tracking = self._tracking
-        for index, (name, job, argv, env) in enumerate(prepared):
+        for index, (name, job, argv, env, kind) in enumerate(prepared):
             if tracking is not None:
                 extra = tracking(TrackedJob(
                     self.experiment_id, self._record.title, tuple(self._record.tags), unit.work_unit_id, name,
@@ -284,7 +283,6 @@ class Experiment:
                 if extra.env:
                     env = {**extra.env, **env}
             args = argv.to_argv()
-            kind = kinds.kind_of(job.executor)
             new_jobs.append(NewJob(name=name, executor_kind=kind, executor=self._dump(job.executor),
                                    executable=self._dump(job.executable), args=args,
                                    env=redact_env(env) if env else {}))
@@ -320,12 +318,12 @@ class Experiment:
 
     def _prepare(
         self, job: Job | JobGroup, args: Mapping[str, Any] | None, prefix: str, taken: Collection[str] | None = None
-    ) -> list[tuple[str, Job, SequentialArgs, dict[str, str]]]:
+    ) -> list[tuple[str, Job, SequentialArgs, dict[str, str], str]]:
         """Flatten a job or group into (name, job, final args, env), validating kinds and args."""
         taken = set() if taken is None else set(taken)
         if isinstance(job, Job):
             argv, env = job_args_with_overrides(job, args)
-            self._host.kinds.kind_of(job.executor)  # unknown executor: a clear error before recording
+            kind = self._host.kinds.kind_of(job.executor)  # unknown executor: a clear error before recording
             if id(job.executor) not in self._checked_executors:  # also executors that skip the base check
                 check_field_types(job.executor)
                 self._checked_executors[id(job.executor)] = job.executor
@@ -334,14 +332,14 @@ class Experiment:
             while name in taken:
                 n += 1
                 name = f"{base}_{n}"
-            return [(name, job, argv, env)]
+            return [(name, job, argv, env, kind)]
         if isinstance(job, JobGroup):
             args = dict(args or {})
             unknown = set(args) - set(job.jobs)
             if unknown:
                 raise ValueError(
                     f"args for a JobGroup are keyed by job name {sorted(job.jobs)}; unknown: {sorted(unknown)}.")
-            prepared: list[tuple[str, Job, SequentialArgs, dict[str, str]]] = []
+            prepared: list[tuple[str, Job, SequentialArgs, dict[str, str], str]] = []
             for key, member in job.jobs.items():
                 entries = self._prepare(member, args.get(key), f"{prefix}_{key}" if prefix else key, taken)
                 taken.update(name for name, *_ in entries)

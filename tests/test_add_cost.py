@@ -128,9 +128,15 @@ def test_unit_and_links_are_one_transaction(tmp_path: Path):
 
 
 def _counts(reader: sqlite3.Connection, experiment_id: int) -> list[int]:
-    """Committed rows of the experiment, as another process sees them."""
-    return [reader.execute(f"SELECT COUNT(*) FROM {table} WHERE experiment_id = ?", (experiment_id,)).fetchone()[0]
-            for table in ("work_units", "jobs", "job_links")]
+    """Committed rows of the experiment, as another process sees them (one snapshot: a group
+    committed meanwhile by the recorder's thread is seen in all three tables or in none)."""
+    reader.execute("BEGIN")
+    try:
+        return [reader.execute(f"SELECT COUNT(*) FROM {table} WHERE experiment_id = ?",
+                               (experiment_id,)).fetchone()[0]
+                for table in ("work_units", "jobs", "job_links")]
+    finally:
+        reader.execute("COMMIT")
 
 
 def test_adds_are_committed_in_groups_and_durable_at_each_promised_point(xcore_home: Path,

@@ -71,7 +71,8 @@ class Recorder:
         self._on_failure = on_failure  # fails the group's futures
         self._pending: list[PendingAdd] = []  # the group being filled
         self._full: deque[list[PendingAdd]] = deque()  # full groups waiting for their commit, oldest first
-        self._cond = threading.Condition()  # guards _pending, _full, _oldest, _closed, _unreported
+        self._lock = threading.Lock()  # guards _pending, _full, _oldest, _closed, _unreported (never re-entered)
+        self._cond = threading.Condition(self._lock)  # `with self._lock` where no wait is needed: no Python frame
         self._write_lock = threading.Lock()  # one group written at a time; taken before _cond, never inside it
         self._oldest = 0.0
         self._closed = False
@@ -85,7 +86,7 @@ class Recorder:
         """Queue one add's records; a full group goes to the background thread. Raises the
         store's error if a group committed since the last add or wait failed (this add, queued
         after the refused group, is refused with it)."""
-        with self._cond:
+        with self._lock:
             while len(self._full) >= MAX_WAITING and self._unreported is None and not self._closed:
                 self._cond.wait()  # back-pressure: the thread is that far behind
             if self._unreported is not None:

@@ -200,7 +200,6 @@ class Recorder:
                     self._commit(group, background=True)
 
 
-
 def _ranges(ids: Sequence[int]) -> str:
     """``1-3, 7`` for [1, 2, 3, 7]."""
     parts: list[str] = []

@@ -19,7 +19,7 @@ import pytest
 
 import xcore as xm
 from xcore.errors import StoreError
-from xcore.runtime.launcher import LazyFuture
+from xcore.runtime.launcher import LazyFuture, UnitTicket
 from xcore.status import Status
 from xcore.store.records import NewJob
 from xcore.store.sqlite import SqliteStore
@@ -67,6 +67,33 @@ def test_lazy_future_exception_and_cancel():
     assert cancelled.cancel() and cancelled.cancelled()
 
 
+def test_a_batch_of_submitted_jobs_settles_each_unit_once_all_its_jobs_are_done():
+    """``UnitTicket.jobs_done`` (one lock for a whole submission) settles what ``job_done``
+    would: a unit of two jobs only with its second, a waiter woken, a unit that had a
+    failed job with that error, a plain Future too."""
+    single, pair, waited, failing = LazyFuture(), LazyFuture(), LazyFuture(), LazyFuture()
+    plain: concurrent.futures.Future = concurrent.futures.Future()
+    tickets = [UnitTicket(single, "single", 1), UnitTicket(pair, "pair", 2), UnitTicket(waited, "waited", 1),
+               UnitTicket(failing, "failing", 2), UnitTicket(plain, "plain", 1)]
+    got: list[object] = []
+    waiter = threading.Thread(target=lambda: got.append(waited.result(timeout=10)))
+    waiter.start()
+    deadline = time.monotonic() + 10
+    while "_made_condition" not in waited.__dict__:  # the waiter is waiting
+        assert time.monotonic() < deadline
+        time.sleep(0.005)
+    tickets[3].job_done(ValueError("one job failed to start"))
+    UnitTicket.jobs_done([tickets[0], tickets[1], tickets[2], tickets[3], tickets[4]])
+    waiter.join(10)
+    assert "_made_condition" not in single.__dict__ and single._state == "FINISHED"  # settled without a Condition
+    assert got == ["waited"] and single.result(timeout=0) == "single" and plain.result(timeout=0) == "plain"
+    assert not pair.done()  # one of its two jobs submitted so far
+    with pytest.raises(ValueError, match="failed to start"):
+        failing.result(timeout=0)
+    UnitTicket.jobs_done([tickets[1]])
+    assert pair.result(timeout=0) == "pair"
+
+
 def test_lazy_futures_are_smaller_than_futures():
     def size(make: type) -> int:
         tracemalloc.start()
@@ -101,9 +128,15 @@ def test_unit_and_links_are_one_transaction(tmp_path: Path):
 
 
 def _counts(reader: sqlite3.Connection, experiment_id: int) -> list[int]:
-    """Committed rows of the experiment, as another process sees them."""
-    return [reader.execute(f"SELECT COUNT(*) FROM {table} WHERE experiment_id = ?", (experiment_id,)).fetchone()[0]
-            for table in ("work_units", "jobs", "job_links")]
+    """Committed rows of the experiment, as another process sees them (one snapshot: a group
+    committed meanwhile by the recorder's thread is seen in all three tables or in none)."""
+    reader.execute("BEGIN")
+    try:
+        return [reader.execute(f"SELECT COUNT(*) FROM {table} WHERE experiment_id = ?",
+                               (experiment_id,)).fetchone()[0]
+                for table in ("work_units", "jobs", "job_links")]
+    finally:
+        reader.execute("COMMIT")
 
 
 def test_adds_are_committed_in_groups_and_durable_at_each_promised_point(xcore_home: Path,
@@ -132,7 +165,11 @@ def test_adds_are_committed_in_groups_and_durable_at_each_promised_point(xcore_h
         futures = [experiment.add(xm.Job(exe, executor, args={"seed": i})) for i in range(1, 4)]
         assert _counts(reader, experiment.experiment_id) == [0, 0, 0]  # a group of 3: not committed yet
         futures.append(experiment.add(xm.Job(exe, executor, args={"seed": 4})))
-        assert _counts(reader, experiment.experiment_id) == [4, 4, 4]  # the 4th filled the group: one commit
+        deadline = time.monotonic() + 10  # the 4th filled the group: one commit, by the background thread
+        while _counts(reader, experiment.experiment_id) != [4, 4, 4]:
+            assert _counts(reader, experiment.experiment_id) == [0, 0, 0], "a group was committed in part"
+            assert time.monotonic() < deadline, "a full group was not committed"
+            time.sleep(0.01)
         assert experiment._launcher.recorder.commits == 1
         fifth = experiment.add(xm.Job(exe, executor, args={"seed": 5}))
         assert _counts(reader, experiment.experiment_id) == [4, 4, 4]
@@ -269,3 +306,105 @@ def test_ctrl_c_leaves_every_recorded_job_cancelled_and_nothing_launched(xcore_h
     assert [job.work_unit_id for job in jobs] == [1, 2, 3, 4, 5]
     assert all(job.status is Status.CANCELLED and "interrupted" in job.message for job in jobs), jobs
     assert launched == []
+
+
+def _gated_store(monkeypatch: pytest.MonkeyPatch, gate: threading.Event, refuse_unit: int | None,
+                 gated_unit: int) -> list[int]:
+    """SqliteStore.record_adds that waits for ``gate`` before writing the group starting at
+    ``gated_unit`` and refuses the group starting at ``refuse_unit``; returns the groups' first units."""
+    real = SqliteStore.record_adds
+    groups: list[int] = []
+
+    def gated(self: SqliteStore, writes: list, **kwargs: object) -> list[list[int]]:
+        groups.append(writes[0].work_unit_id)
+        if writes[0].work_unit_id == gated_unit:
+            assert gate.wait(30), "the test never opened the gate"
+        if writes[0].work_unit_id == refuse_unit:
+            raise StoreError("The disk holding the metadata store is full (database or disk is full)")
+        return real(self, writes, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(SqliteStore, "record_adds", gated)
+    return groups
+
+
+def test_a_group_refused_in_the_background_fails_it_and_every_add_after_it(xcore_home: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch):
+    """Full groups are committed by the recorder's thread while the script keeps adding. The
+    store refuses the second group while adds queued after it wait: exactly the first group is
+    recorded and launched, the error surfaces at the next add and at the block's end, and every
+    later unit's future fails (the store keeps an unbroken prefix of the adds)."""
+    monkeypatch.setenv("XCORE_RECORD_GROUP", "3")
+    monkeypatch.setenv("XCORE_RECORD_MAX_AGE", "600")
+    plugin_host({"fake": fake})
+    gate = threading.Event()
+    groups = _gated_store(monkeypatch, gate, refuse_unit=4, gated_unit=4)
+    launched: list[int] = []
+    futures: list[xm.LaunchFuture] = []
+    raised_at = None
+    with pytest.raises(StoreError, match="disk is full") as at_end:
+        with xm.create_experiment("refused in the background") as experiment:
+            [exe] = experiment.package([xm.binary(fake.FakeSpec(), "true")])
+            executor = fake.FakeExecutor(hold=True)
+            real_launch = experiment._host.launch
+            monkeypatch.setattr(experiment._host, "launch", lambda kind, requests, context: (
+                launched.extend(r.work_unit_id for r in requests), real_launch(kind, requests, context))[1])
+            futures += [experiment.add(xm.Job(exe, executor, args={"seed": i}), identity=f"u{i}") for i in range(1, 9)]
+            deadline = time.monotonic() + 10
+            while groups != [1, 4]:  # the 2nd group is with the store (held at the gate), 7 and 8 wait
+                assert time.monotonic() < deadline, groups
+                time.sleep(0.01)
+            gate.set()
+            deadline = time.monotonic() + 10
+            with pytest.raises(StoreError, match="disk is full") as at_add:
+                for i in range(9, 1000):  # the script goes on adding: an add soon says the store refused
+                    assert time.monotonic() < deadline, "no add raised the refused group's error"
+                    raised_at = i
+                    futures.append(experiment.add(xm.Job(exe, executor, args={"seed": i}), identity=f"u{i}"))
+                    time.sleep(0.005)
+            notes = "".join(getattr(at_add.value, "__notes__", []))
+            assert f"work units 4-{raised_at - 1} were not recorded" in notes, notes
+            assert f"work unit {raised_at}, added after it, was not recorded either" in notes, notes
+    assert at_end.value is at_add.value  # the block's end raises it too (once recorded in the launch's errors)
+    for future in futures[3:]:
+        with pytest.raises(StoreError):
+            future.result(timeout=10)
+    assert [u.id for u in experiment._store.work_units(experiment.experiment_id)] == [1, 2, 3]
+    assert sorted(experiment.work_units) == [1, 2, 3] and sorted(experiment._identities) == ["u1", "u2", "u3"]
+    assert sorted(launched) == [1, 2, 3]  # nothing of the refused group, or after it, reached the backend
+    assert experiment._store.get_experiment(experiment.experiment_id).launch_status == "LAUNCH_FAILED"
+
+
+def test_adds_go_on_while_a_group_is_written_but_only_two_full_groups_wait(xcore_home: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch):
+    """The script does not wait for the store's write of a full group (the recorder's thread
+    does), but it cannot run ahead without bound: with the first commit stuck, an add blocks
+    once two more full groups wait (back-pressure); when the store goes on, every add is
+    recorded, in add order."""
+    monkeypatch.setenv("XCORE_RECORD_GROUP", "2")
+    monkeypatch.setenv("XCORE_RECORD_MAX_AGE", "600")
+    plugin_host({"fake": fake})
+    gate = threading.Event()
+    _gated_store(monkeypatch, gate, refuse_unit=None, gated_unit=1)
+    returned: list[int] = []
+    with xm.create_experiment("back-pressure") as experiment:
+        [exe] = experiment.package([xm.binary(fake.FakeSpec(), "true")])
+        executor = fake.FakeExecutor(hold=True)
+
+        def script() -> None:
+            for i in range(1, 21):
+                returned.append(experiment.add(xm.Job(exe, executor, args={"seed": i})).unit.work_unit_id)
+
+        adder = threading.Thread(target=script)
+        adder.start()
+        deadline = time.monotonic() + 10
+        while len(returned) < 6:  # group 1 with the store, groups 2 and 3 waiting for it
+            assert time.monotonic() < deadline, returned
+            time.sleep(0.01)
+        time.sleep(0.2)
+        assert returned == [1, 2, 3, 4, 5, 6]  # the 7th add waits for the store
+        gate.set()
+        adder.join(10)
+        assert returned == list(range(1, 21))
+    units = experiment._store.work_units(experiment.experiment_id)
+    assert [u.id for u in units] == list(range(1, 21))
+    assert [u.args for u in units] == [{"seed": i} for i in range(1, 21)]

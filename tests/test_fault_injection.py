@@ -301,6 +301,9 @@ SWEEP = textwrap.dedent(
         launched = [add(i) for i in range(1, first + 1)]
         launched[-1].result()  # committed and handed to the backend
         seen = [add(i).unit.work_unit_id for i in range(first + 1, first + more + 1)]  # ids the script saw
+        full = first + more // int(os.environ["XCORE_RECORD_GROUP"]) * int(os.environ["XCORE_RECORD_GROUP"])
+        while len(experiment._store.work_units(experiment.experiment_id)) < full:
+            time.sleep(0.01)  # the full groups committed (by the recorder's background thread)
         (ctl / "seen").write_text(" ".join(map(str, seen)))
         (ctl / "ready").write_text("1")
         time.sleep(600)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+import types
 
 import pytest
 
@@ -112,6 +113,46 @@ def test_tracker_env_reaches_the_job_but_never_overrides_the_users(any_store, mo
     assert unit.jobs[0].env["WANDB_RUN_GROUP"] == f"xcore-{experiment.experiment_id}"
     assert "wandb" in store.links(experiment.experiment_id)[1]
     assert "fake" in store.links(experiment.experiment_id)[1]
+
+
+def _fake_without_tracker() -> types.ModuleType:
+    """The fake backend minus its ``xcore_job_tracking`` hook: a backend plugin that tracks nothing."""
+    plugin = types.ModuleType("fake_untracked")
+    vars(plugin).update({k: v for k, v in vars(fake).items() if k not in ("xcore_job_tracking", "__name__")})
+    return plugin
+
+
+@pytest.mark.parametrize("switched_on", [False, True])
+def test_the_tracker_hook_is_only_called_when_some_tracker_can_answer(xcore_home, monkeypatch, switched_on):
+    """A sweep without trackers (no plugin but the built-in one implements the hook, none of
+    its trackers is switched on) makes no hook call per job, and its jobs get nothing; one
+    built-in tracker switched on gets every job its env and link, as before."""
+    plugin_host({"fake": _fake_without_tracker()})
+    monkeypatch.delenv("WANDB_PROJECT", raising=False)
+    monkeypatch.delenv("NEPTUNE_PROJECT", raising=False)
+    monkeypatch.delenv("XCORE_TENSORBOARD_DIR", raising=False)
+    if switched_on:
+        monkeypatch.setenv("XCORE_TENSORBOARD_DIR", "/shared/tb")
+    calls: list[int] = []
+    undo = get_host().pm.add_hookcall_monitoring(
+        lambda name, impls, kwargs: calls.append(kwargs["job"].work_unit_id) if name == "xcore_job_tracking" else None,
+        lambda outcome, name, impls, kwargs: None)
+    with xm.create_experiment("untracked") as experiment:
+        [exe] = experiment.package([xm.binary(fake.FakeSpec(), "true")])
+        for seed in range(3):
+            experiment.add(xm.Job(exe, fake.FakeExecutor(hold=True), args={"seed": seed}))
+    undo()
+    store = open_store()
+    units = store.work_units(experiment.experiment_id)
+    links = store.links(experiment.experiment_id)
+    if switched_on:
+        assert calls == [1, 2, 3]
+        assert [u.jobs[0].env["TENSORBOARD_LOGDIR"] for u in units] == [
+            f"/shared/tb/xcore-{experiment.experiment_id}/{i}" for i in (1, 2, 3)]
+        assert sorted(links) == [1, 2, 3]
+    else:
+        assert calls == []
+        assert [u.jobs[0].env for u in units] == [{}, {}, {}] and not links
 
 
 @pytest.mark.parametrize("value", ["<script>", "a\nb"])

@@ -138,7 +138,8 @@ class Serializer:
             names = self._init_names[cls] = tuple(field.name for field in attrs.fields(cls) if field.init)
         data: dict[str, Any] = {"kind": self.registry.kind_of(obj)}
         for name in names:
-            data[name] = self._dump_plain_value(getattr(obj, name))
+            value = getattr(obj, name)
+            data[name] = value if type(value) in _PLAIN_VALUES else self._dump_plain_value(value)  # scalars inline
         return data
 
     def _dump_plain_value(self, value: Any) -> Any:

@@ -48,8 +48,11 @@ def _keyword(name: str) -> _Keyword:
 
 def plain_escaper(value: Any) -> str:
     """Render one value for argv as is: no quoting (xcore never builds a shell line)."""
-    if type(value) is str:  # the common case, before the import below (a cost on every add)
+    kind = type(value)
+    if kind is str:  # the common cases, before the import below (a cost on every add)
         return value
+    if kind is int or kind is float:  # exactly: not bool, IntEnum or other subclasses with their own str()
+        return str(value)
     from xcore.launch.utils import ShellSafeArg
 
     if isinstance(value, ShellSafeArg):
@@ -152,6 +155,10 @@ class SequentialArgs:
             return result
         if isinstance(collection, SequentialArgs):
             return result.merge(collection)
+        if type(collection) is dict and all(type(key) is str for key in collection):  # a sweep's usual args
+            result._items = [_keyword(key) for key in collection]
+            result.keyword_args = dict(collection)
+            return result
         if isinstance(collection, Mapping):
             for key, value in collection.items():
                 result._set_keyword(str(key), value)
@@ -181,6 +188,11 @@ class SequentialArgs:
 
     def merge(self, other: SequentialArgs) -> SequentialArgs:
         """Append ``other``'s positional args; its keyword args override ours in place."""
+        if not self._items:  # nothing to override or append to: a copy (the usual first merge of an add)
+            self._items = list(other._items)
+            self.regular_args = list(other.regular_args)
+            self.keyword_args = dict(other.keyword_args)
+            return self
         for item in other._items:
             if isinstance(item, _Positional):
                 self._add_positional(other.regular_args[item.index])
@@ -214,7 +226,22 @@ class SequentialArgs:
 
     def to_argv(self) -> list[str]:
         """The exact argv strings a job receives (no quoting)."""
-        return self.to_list(plain_escaper)
+        rendered: list[str] = []
+        keywords, regular = self.keyword_args, self.regular_args
+        for item in self._items:  # str, int and float values directly, as to_list renders them
+            if type(item) is _Keyword:
+                value = keywords[item.name]
+                kind = type(value)
+                if kind is str or kind is int or kind is float:
+                    rendered.append(f"--{item.name}={value}")
+                    continue
+            elif type(item) is _Positional:
+                value = regular[item.index]
+                if type(value) is str:
+                    rendered.append(value)
+                    continue
+            return self.to_list(plain_escaper)  # anything else (bool, None, lists, paths...)
+        return rendered
 
     def to_dict(self, kwargs_only: bool = False) -> dict[str, Any]:
         """XManager's dict view: keyword args by name; each positional arg maps to True."""
@@ -281,7 +308,13 @@ class SequentialArgs:
 
     def validate(self) -> None:
         """Check every value with ``check_arg_value``, naming the argument at fault."""
+        keywords = self.keyword_args
         for item in self._items:
+            if type(item) is _Keyword:  # the common case inline: a plain name and a number or text
+                value = keywords[item.name]
+                kind = type(value)
+                if "\0" not in item.name and (kind is int or kind is float or (kind is str and "\0" not in value)):
+                    continue
             if isinstance(item, _Positional):
                 check_arg_value(self.regular_args[item.index], f"Positional argument {item.index + 1}")
             else:

@@ -21,7 +21,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from xcore.errors import DebugInterrupt, ExperimentUnitError
@@ -51,7 +51,7 @@ from xcore.status import ExperimentUnitStatus, Status, combine
 from xcore.store import MetadataStore
 from xcore.store.records import ExperimentRecord, JobRecord, NewJob, UnitWrite
 from xcore.store.redaction import redact_env, redact_nested
-from xcore.trackers import TrackedJob, job_tracking
+from xcore.trackers import JobTracking, TrackedJob, tracking_for
 
 if TYPE_CHECKING:
     import asyncio  # imported where a loop is used: a plain script never pays for it
@@ -80,6 +80,8 @@ class Experiment:
         self._context_tokens: list[Any] = []
         self._generator_tasks: list[concurrent.futures.Future] = []
         self._flush_scheduled: set[int] = set()  # event loops with a flush queued (see _schedule_flush)
+        self._tracking: Callable[[TrackedJob], JobTracking] | None = None
+        self._tracking_decided = False
         self.context = MetadataContext(ContextAnnotations(store, record))
 
     # identity
@@ -262,30 +264,32 @@ class Experiment:
         return self._record_and_queue(unit, prepared, None, None, "")
 
     def _record_and_queue(
-        self, unit: ExperimentUnit, prepared: list[tuple[str, Job, SequentialArgs, dict[str, str]]],
+        self, unit: ExperimentUnit, prepared: list[tuple[str, Job, SequentialArgs, dict[str, str], str]],
         role_name: str | None, stored_args: Any, identity: str, replace_unlaunched: bool = False,
     ) -> LaunchFuture:
         links: list[tuple[int, str, str]] = []  # (index in prepared, name, url): ids come with the commit
         jobs: list[tuple[str, Executable, Any, list[str], dict[str, str], str]] = []
         new_jobs: list[NewJob] = []
-        kinds = self._host.kinds
-        for index, (name, job, argv, env) in enumerate(prepared):
-            extra = job_tracking(self._host, TrackedJob(
-                self.experiment_id, self._record.title, tuple(self._record.tags), unit.work_unit_id, name,
-                unit.args, env, os.environ))
-            if extra.links:
-                links += [(index, link_name, url) for link_name, url in extra.links.items()]
-            if extra.env:
-                env = {**extra.env, **env}
+        if not self._tracking_decided:  # once: when no tracker hook has anything to add, no call per job
+            self._tracking, self._tracking_decided = tracking_for(self._host, os.environ), True
+        tracking = self._tracking
+        for index, (name, job, argv, env, kind) in enumerate(prepared):
+            if tracking is not None:
+                extra = tracking(TrackedJob(
+                    self.experiment_id, self._record.title, tuple(self._record.tags), unit.work_unit_id, name,
+                    unit.args, env, os.environ))
+                if extra.links:
+                    links += [(index, link_name, url) for link_name, url in extra.links.items()]
+                if extra.env:
+                    env = {**extra.env, **env}
             args = argv.to_argv()
-            kind = kinds.kind_of(job.executor)
             new_jobs.append(NewJob(name=name, executor_kind=kind, executor=self._dump(job.executor),
                                    executable=self._dump(job.executable), args=args,
                                    env=redact_env(env) if env else {}))
             jobs.append((name, job.executable, job.executor, args, env, kind))
         write = UnitWrite(self.experiment_id, unit.work_unit_id, role_name, stored_args, identity, new_jobs, links,
                           replace_unlaunched)
-        unit._job_names += tuple(name for name, *_ in prepared)
+        unit._job_names += tuple([entry[0] for entry in prepared])
         future: concurrent.futures.Future = LazyFuture()
         # Recorded with its group (xcore.runtime.recorder): at the latest when the future is
         # waited for, the experiment ends, or before any job is handed to a backend.
@@ -314,12 +318,12 @@ class Experiment:
 
     def _prepare(
         self, job: Job | JobGroup, args: Mapping[str, Any] | None, prefix: str, taken: Collection[str] | None = None
-    ) -> list[tuple[str, Job, SequentialArgs, dict[str, str]]]:
+    ) -> list[tuple[str, Job, SequentialArgs, dict[str, str], str]]:
         """Flatten a job or group into (name, job, final args, env), validating kinds and args."""
         taken = set() if taken is None else set(taken)
         if isinstance(job, Job):
             argv, env = job_args_with_overrides(job, args)
-            self._host.kinds.kind_of(job.executor)  # unknown executor: a clear error before recording
+            kind = self._host.kinds.kind_of(job.executor)  # unknown executor: a clear error before recording
             if id(job.executor) not in self._checked_executors:  # also executors that skip the base check
                 check_field_types(job.executor)
                 self._checked_executors[id(job.executor)] = job.executor
@@ -328,14 +332,14 @@ class Experiment:
             while name in taken:
                 n += 1
                 name = f"{base}_{n}"
-            return [(name, job, argv, env)]
+            return [(name, job, argv, env, kind)]
         if isinstance(job, JobGroup):
             args = dict(args or {})
             unknown = set(args) - set(job.jobs)
             if unknown:
                 raise ValueError(
                     f"args for a JobGroup are keyed by job name {sorted(job.jobs)}; unknown: {sorted(unknown)}.")
-            prepared: list[tuple[str, Job, SequentialArgs, dict[str, str]]] = []
+            prepared: list[tuple[str, Job, SequentialArgs, dict[str, str], str]] = []
             for key, member in job.jobs.items():
                 entries = self._prepare(member, args.get(key), f"{prefix}_{key}" if prefix else key, taken)
                 taken.update(name for name, *_ in entries)
@@ -434,8 +438,12 @@ _PLAIN = frozenset({str, int, float, bool, type(None)})
 def _flat(value: Any) -> bool:
     """A dict of str keys to plain scalars (a sweep's usual args): JSON-ready as it is, and
     holding no environment mapping to redact."""
-    return (type(value) is dict and all(type(k) is str for k in value)
-            and all(type(v) in _PLAIN for v in value.values()))
+    if type(value) is not dict:
+        return False
+    for key, item in value.items():  # one loop, no generators: this runs twice per add
+        if type(key) is not str or type(item) not in _PLAIN:
+            return False
+    return True
 
 
 def _jsonable(value: Any) -> Any:

@@ -24,7 +24,9 @@ def _to_args(value: UserArgs) -> SequentialArgs:
 
 
 def _to_env(value: Mapping[str, Any] | None) -> dict[str, str]:
-    env = dict(value or {})
+    if not value:  # a job without env of its own (a sweep's usual job): nothing to check
+        return {}
+    env = dict(value)
     for key, val in env.items():
         if not isinstance(key, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
             raise ValueError(

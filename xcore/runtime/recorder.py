@@ -4,21 +4,28 @@ An add is recorded durably (its unit, jobs, first events and tracker links, all 
 as in XManager, where ``add`` only promises a launch: when its future resolves
 (``.result()``, ``await``), when the ``with`` block ends, and always before any of its
 jobs is handed to a backend, because a unit's jobs reach the launcher's queue only once
-their group is committed. Between those points a group is committed when it holds
-``XCORE_RECORD_GROUP`` adds (default 256) or its oldest add is ``XCORE_RECORD_MAX_AGE``
-seconds old (default 0.05, by a small background thread), whichever comes first.
+their group is committed. Between those points a small background thread commits a group
+once it holds ``XCORE_RECORD_GROUP`` adds (default 256) or its oldest add is
+``XCORE_RECORD_MAX_AGE`` seconds old (default 0.05), whichever comes first, while the script
+goes on adding (sqlite3 lets go of the GIL while it writes). Groups are committed one at a
+time, in add order; at most ``MAX_WAITING`` full groups wait for the thread, beyond which an
+add waits for it, so a long loop of adds holds a bounded amount of work in memory.
 
 One commit per few hundred adds instead of one per add is what brings an add under
 0.1 ms (issue 14). What a killed launcher leaves is unchanged in kind: a group is in the
 store whole or not at all, and nothing that is not in the store was submitted anywhere.
-A group that the store refuses fails loudly: the add (or wait) that wrote it raises the
-store's error, the group's futures fail with it, and the experiment ends LAUNCH_FAILED.
+A group that the store refuses fails loudly: its futures fail with the store's error, and
+so do those of every add queued after it (nothing after a refused group is recorded, so
+the store keeps an unbroken prefix of the adds); the next add (which is refused too) or
+wait raises the error, and the experiment ends LAUNCH_FAILED.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -35,6 +42,10 @@ def group_size() -> int:
 
 def group_max_age() -> float:
     return env_number("XCORE_RECORD_MAX_AGE", 0.05)
+
+
+MAX_WAITING = 2
+"""Full groups that may wait for the background thread's commit before an add waits too."""
 
 
 @attrs.define(slots=True)
@@ -58,9 +69,11 @@ class Recorder:
         self._lease_id = lease_id
         self._on_recorded = on_recorded  # hands the jobs to the launcher
         self._on_failure = on_failure  # fails the group's futures
-        self._pending: list[PendingAdd] = []
-        self._cond = threading.Condition()  # guards _pending, _oldest, _closed
-        self._write_lock = threading.Lock()  # one group written at a time, in add order
+        self._pending: list[PendingAdd] = []  # the group being filled
+        self._full: deque[list[PendingAdd]] = deque()  # full groups waiting for their commit, oldest first
+        self._lock = threading.Lock()  # guards _pending, _full, _oldest, _closed, _unreported (never re-entered)
+        self._cond = threading.Condition(self._lock)  # `with self._lock` where no wait is needed: no Python frame
+        self._write_lock = threading.Lock()  # one group written at a time; taken before _cond, never inside it
         self._oldest = 0.0
         self._closed = False
         self._thread: threading.Thread | None = None
@@ -70,67 +83,103 @@ class Recorder:
         self.commits = 0  # groups committed (tests and benchmarks read it)
 
     def add(self, pending: PendingAdd) -> None:
-        """Queue one add's records; commit the group here if it is full. Raises the store's
-        error if this group, or one committed in the background since the last add, failed."""
-        if self._unreported is not None:
-            self._raise_unreported()
-        with self._cond:
-            if self._closed:
+        """Queue one add's records; a full group goes to the background thread. Raises the
+        store's error if a group committed since the last add or wait failed (this add, queued
+        after the refused group, is refused with it)."""
+        with self._lock:
+            while len(self._full) >= MAX_WAITING and self._unreported is None and not self._closed:
+                self._cond.wait()  # back-pressure: the thread is that far behind
+            if self._unreported is not None:
+                error, self._unreported = self._unreported, None
+            elif self._closed:
                 raise RuntimeError("The experiment is closed; create a new one to add work units.")
-            self._pending.append(pending)
-            count = len(self._pending)
-            if count == 1:
-                self._oldest = time.monotonic()
-                if self._thread is None and not self._closed:
-                    self._thread = threading.Thread(target=self._run, name="xcore-recorder", daemon=True)
-                    self._thread.start()
-                self._cond.notify()
-        if count >= self._size:
-            self.flush()
+            else:
+                error = None
+                self._pending.append(pending)
+                count = len(self._pending)
+                if count == 1:
+                    self._oldest = time.monotonic()
+                    if self._thread is None:
+                        self._thread = threading.Thread(target=self._run, name="xcore-recorder", daemon=True)
+                        self._thread.start()
+                    self._cond.notify_all()
+                if count >= self._size:
+                    self._full.append(self._pending)
+                    self._pending = []
+                    self._cond.notify_all()
+        if error is not None:
+            error.add_note(f"xcore: work unit {pending.write.work_unit_id}, added after it, was not recorded either.")
+            self._on_failure([pending], error)
+            raise error
 
     def flush(self) -> None:
-        """Commit every add queued so far, then hand their jobs to the launcher."""
+        """Commit every add queued so far (in this thread), then hand their jobs to the launcher."""
         with self._write_lock:
             with self._cond:
-                group, self._pending = self._pending, []
-            if group:
-                self._commit(group)
+                groups = list(self._full)
+                if self._pending:
+                    groups.append(self._pending)
+                self._full.clear()
+                self._pending = []
+                self._cond.notify_all()
+            for index, group in enumerate(groups):
+                self._commit(group, groups[index + 1:])
         self._raise_unreported()
 
     def close(self) -> None:
         """Commit what is queued and stop the background thread."""
         with self._cond:
             self._closed = True
-            self._cond.notify()
+            self._cond.notify_all()
         try:
             self.flush()
         finally:
             if self._thread is not None:
                 self._thread.join()
 
-    def _commit(self, group: Sequence[PendingAdd]) -> None:
+    def _commit(self, group: list[PendingAdd], later: Sequence[list[PendingAdd]] = (),
+                background: bool = False) -> None:
+        """Write one group (the write lock held). If the store refuses it, fail it with every
+        add queued after it (``later``, taken by a flush, and what is still queued)."""
         try:
             ids = self._store.record_adds([p.write for p in group], lease_id=self._lease_id())
         except BaseException as exc:  # also Ctrl-C mid-commit: the transaction rolled back, nothing is recorded
-            units = [p.write.work_unit_id for p in group]
+            with self._cond:
+                refused = group + [p for g in later for p in g] + [p for g in self._full for p in g] + self._pending
+                self._full.clear()
+                self._pending = []
+                if background:
+                    self._unreported = exc
+                self._cond.notify_all()
+            units = [p.write.work_unit_id for p in refused]
             if isinstance(exc, Exception):
                 exc.add_note(f"xcore: work units {_ranges(units)} were not recorded (nothing of them was launched).")
-            self._on_failure(group, exc)
+            self._on_failure(refused, exc)
             raise
         self.commits += 1
-        self._on_recorded(group, ids)
+        try:
+            self._on_recorded(group, ids)
+        except Exception as exc:
+            if not background:
+                raise
+            with self._cond:  # e.g. the launcher was closed: the next add or wait says so
+                self._unreported = exc
 
     def _raise_unreported(self) -> None:
         if self._unreported is not None:
-            error, self._unreported = self._unreported, None
-            raise error
+            with self._cond:
+                error, self._unreported = self._unreported, None
+            if error is not None:
+                raise error
 
     def _run(self) -> None:
         while True:
             with self._cond:
                 while True:
                     if self._closed:
-                        return
+                        return  # close() commits the rest
+                    if self._full:
+                        break
                     if self._pending:
                         wait = self._oldest + self._max_age - time.monotonic()
                         if wait <= 0:
@@ -138,10 +187,17 @@ class Recorder:
                         self._cond.wait(wait)
                     else:
                         self._cond.wait()
-            try:
-                self.flush()
-            except Exception as exc:  # already failed the group's futures; the next add raises it
-                self._unreported = exc
+            with self._write_lock:
+                with self._cond:  # the oldest group first (a flush may have taken them all meanwhile)
+                    if self._full:
+                        group = self._full.popleft()
+                    else:
+                        group, self._pending = self._pending, []
+                    self._cond.notify_all()
+                if not group:
+                    continue
+                with contextlib.suppress(Exception):  # its futures failed; the next add or wait raises it
+                    self._commit(group, background=True)
 
 
 def _ranges(ids: Sequence[int]) -> str:

@@ -12,7 +12,7 @@ environment; see README "Trackers".
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import attrs
@@ -78,3 +78,19 @@ def job_tracking(host: PluginHost, job: TrackedJob) -> JobTracking:
     for key in job.env:
         env.pop(key, None)
     return JobTracking(env=env, links=links)
+
+
+def tracking_for(host: PluginHost, launcher_env: Mapping[str, str]) -> Callable[[TrackedJob], JobTracking] | None:
+    """``job_tracking`` bound to ``host``, or None when no hook would add anything to any job:
+    the built-in plugin is the only one implementing ``xcore_job_tracking`` and none of its
+    trackers is switched on in ``launcher_env``. Decided once per experiment, so a sweep
+    without trackers pays no hook call (nor a ``TrackedJob``) per job."""
+    from xcore.trackers.builtin import enabled
+
+    implementers = {impl.plugin_name for impl in host.pm.hook.xcore_job_tracking.get_hookimpls()}
+    if implementers <= {BUILTIN_PLUGIN} and not enabled(launcher_env):
+        return None
+    return lambda job: job_tracking(host, job)
+
+
+BUILTIN_PLUGIN = "xcore"  # the name xcore.hooks.builtin is registered under

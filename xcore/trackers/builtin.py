@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Mapping
 from urllib.parse import quote
 
 from xcore.trackers import JobTracking, TrackedJob
@@ -94,6 +95,13 @@ def tensorboard(job: TrackedJob) -> JobTracking | None:
 
 
 TRACKERS = (wandb, neptune, tensorboard)
+SWITCHES = ("WANDB_PROJECT", "NEPTUNE_PROJECT", "XCORE_TENSORBOARD_DIR")
+"""The settings that switch each of ``TRACKERS`` on (with none set, ``tracking`` adds nothing)."""
+
+
+def enabled(env: Mapping[str, str]) -> bool:
+    """Whether ``tracking`` can add anything for a job launched from ``env``."""
+    return any(env.get(name) for name in SWITCHES)
 
 
 def tracking(job: TrackedJob) -> JobTracking | None:

@@ -211,3 +211,37 @@ def test_runner_per_batch_is_on_only_for_a_true_value(monkeypatch) -> None:
         assert processes._runner_per_batch() is expected, value
     monkeypatch.delenv("XLOCAL_RUNNER_PER_BATCH")
     assert processes._runner_per_batch() is False
+
+
+def test_a_wait_for_the_still_active_jobs_of_a_run_lasts_until_the_run_ends():
+    """A launcher's wait passes only the jobs still active at its last poll. The run's other
+    jobs ended, so the wait is not for part of the run: it must not wake every 0.25 s (each
+    wake is a poll of every active job) but when the run ends."""
+    quick, slow = _launch_mixed([["/bin/true"], ["/bin/sleep", "1.5"]])
+    assert quick.run_dir == slow.run_dir
+    deadline = time.monotonic() + 30
+    while processes.states([quick])[0].status.is_active and time.monotonic() < deadline:
+        time.sleep(0.02)
+    started = time.monotonic()
+    processes.wait_for_change([slow], 30)
+    assert time.monotonic() - started > 0.6, "woken at the partial-wait rate, not when the run ended"
+    assert processes.states([slow])[0].status is Status.COMPLETED
+
+
+def test_event_log_is_read_incrementally_and_a_torn_last_line_later(tmp_path, monkeypatch):
+    """Each poll parses only the lines written since the last one; a line still being written
+    is left for the next read, whole."""
+    run = tmp_path / "run"
+    run.mkdir()
+    log = run / "events.jsonl"
+    start = json.dumps({"i": 0, "e": "start", "pid": 1, "t": 1.0}) + "\n"
+    end = json.dumps({"i": 0, "e": "exit", "rc": 3, "t": 2.0, "error": None}) + "\n"
+    log.write_text(start + end[:10])
+    parsed: list[bytes] = []
+    real_loads = json.loads
+    monkeypatch.setattr(processes.json, "loads", lambda data: parsed.append(data) or real_loads(data))
+    assert set(processes.read_events(run)[0]) == {"start"}
+    with open(log, "a") as file:
+        file.write(end[10:])
+    assert processes.read_events(run)[0]["exit"]["rc"] == 3
+    assert len(parsed) == 2, parsed  # each line parsed once, the torn one only when whole

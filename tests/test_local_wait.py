@@ -245,3 +245,28 @@ def test_event_log_is_read_incrementally_and_a_torn_last_line_later(tmp_path, mo
         file.write(end[10:])
     assert processes.read_events(run)[0]["exit"]["rc"] == 3
     assert len(parsed) == 2, parsed  # each line parsed once, the torn one only when whole
+
+
+def _context_switches(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("voluntary_ctxt_switches"))
+
+
+def test_a_batch_waiting_for_the_runners_own_slots_does_not_wake_it(monkeypatch):
+    """Every slot held by the runner's own jobs: their ends wake it, so a later batch waiting
+    for a slot must not make it look again every few ms (as when another runner holds them)."""
+    monkeypatch.setenv("XLOCAL_SLOTS", "2")
+    _, busy = _launch(["/bin/sleep", "1.5"], units=2)
+    _, waiting = _launch(["/bin/true"])
+    runner = json.loads(Path(busy[0].run_dir, "runner.json").read_text())["pid"]
+    deadline = time.monotonic() + 30
+    while len([e for e in _events(busy[0].run_dir) if e["e"] == "start"]) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.1)  # the second batch handed over and found no slot
+    before = _context_switches(runner)
+    time.sleep(0.6)
+    woken = _context_switches(runner) - before
+    assert processes.states(waiting)[0].status is Status.PENDING
+    assert woken <= 3, f"the runner woke {woken} times while its own jobs held every slot"
+    processes.wait_for_change(busy + waiting, 30)
+    assert [s.status for s in processes.states(busy + waiting)] == [Status.COMPLETED] * 3

@@ -134,10 +134,10 @@ class LogOpener:
 
     AHEAD = 32  # it is woken when half of them started: a burst of opens per wake-up, not one
 
-    def __init__(self, jobs: list[dict[str, Any]]) -> None:
+    def __init__(self, jobs: list[dict[str, Any]], first: int) -> None:
         import threading
 
-        self._jobs, self._cursor, self._horizon = jobs, 0, self.AHEAD
+        self._jobs, self._cursor, self._horizon = jobs, first, first + self.AHEAD
         self._opening: int | None = None  # the index being opened right now (the lock not held)
         self._ready: dict[int, int] = {}  # index -> descriptor (O_CLOEXEC: no other job inherits it)
         self._closed = self._idle = False
@@ -209,8 +209,7 @@ class Run:
         self.slots = (self.batch["slots_dir"], int(self.batch["slots"]))
         self.limit = int(self.batch.get("max_parallel") or self.batch["slots"])
         self.count, self.next, self.running = len(self.batch["jobs"]), 0, 0
-        # Only a run with jobs waiting for a slot has time to open logs ahead.
-        self.opener = LogOpener(self.batch["jobs"]) if self.count > self.limit else None
+        self.opener: LogOpener | None = None  # started once a job of the run waits for a slot
         me = {"pid": os.getpid(), "t": process_start_time(os.getpid())}
         write_json_atomic(os.path.join(run_dir, "runner.json"), me)
 
@@ -253,7 +252,7 @@ def _serve(runs: list[Run], channel: Any) -> None:
         poller.register(channel.fileno(), select.POLLIN)
     slot_wait, here = SLOT_WAIT_MIN, None
     while runs or running or channel is not None:
-        blocked = False  # a job waits for a slot another runner holds
+        blocked = False  # a job waits for a slot another runner holds (one of ours wakes the poll as it ends)
         for run_ in runs:
             pool = pools.get(run_.slots) or pools.setdefault(run_.slots, SlotPool(*run_.slots))
             while run_.next < run_.count and run_.running < run_.limit:
@@ -266,7 +265,7 @@ def _serve(runs: list[Run], channel: Any) -> None:
                     continue
                 slot = pool.acquire()
                 if slot is None:
-                    blocked = True
+                    blocked = blocked or len(pool.held) < len(pool.paths)
                     break
                 slot_wait = SLOT_WAIT_MIN
                 if run_.cwd != here:
@@ -281,6 +280,8 @@ def _serve(runs: list[Run], channel: Any) -> None:
                 pidfd = os.pidfd_open(started.pid)
                 poller.register(pidfd, select.POLLIN)
                 running[pidfd] = (started, run_, index, pool, slot)
+            if run_.next < run_.count and run_.opener is None:
+                run_.opener = LogOpener(run_.batch["jobs"], run_.next)  # the runner waits now: time to open ahead
             if blocked:
                 break
         for ended_run in [r for r in runs if r.over]:

@@ -51,7 +51,8 @@ def launch(requests: Sequence[LaunchRequest], context: LaunchContext) -> list[Pr
     run_dir = runs / f"{first.experiment_id}-{first.job_id}-{os.urandom(3).hex()}"
     private_dir(run_dir / "jobs")
     max_parallel = min((r.executor.max_parallel or 10**9) for r in requests if isinstance(r.executor, Local))
-    log_dir = private_dir(context.state_dir / "logs" / str(first.experiment_id))
+    log_dir = str(private_dir(context.state_dir / "logs" / str(first.experiment_id)))
+    run_dir_text, here = str(run_dir), os.getcwd()
     jobs: list[dict[str, Any]] = []
     handles: list[ProcessHandle] = []
     for index, request in enumerate(requests):
@@ -59,16 +60,16 @@ def launch(requests: Sequence[LaunchRequest], context: LaunchContext) -> list[Pr
         if not isinstance(executable, LocalProcess):
             raise LaunchError(f"Local processes cannot run a {type(executable).__name__}; package it for xlocal.Local.")
         executor: Local = request.executor  # type: ignore[assignment]
-        log_path = log_dir / f"{request.work_unit_id}-{request.job_name}.log"
+        log_path = os.path.join(log_dir, f"{request.work_unit_id}-{request.job_name}.log")
         jobs.append({
             "argv": [*executable.command, *request.args],
             "env": request.env,
             "inherit_env": executor.inherit_env,
-            "cwd": executor.cwd or executable.cwd or os.getcwd(),
-            "log_path": str(log_path),
+            "cwd": executor.cwd or executable.cwd or here,
+            "log_path": log_path,
             "job_id": request.job_id,  # lets a later process adopt the job if the launcher dies (adopt)
         })
-        handles.append(ProcessHandle(str(run_dir), index, executor.kill_grace_secs, log_path=str(log_path)))
+        handles.append(ProcessHandle(run_dir_text, index, executor.kill_grace_secs, log_path=log_path))
     cwds = {job["cwd"] for job in jobs}
     batch = {
         "cwd": cwds.pop() if len(cwds) == 1 else None,  # the runner works there, so jobs start without chdir

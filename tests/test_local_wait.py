@@ -270,3 +270,17 @@ def test_a_batch_waiting_for_the_runners_own_slots_does_not_wake_it(monkeypatch)
     assert woken <= 3, f"the runner woke {woken} times while its own jobs held every slot"
     processes.wait_for_change(busy + waiting, 30)
     assert [s.status for s in processes.states(busy + waiting)] == [Status.COMPLETED] * 3
+
+
+def test_many_waiting_batches_share_one_log_opener(monkeypatch):
+    """The runner opens logs ahead for the batch whose jobs start next only: batches queued
+    behind it cost no thread and no descriptors each."""
+    monkeypatch.setenv("XLOCAL_SLOTS", "1")
+    _, busy = _launch(["/bin/sleep", "1.5"])
+    queued = [h for _ in range(4) for h in _launch(["/bin/true"], units=3)[1]]
+    runner = json.loads(Path(busy[0].run_dir, "runner.json").read_text())["pid"]
+    time.sleep(0.3)  # every batch handed over; all wait for the one slot
+    threads = len(os.listdir(f"/proc/{runner}/task"))
+    processes.wait_for_change(busy + queued, 30)
+    assert [s.status for s in processes.states(busy + queued)] == [Status.COMPLETED] * 13
+    assert threads <= 2, f"the runner had {threads} threads for 4 waiting batches"

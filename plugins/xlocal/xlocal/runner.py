@@ -280,10 +280,16 @@ def _serve(runs: list[Run], channel: Any) -> None:
                 pidfd = os.pidfd_open(started.pid)
                 poller.register(pidfd, select.POLLIN)
                 running[pidfd] = (started, run_, index, pool, slot)
-            if run_.next < run_.count and run_.opener is None:
-                run_.opener = LogOpener(run_.batch["jobs"], run_.next)  # the runner waits now: time to open ahead
+            if run_.opener is not None and run_.next >= run_.count:
+                run_.opener.close()  # every job of the run started: its thread ends
+                run_.opener = None
             if blocked:
                 break
+        # The runner waits now: time to open the logs of the jobs that start next (only the
+        # oldest waiting run's: one opener thread and AHEAD descriptors however many runs wait).
+        waiting = next((r for r in runs if r.next < r.count), None)
+        if waiting is not None and waiting.opener is None:
+            waiting.opener = LogOpener(waiting.batch["jobs"], waiting.next)
         for ended_run in [r for r in runs if r.over]:
             runs.remove(ended_run)
             ended_run.close()

@@ -284,3 +284,32 @@ def test_many_waiting_batches_share_one_log_opener(monkeypatch):
     processes.wait_for_change(busy + queued, 30)
     assert [s.status for s in processes.states(busy + queued)] == [Status.COMPLETED] * 13
     assert threads <= 2, f"the runner had {threads} threads for 4 waiting batches"
+
+
+def test_threads_reading_one_runs_events_at_once_each_see_every_event(tmp_path):
+    """A wait and an output follower (threads of one process) read the same run's events
+    while the runner appends: every reader ends up with every event, none skipped."""
+    run = tmp_path / "run"
+    run.mkdir()
+    log = run / "events.jsonl"
+    log.write_text("")
+    total, done = 3000, threading.Event()
+
+    def append() -> None:
+        with open(log, "a") as file:
+            for i in range(total):
+                file.write(json.dumps({"i": i, "e": "start", "pid": i, "t": 0.0}) + "\n")
+                file.flush()
+        done.set()
+
+    def read() -> None:
+        while not done.is_set():
+            processes.read_events(run)
+
+    readers = [threading.Thread(target=read) for _ in range(4)]
+    for thread in readers:
+        thread.start()
+    append()
+    for thread in readers:
+        thread.join()
+    assert len(processes.read_events(run)) == total

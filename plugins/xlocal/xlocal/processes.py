@@ -323,36 +323,42 @@ class _EventReader:
     def __init__(self, path: str) -> None:
         self.path, self.offset = path, 0
         self.jobs: dict[int, dict[str, Any]] = {}
+        self.lock = threading.Lock()  # threads of one process (a wait, an output follower) share it
 
     def read(self) -> dict[int, dict[str, Any]]:
-        try:
-            with open(self.path, "rb") as log:
-                log.seek(self.offset)
-                data = log.read()
-        except FileNotFoundError:
-            return self.jobs
-        end = data.rfind(b"\n") + 1
-        for line in data[:end].splitlines():
+        with self.lock:
             try:
-                event = json.loads(line)
-            except ValueError:
-                continue  # never written whole (the runner died in the middle of it)
-            self.jobs.setdefault(event["i"], {})[event["e"]] = event
-        self.offset += end
-        return self.jobs
+                with open(self.path, "rb") as log:
+                    log.seek(self.offset)
+                    data = log.read()
+            except FileNotFoundError:
+                return dict(self.jobs)
+            end = data.rfind(b"\n") + 1
+            for line in data[:end].splitlines():
+                try:
+                    event = json.loads(line)
+                except ValueError:
+                    continue  # never written whole (the runner died in the middle of it)
+                self.jobs.setdefault(event["i"], {})[event["e"]] = event
+            self.offset += end
+            return dict(self.jobs)  # a snapshot: a later read by another thread does not change it
 
 
 _EVENT_READERS: dict[str, _EventReader] = {}
 MAX_EVENT_READERS = 256  # runs whose events a long-lived process keeps parsed
 
 
+_EVENT_READERS_LOCK = threading.Lock()
+
+
 def read_events(run_dir: str | os.PathLike[str]) -> dict[int, dict[str, Any]]:
     """Per job index of the run: its ``start`` and ``exit`` events as recorded so far."""
     key = os.fspath(run_dir)
-    reader = _EVENT_READERS.pop(key, None) or _EventReader(os.path.join(key, "events.jsonl"))
-    _EVENT_READERS[key] = reader  # most recently used last
-    while len(_EVENT_READERS) > MAX_EVENT_READERS:
-        del _EVENT_READERS[next(iter(_EVENT_READERS))]
+    with _EVENT_READERS_LOCK:
+        reader = _EVENT_READERS.pop(key, None) or _EventReader(os.path.join(key, "events.jsonl"))
+        _EVENT_READERS[key] = reader  # most recently used last
+        while len(_EVENT_READERS) > MAX_EVENT_READERS:
+            del _EVENT_READERS[next(iter(_EVENT_READERS))]
     return reader.read()
 
 

@@ -23,6 +23,11 @@ Files in RUN_DIR (private to the user: the directory is 0700, files 0600):
   one read per run, and ignores a torn last line;
 - ``jobs/N.cancel``: written by ``xcore cancel``; a job not yet started is then skipped.
 
+Each job's output goes to its log (path in batch.json, 0600, appended to). While jobs wait
+for a slot, a thread creates the next jobs' logs ahead (``LogOpener``) and a job inherits its
+open log; a log is never written by anyone but its job (or the runner's note that it could
+not start).
+
 Machine-wide, at most ``slots`` jobs run at once across all runners: a job holds an
 exclusive ``flock`` on one of ``SLOTS_DIR/slot-K.lock`` while it runs. The kernel releases
 the lock if the runner dies, so a crash never leaks a slot.
@@ -42,8 +47,6 @@ import time
 TYPE_CHECKING = False  # not typing's: the runner imports as little as it can
 if TYPE_CHECKING:
     from typing import Any
-
-    StrPath = str | os.PathLike[str]
 
 
 def write_json_atomic(path: str, data: Any, mode: int = 0o600) -> None:

@@ -23,8 +23,8 @@ Files in RUN_DIR (private to the user: the directory is 0700, files 0600):
   one read per run, and ignores a torn last line;
 - ``jobs/N.cancel``: written by ``xcore cancel``; a job not yet started is then skipped.
 
-Each job's output goes to its log (path in batch.json, 0600, appended to). While jobs wait
-for a slot, a thread creates the next jobs' logs ahead (``LogOpener``) and a job inherits its
+Each job's output goes to its log (path in batch.json, 0600, appended to). While every slot
+is busy, the runner creates the next jobs' logs ahead (``LogOpener``) and a job inherits its
 open log; a log is never written by anyone but its job (or the runner's note that it could
 not start).
 
@@ -127,69 +127,44 @@ class SlotPool:
 
 
 class LogOpener:
-    """Opens (creates) the log files of a run's next jobs on a thread of its own, at most AHEAD
-    jobs ahead of the next to start. Creating a file in a big directory on a busy ext4 disk
-    takes 0.05-0.5 ms, about as long as the spawn itself, and a job that opened its log as it
-    started (a posix_spawn file action) kept the runner blocked in posix_spawn meanwhile. Opened
-    here, the job only inherits the descriptor. A log that exists but is empty reads exactly
-    like one not yet created (``xcore logs`` yields nothing for both); a job the opener did not
-    get to (or could not open) opens its log itself as it starts, as before."""
+    """Opens (creates) the log files of a run's next jobs ahead of their start, at most AHEAD,
+    in the runner's idle moments: while every slot is busy and no job has ended yet. Creating
+    a file on a busy ext4 disk takes 0.05-0.5 ms, and a job that opens its log as it starts (a
+    posix_spawn file action) keeps its slot and the runner (blocked in posix_spawn) waiting
+    meanwhile; opened here, the job only inherits the descriptor. A log that exists but is
+    empty reads exactly like one not yet created (``xcore logs`` yields nothing for both); a
+    job whose log was not opened ahead (or could not be) opens it itself as it starts. No
+    thread: one would compete with the jobs for the cores and for the GIL."""
 
-    AHEAD = 32  # it is woken when half of them started: a burst of opens per wake-up, not one
+    AHEAD = 16
 
-    def __init__(self, jobs: list[dict[str, Any]], first: int) -> None:
-        import threading
-
-        self._jobs, self._cursor, self._horizon = jobs, first, first + self.AHEAD
-        self._opening: int | None = None  # the index being opened right now (the lock not held)
+    def __init__(self, jobs: list[dict[str, Any]]) -> None:
+        self._jobs, self._cursor = jobs, 0
         self._ready: dict[int, int] = {}  # index -> descriptor (O_CLOEXEC: no other job inherits it)
-        self._closed = self._idle = False
-        self._cond = threading.Condition()
-        threading.Thread(target=self._loop, name="xlocal-log-opener", daemon=True).start()
 
     def take(self, index: int) -> int | None:
         """The open log of job ``index`` (the caller owns it), or None: then the job opens it.
         Jobs are taken in order; those skipped (cancelled) are dropped with ``take`` too."""
-        with self._cond:
-            while self._opening == index:
-                self._cond.wait()
-            fd = self._ready.pop(index, None)
-            self._cursor = max(self._cursor, index + 1)
-            self._horizon = index + 1 + self.AHEAD
-            if self._idle and self._horizon - self._cursor >= self.AHEAD // 2:
-                self._cond.notify_all()
-        return fd
+        self._cursor = max(self._cursor, index + 1)
+        return self._ready.pop(index, None)
+
+    def open_next(self, first: int) -> bool:
+        """Open the log of the next job from ``first`` not opened yet; False if AHEAD are open
+        or no job is left."""
+        self._cursor = max(self._cursor, first)
+        if len(self._ready) >= self.AHEAD or self._cursor >= len(self._jobs):
+            return False
+        index = self._cursor
+        self._cursor += 1
+        with contextlib.suppress(Exception):  # the job opens it itself, and reports what is wrong
+            self._ready[index] = os.open(self._jobs[index]["log_path"], os.O_WRONLY | os.O_CREAT | os.O_APPEND,
+                                         0o600)
+        return True
 
     def close(self) -> None:
-        with self._cond:
-            self._closed = True
-            self._cond.notify_all()
-            while self._opening is not None:
-                self._cond.wait()
-            for fd in self._ready.values():
-                os.close(fd)
-            self._ready.clear()
-
-    def _loop(self) -> None:
-        count = len(self._jobs)
-        while True:
-            with self._cond:
-                while not self._closed and (self._cursor >= count or self._cursor >= self._horizon):
-                    self._idle = True
-                    self._cond.wait()
-                self._idle = False
-                if self._closed:
-                    return
-                index = self._opening = self._cursor
-                self._cursor += 1
-            fd = None
-            with contextlib.suppress(Exception):  # the job opens it itself, and reports what is wrong
-                fd = os.open(self._jobs[index]["log_path"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-            with self._cond:
-                self._opening = None
-                if fd is not None:
-                    self._ready[index] = fd
-                self._cond.notify_all()
+        for fd in self._ready.values():
+            os.close(fd)
+        self._ready.clear()
 
 
 SLOT_WAIT_MIN, SLOT_WAIT_MAX = 0.002, 0.05  # seconds between looks for a slot another runner holds
@@ -212,7 +187,7 @@ class Run:
         self.slots = (self.batch["slots_dir"], int(self.batch["slots"]))
         self.limit = int(self.batch.get("max_parallel") or self.batch["slots"])
         self.count, self.next, self.running = len(self.batch["jobs"]), 0, 0
-        self.opener: LogOpener | None = None  # started once a job of the run waits for a slot
+        self.opener = LogOpener(self.batch["jobs"])
         me = {"pid": os.getpid(), "t": process_start_time(os.getpid())}
         write_json_atomic(os.path.join(run_dir, "runner.json"), me)
 
@@ -222,8 +197,7 @@ class Run:
 
     def close(self) -> None:
         """Every job ended and was logged: let go of the lock and hang up done.fifo."""
-        if self.opener is not None:
-            self.opener.close()
+        self.opener.close()
         self.events.close()
         for fd in self.fds:
             os.close(fd)
@@ -261,7 +235,7 @@ def _serve(runs: list[Run], channel: Any) -> None:
             while run_.next < run_.count and run_.running < run_.limit:
                 index = run_.next
                 if os.path.exists(os.path.join(run_.jobs_dir, f"{index}.cancel")):
-                    if run_.opener is not None and (log_fd := run_.opener.take(index)) is not None:
+                    if (log_fd := run_.opener.take(index)) is not None:
                         os.close(log_fd)
                     run_.events.write(i=index, e="exit", rc=None, t=time.time(), error="cancelled before it started")
                     run_.next += 1
@@ -273,7 +247,7 @@ def _serve(runs: list[Run], channel: Any) -> None:
                 slot_wait = SLOT_WAIT_MIN
                 if run_.cwd != here:
                     here = _enter(run_.cwd)
-                log_fd = None if run_.opener is None else run_.opener.take(index)
+                log_fd = run_.opener.take(index)
                 started = start_job(run_.batch["jobs"][index], index, run_.base_env, run_.events, log_fd)
                 run_.next += 1
                 if started is None:
@@ -283,16 +257,14 @@ def _serve(runs: list[Run], channel: Any) -> None:
                 pidfd = os.pidfd_open(started.pid)
                 poller.register(pidfd, select.POLLIN)
                 running[pidfd] = (started, run_, index, pool, slot)
-            if run_.opener is not None and run_.next >= run_.count:
-                run_.opener.close()  # every job of the run started: its thread ends
-                run_.opener = None
             if blocked:
                 break
-        # The runner waits now: time to open the logs of the jobs that start next (only the
-        # oldest waiting run's: one opener thread and AHEAD descriptors however many runs wait).
+        # Every slot is busy: until a job ends, open the logs of the jobs that start next (of
+        # the oldest waiting run only: AHEAD descriptors however many runs wait).
         waiting = next((r for r in runs if r.next < r.count), None)
-        if waiting is not None and waiting.opener is None:
-            waiting.opener = LogOpener(waiting.batch["jobs"], waiting.next)
+        if waiting is not None and not blocked:
+            while not poller.poll(0) and waiting.opener.open_next(waiting.next):
+                pass
         for ended_run in [r for r in runs if r.over]:
             runs.remove(ended_run)
             ended_run.close()

@@ -148,18 +148,18 @@ class LogOpener:
         self._cursor = max(self._cursor, index + 1)
         return self._ready.pop(index, None)
 
-    def open_next(self, first: int) -> bool:
-        """Open the log of the next job from ``first`` not opened yet; False if AHEAD are open
-        or no job is left."""
+    def wanted(self, first: int) -> bool:
+        """Is there a log to open ahead (of the jobs from ``first``, fewer than AHEAD open)?"""
         self._cursor = max(self._cursor, first)
-        if len(self._ready) >= self.AHEAD or self._cursor >= len(self._jobs):
-            return False
+        return len(self._ready) < self.AHEAD and self._cursor < len(self._jobs)
+
+    def open_next(self) -> None:
+        """Open the log of the next job not opened yet (after ``wanted`` said there is one)."""
         index = self._cursor
         self._cursor += 1
         with contextlib.suppress(Exception):  # the job opens it itself, and reports what is wrong
             self._ready[index] = os.open(self._jobs[index]["log_path"], os.O_WRONLY | os.O_CREAT | os.O_APPEND,
                                          0o600)
-        return True
 
     def close(self) -> None:
         for fd in self._ready.values():
@@ -263,8 +263,8 @@ def _serve(runs: list[Run], channel: Any) -> None:
         # the oldest waiting run only: AHEAD descriptors however many runs wait).
         waiting = next((r for r in runs if r.next < r.count), None)
         if waiting is not None and not blocked:
-            while not poller.poll(0) and waiting.opener.open_next(waiting.next):
-                pass
+            while waiting.opener.wanted(waiting.next) and not poller.poll(0):
+                waiting.opener.open_next()
         for ended_run in [r for r in runs if r.over]:
             runs.remove(ended_run)
             ended_run.close()

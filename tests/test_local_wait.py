@@ -211,3 +211,108 @@ def test_runner_per_batch_is_on_only_for_a_true_value(monkeypatch) -> None:
         assert processes._runner_per_batch() is expected, value
     monkeypatch.delenv("XLOCAL_RUNNER_PER_BATCH")
     assert processes._runner_per_batch() is False
+
+
+def test_a_wait_for_the_still_active_jobs_of_a_run_lasts_until_the_run_ends():
+    """A launcher's wait passes only the jobs still active at its last poll. The run's other
+    jobs ended, so the wait is not for part of the run: it must not wake every 0.25 s (each
+    wake is a poll of every active job) but when the run ends."""
+    quick, slow = _launch_mixed([["/bin/true"], ["/bin/sleep", "1.5"]])
+    assert quick.run_dir == slow.run_dir
+    deadline = time.monotonic() + 30
+    while processes.states([quick])[0].status.is_active and time.monotonic() < deadline:
+        time.sleep(0.02)
+    started = time.monotonic()
+    processes.wait_for_change([slow], 30)
+    assert time.monotonic() - started > 0.6, "woken at the partial-wait rate, not when the run ended"
+    assert processes.states([slow])[0].status is Status.COMPLETED
+
+
+def test_event_log_is_read_incrementally_and_a_torn_last_line_later(tmp_path, monkeypatch):
+    """Each poll parses only the lines written since the last one; a line still being written
+    is left for the next read, whole."""
+    run = tmp_path / "run"
+    run.mkdir()
+    log = run / "events.jsonl"
+    start = json.dumps({"i": 0, "e": "start", "pid": 1, "t": 1.0}) + "\n"
+    end = json.dumps({"i": 0, "e": "exit", "rc": 3, "t": 2.0, "error": None}) + "\n"
+    log.write_text(start + end[:10])
+    parsed: list[bytes] = []
+    real_loads = json.loads
+    monkeypatch.setattr(processes.json, "loads", lambda data: parsed.append(data) or real_loads(data))
+    assert set(processes.read_events(run)[0]) == {"start"}
+    with open(log, "a") as file:
+        file.write(end[10:])
+    assert processes.read_events(run)[0]["exit"]["rc"] == 3
+    assert len(parsed) == 2, parsed  # each line parsed once, the torn one only when whole
+
+
+def _context_switches(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("voluntary_ctxt_switches"))
+
+
+def test_a_batch_waiting_for_the_runners_own_slots_does_not_wake_it(monkeypatch):
+    """Every slot held by the runner's own jobs: their ends wake it, so a later batch waiting
+    for a slot must not make it look again every few ms (as when another runner holds them)."""
+    monkeypatch.setenv("XLOCAL_SLOTS", "2")
+    _, busy = _launch(["/bin/sleep", "1.5"], units=2)
+    _, waiting = _launch(["/bin/true"])
+    runner = json.loads(Path(busy[0].run_dir, "runner.json").read_text())["pid"]
+    deadline = time.monotonic() + 30
+    while len([e for e in _events(busy[0].run_dir) if e["e"] == "start"]) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.1)  # the second batch handed over and found no slot
+    before = _context_switches(runner)
+    time.sleep(0.6)
+    woken = _context_switches(runner) - before
+    assert processes.states(waiting)[0].status is Status.PENDING
+    assert woken <= 3, f"the runner woke {woken} times while its own jobs held every slot"
+    processes.wait_for_change(busy + waiting, 30)
+    assert [s.status for s in processes.states(busy + waiting)] == [Status.COMPLETED] * 3
+
+
+def test_logs_are_opened_ahead_for_one_waiting_batch_only(monkeypatch):
+    """The runner opens logs ahead (while its slots are busy) for the batch whose jobs start
+    next only: batches queued behind it hold no descriptors each."""
+    from xlocal.runner import LogOpener
+
+    monkeypatch.setenv("XLOCAL_SLOTS", "1")
+    _, busy = _launch(["/bin/sleep", "1.5"])
+    queued = [h for _ in range(4) for h in _launch(["/bin/true"], units=LogOpener.AHEAD + 4)[1]]
+    runner = json.loads(Path(busy[0].run_dir, "runner.json").read_text())["pid"]
+    time.sleep(0.4)  # every batch handed over; all wait for the one slot
+    logs = [os.readlink(f"/proc/{runner}/fd/{fd}") for fd in os.listdir(f"/proc/{runner}/fd")]
+    opened = [path for path in logs if path.endswith(".log")]
+    processes.wait_for_change(busy + queued, 30)
+    assert [s.status for s in processes.states(busy + queued)] == [Status.COMPLETED] * len(busy + queued)
+    assert 0 < len(opened) <= LogOpener.AHEAD, opened
+
+
+def test_threads_reading_one_runs_events_at_once_each_see_every_event(tmp_path):
+    """A wait and an output follower (threads of one process) read the same run's events
+    while the runner appends: every reader ends up with every event, none skipped."""
+    run = tmp_path / "run"
+    run.mkdir()
+    log = run / "events.jsonl"
+    log.write_text("")
+    total, done = 3000, threading.Event()
+
+    def append() -> None:
+        with open(log, "a") as file:
+            for i in range(total):
+                file.write(json.dumps({"i": i, "e": "start", "pid": i, "t": 0.0}) + "\n")
+                file.flush()
+        done.set()
+
+    def read() -> None:
+        while not done.is_set():
+            processes.read_events(run)
+
+    readers = [threading.Thread(target=read) for _ in range(4)]
+    for thread in readers:
+        thread.start()
+    append()
+    for thread in readers:
+        thread.join()
+    assert len(processes.read_events(run)) == total

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -49,3 +50,79 @@ def test_runner_gone_without_starting_the_job_reads_failed(tmp_path):
     os.utime(run / "batch.json", (time.time() - 60, time.time() - 60))
     [state] = processes.states([ProcessHandle(str(run), 0, log_path=str(tmp_path / "0.log"))])
     assert state.status is Status.FAILED and "exited before starting" in state.message
+
+
+def _run_batch(tmp_path: Path, jobs: list[list[str]], slots: int = 1) -> tuple[Path, list[Path]]:
+    """The runner alone (as a launcher starts it for one batch) on ``jobs``; returns when it exited."""
+    import fcntl
+    import subprocess
+
+    run = tmp_path / "run"
+    (run / "jobs").mkdir(parents=True, mode=0o700)
+    logs = [tmp_path / "logs" / f"{i}-job.log" for i in range(len(jobs))]
+    logs[0].parent.mkdir(mode=0o700)
+    batch = {"cwd": str(tmp_path), "base_env": dict(os.environ), "slots": slots, "max_parallel": None,
+             "slots_dir": str(tmp_path / "slots"),
+             "jobs": [{"argv": argv, "env": {}, "cwd": str(tmp_path), "log_path": str(log), "job_id": i}
+                      for i, (argv, log) in enumerate(zip(jobs, logs, strict=True))]}
+    (run / "batch.json").write_text(json.dumps(batch))
+    lock = os.open(run / "runner.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    os.mkfifo(run / "done.fifo", 0o600)
+    done = os.open(run / "done.fifo", os.O_RDWR)
+    try:
+        subprocess.run([sys.executable, "-P", processes._RUNNER, str(run), str(lock), str(done)],
+                       pass_fds=(lock, done), check=True, timeout=60)
+    finally:
+        os.close(lock)
+        os.close(done)
+    return run, logs
+
+
+def test_logs_opened_ahead_hold_exactly_each_jobs_output_and_nothing_leaks(tmp_path):
+    """More jobs than slots: the runner opens the next jobs' logs ahead of their start. Each
+    log still holds exactly its job's output (nothing for a silent job, the reason for one
+    that cannot start), is private, and no job inherits another's log or the runner's files."""
+    show_fds = "import os, sys; print(sys.argv[1], sorted(os.listdir('/proc/self/fd')))"
+    jobs: list[list[str]] = []
+    for i in range(12):
+        if i % 4 == 1:
+            jobs.append(["/bin/true"])
+        elif i == 6:
+            jobs.append([str(tmp_path / "no-such-program")])
+        else:
+            jobs.append([sys.executable, "-c", show_fds, f"job {i} \u00e9 $x"])
+    run, logs = _run_batch(tmp_path, jobs)
+    events = processes.read_events(run)
+    for i, log in enumerate(logs):
+        text = log.read_text() if log.exists() else ""
+        if i % 4 == 1:
+            assert text == "" and events[i]["exit"]["rc"] == 0
+        elif i == 6:
+            assert "cannot start" in text and events[i]["exit"]["rc"] == 127
+        else:
+            assert text == f"job {i} \u00e9 $x ['0', '1', '2', '3']\n", (i, text)  # 3: listdir's own
+            assert events[i]["exit"]["rc"] == 0
+        if log.exists():
+            assert log.stat().st_mode & 0o777 == 0o600
+
+
+def test_the_next_jobs_logs_are_opened_while_a_job_runs(tmp_path):
+    """With one slot busy, the runner has the next jobs' logs ready (created) before they start."""
+    import threading
+
+    seen: list[bool] = []
+    probe_log = tmp_path / "logs" / "3-job.log"
+
+    def probe() -> None:
+        deadline = time.monotonic() + 30
+        while not probe_log.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        events = processes.read_events(tmp_path / "run")
+        seen.append(probe_log.exists() and 3 not in events and "exit" not in events.get(0, {}))
+
+    thread = threading.Thread(target=probe)
+    thread.start()
+    _run_batch(tmp_path, [["/bin/sleep", "1"]] + [["/bin/true"]] * 4)
+    thread.join()
+    assert seen == [True], "job 3's log was not opened while job 0 ran"

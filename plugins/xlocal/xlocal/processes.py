@@ -23,7 +23,6 @@ from xcore.plugin import (
     LaunchError,
     LaunchRequest,
     Status,
-    cancel_requested,
     exit_state,
     follow_file,
     lost_state,
@@ -33,7 +32,7 @@ from xcore.plugin import (
 from xlocal.executables import LocalProcess
 from xlocal.executors import Local
 from xlocal.handles import ProcessHandle
-from xlocal.runner import process_start_time, read_events, write_json_atomic
+from xlocal.runner import process_start_time, write_json_atomic
 
 
 def machine_slots() -> int:
@@ -52,7 +51,8 @@ def launch(requests: Sequence[LaunchRequest], context: LaunchContext) -> list[Pr
     run_dir = runs / f"{first.experiment_id}-{first.job_id}-{os.urandom(3).hex()}"
     private_dir(run_dir / "jobs")
     max_parallel = min((r.executor.max_parallel or 10**9) for r in requests if isinstance(r.executor, Local))
-    log_dir = private_dir(context.state_dir / "logs" / str(first.experiment_id))
+    log_dir = str(private_dir(context.state_dir / "logs" / str(first.experiment_id)))
+    run_dir_text, here = str(run_dir), os.getcwd()
     jobs: list[dict[str, Any]] = []
     handles: list[ProcessHandle] = []
     for index, request in enumerate(requests):
@@ -60,16 +60,16 @@ def launch(requests: Sequence[LaunchRequest], context: LaunchContext) -> list[Pr
         if not isinstance(executable, LocalProcess):
             raise LaunchError(f"Local processes cannot run a {type(executable).__name__}; package it for xlocal.Local.")
         executor: Local = request.executor  # type: ignore[assignment]
-        log_path = log_dir / f"{request.work_unit_id}-{request.job_name}.log"
+        log_path = os.path.join(log_dir, f"{request.work_unit_id}-{request.job_name}.log")
         jobs.append({
             "argv": [*executable.command, *request.args],
             "env": request.env,
             "inherit_env": executor.inherit_env,
-            "cwd": executor.cwd or executable.cwd or os.getcwd(),
-            "log_path": str(log_path),
+            "cwd": executor.cwd or executable.cwd or here,
+            "log_path": log_path,
             "job_id": request.job_id,  # lets a later process adopt the job if the launcher dies (adopt)
         })
-        handles.append(ProcessHandle(str(run_dir), index, executor.kill_grace_secs, log_path=str(log_path)))
+        handles.append(ProcessHandle(run_dir_text, index, executor.kill_grace_secs, log_path=log_path))
     cwds = {job["cwd"] for job in jobs}
     batch = {
         "cwd": cwds.pop() if len(cwds) == 1 else None,  # the runner works there, so jobs start without chdir
@@ -241,10 +241,10 @@ def wait_for_change(handles: Sequence[ProcessHandle], timeout: float) -> None:
     Waiting for only some jobs of a run (``xcore wait EXP/WU``), the run's end may come long
     after theirs: then the wait lasts at most PARTIAL_WAIT_SECS, so the core polls as often
     as it would without this hook."""
-    wanted: dict[str, int] = {}
+    wanted: dict[str, set[int]] = {}
     for handle in handles:
-        wanted[handle.run_dir] = wanted.get(handle.run_dir, 0) + 1
-    if any(count < _run_size(run_dir) for run_dir, count in wanted.items()):
+        wanted.setdefault(handle.run_dir, set()).add(handle.index)
+    if any(_partial(run_dir, indexes) for run_dir, indexes in wanted.items()):
         timeout = min(timeout, PARTIAL_WAIT_SECS)
     poller = select.poll()
     fds: list[int] = []
@@ -292,6 +292,17 @@ _RUN_SIZES: dict[str, int] = {}  # run directory -> how many jobs its batch has 
 PARTIAL_WAIT_SECS = 0.25
 
 
+def _partial(run_dir: str, indexes: set[int]) -> bool:
+    """Does the run have a job, not among ``indexes``, that has not ended? (Then its end may
+    come long after theirs.) A launcher's wait passes the jobs still active at its last poll:
+    the others of the run ended, so the wait is not partial and lasts until the run ends."""
+    size = _run_size(run_dir)
+    if len(indexes) >= size:
+        return False
+    ended = read_events(run_dir)
+    return any(i not in indexes and "exit" not in ended.get(i, {}) for i in range(size))
+
+
 def _run_size(run_dir: str) -> int:
     if run_dir not in _RUN_SIZES:
         batch = _read_json(Path(run_dir) / "batch.json")
@@ -302,6 +313,53 @@ def _run_size(run_dir: str) -> int:
 
 
 _RUNNER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "runner.py")  # see xlocal.runner
+
+
+class _EventReader:
+    """A run's ``events.jsonl``, read from where the last read ended: the runner only appends
+    whole lines, so a poll of thousands of jobs parses only the lines written since the last
+    one, not the whole file again. A last line without its newline is read again next time."""
+
+    def __init__(self, path: str) -> None:
+        self.path, self.offset = path, 0
+        self.jobs: dict[int, dict[str, Any]] = {}
+        self.lock = threading.Lock()  # threads of one process (a wait, an output follower) share it
+
+    def read(self) -> dict[int, dict[str, Any]]:
+        with self.lock:
+            try:
+                with open(self.path, "rb") as log:
+                    log.seek(self.offset)
+                    data = log.read()
+            except FileNotFoundError:
+                return dict(self.jobs)
+            end = data.rfind(b"\n") + 1
+            for line in data[:end].splitlines():
+                try:
+                    event = json.loads(line)
+                except ValueError:
+                    continue  # never written whole (the runner died in the middle of it)
+                self.jobs.setdefault(event["i"], {})[event["e"]] = event
+            self.offset += end
+            return dict(self.jobs)  # a snapshot: a later read by another thread does not change it
+
+
+_EVENT_READERS: dict[str, _EventReader] = {}
+MAX_EVENT_READERS = 256  # runs whose events a long-lived process keeps parsed
+
+
+_EVENT_READERS_LOCK = threading.Lock()
+
+
+def read_events(run_dir: str | os.PathLike[str]) -> dict[int, dict[str, Any]]:
+    """Per job index of the run: its ``start`` and ``exit`` events as recorded so far."""
+    key = os.fspath(run_dir)
+    with _EVENT_READERS_LOCK:
+        reader = _EVENT_READERS.pop(key, None) or _EventReader(os.path.join(key, "events.jsonl"))
+        _EVENT_READERS[key] = reader  # most recently used last
+        while len(_EVENT_READERS) > MAX_EVENT_READERS:
+            del _EVENT_READERS[next(iter(_EVENT_READERS))]
+    return reader.read()
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:
@@ -322,13 +380,16 @@ def _alive(record: dict[str, Any] | None) -> bool:
 
 
 def states(handles: Sequence[ProcessHandle]) -> list[JobState]:
-    runs: dict[str, _RunView] = {}
+    runs: dict[str, _RunView | None] = {}
     result = []
     for handle in handles:
-        if not os.path.isdir(handle.run_dir):  # state directory cleaned up: xlocal no longer knows the job
+        if handle.run_dir in runs:
+            run = runs[handle.run_dir]
+        else:
+            run = runs[handle.run_dir] = _RunView(Path(handle.run_dir)) if os.path.isdir(handle.run_dir) else None
+        if run is None:  # state directory cleaned up: xlocal no longer knows the job
             result.append(lost_state(f"its run directory {handle.run_dir} is gone"))
             continue
-        run = runs.get(handle.run_dir) or runs.setdefault(handle.run_dir, _RunView(Path(handle.run_dir)))
         job = run.job(handle.index)
         if "exit" not in job and not run.runner_alive():
             job = run.job(handle.index)  # re-read after the runner's death: it logs every event before exiting
@@ -343,6 +404,17 @@ class _RunView:
         self.run_dir = run_dir
         self._events: dict[int, dict[str, Any]] | None = None
         self._alive: bool | None = None
+        self._cancelled: set[str] | None = None
+
+    def cancel_requested(self, index: int) -> bool:
+        """Is there a cancel marker for job ``index``? One listing of jobs/ per query, not a
+        stat per job (markers are only ever added, see ``_cancel_marker``)."""
+        if self._cancelled is None:
+            try:
+                self._cancelled = set(os.listdir(self.run_dir / "jobs"))
+            except OSError:
+                self._cancelled = set()
+        return f"{index}.cancel" in self._cancelled
 
     def job(self, index: int) -> dict[str, Any]:
         if self._events is None:
@@ -354,6 +426,7 @@ class _RunView:
             self._alive = _runner_alive(self.run_dir)
             if not self._alive:
                 self._events = None  # events read before this check may be missing the runner's last lines
+                self._cancelled = None  # and markers written before those lines, listed before them
         return self._alive
 
 
@@ -387,7 +460,7 @@ def _legacy_runner_alive(run_dir: Path) -> bool:
 def _state(handle: ProcessHandle, job: dict[str, Any], run: _RunView) -> JobState:
     started, ended = job.get("start"), job.get("exit")
     succeeded = ended is not None and ended.get("rc") == 0
-    cancelled = not succeeded and cancel_requested(_cancel_marker(handle))
+    cancelled = not succeeded and run.cancel_requested(handle.index)
     start_time = started["t"] if started else None
     if ended is not None:
         return _final_state(ended, cancelled, start_time)

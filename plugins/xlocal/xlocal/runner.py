@@ -23,6 +23,11 @@ Files in RUN_DIR (private to the user: the directory is 0700, files 0600):
   one read per run, and ignores a torn last line;
 - ``jobs/N.cancel``: written by ``xcore cancel``; a job not yet started is then skipped.
 
+Each job's output goes to its log (path in batch.json, 0600, appended to). While every slot
+is busy, the runner creates the next jobs' logs ahead (``LogOpener``) and a job inherits its
+open log; a log is never written by anyone but its job (or the runner's note that it could
+not start).
+
 Machine-wide, at most ``slots`` jobs run at once across all runners: a job holds an
 exclusive ``flock`` on one of ``SLOTS_DIR/slot-K.lock`` while it runs. The kernel releases
 the lock if the runner dies, so a crash never leaks a slot.
@@ -42,8 +47,6 @@ import time
 TYPE_CHECKING = False  # not typing's: the runner imports as little as it can
 if TYPE_CHECKING:
     from typing import Any
-
-    StrPath = str | os.PathLike[str]
 
 
 def write_json_atomic(path: str, data: Any, mode: int = 0o600) -> None:
@@ -66,23 +69,6 @@ class EventLog:
 
     def close(self) -> None:
         os.close(self._fd)
-
-
-def read_events(run_dir: StrPath) -> dict[int, dict[str, Any]]:
-    """Per job index: ``start`` and ``exit`` events as recorded so far."""
-    jobs: dict[int, dict[str, Any]] = {}
-    try:
-        with open(os.path.join(run_dir, "events.jsonl"), "rb") as log:
-            data = log.read()
-    except FileNotFoundError:
-        return jobs
-    for line in data.splitlines():
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue  # a line being written right now
-        jobs.setdefault(event["i"], {})[event["e"]] = event
-    return jobs
 
 
 def process_start_time(pid: int) -> float | None:
@@ -110,31 +96,75 @@ def _boot_time() -> float:
 
 
 class SlotPool:
+    """The machine's slots; each slot file is opened once and then only locked and unlocked."""
+
     def __init__(self, slots_dir: str, count: int) -> None:
         os.makedirs(slots_dir, mode=0o700, exist_ok=True)
         self.paths = [os.path.join(slots_dir, f"slot-{k}.lock") for k in range(count)]
-        self.held: dict[int, int] = {}  # slot -> fd
+        self.fds: dict[int, int] = {}  # slot -> its open file
+        self.held: set[int] = set()
 
     def acquire(self) -> int | None:
         for slot, path in enumerate(self.paths):
             if slot in self.held:
                 continue
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+            fd = self.fds.get(slot)
+            if fd is None:
+                fd = self.fds[slot] = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError as exc:
-                os.close(fd)
                 if exc.errno in (errno.EAGAIN, errno.EACCES):
                     continue
                 raise
-            self.held[slot] = fd
+            self.held.add(slot)
             return slot
         return None
 
     def release(self, slot: int) -> None:
-        fd = self.held.pop(slot)
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
+        self.held.remove(slot)
+        fcntl.flock(self.fds[slot], fcntl.LOCK_UN)
+
+
+class LogOpener:
+    """Opens (creates) the log files of a run's next jobs ahead of their start, at most AHEAD,
+    in the runner's idle moments: while every slot is busy and no job has ended yet. Creating
+    a file on a busy ext4 disk takes 0.05-0.5 ms, and a job that opens its log as it starts (a
+    posix_spawn file action) keeps its slot and the runner (blocked in posix_spawn) waiting
+    meanwhile; opened here, the job only inherits the descriptor. A log that exists but is
+    empty reads exactly like one not yet created (``xcore logs`` yields nothing for both); a
+    job whose log was not opened ahead (or could not be) opens it itself as it starts. No
+    thread: one would compete with the jobs for the cores and for the GIL."""
+
+    AHEAD = 16
+
+    def __init__(self, jobs: list[dict[str, Any]]) -> None:
+        self._jobs, self._cursor = jobs, 0
+        self._ready: dict[int, int] = {}  # index -> descriptor (O_CLOEXEC: no other job inherits it)
+
+    def take(self, index: int) -> int | None:
+        """The open log of job ``index`` (the caller owns it), or None: then the job opens it.
+        Jobs are taken in order; those skipped (cancelled) are dropped with ``take`` too."""
+        self._cursor = max(self._cursor, index + 1)
+        return self._ready.pop(index, None)
+
+    def wanted(self, first: int) -> bool:
+        """Is there a log to open ahead (of the jobs from ``first``, fewer than AHEAD open)?"""
+        self._cursor = max(self._cursor, first)
+        return len(self._ready) < self.AHEAD and self._cursor < len(self._jobs)
+
+    def open_next(self) -> None:
+        """Open the log of the next job not opened yet (after ``wanted`` said there is one)."""
+        index = self._cursor
+        self._cursor += 1
+        with contextlib.suppress(Exception):  # the job opens it itself, and reports what is wrong
+            self._ready[index] = os.open(self._jobs[index]["log_path"], os.O_WRONLY | os.O_CREAT | os.O_APPEND,
+                                         0o600)
+
+    def close(self) -> None:
+        for fd in self._ready.values():
+            os.close(fd)
+        self._ready.clear()
 
 
 SLOT_WAIT_MIN, SLOT_WAIT_MAX = 0.002, 0.05  # seconds between looks for a slot another runner holds
@@ -157,6 +187,7 @@ class Run:
         self.slots = (self.batch["slots_dir"], int(self.batch["slots"]))
         self.limit = int(self.batch.get("max_parallel") or self.batch["slots"])
         self.count, self.next, self.running = len(self.batch["jobs"]), 0, 0
+        self.opener = LogOpener(self.batch["jobs"])
         me = {"pid": os.getpid(), "t": process_start_time(os.getpid())}
         write_json_atomic(os.path.join(run_dir, "runner.json"), me)
 
@@ -166,6 +197,7 @@ class Run:
 
     def close(self) -> None:
         """Every job ended and was logged: let go of the lock and hang up done.fifo."""
+        self.opener.close()
         self.events.close()
         for fd in self.fds:
             os.close(fd)
@@ -197,23 +229,26 @@ def _serve(runs: list[Run], channel: Any) -> None:
         poller.register(channel.fileno(), select.POLLIN)
     slot_wait, here = SLOT_WAIT_MIN, None
     while runs or running or channel is not None:
-        blocked = False  # a job waits for a slot another runner holds
+        blocked = False  # a job waits for a slot another runner holds (one of ours wakes the poll as it ends)
         for run_ in runs:
             pool = pools.get(run_.slots) or pools.setdefault(run_.slots, SlotPool(*run_.slots))
             while run_.next < run_.count and run_.running < run_.limit:
                 index = run_.next
                 if os.path.exists(os.path.join(run_.jobs_dir, f"{index}.cancel")):
+                    if (log_fd := run_.opener.take(index)) is not None:
+                        os.close(log_fd)
                     run_.events.write(i=index, e="exit", rc=None, t=time.time(), error="cancelled before it started")
                     run_.next += 1
                     continue
                 slot = pool.acquire()
                 if slot is None:
-                    blocked = True
+                    blocked = blocked or len(pool.held) < len(pool.paths)
                     break
                 slot_wait = SLOT_WAIT_MIN
                 if run_.cwd != here:
                     here = _enter(run_.cwd)
-                started = start_job(run_.batch["jobs"][index], index, run_.base_env, run_.events)
+                log_fd = run_.opener.take(index)
+                started = start_job(run_.batch["jobs"][index], index, run_.base_env, run_.events, log_fd)
                 run_.next += 1
                 if started is None:
                     pool.release(slot)
@@ -224,6 +259,12 @@ def _serve(runs: list[Run], channel: Any) -> None:
                 running[pidfd] = (started, run_, index, pool, slot)
             if blocked:
                 break
+        # Every slot is busy: until a job ends, open the logs of the jobs that start next (of
+        # the oldest waiting run only: AHEAD descriptors however many runs wait).
+        waiting = next((r for r in runs if r.next < r.count), None)
+        if waiting is not None and not blocked:
+            while waiting.opener.wanted(waiting.next) and not poller.poll(0):
+                waiting.opener.open_next()
         for ended_run in [r for r in runs if r.over]:
             runs.remove(ended_run)
             ended_run.close()
@@ -318,23 +359,26 @@ class SpawnedJob:
         return os.waitstatus_to_exitcode(status)
 
 
-def start_job(job: dict[str, Any], index: int, base_env: dict[str, str], events: EventLog) -> SpawnedJob | None:
-    """Start a job in its own session with output to its log. ``posix_spawn`` (vfork) is far
-    cheaper than fork+exec from Python; a job that must change directory uses Popen.
+def start_job(job: dict[str, Any], index: int, base_env: dict[str, str], events: EventLog,
+              log_fd: int | None = None) -> SpawnedJob | None:
+    """Start a job in its own session with output to its log (``log_fd`` if the log was opened
+    ahead, closed here; else the job opens it). ``posix_spawn`` (vfork) is far cheaper than
+    fork+exec from Python; a job that must change directory uses Popen.
 
     A job that cannot start (missing program or directory, a NUL byte or ``=`` where the OS
     refuses one) is recorded as failed with the reason; the rest of the batch runs on."""
     try:
-        env = {**base_env, **job["env"]} if job.get("inherit_env", True) else job["env"]
+        env = job["env"]
+        if job.get("inherit_env", True):
+            env = {**base_env, **env} if env else base_env  # shared when a job adds nothing: no copy per job
         argv, cwd = job["argv"], job.get("cwd") or None
         if cwd is None or _is_here(cwd):
+            stdout = ((os.POSIX_SPAWN_OPEN, 1, job["log_path"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+                      if log_fd is None else (os.POSIX_SPAWN_DUP2, log_fd, 1))
             pid = os.posix_spawnp(
                 argv[0], argv, env,
-                file_actions=[
-                    (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
-                    (os.POSIX_SPAWN_OPEN, 1, job["log_path"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600),
-                    (os.POSIX_SPAWN_DUP2, 1, 2),
-                ],
+                file_actions=[(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0), stdout,
+                              (os.POSIX_SPAWN_DUP2, 1, 2)],
                 setsid=True,
             )
             started = SpawnedJob(pid)
@@ -343,20 +387,27 @@ def start_job(job: dict[str, Any], index: int, base_env: dict[str, str], events:
                 raise FileNotFoundError(errno.ENOENT, "working directory does not exist", cwd)
             import subprocess  # only here: most batches never need it
 
-            log_fd = os.open(job["log_path"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            if log_fd is None:
+                log_fd = os.open(job["log_path"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
             with open(log_fd, "ab", buffering=0) as log:
+                log_fd = None  # closed with ``log``
                 proc = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=log,
                                         stderr=subprocess.STDOUT, start_new_session=True, close_fds=True)
             started = SpawnedJob(proc.pid)
             proc.returncode = 0  # reaped by SpawnedJob.wait, not by Popen
     except Exception as exc:  # noqa: BLE001  one bad job must never stop the runner and the rest of the batch
         message = _start_error(job, exc)
+        if log_fd is not None:
+            os.close(log_fd)
+            log_fd = None
         with contextlib.suppress(OSError, ValueError, KeyError, TypeError):  # the event below is what counts
             log_fd = os.open(job["log_path"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
             with open(log_fd, "ab") as log:
                 log.write(f"xcore: {message}\n".encode())
         events.write(i=index, e="exit", rc=127, t=time.time(), error=message)
         return None
+    if log_fd is not None:
+        os.close(log_fd)
     events.write(i=index, e="start", pid=started.pid, t=time.time())
     return started
 

@@ -33,8 +33,8 @@ from psycopg.rows import dict_row
 
 from xcore.errors import ConfigurationError, NotFoundError, XcoreError
 from xcore.settings import env_number
-from xcore.status import JobState, Status, combine, recorded_times
-from xcore.store import ExperimentHistory, Imported, MetadataStore, StoreInfo, specs
+from xcore.status import JobState, Status, combine
+from xcore.store import ExperimentHistory, Imported, MetadataStore, StoreInfo, rows, specs
 from xcore.store import migrations as store_migrations
 from xcore.store.records import (
     ExperimentRecord,
@@ -190,14 +190,8 @@ MIGRATIONS: list[str] = [
 SCHEMA_VERSION = store_migrations.SCHEMA_VERSION  # one number for both stores
 assert len(MIGRATIONS) == SCHEMA_VERSION
 
-_JOB_COLUMNS = (
-    "id", "experiment_id", "work_unit_id", "name", "executor_kind", "executor", "executable", "args", "env",
-    "status", "message", "exit_code", "handle_kind", "handle", "log_path", "created_at", "launched_at",
-    "started_at", "ended_at", "lease_id",
-)
-_COPIED_JOB_COLUMNS = _JOB_COLUMNS[:-1]  # a lease belongs to a launcher of this store: never copied
-_STORED_JOB_COLUMNS = tuple(specs.SPEC_COLUMNS.get(c, c) for c in _COPIED_JOB_COLUMNS)  # specs by id
-_EXPERIMENT_FIELDS = {"title", "tags", "notes", "launch_status", "launch_error"}
+_JOB_COLUMNS = rows.JOB_COLUMNS
+_STORED_JOB_COLUMNS = rows.STORED_JOB_COLUMNS  # a copied job's columns, specs by id
 _EXPERIMENT_LOCK = 0x78636F7265  # advisory lock key ("xcore"): held while allocating experiment ids
 _MIGRATION_LOCK = _EXPERIMENT_LOCK + 1
 # Connection loss, server shutdown/startup, serialization failure and deadlock: worth retrying.
@@ -372,11 +366,7 @@ class PostgresStore(MetadataStore):
         return self.get_experiment(self._transaction(work))
 
     def update_experiment(self, experiment_id: int, **changes: Any) -> None:
-        unknown = set(changes) - _EXPERIMENT_FIELDS
-        if unknown:
-            raise ValueError(f"Cannot update experiment fields {sorted(unknown)}.")
-        if "tags" in changes:
-            changes["tags"] = json.dumps(list(changes["tags"]))
+        changes = rows.experiment_changes(changes)
         if not changes:
             return
         assignments = ", ".join(f"{name} = %s" for name in changes)
@@ -395,7 +385,7 @@ class PostgresStore(MetadataStore):
             if row is None:
                 raise NotFoundError(f"No experiment {experiment_id} in the store {self.url}. "
                                     "`xcore list` shows what exists.")
-            return _experiment(row, _status_counts(cur, [experiment_id]).get(experiment_id, {}))
+            return rows.experiment_record(row, _status_counts(cur, [experiment_id]).get(experiment_id, {}))
 
         return self._transaction(work)
 
@@ -421,18 +411,18 @@ class PostgresStore(MetadataStore):
             page_size = 500 if status or limit is None else limit
             while True:  # status is derived, so filter after computing it, a page at a time
                 cur.execute(query, (below, *params, page_size))
-                rows = cur.fetchall()
-                if not rows:
+                page = cur.fetchall()
+                if not page:
                     return records
-                counts = _status_counts(cur, [r["id"] for r in rows])
-                for row in rows:
-                    record = _experiment(row, counts.get(row["id"], {}))
+                counts = _status_counts(cur, [r["id"] for r in page])
+                for row in page:
+                    record = rows.experiment_record(row, counts.get(row["id"], {}))
                     if status and record.status.value != status.upper():
                         continue
                     records.append(record)
                     if limit is not None and len(records) >= limit:
                         return records
-                below = rows[-1]["id"]
+                below = page[-1]["id"]
 
         return self._transaction(work)
 
@@ -499,39 +489,30 @@ class PostgresStore(MetadataStore):
                     if old:
                         cur.execute("DELETE FROM job_events WHERE job_id = ANY(%s)", (old,))
                         cur.execute("DELETE FROM jobs WHERE id = ANY(%s)", (old,))
-            units = [(w.experiment_id, w.work_unit_id, w.role, json.dumps(w.args), w.identity, now)
-                     for w in writes if w.role is not None]
-            if units:
-                cur.executemany("INSERT INTO work_units (experiment_id, id, role, args, identity, created_at)"
-                                " VALUES (%s, %s, %s, %s, %s, %s)", units)
             ids: list[int] = []
             if count:
                 cur.execute("SELECT nextval(pg_get_serial_sequence('jobs', 'id')) AS id"
                             " FROM generate_series(1, %s)", (count,))
                 ids = sorted(int(r["id"]) for r in cur.fetchall())
                 drawn[:] = ids
-            spec = self._spec_ids(cur).of
-            rows, links, at = [], [], 0
-            for w in writes:
-                rows += [(ids[at + i], w.experiment_id, w.work_unit_id, job.name, job.executor_kind,
-                          spec(job.executor), spec(job.executable), json.dumps(job.args), json.dumps(job.env),
-                          now, lease_id) for i, job in enumerate(w.jobs)]
-                links += [(ids[at + index], w.experiment_id, w.work_unit_id, name, url) for index, name, url in w.links]
-                at += len(w.jobs)
-            if rows:
+            new = rows.add_rows(writes, ids, self._spec_ids(cur).of, now, lease_id)
+            if new.units:
+                cur.executemany("INSERT INTO work_units (experiment_id, id, role, args, identity, created_at)"
+                                " VALUES (%s, %s, %s, %s, %s, %s)", new.units)
+            if new.jobs:
                 cur.executemany("INSERT INTO jobs (id, experiment_id, work_unit_id, name, executor_kind,"
                                 " executor_spec, executable_spec, args, env, created_at, lease_id)"
-                                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)", rows)
+                                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)", new.jobs)
                 cur.executemany("INSERT INTO job_events (job_id, status, at) VALUES (%s, 'LAUNCHING', %s)",
-                                [(row[0], now) for row in rows])
-            more = [(w.experiment_id, w.work_unit_id) for w in writes if w.role is None and w.jobs]
-            if more:
-                cur.executemany("UPDATE work_units SET status = 'LAUNCHING' WHERE experiment_id = %s AND id = %s", more)
-            if links:
+                                [(row[0], now) for row in new.jobs])
+            if new.more:
+                cur.executemany("UPDATE work_units SET status = 'LAUNCHING' WHERE experiment_id = %s AND id = %s",
+                                new.more)
+            if new.links:
                 cur.executemany("INSERT INTO job_links (job_id, experiment_id, work_unit_id, name, url)"
                                 " VALUES (%s, %s, %s, %s, %s)"
-                                " ON CONFLICT (job_id, name) DO UPDATE SET url = EXCLUDED.url", links)
-            return split(ids)
+                                " ON CONFLICT (job_id, name) DO UPDATE SET url = EXCLUDED.url", new.links)
+            return new.ids
 
         return self._transaction(work)
 
@@ -608,7 +589,7 @@ class PostgresStore(MetadataStore):
                         " ORDER BY jobs.id", params)
             for row in cur:
                 if row["work_unit_id"] in units:
-                    units[row["work_unit_id"]].jobs.append(_job(row))
+                    units[row["work_unit_id"]].jobs.append(rows.job_record(row))
             return list(units.values())
 
         return self._transaction(work)
@@ -640,15 +621,14 @@ class PostgresStore(MetadataStore):
         def work(cur: psycopg.Cursor[dict[str, Any]], _: bool) -> list[JobRecord]:
             cur.execute(f"SELECT {columns}, {light} FROM jobs WHERE experiment_id = ANY(%s) AND status = ANY(%s)"
                         " ORDER BY id", (list(experiment_ids), active))
-            return [_job(row) for row in cur.fetchall()]
+            return [rows.job_record(row) for row in cur.fetchall()]
 
         return self._transaction(work)
 
     def job_history(self, job_id: int) -> list[StatusEvent]:
         def work(cur: psycopg.Cursor[dict[str, Any]], _: bool) -> list[StatusEvent]:
             cur.execute("SELECT * FROM job_events WHERE job_id = %s ORDER BY seq", (job_id,))
-            return [StatusEvent(r["job_id"], Status(r["status"]), r["message"], r["exit_code"], r["at"])
-                    for r in cur.fetchall()]
+            return [rows.status_event(r) for r in cur.fetchall()]
 
         return self._transaction(work)
 
@@ -703,8 +683,7 @@ class PostgresStore(MetadataStore):
     def leases(self) -> list[LeaseRecord]:
         def work(cur: psycopg.Cursor[dict[str, Any]], _: bool) -> list[LeaseRecord]:
             cur.execute("SELECT * FROM launch_leases ORDER BY id")
-            return [LeaseRecord(r["id"], r["experiment_id"], r["host"], r["pid"], r["proc_start"], r["heartbeat"],
-                                r["state"]) for r in cur.fetchall()]
+            return [rows.lease_record(r) for r in cur.fetchall()]
 
         return self._transaction(work)
 
@@ -733,14 +712,9 @@ class PostgresStore(MetadataStore):
                                                                          list[JobRecord]]:
             cur.execute(f"{specs.select_jobs(_JOB_COLUMNS)} WHERE jobs.lease_id = %s AND jobs.status = 'LAUNCHING'"
                         " AND jobs.handle IS NULL ORDER BY jobs.id", (lease_id,))
-            jobs = {row["id"]: _job(row) for row in cur.fetchall()}
+            jobs = {row["id"]: rows.job_record(row) for row in cur.fetchall()}
             cur.execute("SELECT * FROM launch_intents WHERE lease_id = %s ORDER BY id", (lease_id,))
-            in_flight = []
-            for row in cur.fetchall():
-                group = [jobs.pop(i) for i in json.loads(row["job_ids"]) if i in jobs]
-                if group:
-                    in_flight.append((row["executor_kind"], group))
-            return in_flight, list(jobs.values())
+            return rows.orphans_by_intent(jobs, cur.fetchall())
 
         return self._transaction(work)
 
@@ -786,8 +760,7 @@ class PostgresStore(MetadataStore):
                         " ORDER BY e.seq", (experiment_id,))
             events: dict[int, list[StatusEvent]] = {}
             for r in cur:
-                events.setdefault(r["job_id"], []).append(
-                    StatusEvent(r["job_id"], Status(r["status"]), r["message"], r["exit_code"], r["at"]))
+                events.setdefault(r["job_id"], []).append(rows.status_event(r))
             cur.execute("SELECT job_id, name, value, at FROM job_results WHERE experiment_id = %s"
                         " ORDER BY at, job_id, name", (experiment_id,))
             results = [(r["job_id"], r["name"], r["value"], r["at"]) for r in cur.fetchall()]
@@ -826,9 +799,7 @@ class PostgresStore(MetadataStore):
                 "INSERT INTO experiments (id, title, tags, notes, script_path, script_sha256, git_commit, git_dirty,"
                 ' "user", host, created_at, launch_status, launch_error, origin)'
                 " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                (experiment_id, source.title, json.dumps(source.tags), source.notes, source.script_path,
-                 source.script_sha256, source.git_commit, source.git_dirty, source.user, source.host,
-                 source.created_at, source.launch_status, source.launch_error, history.origin),
+                rows.copied_experiment_values(source, experiment_id, history.origin),
             )
             clash = False
             if jobs:
@@ -848,11 +819,7 @@ class PostgresStore(MetadataStore):
             new_ids: dict[int, int] = {}
             spec = self._spec_ids(cur).of
             for job in jobs:
-                values = (job.id, experiment_id, job.work_unit_id, job.name, job.executor_kind,
-                          spec(job.executor), spec(job.executable), json.dumps(job.args),
-                          json.dumps(job.env), job.status.value, job.message, job.exit_code, job.handle_kind,
-                          None if job.handle is None else json.dumps(job.handle), job.log_path, job.created_at,
-                          job.launched_at, job.started_at, job.ended_at)
+                values = rows.copied_job_values(job, experiment_id, spec)
                 cur.execute(f"INSERT INTO jobs ({', '.join(columns)}) VALUES ({', '.join(['%s'] * len(columns))})"
                             " RETURNING id", values[1:] if clash else values)
                 new_id = _one(cur)["id"]
@@ -861,19 +828,12 @@ class PostgresStore(MetadataStore):
                     [(new_id, e.status.value, e.message, e.exit_code, e.at) for e in history.events.get(job.id, [])],
                 )
                 new_ids[job.id] = new_id
-            units = {job.id: job.work_unit_id for job in jobs}
-            cur.executemany("UPDATE jobs SET results_at = %s WHERE id = %s",
-                            [(at, new_ids[j]) for j, at in history.results_final.items() if j in new_ids])
-            cur.executemany(
-                "INSERT INTO job_results (job_id, experiment_id, work_unit_id, name, value, at)"
-                " VALUES (%s, %s, %s, %s, %s, %s)",
-                [(new_ids[j], experiment_id, units[j], name, value, at)
-                 for j, name, value, at in history.results if j in new_ids],
-            )
-            cur.executemany(
-                "INSERT INTO job_links (job_id, experiment_id, work_unit_id, name, url) VALUES (%s, %s, %s, %s, %s)",
-                [(new_ids[j], experiment_id, units[j], name, url) for j, name, url in history.links if j in new_ids],
-            )
+            final, results, links = rows.copied_extras(history, new_ids, experiment_id)
+            cur.executemany("UPDATE jobs SET results_at = %s WHERE id = %s", final)
+            cur.executemany("INSERT INTO job_results (job_id, experiment_id, work_unit_id, name, value, at)"
+                            " VALUES (%s, %s, %s, %s, %s, %s)", results)
+            cur.executemany("INSERT INTO job_links (job_id, experiment_id, work_unit_id, name, url)"
+                            " VALUES (%s, %s, %s, %s, %s)", links)
             return Imported(source.id, experiment_id, clash)
 
         return self._transaction(work)
@@ -1013,7 +973,7 @@ def _mark_launched(cur: psycopg.Cursor[dict[str, Any]],
     """Store handles; a job still LAUNCHING becomes PENDING (marking twice appends nothing)."""
     if not launched:
         return
-    rows = _lock_jobs(cur, [job_id for job_id, *_ in launched], "id, status")
+    locked = _lock_jobs(cur, [job_id for job_id, *_ in launched], "id, status")
     cur.executemany(
         "UPDATE jobs SET handle_kind = %s, handle = %s, log_path = %s, launched_at = %s,"
         " status = CASE status WHEN 'LAUNCHING' THEN 'PENDING' ELSE status END,"
@@ -1022,9 +982,9 @@ def _mark_launched(cur: psycopg.Cursor[dict[str, Any]],
     )
     cur.executemany(
         "INSERT INTO job_events (job_id, status, message, at) VALUES (%s, 'PENDING', 'submitted', %s)",
-        [(job_id, now) for job_id, row in rows.items() if row["status"] == "LAUNCHING"],
+        [(job_id, now) for job_id, row in locked.items() if row["status"] == "LAUNCHING"],
     )
-    _refresh_units(cur, list(rows))
+    _refresh_units(cur, list(locked))
 
 
 def _record_states(cur: psycopg.Cursor[dict[str, Any]], states: Sequence[tuple[int, JobState]], where: str,
@@ -1032,20 +992,8 @@ def _record_states(cur: psycopg.Cursor[dict[str, Any]], states: Sequence[tuple[i
     """Store the newest state of jobs (locked in id order); a change of status is appended to the history."""
     if not states:
         return
-    rows = _lock_jobs(cur, [job_id for job_id, _ in states], "id, status, started_at, ended_at")
-    updates, events = [], []
-    for job_id, state in states:
-        row = rows.get(job_id)
-        if row is None:
-            raise NotFoundError(f"No job {job_id} in {where}.")
-        if Status(row["status"]).is_terminal and not state.status.is_terminal:
-            continue  # a finished job never becomes active again
-        started, ended = recorded_times(state, row["started_at"], row["ended_at"], now)
-        updates.append((state.status.value, state.message, state.exit_code, started, ended, job_id))
-        row["started_at"], row["ended_at"] = started, ended
-        if row["status"] != state.status.value:
-            events.append((job_id, state.status.value, state.message, state.exit_code, now))
-            row["status"] = state.status.value  # the same job twice in one call: one event
+    locked = _lock_jobs(cur, [job_id for job_id, _ in states], "id, status, started_at, ended_at")
+    updates, events = rows.state_changes(locked, states, now, where)
     cur.executemany(
         "UPDATE jobs SET status = %s, message = %s, exit_code = %s, started_at = %s, ended_at = %s WHERE id = %s",
         updates,
@@ -1053,7 +1001,7 @@ def _record_states(cur: psycopg.Cursor[dict[str, Any]], states: Sequence[tuple[i
     cur.executemany(
         "INSERT INTO job_events (job_id, status, message, exit_code, at) VALUES (%s, %s, %s, %s, %s)", events
     )
-    _refresh_units(cur, list(rows))
+    _refresh_units(cur, list(locked))
 
 
 def _lock_jobs(cur: psycopg.Cursor[dict[str, Any]], job_ids: Sequence[int], columns: str) -> dict[int, dict[str, Any]]:
@@ -1087,24 +1035,3 @@ def _status_counts(cur: psycopg.Cursor[dict[str, Any]], experiment_ids: Sequence
     for row in cur.fetchall():
         counts.setdefault(row["experiment_id"], {})[row["status"]] = row["n"]
     return counts
-
-
-def _experiment(row: dict[str, Any], counts: dict[str, int]) -> ExperimentRecord:
-    return ExperimentRecord(
-        id=row["id"], title=row["title"], tags=json.loads(row["tags"]), notes=row["notes"],
-        script_path=row["script_path"], script_sha256=row["script_sha256"], git_commit=row["git_commit"],
-        git_dirty=row["git_dirty"], user=row["user"], host=row["host"], created_at=row["created_at"],
-        launch_status=row["launch_status"], launch_error=row["launch_error"], status_counts=counts,
-    )
-
-
-def _job(row: dict[str, Any]) -> JobRecord:
-    return JobRecord(
-        id=row["id"], experiment_id=row["experiment_id"], work_unit_id=row["work_unit_id"], name=row["name"],
-        executor_kind=row["executor_kind"], executor=json.loads(row["executor"]),
-        executable=json.loads(row["executable"]), args=json.loads(row["args"]), env=json.loads(row["env"]),
-        status=Status(row["status"]), message=row["message"], exit_code=row["exit_code"],
-        handle_kind=row["handle_kind"], handle=json.loads(row["handle"]) if row["handle"] else None,
-        log_path=row["log_path"], created_at=row["created_at"], launched_at=row["launched_at"],
-        started_at=row["started_at"], ended_at=row["ended_at"],
-    )

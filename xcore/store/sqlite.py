@@ -21,8 +21,8 @@ from typing import Any
 from xcore import paths
 from xcore.errors import NotFoundError, StoreError
 from xcore.settings import env_number
-from xcore.status import JobState, Status, combine, recorded_times
-from xcore.store import ExperimentHistory, Imported, MetadataStore, StoreInfo, records, specs
+from xcore.status import JobState, Status, combine
+from xcore.store import ExperimentHistory, Imported, MetadataStore, StoreInfo, records, rows, specs
 from xcore.store import migrations as store_migrations
 from xcore.store.records import (
     ExperimentRecord,
@@ -207,14 +207,9 @@ MIGRATIONS: list[str] = [
 SCHEMA_VERSION = store_migrations.SCHEMA_VERSION  # one number for both stores
 assert len(MIGRATIONS) == SCHEMA_VERSION
 
-_JOB_COLUMNS = (
-    "id", "experiment_id", "work_unit_id", "name", "executor_kind", "executor", "executable", "args", "env",
-    "status", "message", "exit_code", "handle_kind", "handle", "log_path", "created_at", "launched_at",
-    "started_at", "ended_at", "lease_id",
-)
-_COPIED_COLUMNS = tuple(c for c in _JOB_COLUMNS if c != "lease_id")
-_STORED_COLUMNS = tuple(specs.SPEC_COLUMNS.get(c, c) for c in _COPIED_COLUMNS)  # specs by id in the table
-_EXPERIMENT_FIELDS = {"title", "tags", "notes", "launch_status", "launch_error"}
+_JOB_COLUMNS = rows.JOB_COLUMNS
+_COPIED_COLUMNS = rows.COPIED_JOB_COLUMNS
+_STORED_COLUMNS = rows.STORED_JOB_COLUMNS  # specs by id in the table
 
 
 class SqliteStore(MetadataStore):
@@ -439,11 +434,7 @@ class SqliteStore(MetadataStore):
         return self.get_experiment(experiment_id)
 
     def update_experiment(self, experiment_id: int, **changes: Any) -> None:
-        unknown = set(changes) - _EXPERIMENT_FIELDS
-        if unknown:
-            raise ValueError(f"Cannot update experiment fields {sorted(unknown)}.")
-        if "tags" in changes:
-            changes["tags"] = json.dumps(list(changes["tags"]))
+        changes = rows.experiment_changes(changes)
         if not changes:
             return
         assignments = ", ".join(f"{name} = ?" for name in changes)
@@ -482,13 +473,13 @@ class SqliteStore(MetadataStore):
         if not status and limit is not None:
             query += f" LIMIT {int(limit)}"
         with self._reading():
-            rows = self._db.execute(query, params).fetchall()
+            found = self._db.execute(query, params).fetchall()
             records: list[ExperimentRecord] = []
             # Status is derived, so filter after computing it, in pages to keep memory flat
             # (without a status filter the first page is the answer: count no more than that).
             size = 500 if status or limit is None else max(limit, 1)
-            for start in range(0, len(rows), size):
-                page = rows[start : start + size]
+            for start in range(0, len(found), size):
+                page = found[start : start + size]
                 counts = self._status_counts([r["id"] for r in page])
                 for row in page:
                     record = self._experiment(row, counts.get(row["id"], {}))
@@ -513,21 +504,11 @@ class SqliteStore(MetadataStore):
     @staticmethod
     def _experiment(row: sqlite3.Row, counts: dict[str, int]) -> ExperimentRecord:
         try:
-            return SqliteStore._experiment_fields(row, counts)
+            return rows.experiment_record(row, counts)
         except Exception as exc:  # noqa: BLE001 - one bad row must not hide the others
             title = row["title"] if isinstance(row["title"], str) else ""
             return ExperimentRecord(id=row["id"], title=title, created_at=_number(row["created_at"]),
                                     status_counts=counts, unreadable=records.unreadable(exc))
-
-    @staticmethod
-    def _experiment_fields(row: sqlite3.Row, counts: dict[str, int]) -> ExperimentRecord:
-        return ExperimentRecord(
-            id=row["id"], title=row["title"], tags=json.loads(row["tags"]), notes=row["notes"],
-            script_path=row["script_path"], script_sha256=row["script_sha256"], git_commit=row["git_commit"],
-            git_dirty=None if row["git_dirty"] is None else bool(row["git_dirty"]), user=row["user"],
-            host=row["host"], created_at=row["created_at"], launch_status=row["launch_status"],
-            launch_error=row["launch_error"], status_counts=counts,
-        )
 
     # -- work units and jobs -------------------------------------------------------------
 
@@ -565,37 +546,26 @@ class SqliteStore(MetadataStore):
             for write in writes:
                 if write.replace_unlaunched:
                     self._drop_unlaunched(db, write.experiment_id, write.work_unit_id)
-            db.executemany(
-                "INSERT INTO work_units (experiment_id, id, role, args, identity, created_at) VALUES (?,?,?,?,?,?)",
-                [(w.experiment_id, w.work_unit_id, w.role, json.dumps(w.args), w.identity, now)
-                 for w in writes if w.role is not None],
-            )
             seq = db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'jobs'").fetchone()
             top = db.execute("SELECT MAX(id) FROM jobs").fetchone()[0]
-            next_id = max(seq[0] if seq else 0, top or 0) + 1
-            spec = self._spec_ids(db).of
-            ids: list[list[int]] = []
-            jobs, links = [], []
-            for w in writes:
-                first = next_id
-                next_id += len(w.jobs)
-                ids.append(list(range(first, next_id)))
-                jobs += [(first + i, w.experiment_id, w.work_unit_id, job.name, job.executor_kind, spec(job.executor),
-                          spec(job.executable), json.dumps(job.args), json.dumps(job.env) if job.env else "{}", now,
-                          lease_id) for i, job in enumerate(w.jobs)]
-                links += [(first + index, w.experiment_id, w.work_unit_id, name, url) for index, name, url in w.links]
+            first = max(seq[0] if seq else 0, top or 0) + 1
+            new = rows.add_rows(writes, range(first, first + sum(len(w.jobs) for w in writes)),
+                                self._spec_ids(db).of, now, lease_id)
+            db.executemany(
+                "INSERT INTO work_units (experiment_id, id, role, args, identity, created_at) VALUES (?,?,?,?,?,?)",
+                new.units,
+            )
             db.executemany(
                 "INSERT INTO jobs (id, experiment_id, work_unit_id, name, executor_kind, executor_spec,"
-                " executable_spec, args, env, created_at, lease_id) VALUES (?,?,?,?,?,?,?,?,?,?,?)", jobs)
+                " executable_spec, args, env, created_at, lease_id) VALUES (?,?,?,?,?,?,?,?,?,?,?)", new.jobs)
             db.executemany("INSERT INTO job_events (job_id, status, at) VALUES (?, 'LAUNCHING', ?)",
-                           [(row[0], now) for row in jobs])
-            db.executemany("UPDATE work_units SET status = 'LAUNCHING' WHERE experiment_id = ? AND id = ?",
-                           [(w.experiment_id, w.work_unit_id) for w in writes if w.role is None and w.jobs])
-            if links:
+                           [(row[0], now) for row in new.jobs])
+            db.executemany("UPDATE work_units SET status = 'LAUNCHING' WHERE experiment_id = ? AND id = ?", new.more)
+            if new.links:
                 db.executemany(
                     "INSERT INTO job_links (job_id, experiment_id, work_unit_id, name, url) VALUES (?,?,?,?,?)"
-                    " ON CONFLICT (job_id, name) DO UPDATE SET url = excluded.url", links)
-            return ids
+                    " ON CONFLICT (job_id, name) DO UPDATE SET url = excluded.url", new.links)
+            return new.ids
 
     @staticmethod
     def _drop_unlaunched(db: sqlite3.Connection, experiment_id: int, work_unit_id: int) -> None:
@@ -652,10 +622,10 @@ class SqliteStore(MetadataStore):
         if launched:
             # Only a job still LAUNCHING gets the PENDING event: marking twice appends nothing.
             # One read gives both that and the units to refresh (issue 14: two reads at 10,000).
-            rows = self._rows_by_id(db, [j for j, *_ in launched], "id, status, experiment_id, work_unit_id")
-            launching = [job_id for job_id, row in rows.items() if row["status"] == "LAUNCHING"]
-            units = {(row["experiment_id"], row["work_unit_id"]) for row in rows.values()}
-            del rows  # not held through the update: at 10,000 jobs they are 2 MB of the launcher's peak
+            found = self._rows_by_id(db, [j for j, *_ in launched], "id, status, experiment_id, work_unit_id")
+            launching = [job_id for job_id, row in found.items() if row["status"] == "LAUNCHING"]
+            units = {(row["experiment_id"], row["work_unit_id"]) for row in found.values()}
+            del found  # not held through the update: at 10,000 jobs they are 2 MB of the launcher's peak
             db.executemany(
                 "UPDATE jobs SET handle_kind = ?, handle = ?, log_path = ?, launched_at = ?,"
                 " status = CASE status WHEN 'LAUNCHING' THEN 'PENDING' ELSE status END,"
@@ -679,19 +649,8 @@ class SqliteStore(MetadataStore):
         if not states:
             return
         now = time.time()
-        rows = self._rows_by_id(db, [job_id for job_id, _ in states],
-                                "id, status, message, exit_code, started_at, ended_at")
-        updates, events = [], []
-        for job_id, state in states:
-            row = rows.get(job_id)
-            if row is None:
-                raise NotFoundError(f"No job {job_id} in {self.path}.")
-            if Status(row["status"]).is_terminal and not state.status.is_terminal:
-                continue  # a finished job never becomes active again
-            started, ended = recorded_times(state, row["started_at"], row["ended_at"], now)
-            updates.append((state.status.value, state.message, state.exit_code, started, ended, job_id))
-            if row["status"] != state.status.value:
-                events.append((job_id, state.status.value, state.message, state.exit_code, now))
+        found = self._rows_by_id(db, [job_id for job_id, _ in states], "id, status, started_at, ended_at")
+        updates, events = rows.state_changes(found, states, now, str(self.path))
         db.executemany(
             "UPDATE jobs SET status = ?, message = ?, exit_code = ?, started_at = ?, ended_at = ? WHERE id = ?",
             updates,
@@ -703,25 +662,25 @@ class SqliteStore(MetadataStore):
 
     @staticmethod
     def _rows_by_id(db: sqlite3.Connection, job_ids: Sequence[int], columns: str) -> dict[int, sqlite3.Row]:
-        rows: dict[int, sqlite3.Row] = {}
+        found: dict[int, sqlite3.Row] = {}
         if len(job_ids) > 500:
             low, high = min(job_ids), max(job_ids)
             if high - low < 2 * len(job_ids):  # a launch's ids are dense: one range read, not one per 500
                 wanted = set(job_ids)
                 for row in db.execute(f"SELECT {columns} FROM jobs WHERE id BETWEEN ? AND ?", (low, high)):
                     if row["id"] in wanted:
-                        rows[row["id"]] = row
-                return rows
+                        found[row["id"]] = row
+                return found
         for start in range(0, len(job_ids), 500):
             chunk = job_ids[start : start + 500]
             for row in db.execute(f"SELECT {columns} FROM jobs WHERE id IN ({','.join('?' * len(chunk))})", chunk):
-                rows[row["id"]] = row
-        return rows
+                found[row["id"]] = row
+        return found
 
     def _refresh_units(self, db: sqlite3.Connection, job_ids: Sequence[int]) -> None:
         """Recompute the status of every work unit these jobs belong to."""
-        rows = self._rows_by_id(db, job_ids, "id, experiment_id, work_unit_id").values()
-        self._refresh_unit_statuses(db, {(r["experiment_id"], r["work_unit_id"]) for r in rows})
+        found = self._rows_by_id(db, job_ids, "id, experiment_id, work_unit_id").values()
+        self._refresh_unit_statuses(db, {(r["experiment_id"], r["work_unit_id"]) for r in found})
 
     @staticmethod
     def _refresh_unit_statuses(db: sqlite3.Connection, units: set[tuple[int, int]]) -> None:
@@ -881,15 +840,13 @@ class SqliteStore(MetadataStore):
 
     def job_history(self, job_id: int) -> list[StatusEvent]:
         with self._reading():
-            return [
-                StatusEvent(job_id, Status(r["status"]), r["message"], r["exit_code"], r["at"])
-                for r in self._db.execute("SELECT * FROM job_events WHERE job_id = ? ORDER BY rowid", (job_id,))
-            ]
+            return [rows.status_event(r)
+                    for r in self._db.execute("SELECT * FROM job_events WHERE job_id = ? ORDER BY rowid", (job_id,))]
 
     @staticmethod
     def _job(row: sqlite3.Row) -> JobRecord:
         try:
-            return SqliteStore._job_fields(row)
+            return rows.job_record(row, _shared_spec)
         except Exception as exc:  # noqa: BLE001 - one bad row must not hide the others
             return JobRecord(
                 id=row["id"], experiment_id=row["experiment_id"], work_unit_id=row["work_unit_id"],
@@ -897,18 +854,6 @@ class SqliteStore(MetadataStore):
                 args=[], env={}, status=Status.UNKNOWN, message=records.unreadable(exc),
                 created_at=_number(row["created_at"]),
             )
-
-    @staticmethod
-    def _job_fields(row: sqlite3.Row) -> JobRecord:
-        return JobRecord(
-            id=row["id"], experiment_id=row["experiment_id"], work_unit_id=row["work_unit_id"], name=row["name"],
-            executor_kind=row["executor_kind"], executor=_shared_spec(row["executor"]),
-            executable=_shared_spec(row["executable"]), args=json.loads(row["args"]), env=json.loads(row["env"]),
-            status=Status(row["status"]), message=row["message"], exit_code=row["exit_code"],
-            handle_kind=row["handle_kind"], handle=json.loads(row["handle"]) if row["handle"] else None,
-            log_path=row["log_path"], created_at=row["created_at"], launched_at=row["launched_at"],
-            started_at=row["started_at"], ended_at=row["ended_at"],
-        )
 
     # -- launcher leases -----------------------------------------------------------------
 
@@ -939,9 +884,7 @@ class SqliteStore(MetadataStore):
 
     def leases(self) -> list[LeaseRecord]:
         with self._lock:
-            rows = self._db.execute("SELECT * FROM launch_leases ORDER BY id").fetchall()
-            return [LeaseRecord(r["id"], r["experiment_id"], r["host"], r["pid"], r["proc_start"], r["heartbeat"],
-                                r["state"]) for r in rows]
+            return [rows.lease_record(r) for r in self._db.execute("SELECT * FROM launch_leases ORDER BY id")]
 
     def claim_lease(self, lease: LeaseRecord, host: str, pid: int, proc_start: float | None) -> bool:
         with self._write() as db:
@@ -961,12 +904,8 @@ class SqliteStore(MetadataStore):
                     " AND jobs.handle IS NULL", (lease_id,)
                 )
             }
-            in_flight = []
-            for row in self._db.execute("SELECT * FROM launch_intents WHERE lease_id = ? ORDER BY id", (lease_id,)):
-                group = [jobs.pop(i) for i in json.loads(row["job_ids"]) if i in jobs]
-                if group:
-                    in_flight.append((row["executor_kind"], group))
-            return in_flight, list(jobs.values())
+            return rows.orphans_by_intent(
+                jobs, self._db.execute("SELECT * FROM launch_intents WHERE lease_id = ? ORDER BY id", (lease_id,)))
 
     def resolve_lease(self, lease_id: int, launched: Sequence[tuple[int, str, dict[str, Any], str | None]],
                       failed: Sequence[tuple[int, JobState]], launch_error: str) -> None:
@@ -1002,8 +941,7 @@ class SqliteStore(MetadataStore):
                 "SELECT e.* FROM job_events e JOIN jobs j ON j.id = e.job_id WHERE j.experiment_id = ?"
                 " ORDER BY e.rowid", (experiment_id,),
             ):
-                events.setdefault(r["job_id"], []).append(
-                    StatusEvent(r["job_id"], Status(r["status"]), r["message"], r["exit_code"], r["at"]))
+                events.setdefault(r["job_id"], []).append(rows.status_event(r))
             results = [(r[0], r[1], r[2], r[3]) for r in self._db.execute(
                 "SELECT job_id, name, value, at FROM job_results WHERE experiment_id = ? ORDER BY at, job_id, name",
                 (experiment_id,))]
@@ -1029,10 +967,7 @@ class SqliteStore(MetadataStore):
             cursor = db.execute(
                 "INSERT INTO experiments (id, title, tags, notes, script_path, script_sha256, git_commit, git_dirty,"
                 " user, host, created_at, launch_status, launch_error, origin) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (None if taken else source.id, source.title, json.dumps(source.tags), source.notes,
-                 source.script_path, source.script_sha256, source.git_commit,
-                 None if source.git_dirty is None else int(source.git_dirty), source.user, source.host,
-                 source.created_at, source.launch_status, source.launch_error, history.origin),
+                rows.copied_experiment_values(source, None if taken else source.id, history.origin),
             )
             experiment_id = int(cursor.lastrowid or 0)
             jobs = [job for unit in history.units for job in unit.jobs]
@@ -1047,14 +982,11 @@ class SqliteStore(MetadataStore):
                      unit.created_at),
                 )
                 for job in unit.jobs:
+                    values = rows.copied_job_values(job, experiment_id, spec)
                     cursor = db.execute(  # a copied job has no launcher lease here
                         f"INSERT INTO jobs ({', '.join(_STORED_COLUMNS)})"
                         f" VALUES ({','.join('?' * len(_STORED_COLUMNS))})",
-                        (None if clash else job.id, experiment_id, unit.id, job.name, job.executor_kind,
-                         spec(job.executor), spec(job.executable), json.dumps(job.args),
-                         json.dumps(job.env), job.status.value, job.message, job.exit_code, job.handle_kind,
-                         None if job.handle is None else json.dumps(job.handle), job.log_path, job.created_at,
-                         job.launched_at, job.started_at, job.ended_at),
+                        (None if clash else job.id, *values[1:]),
                     )
                     db.executemany(
                         "INSERT INTO job_events (job_id, status, message, exit_code, at) VALUES (?,?,?,?,?)",
@@ -1062,18 +994,13 @@ class SqliteStore(MetadataStore):
                          for e in history.events.get(job.id, [])],
                     )
                     new_ids[job.id] = int(cursor.lastrowid or 0)
-            units = {job.id: job.work_unit_id for job in jobs}
-            db.executemany("UPDATE jobs SET results_at = ? WHERE id = ?",
-                           [(at, new_ids[j]) for j, at in history.results_final.items() if j in new_ids])
+            final, results, links = rows.copied_extras(history, new_ids, experiment_id)
+            db.executemany("UPDATE jobs SET results_at = ? WHERE id = ?", final)
             db.executemany(
                 "INSERT INTO job_results (job_id, experiment_id, work_unit_id, name, value, at) VALUES (?,?,?,?,?,?)",
-                [(new_ids[j], experiment_id, units[j], name, value, at)
-                 for j, name, value, at in history.results if j in new_ids],
-            )
+                results)
             db.executemany(
-                "INSERT INTO job_links (job_id, experiment_id, work_unit_id, name, url) VALUES (?,?,?,?,?)",
-                [(new_ids[j], experiment_id, units[j], name, url) for j, name, url in history.links if j in new_ids],
-            )
+                "INSERT INTO job_links (job_id, experiment_id, work_unit_id, name, url) VALUES (?,?,?,?,?)", links)
         return Imported(source.id, experiment_id, clash)
 
     # -- results and links ---------------------------------------------------------------

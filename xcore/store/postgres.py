@@ -34,7 +34,7 @@ from psycopg.rows import dict_row
 from xcore.errors import ConfigurationError, NotFoundError, XcoreError
 from xcore.settings import env_number
 from xcore.status import JobState, Status, combine
-from xcore.store import ExperimentHistory, Imported, MetadataStore, StoreInfo, rows, specs
+from xcore.store import ExperimentHistory, Imported, MetadataStore, StoreInfo, rows, specs, statements
 from xcore.store import migrations as store_migrations
 from xcore.store.records import (
     ExperimentRecord,
@@ -192,6 +192,7 @@ assert len(MIGRATIONS) == SCHEMA_VERSION
 
 _JOB_COLUMNS = rows.JOB_COLUMNS
 _STORED_JOB_COLUMNS = rows.STORED_JOB_COLUMNS  # a copied job's columns, specs by id
+_SQL = statements.Statements("%s")
 _EXPERIMENT_LOCK = 0x78636F7265  # advisory lock key ("xcore"): held while allocating experiment ids
 _MIGRATION_LOCK = _EXPERIMENT_LOCK + 1
 # Connection loss, server shutdown/startup, serialization failure and deadlock: worth retrying.
@@ -443,11 +444,7 @@ class PostgresStore(MetadataStore):
                     cur.execute("SELECT id FROM jobs WHERE experiment_id = %s AND work_unit_id = %s ORDER BY id",
                                 (experiment_id, work_unit_id))
                     return [r["id"] for r in cur.fetchall()]
-            cur.execute(
-                "INSERT INTO work_units (experiment_id, id, role, args, identity, created_at)"
-                " VALUES (%s, %s, %s, %s, %s, %s)",
-                (experiment_id, work_unit_id, role, json.dumps(args), identity, now),
-            )
+            cur.execute(_SQL.insert_unit, (experiment_id, work_unit_id, role, json.dumps(args), identity, now))
             return _insert_jobs(cur, experiment_id, work_unit_id, jobs, now, lease_id, self._spec_ids(cur))
 
         return self._transaction(work)
@@ -497,21 +494,14 @@ class PostgresStore(MetadataStore):
                 drawn[:] = ids
             new = rows.add_rows(writes, ids, self._spec_ids(cur).of, now, lease_id)
             if new.units:
-                cur.executemany("INSERT INTO work_units (experiment_id, id, role, args, identity, created_at)"
-                                " VALUES (%s, %s, %s, %s, %s, %s)", new.units)
+                cur.executemany(_SQL.insert_unit, new.units)
             if new.jobs:
-                cur.executemany("INSERT INTO jobs (id, experiment_id, work_unit_id, name, executor_kind,"
-                                " executor_spec, executable_spec, args, env, created_at, lease_id)"
-                                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)", new.jobs)
-                cur.executemany("INSERT INTO job_events (job_id, status, at) VALUES (%s, 'LAUNCHING', %s)",
-                                [(row[0], now) for row in new.jobs])
+                cur.executemany(_SQL.insert_jobs, new.jobs)
+                cur.executemany(_SQL.launching_event, [(row[0], now) for row in new.jobs])
             if new.more:
-                cur.executemany("UPDATE work_units SET status = 'LAUNCHING' WHERE experiment_id = %s AND id = %s",
-                                new.more)
+                cur.executemany(_SQL.unit_launching, new.more)
             if new.links:
-                cur.executemany("INSERT INTO job_links (job_id, experiment_id, work_unit_id, name, url)"
-                                " VALUES (%s, %s, %s, %s, %s)"
-                                " ON CONFLICT (job_id, name) DO UPDATE SET url = EXCLUDED.url", new.links)
+                cur.executemany(_SQL.upsert_link, new.links)
             return new.ids
 
         return self._transaction(work)
@@ -536,8 +526,7 @@ class PostgresStore(MetadataStore):
                     cur.execute("DELETE FROM job_events WHERE job_id = ANY(%s)", (old,))
                     cur.execute("DELETE FROM jobs WHERE id = ANY(%s)", (old,))
             ids = _insert_jobs(cur, experiment_id, work_unit_id, jobs, now, lease_id, self._spec_ids(cur))
-            cur.execute("UPDATE work_units SET status = 'LAUNCHING' WHERE experiment_id = %s AND id = %s",
-                        (experiment_id, work_unit_id))
+            cur.execute(_SQL.unit_launching, (experiment_id, work_unit_id))
             return ids
 
         return self._transaction(work)
@@ -553,7 +542,7 @@ class PostgresStore(MetadataStore):
         def work(cur: psycopg.Cursor[dict[str, Any]], _: bool) -> None:
             _mark_launched(cur, launched, now)
             if intent_id is not None:
-                cur.execute("DELETE FROM launch_intents WHERE id = %s", (intent_id,))
+                cur.execute(_SQL.close_intent, (intent_id,))
 
         self._transaction(work)
 
@@ -565,7 +554,7 @@ class PostgresStore(MetadataStore):
         def work(cur: psycopg.Cursor[dict[str, Any]], _: bool) -> None:
             _record_states(cur, states, self.url, now)
             if intent_id is not None:
-                cur.execute("DELETE FROM launch_intents WHERE id = %s", (intent_id,))
+                cur.execute(_SQL.close_intent, (intent_id,))
 
         self._transaction(work)
 
@@ -699,8 +688,7 @@ class PostgresStore(MetadataStore):
                 if cur.fetchone():
                     return True
             cur.execute(
-                "UPDATE launch_leases SET state = 'resolving', host = %s, pid = %s, proc_start = %s, heartbeat = %s"
-                " WHERE id = %s AND pid = %s AND host = %s AND heartbeat = %s",
+                _SQL.claim_lease,
                 (host, pid, proc_start, now, lease.id, lease.pid, lease.host, lease.heartbeat),
             )
             return cur.rowcount == 1
@@ -728,8 +716,7 @@ class PostgresStore(MetadataStore):
             cur.execute("DELETE FROM launch_leases WHERE id = %s RETURNING experiment_id", (lease_id,))
             row = cur.fetchone()
             if row is not None and launch_error:
-                cur.execute("UPDATE experiments SET launch_status = 'LAUNCH_FAILED', launch_error = %s"
-                            " WHERE id = %s AND launch_status = 'LAUNCHING'", (launch_error, row["experiment_id"]))
+                cur.execute(_SQL.launch_failed, (launch_error, row["experiment_id"]))
             cur.execute("DELETE FROM launch_intents WHERE lease_id = %s", (lease_id,))
 
         self._transaction(work)
@@ -809,12 +796,7 @@ class PostgresStore(MetadataStore):
                             (max(j.id for j in jobs),))
                 cur.execute("SELECT EXISTS (SELECT 1 FROM jobs WHERE id = ANY(%s)) AS clash", ([j.id for j in jobs],))
                 clash = bool(_one(cur)["clash"])
-            cur.executemany(
-                "INSERT INTO work_units (experiment_id, id, role, args, identity, status, created_at)"
-                " VALUES (%s, %s, %s, %s, %s, %s, %s)",
-                [(experiment_id, u.id, u.role, json.dumps(u.args), u.identity, u.status.value, u.created_at)
-                 for u in history.units],
-            )
+            cur.executemany(_SQL.copy_unit, [rows.copied_unit_values(u, experiment_id) for u in history.units])
             columns = _STORED_JOB_COLUMNS[1:] if clash else _STORED_JOB_COLUMNS
             new_ids: dict[int, int] = {}
             spec = self._spec_ids(cur).of
@@ -823,17 +805,12 @@ class PostgresStore(MetadataStore):
                 cur.execute(f"INSERT INTO jobs ({', '.join(columns)}) VALUES ({', '.join(['%s'] * len(columns))})"
                             " RETURNING id", values[1:] if clash else values)
                 new_id = _one(cur)["id"]
-                cur.executemany(
-                    "INSERT INTO job_events (job_id, status, message, exit_code, at) VALUES (%s, %s, %s, %s, %s)",
-                    [(new_id, e.status.value, e.message, e.exit_code, e.at) for e in history.events.get(job.id, [])],
-                )
+                cur.executemany(_SQL.insert_event, rows.copied_events(history, job.id, new_id))
                 new_ids[job.id] = new_id
             final, results, links = rows.copied_extras(history, new_ids, experiment_id)
-            cur.executemany("UPDATE jobs SET results_at = %s WHERE id = %s", final)
-            cur.executemany("INSERT INTO job_results (job_id, experiment_id, work_unit_id, name, value, at)"
-                            " VALUES (%s, %s, %s, %s, %s, %s)", results)
-            cur.executemany("INSERT INTO job_links (job_id, experiment_id, work_unit_id, name, url)"
-                            " VALUES (%s, %s, %s, %s, %s)", links)
+            cur.executemany(_SQL.set_results_at, final)
+            cur.executemany(_SQL.insert_result, results)
+            cur.executemany(_SQL.insert_link, links)
             return Imported(source.id, experiment_id, clash)
 
         return self._transaction(work)
@@ -851,14 +828,12 @@ class PostgresStore(MetadataStore):
             if row is None:
                 raise NotFoundError(f"No job {job_id} in {self.url}.")
             cur.executemany(
-                "INSERT INTO job_results (job_id, experiment_id, work_unit_id, name, value, at)"
-                " VALUES (%s, %s, %s, %s, %s, %s)"
-                " ON CONFLICT (job_id, name) DO UPDATE SET value = EXCLUDED.value, at = EXCLUDED.at",
+                _SQL.upsert_result,
                 [(job_id, row["experiment_id"], row["work_unit_id"], name, value, now)
                  for name, value in results.items()],
             )
             if final:
-                cur.execute("UPDATE jobs SET results_at = %s WHERE id = %s", (now, job_id))
+                cur.execute(_SQL.set_results_at, (now, job_id))
 
         self._transaction(work)
 
@@ -892,9 +867,7 @@ class PostgresStore(MetadataStore):
 
         def work(cur: psycopg.Cursor[dict[str, Any]], _: bool) -> None:
             cur.executemany(
-                "INSERT INTO job_links (job_id, experiment_id, work_unit_id, name, url)"
-                " SELECT id, experiment_id, work_unit_id, %s, %s FROM jobs WHERE id = %s"
-                " ON CONFLICT (job_id, name) DO UPDATE SET url = EXCLUDED.url",
+                _SQL.link_job,
                 [(name, url, job_id) for job_id, name, url in links],
             )
 
@@ -975,13 +948,11 @@ def _mark_launched(cur: psycopg.Cursor[dict[str, Any]],
         return
     locked = _lock_jobs(cur, [job_id for job_id, *_ in launched], "id, status")
     cur.executemany(
-        "UPDATE jobs SET handle_kind = %s, handle = %s, log_path = %s, launched_at = %s,"
-        " status = CASE status WHEN 'LAUNCHING' THEN 'PENDING' ELSE status END,"
-        " message = CASE status WHEN 'LAUNCHING' THEN 'submitted' ELSE message END WHERE id = %s",
+        _SQL.mark_launched,
         [(kind, json.dumps(handle), log, now, job_id) for job_id, kind, handle, log in launched],
     )
     cur.executemany(
-        "INSERT INTO job_events (job_id, status, message, at) VALUES (%s, 'PENDING', 'submitted', %s)",
+        _SQL.submitted_event,
         [(job_id, now) for job_id, row in locked.items() if row["status"] == "LAUNCHING"],
     )
     _refresh_units(cur, list(locked))
@@ -994,13 +965,8 @@ def _record_states(cur: psycopg.Cursor[dict[str, Any]], states: Sequence[tuple[i
         return
     locked = _lock_jobs(cur, [job_id for job_id, _ in states], "id, status, started_at, ended_at")
     updates, events = rows.state_changes(locked, states, now, where)
-    cur.executemany(
-        "UPDATE jobs SET status = %s, message = %s, exit_code = %s, started_at = %s, ended_at = %s WHERE id = %s",
-        updates,
-    )
-    cur.executemany(
-        "INSERT INTO job_events (job_id, status, message, exit_code, at) VALUES (%s, %s, %s, %s, %s)", events
-    )
+    cur.executemany(_SQL.record_state, updates)
+    cur.executemany(_SQL.insert_event, events)
     _refresh_units(cur, list(locked))
 
 

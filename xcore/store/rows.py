@@ -21,6 +21,7 @@ from xcore.store.records import (
     LeaseRecord,
     StatusEvent,
     UnitWrite,
+    WorkUnitRecord,
 )
 
 if TYPE_CHECKING:
@@ -185,6 +186,17 @@ def state_changes(rows: Mapping[int, Row], states: Sequence[tuple[int, JobState]
             events.append((job_id, state.status.value, state.message, state.exit_code, now))
         seen[job_id] = (state.status.value, started, ended)
     return updates, events
+
+
+def copied_unit_values(unit: WorkUnitRecord, experiment_id: int) -> tuple[Any, ...]:
+    """A copied work unit as ``import_history`` inserts it, with the status its jobs give it."""
+    return (experiment_id, unit.id, unit.role, json.dumps(unit.args), unit.identity, unit.status.value,
+            unit.created_at)
+
+
+def copied_events(history: ExperimentHistory, source_id: int, job_id: int) -> list[tuple[Any, ...]]:
+    """The status history of copied job ``source_id``, as rows of job ``job_id`` here."""
+    return [(job_id, e.status.value, e.message, e.exit_code, e.at) for e in history.events.get(source_id, [])]
 
 
 def copied_extras(history: ExperimentHistory, new_ids: Mapping[int, int], experiment_id: int

@@ -22,7 +22,7 @@ from xcore import paths
 from xcore.errors import NotFoundError, StoreError
 from xcore.settings import env_number
 from xcore.status import JobState, Status, combine
-from xcore.store import ExperimentHistory, Imported, MetadataStore, StoreInfo, records, rows, specs
+from xcore.store import ExperimentHistory, Imported, MetadataStore, StoreInfo, records, rows, specs, statements
 from xcore.store import migrations as store_migrations
 from xcore.store.records import (
     ExperimentRecord,
@@ -210,6 +210,7 @@ assert len(MIGRATIONS) == SCHEMA_VERSION
 _JOB_COLUMNS = rows.JOB_COLUMNS
 _COPIED_COLUMNS = rows.COPIED_JOB_COLUMNS
 _STORED_COLUMNS = rows.STORED_JOB_COLUMNS  # specs by id in the table
+_SQL = statements.Statements("?")
 
 
 class SqliteStore(MetadataStore):
@@ -518,10 +519,7 @@ class SqliteStore(MetadataStore):
     ) -> list[int]:
         now = time.time()
         with self._write() as db:
-            db.execute(
-                "INSERT INTO work_units (experiment_id, id, role, args, identity, created_at) VALUES (?,?,?,?,?,?)",
-                (experiment_id, work_unit_id, role, json.dumps(args), identity, now),
-            )
+            db.execute(_SQL.insert_unit, (experiment_id, work_unit_id, role, json.dumps(args), identity, now))
             return self._insert_jobs(db, experiment_id, work_unit_id, jobs, now, lease_id)
 
     def add_jobs(self, experiment_id: int, work_unit_id: int, jobs: Sequence[NewJob], *,
@@ -530,10 +528,7 @@ class SqliteStore(MetadataStore):
             if replace_unlaunched:
                 self._drop_unlaunched(db, experiment_id, work_unit_id)
             ids = self._insert_jobs(db, experiment_id, work_unit_id, jobs, time.time(), lease_id)
-            db.execute(
-                "UPDATE work_units SET status = 'LAUNCHING' WHERE experiment_id = ? AND id = ?",
-                (experiment_id, work_unit_id),
-            )
+            db.execute(_SQL.unit_launching, (experiment_id, work_unit_id))
             return ids
 
     def record_adds(self, writes: Sequence[UnitWrite], *, lease_id: int | None = None) -> list[list[int]]:
@@ -551,20 +546,12 @@ class SqliteStore(MetadataStore):
             first = max(seq[0] if seq else 0, top or 0) + 1
             new = rows.add_rows(writes, range(first, first + sum(len(w.jobs) for w in writes)),
                                 self._spec_ids(db).of, now, lease_id)
-            db.executemany(
-                "INSERT INTO work_units (experiment_id, id, role, args, identity, created_at) VALUES (?,?,?,?,?,?)",
-                new.units,
-            )
-            db.executemany(
-                "INSERT INTO jobs (id, experiment_id, work_unit_id, name, executor_kind, executor_spec,"
-                " executable_spec, args, env, created_at, lease_id) VALUES (?,?,?,?,?,?,?,?,?,?,?)", new.jobs)
-            db.executemany("INSERT INTO job_events (job_id, status, at) VALUES (?, 'LAUNCHING', ?)",
-                           [(row[0], now) for row in new.jobs])
-            db.executemany("UPDATE work_units SET status = 'LAUNCHING' WHERE experiment_id = ? AND id = ?", new.more)
+            db.executemany(_SQL.insert_unit, new.units)
+            db.executemany(_SQL.insert_jobs, new.jobs)
+            db.executemany(_SQL.launching_event, [(row[0], now) for row in new.jobs])
+            db.executemany(_SQL.unit_launching, new.more)
             if new.links:
-                db.executemany(
-                    "INSERT INTO job_links (job_id, experiment_id, work_unit_id, name, url) VALUES (?,?,?,?,?)"
-                    " ON CONFLICT (job_id, name) DO UPDATE SET url = excluded.url", new.links)
+                db.executemany(_SQL.upsert_link, new.links)
             return new.ids
 
     @staticmethod
@@ -593,7 +580,7 @@ class SqliteStore(MetadataStore):
                  spec(job.executable), json.dumps(job.args), json.dumps(job.env), now, lease_id),
             )
             job_id = int(cursor.lastrowid or 0)
-            db.execute("INSERT INTO job_events (job_id, status, at) VALUES (?, 'LAUNCHING', ?)", (job_id, now))
+            db.execute(_SQL.launching_event, (job_id, now))
             ids.append(job_id)
         return ids
 
@@ -614,7 +601,7 @@ class SqliteStore(MetadataStore):
         with self._write() as db:
             self._mark_launched(db, launched)
             if intent_id is not None:
-                db.execute("DELETE FROM launch_intents WHERE id = ?", (intent_id,))
+                db.execute(_SQL.close_intent, (intent_id,))
 
     def _mark_launched(self, db: sqlite3.Connection, launched: Sequence[tuple[int, str, dict[str, Any], str | None]]
                        ) -> None:
@@ -627,23 +614,18 @@ class SqliteStore(MetadataStore):
             units = {(row["experiment_id"], row["work_unit_id"]) for row in found.values()}
             del found  # not held through the update: at 10,000 jobs they are 2 MB of the launcher's peak
             db.executemany(
-                "UPDATE jobs SET handle_kind = ?, handle = ?, log_path = ?, launched_at = ?,"
-                " status = CASE status WHEN 'LAUNCHING' THEN 'PENDING' ELSE status END,"
-                " message = CASE status WHEN 'LAUNCHING' THEN 'submitted' ELSE message END WHERE id = ?",
+                _SQL.mark_launched,
                 # Encoded as the update goes: 10,000 handles' JSON is never held at once (3 MB at peak).
                 ((kind, json.dumps(handle), log, now, job_id) for job_id, kind, handle, log in launched),
             )
-            db.executemany(
-                "INSERT INTO job_events (job_id, status, message, at) VALUES (?, 'PENDING', 'submitted', ?)",
-                [(job_id, now) for job_id in launching],
-            )
+            db.executemany(_SQL.submitted_event, [(job_id, now) for job_id in launching])
             self._refresh_unit_statuses(db, units)
 
     def record_states(self, states: Sequence[tuple[int, JobState]], *, intent_id: int | None = None) -> None:
         with self._write() as db:
             self._record_states(db, states)
             if intent_id is not None:
-                db.execute("DELETE FROM launch_intents WHERE id = ?", (intent_id,))
+                db.execute(_SQL.close_intent, (intent_id,))
 
     def _record_states(self, db: sqlite3.Connection, states: Sequence[tuple[int, JobState]]) -> None:
         if not states:
@@ -651,13 +633,8 @@ class SqliteStore(MetadataStore):
         now = time.time()
         found = self._rows_by_id(db, [job_id for job_id, _ in states], "id, status, started_at, ended_at")
         updates, events = rows.state_changes(found, states, now, str(self.path))
-        db.executemany(
-            "UPDATE jobs SET status = ?, message = ?, exit_code = ?, started_at = ?, ended_at = ? WHERE id = ?",
-            updates,
-        )
-        db.executemany(
-            "INSERT INTO job_events (job_id, status, message, exit_code, at) VALUES (?,?,?,?,?)", events
-        )
+        db.executemany(_SQL.record_state, updates)
+        db.executemany(_SQL.insert_event, events)
         self._refresh_units(db, [job_id for job_id, _ in states])
 
     @staticmethod
@@ -889,8 +866,7 @@ class SqliteStore(MetadataStore):
     def claim_lease(self, lease: LeaseRecord, host: str, pid: int, proc_start: float | None) -> bool:
         with self._write() as db:
             cursor = db.execute(
-                "UPDATE launch_leases SET state = 'resolving', host = ?, pid = ?, proc_start = ?, heartbeat = ?"
-                " WHERE id = ? AND pid = ? AND host = ? AND heartbeat = ?",
+                _SQL.claim_lease,
                 (host, pid, proc_start, time.time(), lease.id, lease.pid, lease.host, lease.heartbeat),
             )
             return cursor.rowcount == 1
@@ -914,10 +890,7 @@ class SqliteStore(MetadataStore):
             self._record_states(db, failed)
             row = db.execute("SELECT experiment_id FROM launch_leases WHERE id = ?", (lease_id,)).fetchone()
             if row is not None and launch_error:
-                db.execute(
-                    "UPDATE experiments SET launch_status = 'LAUNCH_FAILED', launch_error = ?"
-                    " WHERE id = ? AND launch_status = 'LAUNCHING'", (launch_error, row[0]),
-                )
+                db.execute(_SQL.launch_failed, (launch_error, row[0]))
             db.execute("DELETE FROM launch_intents WHERE lease_id = ?", (lease_id,))
             db.execute("DELETE FROM launch_leases WHERE id = ?", (lease_id,))
 
@@ -975,12 +948,7 @@ class SqliteStore(MetadataStore):
             new_ids: dict[int, int] = {}
             spec = self._spec_ids(db).of
             for unit in history.units:
-                db.execute(
-                    "INSERT INTO work_units (experiment_id, id, role, args, identity, status, created_at)"
-                    " VALUES (?,?,?,?,?,?,?)",
-                    (experiment_id, unit.id, unit.role, json.dumps(unit.args), unit.identity, unit.status.value,
-                     unit.created_at),
-                )
+                db.execute(_SQL.copy_unit, rows.copied_unit_values(unit, experiment_id))
                 for job in unit.jobs:
                     values = rows.copied_job_values(job, experiment_id, spec)
                     cursor = db.execute(  # a copied job has no launcher lease here
@@ -988,19 +956,12 @@ class SqliteStore(MetadataStore):
                         f" VALUES ({','.join('?' * len(_STORED_COLUMNS))})",
                         (None if clash else job.id, *values[1:]),
                     )
-                    db.executemany(
-                        "INSERT INTO job_events (job_id, status, message, exit_code, at) VALUES (?,?,?,?,?)",
-                        [(cursor.lastrowid, e.status.value, e.message, e.exit_code, e.at)
-                         for e in history.events.get(job.id, [])],
-                    )
                     new_ids[job.id] = int(cursor.lastrowid or 0)
+                    db.executemany(_SQL.insert_event, rows.copied_events(history, job.id, new_ids[job.id]))
             final, results, links = rows.copied_extras(history, new_ids, experiment_id)
-            db.executemany("UPDATE jobs SET results_at = ? WHERE id = ?", final)
-            db.executemany(
-                "INSERT INTO job_results (job_id, experiment_id, work_unit_id, name, value, at) VALUES (?,?,?,?,?,?)",
-                results)
-            db.executemany(
-                "INSERT INTO job_links (job_id, experiment_id, work_unit_id, name, url) VALUES (?,?,?,?,?)", links)
+            db.executemany(_SQL.set_results_at, final)
+            db.executemany(_SQL.insert_result, results)
+            db.executemany(_SQL.insert_link, links)
         return Imported(source.id, experiment_id, clash)
 
     # -- results and links ---------------------------------------------------------------
@@ -1012,12 +973,11 @@ class SqliteStore(MetadataStore):
             if row is None:
                 raise NotFoundError(f"No job {job_id} in {self.path}.")
             db.executemany(
-                "INSERT INTO job_results (job_id, experiment_id, work_unit_id, name, value, at) VALUES (?,?,?,?,?,?)"
-                " ON CONFLICT (job_id, name) DO UPDATE SET value = excluded.value, at = excluded.at",
+                _SQL.upsert_result,
                 [(job_id, row[0], row[1], name, value, now) for name, value in results.items()],
             )
             if final:
-                db.execute("UPDATE jobs SET results_at = ? WHERE id = ?", (now, job_id))
+                db.execute(_SQL.set_results_at, (now, job_id))
 
     def results(self, experiment_id: int,
                 work_unit_ids: Sequence[int] | None = None) -> dict[int, dict[str, float | None]]:
@@ -1047,9 +1007,7 @@ class SqliteStore(MetadataStore):
             return
         with self._write() as db:
             db.executemany(
-                "INSERT INTO job_links (job_id, experiment_id, work_unit_id, name, url)"
-                " SELECT id, experiment_id, work_unit_id, ?, ? FROM jobs WHERE id = ?"
-                " ON CONFLICT (job_id, name) DO UPDATE SET url = excluded.url",
+                _SQL.link_job,
                 [(name, url, job_id) for job_id, name, url in links],
             )
 

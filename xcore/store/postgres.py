@@ -33,7 +33,7 @@ from psycopg.rows import dict_row
 
 from xcore.errors import ConfigurationError, NotFoundError, XcoreError
 from xcore.settings import env_number
-from xcore.status import JobState, Status, combine
+from xcore.status import JobState, Status
 from xcore.store import ExperimentHistory, Imported, MetadataStore, StoreInfo, rows, specs, statements
 from xcore.store import migrations as store_migrations
 from xcore.store.records import (
@@ -348,11 +348,10 @@ class PostgresStore(MetadataStore):
 
         def work(cur: psycopg.Cursor[dict[str, Any]], retrying: bool) -> int:
             if retrying:  # our earlier attempt may have committed: same creator, same instant
-                cur.execute('SELECT id FROM experiments WHERE created_at = %s AND host = %s AND "user" = %s'
-                            " AND title = %s", (now, host, user, title))
-                row = cur.fetchone()
-                if row:
-                    return int(row["id"])
+                found = _committed_id(cur, 'SELECT id FROM experiments WHERE created_at = %s AND host = %s'
+                                      ' AND "user" = %s AND title = %s', (now, host, user, title))
+                if found is not None:
+                    return found
             cur.execute("SELECT pg_advisory_xact_lock(%s)", (_EXPERIMENT_LOCK,))
             cur.execute(
                 "INSERT INTO experiments (id, title, tags, notes, script_path, script_sha256, git_commit,"
@@ -479,13 +478,7 @@ class PostgresStore(MetadataStore):
                     return split([])
             for w in writes:
                 if w.replace_unlaunched:
-                    cur.execute("SELECT id FROM jobs WHERE experiment_id = %s AND work_unit_id = %s"
-                                " AND handle IS NULL AND status IN ('FAILED', 'CANCELLED') ORDER BY id FOR UPDATE",
-                                (w.experiment_id, w.work_unit_id))
-                    old = [r["id"] for r in cur.fetchall()]
-                    if old:
-                        cur.execute("DELETE FROM job_events WHERE job_id = ANY(%s)", (old,))
-                        cur.execute("DELETE FROM jobs WHERE id = ANY(%s)", (old,))
+                    _drop_unlaunched(cur, w.experiment_id, w.work_unit_id)
             ids: list[int] = []
             if count:
                 cur.execute("SELECT nextval(pg_get_serial_sequence('jobs', 'id')) AS id"
@@ -517,14 +510,8 @@ class PostgresStore(MetadataStore):
                 done = [r["id"] for r in cur.fetchall()]
                 if len(done) == len(jobs):
                     return done
-            if replace_unlaunched:  # an identity relaunch: drop the jobs that never reached a backend
-                cur.execute("SELECT id FROM jobs WHERE experiment_id = %s AND work_unit_id = %s AND handle IS NULL"
-                            " AND status IN ('FAILED', 'CANCELLED') ORDER BY id FOR UPDATE",
-                            (experiment_id, work_unit_id))
-                old = [r["id"] for r in cur.fetchall()]
-                if old:
-                    cur.execute("DELETE FROM job_events WHERE job_id = ANY(%s)", (old,))
-                    cur.execute("DELETE FROM jobs WHERE id = ANY(%s)", (old,))
+            if replace_unlaunched:
+                _drop_unlaunched(cur, experiment_id, work_unit_id)
             ids = _insert_jobs(cur, experiment_id, work_unit_id, jobs, now, lease_id, self._spec_ids(cur))
             cur.execute(_SQL.unit_launching, (experiment_id, work_unit_id))
             return ids
@@ -604,11 +591,9 @@ class PostgresStore(MetadataStore):
 
     def active_jobs(self, experiment_ids: Sequence[int]) -> list[JobRecord]:
         active = [s.value for s in Status if s.is_active]
-        light = "'{}' AS executor, '{}' AS executable, '[]' AS args, '{}' AS env"
-        columns = ", ".join(c for c in _JOB_COLUMNS if c not in ("executor", "executable", "args", "env"))
 
         def work(cur: psycopg.Cursor[dict[str, Any]], _: bool) -> list[JobRecord]:
-            cur.execute(f"SELECT {columns}, {light} FROM jobs WHERE experiment_id = ANY(%s) AND status = ANY(%s)"
+            cur.execute(f"SELECT {rows.LIGHT_JOB_COLUMNS} FROM jobs WHERE experiment_id = ANY(%s) AND status = ANY(%s)"
                         " ORDER BY id", (list(experiment_ids), active))
             return [rows.job_record(row) for row in cur.fetchall()]
 
@@ -628,11 +613,10 @@ class PostgresStore(MetadataStore):
 
         def work(cur: psycopg.Cursor[dict[str, Any]], retrying: bool) -> int:
             if retrying:  # our earlier attempt may have committed: same process, same instant
-                cur.execute("SELECT id FROM launch_leases WHERE experiment_id = %s AND host = %s AND pid = %s"
-                            " AND heartbeat = %s", (experiment_id, host, pid, now))
-                row = cur.fetchone()
-                if row:
-                    return int(row["id"])
+                found = _committed_id(cur, "SELECT id FROM launch_leases WHERE experiment_id = %s AND host = %s"
+                                      " AND pid = %s AND heartbeat = %s", (experiment_id, host, pid, now))
+                if found is not None:
+                    return found
             cur.execute("INSERT INTO launch_leases (experiment_id, host, pid, proc_start, heartbeat)"
                         " VALUES (%s, %s, %s, %s, %s) RETURNING id", (experiment_id, host, pid, proc_start, now))
             return int(_one(cur)["id"])
@@ -658,11 +642,10 @@ class PostgresStore(MetadataStore):
 
         def work(cur: psycopg.Cursor[dict[str, Any]], retrying: bool) -> int:
             if retrying:
-                cur.execute("SELECT id FROM launch_intents WHERE lease_id = %s AND created_at = %s AND job_ids = %s",
-                            (lease_id, now, ids))
-                row = cur.fetchone()
-                if row:
-                    return int(row["id"])
+                found = _committed_id(cur, "SELECT id FROM launch_intents WHERE lease_id = %s AND created_at = %s"
+                                      " AND job_ids = %s", (lease_id, now, ids))
+                if found is not None:
+                    return found
             cur.execute("INSERT INTO launch_intents (lease_id, executor_kind, job_ids, created_at)"
                         " VALUES (%s, %s, %s, %s) RETURNING id", (lease_id, executor_kind, ids, now))
             return int(_one(cur)["id"])
@@ -924,6 +907,24 @@ def _one(cur: psycopg.Cursor[dict[str, Any]]) -> dict[str, Any]:
     return row
 
 
+def _committed_id(cur: psycopg.Cursor[dict[str, Any]], query: str, params: Sequence[Any]) -> int | None:
+    """A retried insert's own row, by what it wrote (its earlier attempt may have committed
+    with its reply lost): the id of the row ``query`` finds, or None."""
+    cur.execute(query, params)
+    row = cur.fetchone()
+    return None if row is None else int(row["id"])
+
+
+def _drop_unlaunched(cur: psycopg.Cursor[dict[str, Any]], experiment_id: int, work_unit_id: int) -> None:
+    """An identity relaunch: forget the unit's jobs that ended without reaching a backend."""
+    cur.execute("SELECT id FROM jobs WHERE experiment_id = %s AND work_unit_id = %s AND handle IS NULL"
+                " AND status IN ('FAILED', 'CANCELLED') ORDER BY id FOR UPDATE", (experiment_id, work_unit_id))
+    old = [r["id"] for r in cur.fetchall()]
+    if old:
+        cur.execute("DELETE FROM job_events WHERE job_id = ANY(%s)", (old,))
+        cur.execute("DELETE FROM jobs WHERE id = ANY(%s)", (old,))
+
+
 def _insert_jobs(cur: psycopg.Cursor[dict[str, Any]], experiment_id: int, work_unit_id: int,
                  jobs: Sequence[NewJob], now: float, lease_id: int | None, spec_ids: specs.SpecIds) -> list[int]:
     ids = []
@@ -985,12 +986,11 @@ def _refresh_units(cur: psycopg.Cursor[dict[str, Any]], job_ids: Sequence[int]) 
         " JOIN (SELECT DISTINCT experiment_id, work_unit_id FROM jobs WHERE id = ANY(%s)) u"
         " USING (experiment_id, work_unit_id)", (list(job_ids),),
     )
-    statuses: dict[tuple[int, int], list[Status]] = {}
-    for row in cur.fetchall():
-        statuses.setdefault((row["experiment_id"], row["work_unit_id"]), []).append(Status(row["status"]))
+    found = [((row["experiment_id"], row["work_unit_id"]), row["status"]) for row in cur.fetchall()]
+    statuses = rows.unit_statuses({key for key, _ in found}, found)
     cur.executemany(
         "UPDATE work_units SET status = %s WHERE experiment_id = %s AND id = %s AND status <> %s",
-        [(combine(found).value, e, u, combine(found).value) for (e, u), found in sorted(statuses.items())],
+        [(status, e, u, status) for (e, u), status in sorted(statuses.items())],
     )
 
 

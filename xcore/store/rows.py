@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from xcore.errors import NotFoundError
-from xcore.status import JobState, Status, recorded_times
+from xcore.status import JobState, Status, combine, recorded_times
 from xcore.store.records import (
     ExperimentRecord,
     JobRecord,
@@ -44,9 +44,9 @@ JOB_COLUMNS = (
 COPIED_JOB_COLUMNS = JOB_COLUMNS[:-1]
 STORED_JOB_COLUMNS = tuple({"executor": "executor_spec", "executable": "executable_spec"}.get(c, c)
                            for c in COPIED_JOB_COLUMNS)
-# Polling never needs a job's specs, args or env: ``active_jobs`` reads these in their place.
-LIGHT_JOB_COLUMNS = ", ".join(c for c in JOB_COLUMNS if c not in ("executor", "executable", "args", "env"))
-LIGHT_JOB_FILLERS = "'{}' AS executor, '{}' AS executable, '[]' AS args, '{}' AS env"
+# What ``active_jobs`` reads: polling never needs a job's specs, args or env (read as empty).
+LIGHT_JOB_COLUMNS = (", ".join(c for c in JOB_COLUMNS if c not in ("executor", "executable", "args", "env"))
+                     + ", '{}' AS executor, '{}' AS executable, '[]' AS args, '{}' AS env")
 
 EXPERIMENT_FIELDS = {"title", "tags", "notes", "launch_status", "launch_error"}
 
@@ -72,6 +72,29 @@ def experiment_record(row: Row, counts: dict[str, int]) -> ExperimentRecord:
         host=row["host"], created_at=row["created_at"], launch_status=row["launch_status"],
         launch_error=row["launch_error"], status_counts=counts,
     )
+
+
+def unit_statuses(units: Iterable[tuple[int, int]], job_statuses: Iterable[tuple[tuple[int, int], str]]
+                  ) -> dict[tuple[int, int], str]:
+    """The status of each of these work units ``(experiment_id, id)`` from its jobs' statuses
+    ``((experiment_id, work_unit_id), status)`` (jobs of other units are passed over): what
+    ``combine`` gives, LAUNCHING for a unit without jobs. A unit whose jobs all share one
+    status has that status: only mixed units are combined (10,000 single-job units cost
+    10,000 Status lookups otherwise)."""
+    # Per unit: None (no job), the one status its jobs share, or the set of their statuses.
+    found: dict[tuple[int, int], str | set[str] | None] = dict.fromkeys(units)
+    for key, status in job_statuses:
+        if key not in found:
+            continue
+        seen = found[key]
+        if seen is None:
+            found[key] = status
+        elif isinstance(seen, set):
+            seen.add(status)
+        elif seen != status:
+            found[key] = {seen, status}
+    return {key: seen if isinstance(seen, str) else combine(Status(s) for s in seen or ()).value
+            for key, seen in found.items()}
 
 
 def copied_experiment_values(source: ExperimentRecord, experiment_id: int | None, origin: str) -> tuple[Any, ...]:

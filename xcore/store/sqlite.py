@@ -21,7 +21,7 @@ from typing import Any
 from xcore import paths
 from xcore.errors import NotFoundError, StoreError
 from xcore.settings import env_number
-from xcore.status import JobState, Status, combine
+from xcore.status import JobState, Status
 from xcore.store import ExperimentHistory, Imported, MetadataStore, StoreInfo, records, rows, specs, statements
 from xcore.store import migrations as store_migrations
 from xcore.store.records import (
@@ -662,33 +662,18 @@ class SqliteStore(MetadataStore):
     @staticmethod
     def _refresh_unit_statuses(db: sqlite3.Connection, units: set[tuple[int, int]]) -> None:
         """Recompute the status of these work units from their jobs."""
-        # Per unit: None (no job), the one status its jobs share, or the set of their statuses.
-        statuses: dict[tuple[int, int], str | set[str] | None] = dict.fromkeys(units)
-        for experiment_id in {e for e, _ in units}:
-            ids = sorted(u for e, u in units if e == experiment_id)
-            for row in db.execute(
-                "SELECT work_unit_id, status FROM jobs WHERE experiment_id = ? AND work_unit_id BETWEEN ? AND ?",
-                (experiment_id, ids[0], ids[-1]),
-            ):
-                key = (experiment_id, row[0])
-                if key not in statuses:
-                    continue
-                found = statuses[key]
-                if found is None:
-                    statuses[key] = row[1]
-                elif isinstance(found, set):
-                    found.add(row[1])
-                elif found != row[1]:
-                    statuses[key] = {found, row[1]}
-        # A unit whose jobs all share one status has that status (what combine gives): only
-        # mixed units are combined (10,000 single-job units cost 10,000 Status lookups otherwise).
+        def job_statuses() -> Iterator[tuple[tuple[int, int], str]]:
+            for experiment_id in {e for e, _ in units}:  # each experiment's units by one range read
+                ids = sorted(u for e, u in units if e == experiment_id)
+                for row in db.execute(
+                    "SELECT work_unit_id, status FROM jobs WHERE experiment_id = ? AND work_unit_id BETWEEN ? AND ?",
+                    (experiment_id, ids[0], ids[-1]),
+                ):
+                    yield (experiment_id, row[0]), row[1]
+
         # Consecutive units of one status are one range update: a launched sweep is one statement.
         runs: list[list[Any]] = []  # [status, experiment, first unit, last unit]
-        for (e, u), found in sorted(statuses.items()):
-            if found is None or isinstance(found, set):  # no jobs (LAUNCHING), or jobs that differ
-                status = combine(Status(s) for s in found or ()).value
-            else:
-                status = found
+        for (e, u), status in sorted(rows.unit_statuses(units, job_statuses()).items()):
             last = runs[-1] if runs else None
             if last is not None and last[0] == status and last[1] == e and last[3] == u - 1:
                 last[3] = u
@@ -803,13 +788,11 @@ class SqliteStore(MetadataStore):
     def active_jobs(self, experiment_ids: Sequence[int]) -> list[JobRecord]:
         marks = ",".join("?" * len(experiment_ids))
         active = [s.value for s in Status if s.is_active]
-        light = "'{}' AS executor, '{}' AS executable, '[]' AS args, '{}' AS env"
-        columns = ", ".join(c for c in _JOB_COLUMNS if c not in ("executor", "executable", "args", "env"))
         with self._reading():
             return [
                 self._job(row)
                 for row in self._db.execute(
-                    f"SELECT {columns}, {light} FROM jobs WHERE experiment_id IN ({marks})"
+                    f"SELECT {rows.LIGHT_JOB_COLUMNS} FROM jobs WHERE experiment_id IN ({marks})"
                     f" AND status IN ({','.join('?' * len(active))})",
                     [*experiment_ids, *active],
                 )

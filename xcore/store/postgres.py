@@ -728,9 +728,7 @@ class PostgresStore(MetadataStore):
             store_id = _one(cur)["value"]
             cur.execute("SELECT e.* FROM job_events e JOIN jobs j ON j.id = e.job_id WHERE j.experiment_id = %s"
                         " ORDER BY e.seq", (experiment_id,))
-            events: dict[int, list[StatusEvent]] = {}
-            for r in cur:
-                events.setdefault(r["job_id"], []).append(rows.status_event(r))
+            events = rows.events_by_job(cur.fetchall())
             cur.execute("SELECT job_id, name, value, at FROM job_results WHERE experiment_id = %s"
                         " ORDER BY at, job_id, name", (experiment_id,))
             results = [(r["job_id"], r["name"], r["value"], r["at"]) for r in cur.fetchall()]

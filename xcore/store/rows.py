@@ -134,6 +134,14 @@ def status_event(row: Row) -> StatusEvent:
     return StatusEvent(row["job_id"], Status(row["status"]), row["message"], row["exit_code"], row["at"])
 
 
+def events_by_job(event_rows: Iterable[Row]) -> dict[int, list[StatusEvent]]:
+    """``job_events`` rows (oldest first) as ``ExperimentHistory.events``: each job's history."""
+    events: dict[int, list[StatusEvent]] = {}
+    for row in event_rows:
+        events.setdefault(row["job_id"], []).append(status_event(row))
+    return events
+
+
 def lease_record(row: Row) -> LeaseRecord:
     """A ``launch_leases`` row."""
     return LeaseRecord(row["id"], row["experiment_id"], row["host"], row["pid"], row["proc_start"], row["heartbeat"],

@@ -892,12 +892,9 @@ class SqliteStore(MetadataStore):
             record = self.get_experiment(experiment_id)
             origin = self._db.execute("SELECT origin FROM experiments WHERE id = ?", (experiment_id,)).fetchone()[0]
             store_id = self._db.execute("SELECT value FROM store_meta WHERE key = 'store_id'").fetchone()[0]
-            events: dict[int, list[StatusEvent]] = {}
-            for r in self._db.execute(
+            events = rows.events_by_job(self._db.execute(
                 "SELECT e.* FROM job_events e JOIN jobs j ON j.id = e.job_id WHERE j.experiment_id = ?"
-                " ORDER BY e.rowid", (experiment_id,),
-            ):
-                events.setdefault(r["job_id"], []).append(rows.status_event(r))
+                " ORDER BY e.rowid", (experiment_id,)))
             results = [(r[0], r[1], r[2], r[3]) for r in self._db.execute(
                 "SELECT job_id, name, value, at FROM job_results WHERE experiment_id = ? ORDER BY at, job_id, name",
                 (experiment_id,))]

@@ -23,16 +23,17 @@ from xcore.store.records import (
     UnitWrite,
     WorkUnitRecord,
 )
+from xcore.store.specs import SPEC_COLUMNS
 
 if TYPE_CHECKING:
     from xcore.store.base import ExperimentHistory
-
 
 
 class Row(Protocol):
     """A fetched row, read by column name."""
 
     def __getitem__(self, column: str, /) -> Any: ...
+
 
 # A job as readers get it (``specs.select_jobs`` joins the specs in); ``lease_id`` belongs to a
 # launcher of this store and is never copied; the table holds the specs by id.
@@ -42,8 +43,7 @@ JOB_COLUMNS = (
     "started_at", "ended_at", "lease_id",
 )
 COPIED_JOB_COLUMNS = JOB_COLUMNS[:-1]
-STORED_JOB_COLUMNS = tuple({"executor": "executor_spec", "executable": "executable_spec"}.get(c, c)
-                           for c in COPIED_JOB_COLUMNS)
+STORED_JOB_COLUMNS = tuple(SPEC_COLUMNS.get(c, c) for c in COPIED_JOB_COLUMNS)
 # What ``active_jobs`` reads: polling never needs a job's specs, args or env (read as empty).
 LIGHT_JOB_COLUMNS = (", ".join(c for c in JOB_COLUMNS if c not in ("executor", "executable", "args", "env"))
                      + ", '{}' AS executor, '{}' AS executable, '[]' AS args, '{}' AS env")
@@ -72,29 +72,6 @@ def experiment_record(row: Row, counts: dict[str, int]) -> ExperimentRecord:
         host=row["host"], created_at=row["created_at"], launch_status=row["launch_status"],
         launch_error=row["launch_error"], status_counts=counts,
     )
-
-
-def unit_statuses(units: Iterable[tuple[int, int]], job_statuses: Iterable[tuple[tuple[int, int], str]]
-                  ) -> dict[tuple[int, int], str]:
-    """The status of each of these work units ``(experiment_id, id)`` from its jobs' statuses
-    ``((experiment_id, work_unit_id), status)`` (jobs of other units are passed over): what
-    ``combine`` gives, LAUNCHING for a unit without jobs. A unit whose jobs all share one
-    status has that status: only mixed units are combined (10,000 single-job units cost
-    10,000 Status lookups otherwise)."""
-    # Per unit: None (no job), the one status its jobs share, or the set of their statuses.
-    found: dict[tuple[int, int], str | set[str] | None] = dict.fromkeys(units)
-    for key, status in job_statuses:
-        if key not in found:
-            continue
-        seen = found[key]
-        if seen is None:
-            found[key] = status
-        elif isinstance(seen, set):
-            seen.add(status)
-        elif seen != status:
-            found[key] = {seen, status}
-    return {key: seen if isinstance(seen, str) else combine(Status(s) for s in seen or ()).value
-            for key, seen in found.items()}
 
 
 def copied_experiment_values(source: ExperimentRecord, experiment_id: int | None, origin: str) -> tuple[Any, ...]:
@@ -193,7 +170,7 @@ def add_rows(writes: Sequence[UnitWrite], ids: Sequence[int], spec: Callable[[ob
     return AddRows(per_write, units, jobs, links, more)
 
 
-def state_changes(rows: Mapping[int, Row], states: Sequence[tuple[int, JobState]], now: float, where: str
+def state_changes(jobs: Mapping[int, Row], states: Sequence[tuple[int, JobState]], now: float, where: str
                   ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
     """What ``record_states`` writes, from the jobs' rows (``status``, ``started_at``,
     ``ended_at`` by id): the updates ``(status, message, exit_code, started_at, ended_at, id)``
@@ -204,7 +181,7 @@ def state_changes(rows: Mapping[int, Row], states: Sequence[tuple[int, JobState]
     for job_id, state in states:
         current = seen.get(job_id)
         if current is None:
-            row = rows.get(job_id)
+            row = jobs.get(job_id)
             if row is None:
                 raise NotFoundError(f"No job {job_id} in {where}.")
             current = (row["status"], row["started_at"], row["ended_at"])
@@ -217,6 +194,29 @@ def state_changes(rows: Mapping[int, Row], states: Sequence[tuple[int, JobState]
             events.append((job_id, state.status.value, state.message, state.exit_code, now))
         seen[job_id] = (state.status.value, started, ended)
     return updates, events
+
+
+def unit_statuses(units: Iterable[tuple[int, int]], job_statuses: Iterable[tuple[tuple[int, int], str]]
+                  ) -> dict[tuple[int, int], str]:
+    """The status of each of these work units ``(experiment_id, id)`` from its jobs' statuses
+    ``((experiment_id, work_unit_id), status)`` (jobs of other units are passed over): what
+    ``combine`` gives, LAUNCHING for a unit without jobs. A unit whose jobs all share one
+    status has that status: only mixed units are combined (10,000 single-job units cost
+    10,000 Status lookups otherwise)."""
+    # Per unit: None (no job), the one status its jobs share, or the set of their statuses.
+    found: dict[tuple[int, int], str | set[str] | None] = dict.fromkeys(units)
+    for key, status in job_statuses:
+        if key not in found:
+            continue
+        seen = found[key]
+        if seen is None:
+            found[key] = status
+        elif isinstance(seen, set):
+            seen.add(status)
+        elif seen != status:
+            found[key] = {seen, status}
+    return {key: seen if isinstance(seen, str) else combine(Status(s) for s in seen or ()).value
+            for key, seen in found.items()}
 
 
 def copied_unit_values(unit: WorkUnitRecord, experiment_id: int) -> tuple[Any, ...]:

@@ -64,6 +64,22 @@ def test_status_history_and_unit_status(store_url):
         store.record_states([(10_000, JobState(Status.RUNNING))])
 
 
+def test_a_job_named_twice_in_one_call_gets_one_event_per_change(store_url):
+    """Both stores apply one call's states in order, each to what the one before recorded
+    (xcore.store.rows.state_changes): the SQLite store compared each with the row as read, so
+    the same state twice gave two events, and a finished job could be made active again."""
+    store = open_url(store_url)
+    exp = store.create_experiment("t")
+    [a] = store.add_work_unit(exp.id, 1, "work_unit", {}, "", [new_job("a")])
+    store.mark_launched([(a, "k", {"pid": 1}, None)])
+    store.record_states([(a, JobState(Status.RUNNING)), (a, JobState(Status.RUNNING))])
+    store.record_states([(a, JobState(Status.COMPLETED, "done", 0)), (a, JobState(Status.RUNNING))])
+    assert [e.status for e in store.job_history(a)] == [Status.LAUNCHING, Status.PENDING, Status.RUNNING,
+                                                         Status.COMPLETED]
+    [unit] = store.work_units(exp.id)
+    assert unit.status is Status.COMPLETED and unit.jobs[0].ended_at is not None
+
+
 def test_add_jobs_and_active_jobs(store_url):
     store = open_url(store_url)
     exp = store.create_experiment("t")

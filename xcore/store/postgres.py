@@ -33,8 +33,8 @@ from psycopg.rows import dict_row
 
 from xcore.errors import ConfigurationError, NotFoundError, XcoreError
 from xcore.settings import env_number
-from xcore.status import JobState, Status, combine, recorded_times
-from xcore.store import ExperimentHistory, Imported, MetadataStore, StoreInfo, specs
+from xcore.status import JobState, Status
+from xcore.store import ExperimentHistory, Imported, MetadataStore, StoreInfo, rows, specs, statements
 from xcore.store import migrations as store_migrations
 from xcore.store.records import (
     ExperimentRecord,
@@ -190,14 +190,9 @@ MIGRATIONS: list[str] = [
 SCHEMA_VERSION = store_migrations.SCHEMA_VERSION  # one number for both stores
 assert len(MIGRATIONS) == SCHEMA_VERSION
 
-_JOB_COLUMNS = (
-    "id", "experiment_id", "work_unit_id", "name", "executor_kind", "executor", "executable", "args", "env",
-    "status", "message", "exit_code", "handle_kind", "handle", "log_path", "created_at", "launched_at",
-    "started_at", "ended_at", "lease_id",
-)
-_COPIED_JOB_COLUMNS = _JOB_COLUMNS[:-1]  # a lease belongs to a launcher of this store: never copied
-_STORED_JOB_COLUMNS = tuple(specs.SPEC_COLUMNS.get(c, c) for c in _COPIED_JOB_COLUMNS)  # specs by id
-_EXPERIMENT_FIELDS = {"title", "tags", "notes", "launch_status", "launch_error"}
+_JOB_COLUMNS = rows.JOB_COLUMNS
+_STORED_JOB_COLUMNS = rows.STORED_JOB_COLUMNS  # a copied job's columns, specs by id
+_SQL = statements.Statements("%s")
 _EXPERIMENT_LOCK = 0x78636F7265  # advisory lock key ("xcore"): held while allocating experiment ids
 _MIGRATION_LOCK = _EXPERIMENT_LOCK + 1
 # Connection loss, server shutdown/startup, serialization failure and deadlock: worth retrying.
@@ -353,11 +348,10 @@ class PostgresStore(MetadataStore):
 
         def work(cur: psycopg.Cursor[dict[str, Any]], retrying: bool) -> int:
             if retrying:  # our earlier attempt may have committed: same creator, same instant
-                cur.execute('SELECT id FROM experiments WHERE created_at = %s AND host = %s AND "user" = %s'
-                            " AND title = %s", (now, host, user, title))
-                row = cur.fetchone()
-                if row:
-                    return int(row["id"])
+                found = _committed_id(cur, 'SELECT id FROM experiments WHERE created_at = %s AND host = %s'
+                                      ' AND "user" = %s AND title = %s', (now, host, user, title))
+                if found is not None:
+                    return found
             cur.execute("SELECT pg_advisory_xact_lock(%s)", (_EXPERIMENT_LOCK,))
             cur.execute(
                 "INSERT INTO experiments (id, title, tags, notes, script_path, script_sha256, git_commit,"
@@ -372,11 +366,7 @@ class PostgresStore(MetadataStore):
         return self.get_experiment(self._transaction(work))
 
     def update_experiment(self, experiment_id: int, **changes: Any) -> None:
-        unknown = set(changes) - _EXPERIMENT_FIELDS
-        if unknown:
-            raise ValueError(f"Cannot update experiment fields {sorted(unknown)}.")
-        if "tags" in changes:
-            changes["tags"] = json.dumps(list(changes["tags"]))
+        changes = rows.experiment_changes(changes)
         if not changes:
             return
         assignments = ", ".join(f"{name} = %s" for name in changes)
@@ -395,7 +385,7 @@ class PostgresStore(MetadataStore):
             if row is None:
                 raise NotFoundError(f"No experiment {experiment_id} in the store {self.url}. "
                                     "`xcore list` shows what exists.")
-            return _experiment(row, _status_counts(cur, [experiment_id]).get(experiment_id, {}))
+            return rows.experiment_record(row, _status_counts(cur, [experiment_id]).get(experiment_id, {}))
 
         return self._transaction(work)
 
@@ -421,18 +411,18 @@ class PostgresStore(MetadataStore):
             page_size = 500 if status or limit is None else limit
             while True:  # status is derived, so filter after computing it, a page at a time
                 cur.execute(query, (below, *params, page_size))
-                rows = cur.fetchall()
-                if not rows:
+                page = cur.fetchall()
+                if not page:
                     return records
-                counts = _status_counts(cur, [r["id"] for r in rows])
-                for row in rows:
-                    record = _experiment(row, counts.get(row["id"], {}))
+                counts = _status_counts(cur, [r["id"] for r in page])
+                for row in page:
+                    record = rows.experiment_record(row, counts.get(row["id"], {}))
                     if status and record.status.value != status.upper():
                         continue
                     records.append(record)
                     if limit is not None and len(records) >= limit:
                         return records
-                below = rows[-1]["id"]
+                below = page[-1]["id"]
 
         return self._transaction(work)
 
@@ -453,11 +443,7 @@ class PostgresStore(MetadataStore):
                     cur.execute("SELECT id FROM jobs WHERE experiment_id = %s AND work_unit_id = %s ORDER BY id",
                                 (experiment_id, work_unit_id))
                     return [r["id"] for r in cur.fetchall()]
-            cur.execute(
-                "INSERT INTO work_units (experiment_id, id, role, args, identity, created_at)"
-                " VALUES (%s, %s, %s, %s, %s, %s)",
-                (experiment_id, work_unit_id, role, json.dumps(args), identity, now),
-            )
+            cur.execute(_SQL.insert_unit, (experiment_id, work_unit_id, role, json.dumps(args), identity, now))
             return _insert_jobs(cur, experiment_id, work_unit_id, jobs, now, lease_id, self._spec_ids(cur))
 
         return self._transaction(work)
@@ -492,46 +478,24 @@ class PostgresStore(MetadataStore):
                     return split([])
             for w in writes:
                 if w.replace_unlaunched:
-                    cur.execute("SELECT id FROM jobs WHERE experiment_id = %s AND work_unit_id = %s"
-                                " AND handle IS NULL AND status IN ('FAILED', 'CANCELLED') ORDER BY id FOR UPDATE",
-                                (w.experiment_id, w.work_unit_id))
-                    old = [r["id"] for r in cur.fetchall()]
-                    if old:
-                        cur.execute("DELETE FROM job_events WHERE job_id = ANY(%s)", (old,))
-                        cur.execute("DELETE FROM jobs WHERE id = ANY(%s)", (old,))
-            units = [(w.experiment_id, w.work_unit_id, w.role, json.dumps(w.args), w.identity, now)
-                     for w in writes if w.role is not None]
-            if units:
-                cur.executemany("INSERT INTO work_units (experiment_id, id, role, args, identity, created_at)"
-                                " VALUES (%s, %s, %s, %s, %s, %s)", units)
+                    _drop_unlaunched(cur, w.experiment_id, w.work_unit_id)
             ids: list[int] = []
             if count:
                 cur.execute("SELECT nextval(pg_get_serial_sequence('jobs', 'id')) AS id"
                             " FROM generate_series(1, %s)", (count,))
                 ids = sorted(int(r["id"]) for r in cur.fetchall())
                 drawn[:] = ids
-            spec = self._spec_ids(cur).of
-            rows, links, at = [], [], 0
-            for w in writes:
-                rows += [(ids[at + i], w.experiment_id, w.work_unit_id, job.name, job.executor_kind,
-                          spec(job.executor), spec(job.executable), json.dumps(job.args), json.dumps(job.env),
-                          now, lease_id) for i, job in enumerate(w.jobs)]
-                links += [(ids[at + index], w.experiment_id, w.work_unit_id, name, url) for index, name, url in w.links]
-                at += len(w.jobs)
-            if rows:
-                cur.executemany("INSERT INTO jobs (id, experiment_id, work_unit_id, name, executor_kind,"
-                                " executor_spec, executable_spec, args, env, created_at, lease_id)"
-                                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)", rows)
-                cur.executemany("INSERT INTO job_events (job_id, status, at) VALUES (%s, 'LAUNCHING', %s)",
-                                [(row[0], now) for row in rows])
-            more = [(w.experiment_id, w.work_unit_id) for w in writes if w.role is None and w.jobs]
-            if more:
-                cur.executemany("UPDATE work_units SET status = 'LAUNCHING' WHERE experiment_id = %s AND id = %s", more)
-            if links:
-                cur.executemany("INSERT INTO job_links (job_id, experiment_id, work_unit_id, name, url)"
-                                " VALUES (%s, %s, %s, %s, %s)"
-                                " ON CONFLICT (job_id, name) DO UPDATE SET url = EXCLUDED.url", links)
-            return split(ids)
+            new = rows.add_rows(writes, ids, self._spec_ids(cur).of, now, lease_id)
+            if new.units:
+                cur.executemany(_SQL.insert_unit, new.units)
+            if new.jobs:
+                cur.executemany(_SQL.insert_jobs, new.jobs)
+                cur.executemany(_SQL.launching_event, [(row[0], now) for row in new.jobs])
+            if new.more:
+                cur.executemany(_SQL.unit_launching, new.more)
+            if new.links:
+                cur.executemany(_SQL.upsert_link, new.links)
+            return new.ids
 
         return self._transaction(work)
 
@@ -546,17 +510,10 @@ class PostgresStore(MetadataStore):
                 done = [r["id"] for r in cur.fetchall()]
                 if len(done) == len(jobs):
                     return done
-            if replace_unlaunched:  # an identity relaunch: drop the jobs that never reached a backend
-                cur.execute("SELECT id FROM jobs WHERE experiment_id = %s AND work_unit_id = %s AND handle IS NULL"
-                            " AND status IN ('FAILED', 'CANCELLED') ORDER BY id FOR UPDATE",
-                            (experiment_id, work_unit_id))
-                old = [r["id"] for r in cur.fetchall()]
-                if old:
-                    cur.execute("DELETE FROM job_events WHERE job_id = ANY(%s)", (old,))
-                    cur.execute("DELETE FROM jobs WHERE id = ANY(%s)", (old,))
+            if replace_unlaunched:
+                _drop_unlaunched(cur, experiment_id, work_unit_id)
             ids = _insert_jobs(cur, experiment_id, work_unit_id, jobs, now, lease_id, self._spec_ids(cur))
-            cur.execute("UPDATE work_units SET status = 'LAUNCHING' WHERE experiment_id = %s AND id = %s",
-                        (experiment_id, work_unit_id))
+            cur.execute(_SQL.unit_launching, (experiment_id, work_unit_id))
             return ids
 
         return self._transaction(work)
@@ -572,7 +529,7 @@ class PostgresStore(MetadataStore):
         def work(cur: psycopg.Cursor[dict[str, Any]], _: bool) -> None:
             _mark_launched(cur, launched, now)
             if intent_id is not None:
-                cur.execute("DELETE FROM launch_intents WHERE id = %s", (intent_id,))
+                cur.execute(_SQL.close_intent, (intent_id,))
 
         self._transaction(work)
 
@@ -584,7 +541,7 @@ class PostgresStore(MetadataStore):
         def work(cur: psycopg.Cursor[dict[str, Any]], _: bool) -> None:
             _record_states(cur, states, self.url, now)
             if intent_id is not None:
-                cur.execute("DELETE FROM launch_intents WHERE id = %s", (intent_id,))
+                cur.execute(_SQL.close_intent, (intent_id,))
 
         self._transaction(work)
 
@@ -608,7 +565,7 @@ class PostgresStore(MetadataStore):
                         " ORDER BY jobs.id", params)
             for row in cur:
                 if row["work_unit_id"] in units:
-                    units[row["work_unit_id"]].jobs.append(_job(row))
+                    units[row["work_unit_id"]].jobs.append(rows.job_record(row))
             return list(units.values())
 
         return self._transaction(work)
@@ -634,21 +591,18 @@ class PostgresStore(MetadataStore):
 
     def active_jobs(self, experiment_ids: Sequence[int]) -> list[JobRecord]:
         active = [s.value for s in Status if s.is_active]
-        light = "'{}' AS executor, '{}' AS executable, '[]' AS args, '{}' AS env"
-        columns = ", ".join(c for c in _JOB_COLUMNS if c not in ("executor", "executable", "args", "env"))
 
         def work(cur: psycopg.Cursor[dict[str, Any]], _: bool) -> list[JobRecord]:
-            cur.execute(f"SELECT {columns}, {light} FROM jobs WHERE experiment_id = ANY(%s) AND status = ANY(%s)"
+            cur.execute(f"SELECT {rows.LIGHT_JOB_COLUMNS} FROM jobs WHERE experiment_id = ANY(%s) AND status = ANY(%s)"
                         " ORDER BY id", (list(experiment_ids), active))
-            return [_job(row) for row in cur.fetchall()]
+            return [rows.job_record(row) for row in cur.fetchall()]
 
         return self._transaction(work)
 
     def job_history(self, job_id: int) -> list[StatusEvent]:
         def work(cur: psycopg.Cursor[dict[str, Any]], _: bool) -> list[StatusEvent]:
             cur.execute("SELECT * FROM job_events WHERE job_id = %s ORDER BY seq", (job_id,))
-            return [StatusEvent(r["job_id"], Status(r["status"]), r["message"], r["exit_code"], r["at"])
-                    for r in cur.fetchall()]
+            return [rows.status_event(r) for r in cur.fetchall()]
 
         return self._transaction(work)
 
@@ -659,11 +613,10 @@ class PostgresStore(MetadataStore):
 
         def work(cur: psycopg.Cursor[dict[str, Any]], retrying: bool) -> int:
             if retrying:  # our earlier attempt may have committed: same process, same instant
-                cur.execute("SELECT id FROM launch_leases WHERE experiment_id = %s AND host = %s AND pid = %s"
-                            " AND heartbeat = %s", (experiment_id, host, pid, now))
-                row = cur.fetchone()
-                if row:
-                    return int(row["id"])
+                found = _committed_id(cur, "SELECT id FROM launch_leases WHERE experiment_id = %s AND host = %s"
+                                      " AND pid = %s AND heartbeat = %s", (experiment_id, host, pid, now))
+                if found is not None:
+                    return found
             cur.execute("INSERT INTO launch_leases (experiment_id, host, pid, proc_start, heartbeat)"
                         " VALUES (%s, %s, %s, %s, %s) RETURNING id", (experiment_id, host, pid, proc_start, now))
             return int(_one(cur)["id"])
@@ -689,11 +642,10 @@ class PostgresStore(MetadataStore):
 
         def work(cur: psycopg.Cursor[dict[str, Any]], retrying: bool) -> int:
             if retrying:
-                cur.execute("SELECT id FROM launch_intents WHERE lease_id = %s AND created_at = %s AND job_ids = %s",
-                            (lease_id, now, ids))
-                row = cur.fetchone()
-                if row:
-                    return int(row["id"])
+                found = _committed_id(cur, "SELECT id FROM launch_intents WHERE lease_id = %s AND created_at = %s"
+                                      " AND job_ids = %s", (lease_id, now, ids))
+                if found is not None:
+                    return found
             cur.execute("INSERT INTO launch_intents (lease_id, executor_kind, job_ids, created_at)"
                         " VALUES (%s, %s, %s, %s) RETURNING id", (lease_id, executor_kind, ids, now))
             return int(_one(cur)["id"])
@@ -703,8 +655,7 @@ class PostgresStore(MetadataStore):
     def leases(self) -> list[LeaseRecord]:
         def work(cur: psycopg.Cursor[dict[str, Any]], _: bool) -> list[LeaseRecord]:
             cur.execute("SELECT * FROM launch_leases ORDER BY id")
-            return [LeaseRecord(r["id"], r["experiment_id"], r["host"], r["pid"], r["proc_start"], r["heartbeat"],
-                                r["state"]) for r in cur.fetchall()]
+            return [rows.lease_record(r) for r in cur.fetchall()]
 
         return self._transaction(work)
 
@@ -720,8 +671,7 @@ class PostgresStore(MetadataStore):
                 if cur.fetchone():
                     return True
             cur.execute(
-                "UPDATE launch_leases SET state = 'resolving', host = %s, pid = %s, proc_start = %s, heartbeat = %s"
-                " WHERE id = %s AND pid = %s AND host = %s AND heartbeat = %s",
+                _SQL.claim_lease,
                 (host, pid, proc_start, now, lease.id, lease.pid, lease.host, lease.heartbeat),
             )
             return cur.rowcount == 1
@@ -733,14 +683,9 @@ class PostgresStore(MetadataStore):
                                                                          list[JobRecord]]:
             cur.execute(f"{specs.select_jobs(_JOB_COLUMNS)} WHERE jobs.lease_id = %s AND jobs.status = 'LAUNCHING'"
                         " AND jobs.handle IS NULL ORDER BY jobs.id", (lease_id,))
-            jobs = {row["id"]: _job(row) for row in cur.fetchall()}
+            jobs = {row["id"]: rows.job_record(row) for row in cur.fetchall()}
             cur.execute("SELECT * FROM launch_intents WHERE lease_id = %s ORDER BY id", (lease_id,))
-            in_flight = []
-            for row in cur.fetchall():
-                group = [jobs.pop(i) for i in json.loads(row["job_ids"]) if i in jobs]
-                if group:
-                    in_flight.append((row["executor_kind"], group))
-            return in_flight, list(jobs.values())
+            return rows.orphans_by_intent(jobs, cur.fetchall())
 
         return self._transaction(work)
 
@@ -754,8 +699,7 @@ class PostgresStore(MetadataStore):
             cur.execute("DELETE FROM launch_leases WHERE id = %s RETURNING experiment_id", (lease_id,))
             row = cur.fetchone()
             if row is not None and launch_error:
-                cur.execute("UPDATE experiments SET launch_status = 'LAUNCH_FAILED', launch_error = %s"
-                            " WHERE id = %s AND launch_status = 'LAUNCHING'", (launch_error, row["experiment_id"]))
+                cur.execute(_SQL.launch_failed, (launch_error, row["experiment_id"]))
             cur.execute("DELETE FROM launch_intents WHERE lease_id = %s", (lease_id,))
 
         self._transaction(work)
@@ -784,10 +728,7 @@ class PostgresStore(MetadataStore):
             store_id = _one(cur)["value"]
             cur.execute("SELECT e.* FROM job_events e JOIN jobs j ON j.id = e.job_id WHERE j.experiment_id = %s"
                         " ORDER BY e.seq", (experiment_id,))
-            events: dict[int, list[StatusEvent]] = {}
-            for r in cur:
-                events.setdefault(r["job_id"], []).append(
-                    StatusEvent(r["job_id"], Status(r["status"]), r["message"], r["exit_code"], r["at"]))
+            events = rows.events_by_job(cur.fetchall())
             cur.execute("SELECT job_id, name, value, at FROM job_results WHERE experiment_id = %s"
                         " ORDER BY at, job_id, name", (experiment_id,))
             results = [(r["job_id"], r["name"], r["value"], r["at"]) for r in cur.fetchall()]
@@ -826,9 +767,7 @@ class PostgresStore(MetadataStore):
                 "INSERT INTO experiments (id, title, tags, notes, script_path, script_sha256, git_commit, git_dirty,"
                 ' "user", host, created_at, launch_status, launch_error, origin)'
                 " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                (experiment_id, source.title, json.dumps(source.tags), source.notes, source.script_path,
-                 source.script_sha256, source.git_commit, source.git_dirty, source.user, source.host,
-                 source.created_at, source.launch_status, source.launch_error, history.origin),
+                rows.copied_experiment_values(source, experiment_id, history.origin),
             )
             clash = False
             if jobs:
@@ -838,42 +777,21 @@ class PostgresStore(MetadataStore):
                             (max(j.id for j in jobs),))
                 cur.execute("SELECT EXISTS (SELECT 1 FROM jobs WHERE id = ANY(%s)) AS clash", ([j.id for j in jobs],))
                 clash = bool(_one(cur)["clash"])
-            cur.executemany(
-                "INSERT INTO work_units (experiment_id, id, role, args, identity, status, created_at)"
-                " VALUES (%s, %s, %s, %s, %s, %s, %s)",
-                [(experiment_id, u.id, u.role, json.dumps(u.args), u.identity, u.status.value, u.created_at)
-                 for u in history.units],
-            )
+            cur.executemany(_SQL.copy_unit, [rows.copied_unit_values(u, experiment_id) for u in history.units])
             columns = _STORED_JOB_COLUMNS[1:] if clash else _STORED_JOB_COLUMNS
             new_ids: dict[int, int] = {}
             spec = self._spec_ids(cur).of
             for job in jobs:
-                values = (job.id, experiment_id, job.work_unit_id, job.name, job.executor_kind,
-                          spec(job.executor), spec(job.executable), json.dumps(job.args),
-                          json.dumps(job.env), job.status.value, job.message, job.exit_code, job.handle_kind,
-                          None if job.handle is None else json.dumps(job.handle), job.log_path, job.created_at,
-                          job.launched_at, job.started_at, job.ended_at)
+                values = rows.copied_job_values(job, experiment_id, spec)
                 cur.execute(f"INSERT INTO jobs ({', '.join(columns)}) VALUES ({', '.join(['%s'] * len(columns))})"
                             " RETURNING id", values[1:] if clash else values)
                 new_id = _one(cur)["id"]
-                cur.executemany(
-                    "INSERT INTO job_events (job_id, status, message, exit_code, at) VALUES (%s, %s, %s, %s, %s)",
-                    [(new_id, e.status.value, e.message, e.exit_code, e.at) for e in history.events.get(job.id, [])],
-                )
+                cur.executemany(_SQL.insert_event, rows.copied_events(history, job.id, new_id))
                 new_ids[job.id] = new_id
-            units = {job.id: job.work_unit_id for job in jobs}
-            cur.executemany("UPDATE jobs SET results_at = %s WHERE id = %s",
-                            [(at, new_ids[j]) for j, at in history.results_final.items() if j in new_ids])
-            cur.executemany(
-                "INSERT INTO job_results (job_id, experiment_id, work_unit_id, name, value, at)"
-                " VALUES (%s, %s, %s, %s, %s, %s)",
-                [(new_ids[j], experiment_id, units[j], name, value, at)
-                 for j, name, value, at in history.results if j in new_ids],
-            )
-            cur.executemany(
-                "INSERT INTO job_links (job_id, experiment_id, work_unit_id, name, url) VALUES (%s, %s, %s, %s, %s)",
-                [(new_ids[j], experiment_id, units[j], name, url) for j, name, url in history.links if j in new_ids],
-            )
+            final, results, links = rows.copied_extras(history, new_ids, experiment_id)
+            cur.executemany(_SQL.set_results_at, final)
+            cur.executemany(_SQL.insert_result, results)
+            cur.executemany(_SQL.insert_link, links)
             return Imported(source.id, experiment_id, clash)
 
         return self._transaction(work)
@@ -891,14 +809,12 @@ class PostgresStore(MetadataStore):
             if row is None:
                 raise NotFoundError(f"No job {job_id} in {self.url}.")
             cur.executemany(
-                "INSERT INTO job_results (job_id, experiment_id, work_unit_id, name, value, at)"
-                " VALUES (%s, %s, %s, %s, %s, %s)"
-                " ON CONFLICT (job_id, name) DO UPDATE SET value = EXCLUDED.value, at = EXCLUDED.at",
+                _SQL.upsert_result,
                 [(job_id, row["experiment_id"], row["work_unit_id"], name, value, now)
                  for name, value in results.items()],
             )
             if final:
-                cur.execute("UPDATE jobs SET results_at = %s WHERE id = %s", (now, job_id))
+                cur.execute(_SQL.set_results_at, (now, job_id))
 
         self._transaction(work)
 
@@ -932,9 +848,7 @@ class PostgresStore(MetadataStore):
 
         def work(cur: psycopg.Cursor[dict[str, Any]], _: bool) -> None:
             cur.executemany(
-                "INSERT INTO job_links (job_id, experiment_id, work_unit_id, name, url)"
-                " SELECT id, experiment_id, work_unit_id, %s, %s FROM jobs WHERE id = %s"
-                " ON CONFLICT (job_id, name) DO UPDATE SET url = EXCLUDED.url",
+                _SQL.link_job,
                 [(name, url, job_id) for job_id, name, url in links],
             )
 
@@ -991,6 +905,24 @@ def _one(cur: psycopg.Cursor[dict[str, Any]]) -> dict[str, Any]:
     return row
 
 
+def _committed_id(cur: psycopg.Cursor[dict[str, Any]], query: str, params: Sequence[Any]) -> int | None:
+    """A retried insert's own row, by what it wrote (its earlier attempt may have committed
+    with its reply lost): the id of the row ``query`` finds, or None."""
+    cur.execute(query, params)
+    row = cur.fetchone()
+    return None if row is None else int(row["id"])
+
+
+def _drop_unlaunched(cur: psycopg.Cursor[dict[str, Any]], experiment_id: int, work_unit_id: int) -> None:
+    """An identity relaunch: forget the unit's jobs that ended without reaching a backend."""
+    cur.execute("SELECT id FROM jobs WHERE experiment_id = %s AND work_unit_id = %s AND handle IS NULL"
+                " AND status IN ('FAILED', 'CANCELLED') ORDER BY id FOR UPDATE", (experiment_id, work_unit_id))
+    old = [r["id"] for r in cur.fetchall()]
+    if old:
+        cur.execute("DELETE FROM job_events WHERE job_id = ANY(%s)", (old,))
+        cur.execute("DELETE FROM jobs WHERE id = ANY(%s)", (old,))
+
+
 def _insert_jobs(cur: psycopg.Cursor[dict[str, Any]], experiment_id: int, work_unit_id: int,
                  jobs: Sequence[NewJob], now: float, lease_id: int | None, spec_ids: specs.SpecIds) -> list[int]:
     ids = []
@@ -1013,18 +945,16 @@ def _mark_launched(cur: psycopg.Cursor[dict[str, Any]],
     """Store handles; a job still LAUNCHING becomes PENDING (marking twice appends nothing)."""
     if not launched:
         return
-    rows = _lock_jobs(cur, [job_id for job_id, *_ in launched], "id, status")
+    locked = _lock_jobs(cur, [job_id for job_id, *_ in launched], "id, status")
     cur.executemany(
-        "UPDATE jobs SET handle_kind = %s, handle = %s, log_path = %s, launched_at = %s,"
-        " status = CASE status WHEN 'LAUNCHING' THEN 'PENDING' ELSE status END,"
-        " message = CASE status WHEN 'LAUNCHING' THEN 'submitted' ELSE message END WHERE id = %s",
+        _SQL.mark_launched,
         [(kind, json.dumps(handle), log, now, job_id) for job_id, kind, handle, log in launched],
     )
     cur.executemany(
-        "INSERT INTO job_events (job_id, status, message, at) VALUES (%s, 'PENDING', 'submitted', %s)",
-        [(job_id, now) for job_id, row in rows.items() if row["status"] == "LAUNCHING"],
+        _SQL.submitted_event,
+        [(job_id, now) for job_id, row in locked.items() if row["status"] == "LAUNCHING"],
     )
-    _refresh_units(cur, list(rows))
+    _refresh_units(cur, list(locked))
 
 
 def _record_states(cur: psycopg.Cursor[dict[str, Any]], states: Sequence[tuple[int, JobState]], where: str,
@@ -1032,28 +962,11 @@ def _record_states(cur: psycopg.Cursor[dict[str, Any]], states: Sequence[tuple[i
     """Store the newest state of jobs (locked in id order); a change of status is appended to the history."""
     if not states:
         return
-    rows = _lock_jobs(cur, [job_id for job_id, _ in states], "id, status, started_at, ended_at")
-    updates, events = [], []
-    for job_id, state in states:
-        row = rows.get(job_id)
-        if row is None:
-            raise NotFoundError(f"No job {job_id} in {where}.")
-        if Status(row["status"]).is_terminal and not state.status.is_terminal:
-            continue  # a finished job never becomes active again
-        started, ended = recorded_times(state, row["started_at"], row["ended_at"], now)
-        updates.append((state.status.value, state.message, state.exit_code, started, ended, job_id))
-        row["started_at"], row["ended_at"] = started, ended
-        if row["status"] != state.status.value:
-            events.append((job_id, state.status.value, state.message, state.exit_code, now))
-            row["status"] = state.status.value  # the same job twice in one call: one event
-    cur.executemany(
-        "UPDATE jobs SET status = %s, message = %s, exit_code = %s, started_at = %s, ended_at = %s WHERE id = %s",
-        updates,
-    )
-    cur.executemany(
-        "INSERT INTO job_events (job_id, status, message, exit_code, at) VALUES (%s, %s, %s, %s, %s)", events
-    )
-    _refresh_units(cur, list(rows))
+    locked = _lock_jobs(cur, [job_id for job_id, _ in states], "id, status, started_at, ended_at")
+    updates, events = rows.state_changes(locked, states, now, where)
+    cur.executemany(_SQL.record_state, updates)
+    cur.executemany(_SQL.insert_event, events)
+    _refresh_units(cur, list(locked))
 
 
 def _lock_jobs(cur: psycopg.Cursor[dict[str, Any]], job_ids: Sequence[int], columns: str) -> dict[int, dict[str, Any]]:
@@ -1071,12 +984,11 @@ def _refresh_units(cur: psycopg.Cursor[dict[str, Any]], job_ids: Sequence[int]) 
         " JOIN (SELECT DISTINCT experiment_id, work_unit_id FROM jobs WHERE id = ANY(%s)) u"
         " USING (experiment_id, work_unit_id)", (list(job_ids),),
     )
-    statuses: dict[tuple[int, int], list[Status]] = {}
-    for row in cur.fetchall():
-        statuses.setdefault((row["experiment_id"], row["work_unit_id"]), []).append(Status(row["status"]))
+    found = [((row["experiment_id"], row["work_unit_id"]), row["status"]) for row in cur.fetchall()]
+    statuses = rows.unit_statuses({key for key, _ in found}, found)
     cur.executemany(
         "UPDATE work_units SET status = %s WHERE experiment_id = %s AND id = %s AND status <> %s",
-        [(combine(found).value, e, u, combine(found).value) for (e, u), found in sorted(statuses.items())],
+        [(status, e, u, status) for (e, u), status in sorted(statuses.items())],
     )
 
 
@@ -1087,24 +999,3 @@ def _status_counts(cur: psycopg.Cursor[dict[str, Any]], experiment_ids: Sequence
     for row in cur.fetchall():
         counts.setdefault(row["experiment_id"], {})[row["status"]] = row["n"]
     return counts
-
-
-def _experiment(row: dict[str, Any], counts: dict[str, int]) -> ExperimentRecord:
-    return ExperimentRecord(
-        id=row["id"], title=row["title"], tags=json.loads(row["tags"]), notes=row["notes"],
-        script_path=row["script_path"], script_sha256=row["script_sha256"], git_commit=row["git_commit"],
-        git_dirty=row["git_dirty"], user=row["user"], host=row["host"], created_at=row["created_at"],
-        launch_status=row["launch_status"], launch_error=row["launch_error"], status_counts=counts,
-    )
-
-
-def _job(row: dict[str, Any]) -> JobRecord:
-    return JobRecord(
-        id=row["id"], experiment_id=row["experiment_id"], work_unit_id=row["work_unit_id"], name=row["name"],
-        executor_kind=row["executor_kind"], executor=json.loads(row["executor"]),
-        executable=json.loads(row["executable"]), args=json.loads(row["args"]), env=json.loads(row["env"]),
-        status=Status(row["status"]), message=row["message"], exit_code=row["exit_code"],
-        handle_kind=row["handle_kind"], handle=json.loads(row["handle"]) if row["handle"] else None,
-        log_path=row["log_path"], created_at=row["created_at"], launched_at=row["launched_at"],
-        started_at=row["started_at"], ended_at=row["ended_at"],
-    )

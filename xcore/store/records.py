@@ -33,9 +33,7 @@ class JobRecord:
 
     @property
     def duration(self) -> float | None:
-        if self.started_at is None:
-            return None
-        return (self.ended_at if self.ended_at is not None else _now()) - self.started_at
+        return _elapsed(self.started_at, self.ended_at)
 
 
 @attrs.frozen
@@ -82,11 +80,7 @@ class WorkUnitRecord:
 
     @property
     def duration(self) -> float | None:
-        start = self.started_at
-        if start is None:
-            return None
-        end = self.ended_at
-        return (end if end is not None else _now()) - start
+        return _elapsed(self.started_at, self.ended_at)
 
 
 @attrs.define
@@ -106,9 +100,7 @@ class UnitSummary:
 
     @property
     def duration(self) -> float | None:
-        if self.started_at is None:
-            return None
-        return (self.ended_at if self.ended_at is not None else _now()) - self.started_at
+        return _elapsed(self.started_at, self.ended_at)
 
 
 @attrs.define
@@ -169,6 +161,13 @@ class NewJob:
 def unreadable(exc: BaseException) -> str:
     """What a stored record that cannot be read shows instead of its state, with the reason."""
     return f"unreadable record: {type(exc).__name__}: {exc}"
+
+
+def _elapsed(start: float | None, end: float | None) -> float | None:
+    """Seconds from ``start`` to ``end``, or to now while it runs; None before it started."""
+    if start is None:
+        return None
+    return (end if end is not None else _now()) - start
 
 
 def _now() -> float:

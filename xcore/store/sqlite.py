@@ -21,8 +21,8 @@ from typing import Any
 from xcore import paths
 from xcore.errors import NotFoundError, StoreError
 from xcore.settings import env_number
-from xcore.status import JobState, Status, combine, recorded_times
-from xcore.store import ExperimentHistory, Imported, MetadataStore, StoreInfo, records, specs
+from xcore.status import JobState, Status
+from xcore.store import ExperimentHistory, Imported, MetadataStore, StoreInfo, records, rows, specs, statements
 from xcore.store import migrations as store_migrations
 from xcore.store.records import (
     ExperimentRecord,
@@ -207,14 +207,10 @@ MIGRATIONS: list[str] = [
 SCHEMA_VERSION = store_migrations.SCHEMA_VERSION  # one number for both stores
 assert len(MIGRATIONS) == SCHEMA_VERSION
 
-_JOB_COLUMNS = (
-    "id", "experiment_id", "work_unit_id", "name", "executor_kind", "executor", "executable", "args", "env",
-    "status", "message", "exit_code", "handle_kind", "handle", "log_path", "created_at", "launched_at",
-    "started_at", "ended_at", "lease_id",
-)
-_COPIED_COLUMNS = tuple(c for c in _JOB_COLUMNS if c != "lease_id")
-_STORED_COLUMNS = tuple(specs.SPEC_COLUMNS.get(c, c) for c in _COPIED_COLUMNS)  # specs by id in the table
-_EXPERIMENT_FIELDS = {"title", "tags", "notes", "launch_status", "launch_error"}
+_JOB_COLUMNS = rows.JOB_COLUMNS
+_COPIED_COLUMNS = rows.COPIED_JOB_COLUMNS
+_STORED_COLUMNS = rows.STORED_JOB_COLUMNS  # specs by id in the table
+_SQL = statements.Statements("?")
 
 
 class SqliteStore(MetadataStore):
@@ -439,11 +435,7 @@ class SqliteStore(MetadataStore):
         return self.get_experiment(experiment_id)
 
     def update_experiment(self, experiment_id: int, **changes: Any) -> None:
-        unknown = set(changes) - _EXPERIMENT_FIELDS
-        if unknown:
-            raise ValueError(f"Cannot update experiment fields {sorted(unknown)}.")
-        if "tags" in changes:
-            changes["tags"] = json.dumps(list(changes["tags"]))
+        changes = rows.experiment_changes(changes)
         if not changes:
             return
         assignments = ", ".join(f"{name} = ?" for name in changes)
@@ -482,13 +474,13 @@ class SqliteStore(MetadataStore):
         if not status and limit is not None:
             query += f" LIMIT {int(limit)}"
         with self._reading():
-            rows = self._db.execute(query, params).fetchall()
+            found = self._db.execute(query, params).fetchall()
             records: list[ExperimentRecord] = []
             # Status is derived, so filter after computing it, in pages to keep memory flat
             # (without a status filter the first page is the answer: count no more than that).
             size = 500 if status or limit is None else max(limit, 1)
-            for start in range(0, len(rows), size):
-                page = rows[start : start + size]
+            for start in range(0, len(found), size):
+                page = found[start : start + size]
                 counts = self._status_counts([r["id"] for r in page])
                 for row in page:
                     record = self._experiment(row, counts.get(row["id"], {}))
@@ -513,21 +505,11 @@ class SqliteStore(MetadataStore):
     @staticmethod
     def _experiment(row: sqlite3.Row, counts: dict[str, int]) -> ExperimentRecord:
         try:
-            return SqliteStore._experiment_fields(row, counts)
+            return rows.experiment_record(row, counts)
         except Exception as exc:  # noqa: BLE001 - one bad row must not hide the others
             title = row["title"] if isinstance(row["title"], str) else ""
             return ExperimentRecord(id=row["id"], title=title, created_at=_number(row["created_at"]),
                                     status_counts=counts, unreadable=records.unreadable(exc))
-
-    @staticmethod
-    def _experiment_fields(row: sqlite3.Row, counts: dict[str, int]) -> ExperimentRecord:
-        return ExperimentRecord(
-            id=row["id"], title=row["title"], tags=json.loads(row["tags"]), notes=row["notes"],
-            script_path=row["script_path"], script_sha256=row["script_sha256"], git_commit=row["git_commit"],
-            git_dirty=None if row["git_dirty"] is None else bool(row["git_dirty"]), user=row["user"],
-            host=row["host"], created_at=row["created_at"], launch_status=row["launch_status"],
-            launch_error=row["launch_error"], status_counts=counts,
-        )
 
     # -- work units and jobs -------------------------------------------------------------
 
@@ -537,10 +519,7 @@ class SqliteStore(MetadataStore):
     ) -> list[int]:
         now = time.time()
         with self._write() as db:
-            db.execute(
-                "INSERT INTO work_units (experiment_id, id, role, args, identity, created_at) VALUES (?,?,?,?,?,?)",
-                (experiment_id, work_unit_id, role, json.dumps(args), identity, now),
-            )
+            db.execute(_SQL.insert_unit, (experiment_id, work_unit_id, role, json.dumps(args), identity, now))
             return self._insert_jobs(db, experiment_id, work_unit_id, jobs, now, lease_id)
 
     def add_jobs(self, experiment_id: int, work_unit_id: int, jobs: Sequence[NewJob], *,
@@ -549,10 +528,7 @@ class SqliteStore(MetadataStore):
             if replace_unlaunched:
                 self._drop_unlaunched(db, experiment_id, work_unit_id)
             ids = self._insert_jobs(db, experiment_id, work_unit_id, jobs, time.time(), lease_id)
-            db.execute(
-                "UPDATE work_units SET status = 'LAUNCHING' WHERE experiment_id = ? AND id = ?",
-                (experiment_id, work_unit_id),
-            )
+            db.execute(_SQL.unit_launching, (experiment_id, work_unit_id))
             return ids
 
     def record_adds(self, writes: Sequence[UnitWrite], *, lease_id: int | None = None) -> list[list[int]]:
@@ -565,37 +541,18 @@ class SqliteStore(MetadataStore):
             for write in writes:
                 if write.replace_unlaunched:
                     self._drop_unlaunched(db, write.experiment_id, write.work_unit_id)
-            db.executemany(
-                "INSERT INTO work_units (experiment_id, id, role, args, identity, created_at) VALUES (?,?,?,?,?,?)",
-                [(w.experiment_id, w.work_unit_id, w.role, json.dumps(w.args), w.identity, now)
-                 for w in writes if w.role is not None],
-            )
             seq = db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'jobs'").fetchone()
             top = db.execute("SELECT MAX(id) FROM jobs").fetchone()[0]
-            next_id = max(seq[0] if seq else 0, top or 0) + 1
-            spec = self._spec_ids(db).of
-            ids: list[list[int]] = []
-            jobs, links = [], []
-            for w in writes:
-                first = next_id
-                next_id += len(w.jobs)
-                ids.append(list(range(first, next_id)))
-                jobs += [(first + i, w.experiment_id, w.work_unit_id, job.name, job.executor_kind, spec(job.executor),
-                          spec(job.executable), json.dumps(job.args), json.dumps(job.env) if job.env else "{}", now,
-                          lease_id) for i, job in enumerate(w.jobs)]
-                links += [(first + index, w.experiment_id, w.work_unit_id, name, url) for index, name, url in w.links]
-            db.executemany(
-                "INSERT INTO jobs (id, experiment_id, work_unit_id, name, executor_kind, executor_spec,"
-                " executable_spec, args, env, created_at, lease_id) VALUES (?,?,?,?,?,?,?,?,?,?,?)", jobs)
-            db.executemany("INSERT INTO job_events (job_id, status, at) VALUES (?, 'LAUNCHING', ?)",
-                           [(row[0], now) for row in jobs])
-            db.executemany("UPDATE work_units SET status = 'LAUNCHING' WHERE experiment_id = ? AND id = ?",
-                           [(w.experiment_id, w.work_unit_id) for w in writes if w.role is None and w.jobs])
-            if links:
-                db.executemany(
-                    "INSERT INTO job_links (job_id, experiment_id, work_unit_id, name, url) VALUES (?,?,?,?,?)"
-                    " ON CONFLICT (job_id, name) DO UPDATE SET url = excluded.url", links)
-            return ids
+            first = max(seq[0] if seq else 0, top or 0) + 1
+            new = rows.add_rows(writes, range(first, first + sum(len(w.jobs) for w in writes)),
+                                self._spec_ids(db).of, now, lease_id)
+            db.executemany(_SQL.insert_unit, new.units)
+            db.executemany(_SQL.insert_jobs, new.jobs)
+            db.executemany(_SQL.launching_event, [(row[0], now) for row in new.jobs])
+            db.executemany(_SQL.unit_launching, new.more)
+            if new.links:
+                db.executemany(_SQL.upsert_link, new.links)
+            return new.ids
 
     @staticmethod
     def _drop_unlaunched(db: sqlite3.Connection, experiment_id: int, work_unit_id: int) -> None:
@@ -623,7 +580,7 @@ class SqliteStore(MetadataStore):
                  spec(job.executable), json.dumps(job.args), json.dumps(job.env), now, lease_id),
             )
             job_id = int(cursor.lastrowid or 0)
-            db.execute("INSERT INTO job_events (job_id, status, at) VALUES (?, 'LAUNCHING', ?)", (job_id, now))
+            db.execute(_SQL.launching_event, (job_id, now))
             ids.append(job_id)
         return ids
 
@@ -644,7 +601,7 @@ class SqliteStore(MetadataStore):
         with self._write() as db:
             self._mark_launched(db, launched)
             if intent_id is not None:
-                db.execute("DELETE FROM launch_intents WHERE id = ?", (intent_id,))
+                db.execute(_SQL.close_intent, (intent_id,))
 
     def _mark_launched(self, db: sqlite3.Connection, launched: Sequence[tuple[int, str, dict[str, Any], str | None]]
                        ) -> None:
@@ -652,107 +609,71 @@ class SqliteStore(MetadataStore):
         if launched:
             # Only a job still LAUNCHING gets the PENDING event: marking twice appends nothing.
             # One read gives both that and the units to refresh (issue 14: two reads at 10,000).
-            rows = self._rows_by_id(db, [j for j, *_ in launched], "id, status, experiment_id, work_unit_id")
-            launching = [job_id for job_id, row in rows.items() if row["status"] == "LAUNCHING"]
-            units = {(row["experiment_id"], row["work_unit_id"]) for row in rows.values()}
-            del rows  # not held through the update: at 10,000 jobs they are 2 MB of the launcher's peak
+            found = self._rows_by_id(db, [j for j, *_ in launched], "id, status, experiment_id, work_unit_id")
+            launching = [job_id for job_id, row in found.items() if row["status"] == "LAUNCHING"]
+            units = {(row["experiment_id"], row["work_unit_id"]) for row in found.values()}
+            del found  # not held through the update: at 10,000 jobs they are 2 MB of the launcher's peak
             db.executemany(
-                "UPDATE jobs SET handle_kind = ?, handle = ?, log_path = ?, launched_at = ?,"
-                " status = CASE status WHEN 'LAUNCHING' THEN 'PENDING' ELSE status END,"
-                " message = CASE status WHEN 'LAUNCHING' THEN 'submitted' ELSE message END WHERE id = ?",
+                _SQL.mark_launched,
                 # Encoded as the update goes: 10,000 handles' JSON is never held at once (3 MB at peak).
                 ((kind, json.dumps(handle), log, now, job_id) for job_id, kind, handle, log in launched),
             )
-            db.executemany(
-                "INSERT INTO job_events (job_id, status, message, at) VALUES (?, 'PENDING', 'submitted', ?)",
-                [(job_id, now) for job_id in launching],
-            )
+            db.executemany(_SQL.submitted_event, [(job_id, now) for job_id in launching])
             self._refresh_unit_statuses(db, units)
 
     def record_states(self, states: Sequence[tuple[int, JobState]], *, intent_id: int | None = None) -> None:
         with self._write() as db:
             self._record_states(db, states)
             if intent_id is not None:
-                db.execute("DELETE FROM launch_intents WHERE id = ?", (intent_id,))
+                db.execute(_SQL.close_intent, (intent_id,))
 
     def _record_states(self, db: sqlite3.Connection, states: Sequence[tuple[int, JobState]]) -> None:
         if not states:
             return
         now = time.time()
-        rows = self._rows_by_id(db, [job_id for job_id, _ in states],
-                                "id, status, message, exit_code, started_at, ended_at")
-        updates, events = [], []
-        for job_id, state in states:
-            row = rows.get(job_id)
-            if row is None:
-                raise NotFoundError(f"No job {job_id} in {self.path}.")
-            if Status(row["status"]).is_terminal and not state.status.is_terminal:
-                continue  # a finished job never becomes active again
-            started, ended = recorded_times(state, row["started_at"], row["ended_at"], now)
-            updates.append((state.status.value, state.message, state.exit_code, started, ended, job_id))
-            if row["status"] != state.status.value:
-                events.append((job_id, state.status.value, state.message, state.exit_code, now))
-        db.executemany(
-            "UPDATE jobs SET status = ?, message = ?, exit_code = ?, started_at = ?, ended_at = ? WHERE id = ?",
-            updates,
-        )
-        db.executemany(
-            "INSERT INTO job_events (job_id, status, message, exit_code, at) VALUES (?,?,?,?,?)", events
-        )
+        found = self._rows_by_id(db, [job_id for job_id, _ in states], "id, status, started_at, ended_at")
+        updates, events = rows.state_changes(found, states, now, str(self.path))
+        db.executemany(_SQL.record_state, updates)
+        db.executemany(_SQL.insert_event, events)
         self._refresh_units(db, [job_id for job_id, _ in states])
 
     @staticmethod
     def _rows_by_id(db: sqlite3.Connection, job_ids: Sequence[int], columns: str) -> dict[int, sqlite3.Row]:
-        rows: dict[int, sqlite3.Row] = {}
+        found: dict[int, sqlite3.Row] = {}
         if len(job_ids) > 500:
             low, high = min(job_ids), max(job_ids)
             if high - low < 2 * len(job_ids):  # a launch's ids are dense: one range read, not one per 500
                 wanted = set(job_ids)
                 for row in db.execute(f"SELECT {columns} FROM jobs WHERE id BETWEEN ? AND ?", (low, high)):
                     if row["id"] in wanted:
-                        rows[row["id"]] = row
-                return rows
+                        found[row["id"]] = row
+                return found
         for start in range(0, len(job_ids), 500):
             chunk = job_ids[start : start + 500]
             for row in db.execute(f"SELECT {columns} FROM jobs WHERE id IN ({','.join('?' * len(chunk))})", chunk):
-                rows[row["id"]] = row
-        return rows
+                found[row["id"]] = row
+        return found
 
     def _refresh_units(self, db: sqlite3.Connection, job_ids: Sequence[int]) -> None:
         """Recompute the status of every work unit these jobs belong to."""
-        rows = self._rows_by_id(db, job_ids, "id, experiment_id, work_unit_id").values()
-        self._refresh_unit_statuses(db, {(r["experiment_id"], r["work_unit_id"]) for r in rows})
+        found = self._rows_by_id(db, job_ids, "id, experiment_id, work_unit_id").values()
+        self._refresh_unit_statuses(db, {(r["experiment_id"], r["work_unit_id"]) for r in found})
 
     @staticmethod
     def _refresh_unit_statuses(db: sqlite3.Connection, units: set[tuple[int, int]]) -> None:
         """Recompute the status of these work units from their jobs."""
-        # Per unit: None (no job), the one status its jobs share, or the set of their statuses.
-        statuses: dict[tuple[int, int], str | set[str] | None] = dict.fromkeys(units)
-        for experiment_id in {e for e, _ in units}:
-            ids = sorted(u for e, u in units if e == experiment_id)
-            for row in db.execute(
-                "SELECT work_unit_id, status FROM jobs WHERE experiment_id = ? AND work_unit_id BETWEEN ? AND ?",
-                (experiment_id, ids[0], ids[-1]),
-            ):
-                key = (experiment_id, row[0])
-                if key not in statuses:
-                    continue
-                found = statuses[key]
-                if found is None:
-                    statuses[key] = row[1]
-                elif isinstance(found, set):
-                    found.add(row[1])
-                elif found != row[1]:
-                    statuses[key] = {found, row[1]}
-        # A unit whose jobs all share one status has that status (what combine gives): only
-        # mixed units are combined (10,000 single-job units cost 10,000 Status lookups otherwise).
+        def job_statuses() -> Iterator[tuple[tuple[int, int], str]]:
+            for experiment_id in {e for e, _ in units}:  # each experiment's units by one range read
+                ids = sorted(u for e, u in units if e == experiment_id)
+                for row in db.execute(
+                    "SELECT work_unit_id, status FROM jobs WHERE experiment_id = ? AND work_unit_id BETWEEN ? AND ?",
+                    (experiment_id, ids[0], ids[-1]),
+                ):
+                    yield (experiment_id, row[0]), row[1]
+
         # Consecutive units of one status are one range update: a launched sweep is one statement.
         runs: list[list[Any]] = []  # [status, experiment, first unit, last unit]
-        for (e, u), found in sorted(statuses.items()):
-            if found is None or isinstance(found, set):  # no jobs (LAUNCHING), or jobs that differ
-                status = combine(Status(s) for s in found or ()).value
-            else:
-                status = found
+        for (e, u), status in sorted(rows.unit_statuses(units, job_statuses()).items()):
             last = runs[-1] if runs else None
             if last is not None and last[0] == status and last[1] == e and last[3] == u - 1:
                 last[3] = u
@@ -867,13 +788,11 @@ class SqliteStore(MetadataStore):
     def active_jobs(self, experiment_ids: Sequence[int]) -> list[JobRecord]:
         marks = ",".join("?" * len(experiment_ids))
         active = [s.value for s in Status if s.is_active]
-        light = "'{}' AS executor, '{}' AS executable, '[]' AS args, '{}' AS env"
-        columns = ", ".join(c for c in _JOB_COLUMNS if c not in ("executor", "executable", "args", "env"))
         with self._reading():
             return [
                 self._job(row)
                 for row in self._db.execute(
-                    f"SELECT {columns}, {light} FROM jobs WHERE experiment_id IN ({marks})"
+                    f"SELECT {rows.LIGHT_JOB_COLUMNS} FROM jobs WHERE experiment_id IN ({marks})"
                     f" AND status IN ({','.join('?' * len(active))})",
                     [*experiment_ids, *active],
                 )
@@ -881,15 +800,13 @@ class SqliteStore(MetadataStore):
 
     def job_history(self, job_id: int) -> list[StatusEvent]:
         with self._reading():
-            return [
-                StatusEvent(job_id, Status(r["status"]), r["message"], r["exit_code"], r["at"])
-                for r in self._db.execute("SELECT * FROM job_events WHERE job_id = ? ORDER BY rowid", (job_id,))
-            ]
+            return [rows.status_event(r)
+                    for r in self._db.execute("SELECT * FROM job_events WHERE job_id = ? ORDER BY rowid", (job_id,))]
 
     @staticmethod
     def _job(row: sqlite3.Row) -> JobRecord:
         try:
-            return SqliteStore._job_fields(row)
+            return rows.job_record(row, _shared_spec)
         except Exception as exc:  # noqa: BLE001 - one bad row must not hide the others
             return JobRecord(
                 id=row["id"], experiment_id=row["experiment_id"], work_unit_id=row["work_unit_id"],
@@ -897,18 +814,6 @@ class SqliteStore(MetadataStore):
                 args=[], env={}, status=Status.UNKNOWN, message=records.unreadable(exc),
                 created_at=_number(row["created_at"]),
             )
-
-    @staticmethod
-    def _job_fields(row: sqlite3.Row) -> JobRecord:
-        return JobRecord(
-            id=row["id"], experiment_id=row["experiment_id"], work_unit_id=row["work_unit_id"], name=row["name"],
-            executor_kind=row["executor_kind"], executor=_shared_spec(row["executor"]),
-            executable=_shared_spec(row["executable"]), args=json.loads(row["args"]), env=json.loads(row["env"]),
-            status=Status(row["status"]), message=row["message"], exit_code=row["exit_code"],
-            handle_kind=row["handle_kind"], handle=json.loads(row["handle"]) if row["handle"] else None,
-            log_path=row["log_path"], created_at=row["created_at"], launched_at=row["launched_at"],
-            started_at=row["started_at"], ended_at=row["ended_at"],
-        )
 
     # -- launcher leases -----------------------------------------------------------------
 
@@ -939,15 +844,12 @@ class SqliteStore(MetadataStore):
 
     def leases(self) -> list[LeaseRecord]:
         with self._lock:
-            rows = self._db.execute("SELECT * FROM launch_leases ORDER BY id").fetchall()
-            return [LeaseRecord(r["id"], r["experiment_id"], r["host"], r["pid"], r["proc_start"], r["heartbeat"],
-                                r["state"]) for r in rows]
+            return [rows.lease_record(r) for r in self._db.execute("SELECT * FROM launch_leases ORDER BY id")]
 
     def claim_lease(self, lease: LeaseRecord, host: str, pid: int, proc_start: float | None) -> bool:
         with self._write() as db:
             cursor = db.execute(
-                "UPDATE launch_leases SET state = 'resolving', host = ?, pid = ?, proc_start = ?, heartbeat = ?"
-                " WHERE id = ? AND pid = ? AND host = ? AND heartbeat = ?",
+                _SQL.claim_lease,
                 (host, pid, proc_start, time.time(), lease.id, lease.pid, lease.host, lease.heartbeat),
             )
             return cursor.rowcount == 1
@@ -961,12 +863,8 @@ class SqliteStore(MetadataStore):
                     " AND jobs.handle IS NULL", (lease_id,)
                 )
             }
-            in_flight = []
-            for row in self._db.execute("SELECT * FROM launch_intents WHERE lease_id = ? ORDER BY id", (lease_id,)):
-                group = [jobs.pop(i) for i in json.loads(row["job_ids"]) if i in jobs]
-                if group:
-                    in_flight.append((row["executor_kind"], group))
-            return in_flight, list(jobs.values())
+            return rows.orphans_by_intent(
+                jobs, self._db.execute("SELECT * FROM launch_intents WHERE lease_id = ? ORDER BY id", (lease_id,)))
 
     def resolve_lease(self, lease_id: int, launched: Sequence[tuple[int, str, dict[str, Any], str | None]],
                       failed: Sequence[tuple[int, JobState]], launch_error: str) -> None:
@@ -975,10 +873,7 @@ class SqliteStore(MetadataStore):
             self._record_states(db, failed)
             row = db.execute("SELECT experiment_id FROM launch_leases WHERE id = ?", (lease_id,)).fetchone()
             if row is not None and launch_error:
-                db.execute(
-                    "UPDATE experiments SET launch_status = 'LAUNCH_FAILED', launch_error = ?"
-                    " WHERE id = ? AND launch_status = 'LAUNCHING'", (launch_error, row[0]),
-                )
+                db.execute(_SQL.launch_failed, (launch_error, row[0]))
             db.execute("DELETE FROM launch_intents WHERE lease_id = ?", (lease_id,))
             db.execute("DELETE FROM launch_leases WHERE id = ?", (lease_id,))
 
@@ -997,13 +892,9 @@ class SqliteStore(MetadataStore):
             record = self.get_experiment(experiment_id)
             origin = self._db.execute("SELECT origin FROM experiments WHERE id = ?", (experiment_id,)).fetchone()[0]
             store_id = self._db.execute("SELECT value FROM store_meta WHERE key = 'store_id'").fetchone()[0]
-            events: dict[int, list[StatusEvent]] = {}
-            for r in self._db.execute(
+            events = rows.events_by_job(self._db.execute(
                 "SELECT e.* FROM job_events e JOIN jobs j ON j.id = e.job_id WHERE j.experiment_id = ?"
-                " ORDER BY e.rowid", (experiment_id,),
-            ):
-                events.setdefault(r["job_id"], []).append(
-                    StatusEvent(r["job_id"], Status(r["status"]), r["message"], r["exit_code"], r["at"]))
+                " ORDER BY e.rowid", (experiment_id,)))
             results = [(r[0], r[1], r[2], r[3]) for r in self._db.execute(
                 "SELECT job_id, name, value, at FROM job_results WHERE experiment_id = ? ORDER BY at, job_id, name",
                 (experiment_id,))]
@@ -1029,10 +920,7 @@ class SqliteStore(MetadataStore):
             cursor = db.execute(
                 "INSERT INTO experiments (id, title, tags, notes, script_path, script_sha256, git_commit, git_dirty,"
                 " user, host, created_at, launch_status, launch_error, origin) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (None if taken else source.id, source.title, json.dumps(source.tags), source.notes,
-                 source.script_path, source.script_sha256, source.git_commit,
-                 None if source.git_dirty is None else int(source.git_dirty), source.user, source.host,
-                 source.created_at, source.launch_status, source.launch_error, history.origin),
+                rows.copied_experiment_values(source, None if taken else source.id, history.origin),
             )
             experiment_id = int(cursor.lastrowid or 0)
             jobs = [job for unit in history.units for job in unit.jobs]
@@ -1040,40 +928,20 @@ class SqliteStore(MetadataStore):
             new_ids: dict[int, int] = {}
             spec = self._spec_ids(db).of
             for unit in history.units:
-                db.execute(
-                    "INSERT INTO work_units (experiment_id, id, role, args, identity, status, created_at)"
-                    " VALUES (?,?,?,?,?,?,?)",
-                    (experiment_id, unit.id, unit.role, json.dumps(unit.args), unit.identity, unit.status.value,
-                     unit.created_at),
-                )
+                db.execute(_SQL.copy_unit, rows.copied_unit_values(unit, experiment_id))
                 for job in unit.jobs:
+                    values = rows.copied_job_values(job, experiment_id, spec)
                     cursor = db.execute(  # a copied job has no launcher lease here
                         f"INSERT INTO jobs ({', '.join(_STORED_COLUMNS)})"
                         f" VALUES ({','.join('?' * len(_STORED_COLUMNS))})",
-                        (None if clash else job.id, experiment_id, unit.id, job.name, job.executor_kind,
-                         spec(job.executor), spec(job.executable), json.dumps(job.args),
-                         json.dumps(job.env), job.status.value, job.message, job.exit_code, job.handle_kind,
-                         None if job.handle is None else json.dumps(job.handle), job.log_path, job.created_at,
-                         job.launched_at, job.started_at, job.ended_at),
-                    )
-                    db.executemany(
-                        "INSERT INTO job_events (job_id, status, message, exit_code, at) VALUES (?,?,?,?,?)",
-                        [(cursor.lastrowid, e.status.value, e.message, e.exit_code, e.at)
-                         for e in history.events.get(job.id, [])],
+                        (None if clash else job.id, *values[1:]),
                     )
                     new_ids[job.id] = int(cursor.lastrowid or 0)
-            units = {job.id: job.work_unit_id for job in jobs}
-            db.executemany("UPDATE jobs SET results_at = ? WHERE id = ?",
-                           [(at, new_ids[j]) for j, at in history.results_final.items() if j in new_ids])
-            db.executemany(
-                "INSERT INTO job_results (job_id, experiment_id, work_unit_id, name, value, at) VALUES (?,?,?,?,?,?)",
-                [(new_ids[j], experiment_id, units[j], name, value, at)
-                 for j, name, value, at in history.results if j in new_ids],
-            )
-            db.executemany(
-                "INSERT INTO job_links (job_id, experiment_id, work_unit_id, name, url) VALUES (?,?,?,?,?)",
-                [(new_ids[j], experiment_id, units[j], name, url) for j, name, url in history.links if j in new_ids],
-            )
+                    db.executemany(_SQL.insert_event, rows.copied_events(history, job.id, new_ids[job.id]))
+            final, results, links = rows.copied_extras(history, new_ids, experiment_id)
+            db.executemany(_SQL.set_results_at, final)
+            db.executemany(_SQL.insert_result, results)
+            db.executemany(_SQL.insert_link, links)
         return Imported(source.id, experiment_id, clash)
 
     # -- results and links ---------------------------------------------------------------
@@ -1085,12 +953,11 @@ class SqliteStore(MetadataStore):
             if row is None:
                 raise NotFoundError(f"No job {job_id} in {self.path}.")
             db.executemany(
-                "INSERT INTO job_results (job_id, experiment_id, work_unit_id, name, value, at) VALUES (?,?,?,?,?,?)"
-                " ON CONFLICT (job_id, name) DO UPDATE SET value = excluded.value, at = excluded.at",
+                _SQL.upsert_result,
                 [(job_id, row[0], row[1], name, value, now) for name, value in results.items()],
             )
             if final:
-                db.execute("UPDATE jobs SET results_at = ? WHERE id = ?", (now, job_id))
+                db.execute(_SQL.set_results_at, (now, job_id))
 
     def results(self, experiment_id: int,
                 work_unit_ids: Sequence[int] | None = None) -> dict[int, dict[str, float | None]]:
@@ -1120,9 +987,7 @@ class SqliteStore(MetadataStore):
             return
         with self._write() as db:
             db.executemany(
-                "INSERT INTO job_links (job_id, experiment_id, work_unit_id, name, url)"
-                " SELECT id, experiment_id, work_unit_id, ?, ? FROM jobs WHERE id = ?"
-                " ON CONFLICT (job_id, name) DO UPDATE SET url = excluded.url",
+                _SQL.link_job,
                 [(name, url, job_id) for job_id, name, url in links],
             )
 

@@ -1,0 +1,243 @@
+"""Rows as both stores read and write them: the one mapping between table rows and records.
+
+The SQLite and PostgreSQL stores keep the same tables (the same schema version), so what a row
+means does not depend on the store: only how it is fetched (the driver's placeholder, cursor
+and locking) does. The stores run their own SQL and pass rows here to become records, and
+records here to become the tuples they write. A row is anything indexed by column name
+(``sqlite3.Row`` or psycopg's dict row).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+
+from xcore.errors import NotFoundError
+from xcore.status import JobState, Status, combine, recorded_times
+from xcore.store.records import (
+    ExperimentRecord,
+    JobRecord,
+    LeaseRecord,
+    StatusEvent,
+    UnitWrite,
+    WorkUnitRecord,
+)
+from xcore.store.specs import SPEC_COLUMNS
+
+if TYPE_CHECKING:
+    from xcore.store.base import ExperimentHistory
+
+
+class Row(Protocol):
+    """A fetched row, read by column name."""
+
+    def __getitem__(self, column: str, /) -> Any: ...
+
+
+# A job as readers get it (``specs.select_jobs`` joins the specs in); ``lease_id`` belongs to a
+# launcher of this store and is never copied; the table holds the specs by id.
+JOB_COLUMNS = (
+    "id", "experiment_id", "work_unit_id", "name", "executor_kind", "executor", "executable", "args", "env",
+    "status", "message", "exit_code", "handle_kind", "handle", "log_path", "created_at", "launched_at",
+    "started_at", "ended_at", "lease_id",
+)
+COPIED_JOB_COLUMNS = JOB_COLUMNS[:-1]
+STORED_JOB_COLUMNS = tuple(SPEC_COLUMNS.get(c, c) for c in COPIED_JOB_COLUMNS)
+# What ``active_jobs`` reads: polling never needs a job's specs, args or env (read as empty).
+LIGHT_JOB_COLUMNS = (", ".join(c for c in JOB_COLUMNS if c not in ("executor", "executable", "args", "env"))
+                     + ", '{}' AS executor, '{}' AS executable, '[]' AS args, '{}' AS env")
+
+EXPERIMENT_FIELDS = {"title", "tags", "notes", "launch_status", "launch_error"}
+
+
+def experiment_changes(changes: dict[str, Any]) -> dict[str, Any]:
+    """``update_experiment``'s changes as stored (tags as JSON); a clear error for a field that
+    cannot change."""
+    unknown = set(changes) - EXPERIMENT_FIELDS
+    if unknown:
+        raise ValueError(f"Cannot update experiment fields {sorted(unknown)}.")
+    if "tags" in changes:
+        changes = {**changes, "tags": json.dumps(list(changes["tags"]))}
+    return changes
+
+
+def experiment_record(row: Row, counts: dict[str, int]) -> ExperimentRecord:
+    """An ``experiments`` row with its work units counted by status (``git_dirty`` is an
+    integer in SQLite, a boolean in PostgreSQL)."""
+    return ExperimentRecord(
+        id=row["id"], title=row["title"], tags=json.loads(row["tags"]), notes=row["notes"],
+        script_path=row["script_path"], script_sha256=row["script_sha256"], git_commit=row["git_commit"],
+        git_dirty=None if row["git_dirty"] is None else bool(row["git_dirty"]), user=row["user"],
+        host=row["host"], created_at=row["created_at"], launch_status=row["launch_status"],
+        launch_error=row["launch_error"], status_counts=counts,
+    )
+
+
+def copied_experiment_values(source: ExperimentRecord, experiment_id: int | None, origin: str) -> tuple[Any, ...]:
+    """The values ``import_history`` inserts for a copied experiment: id (None: SQLite picks the
+    next), title, tags, notes, script_path, script_sha256, git_commit, git_dirty, user, host,
+    created_at, launch_status, launch_error, origin."""
+    return (experiment_id, source.title, json.dumps(source.tags), source.notes, source.script_path,
+            source.script_sha256, source.git_commit, source.git_dirty, source.user, source.host,
+            source.created_at, source.launch_status, source.launch_error, origin)
+
+
+def job_record(row: Row, spec: Callable[[str], Any] = json.loads) -> JobRecord:
+    """A job row (specs joined in as text, see ``specs.select_jobs``); ``spec`` decodes an
+    executor or executable (a store may share one decoded object between jobs)."""
+    return JobRecord(
+        id=row["id"], experiment_id=row["experiment_id"], work_unit_id=row["work_unit_id"], name=row["name"],
+        executor_kind=row["executor_kind"], executor=spec(row["executor"]),
+        executable=spec(row["executable"]), args=json.loads(row["args"]), env=json.loads(row["env"]),
+        status=Status(row["status"]), message=row["message"], exit_code=row["exit_code"],
+        handle_kind=row["handle_kind"], handle=json.loads(row["handle"]) if row["handle"] else None,
+        log_path=row["log_path"], created_at=row["created_at"], launched_at=row["launched_at"],
+        started_at=row["started_at"], ended_at=row["ended_at"],
+    )
+
+
+def copied_job_values(job: JobRecord, experiment_id: int, spec: Callable[[object], int]) -> tuple[Any, ...]:
+    """A copied job as ``import_history`` inserts it, in ``STORED_JOB_COLUMNS`` order (``spec``
+    gives a spec's id in this store)."""
+    return (job.id, experiment_id, job.work_unit_id, job.name, job.executor_kind, spec(job.executor),
+            spec(job.executable), json.dumps(job.args), json.dumps(job.env), job.status.value, job.message,
+            job.exit_code, job.handle_kind, None if job.handle is None else json.dumps(job.handle), job.log_path,
+            job.created_at, job.launched_at, job.started_at, job.ended_at)
+
+
+def status_event(row: Row) -> StatusEvent:
+    """A ``job_events`` row."""
+    return StatusEvent(row["job_id"], Status(row["status"]), row["message"], row["exit_code"], row["at"])
+
+
+def events_by_job(event_rows: Iterable[Row]) -> dict[int, list[StatusEvent]]:
+    """``job_events`` rows (oldest first) as ``ExperimentHistory.events``: each job's history."""
+    events: dict[int, list[StatusEvent]] = {}
+    for row in event_rows:
+        events.setdefault(row["job_id"], []).append(status_event(row))
+    return events
+
+
+def lease_record(row: Row) -> LeaseRecord:
+    """A ``launch_leases`` row."""
+    return LeaseRecord(row["id"], row["experiment_id"], row["host"], row["pid"], row["proc_start"], row["heartbeat"],
+                       row["state"])
+
+
+def orphans_by_intent(jobs: dict[int, JobRecord], intents: Iterable[Row]
+                      ) -> tuple[list[tuple[str, list[JobRecord]]], list[JobRecord]]:
+    """``lease_orphans``' answer from a lease's LAUNCHING jobs and its open intents (oldest
+    first): the jobs each intent was submitting, per executor kind, and those none names."""
+    jobs = dict(jobs)
+    in_flight = []
+    for intent in intents:
+        group = [jobs.pop(i) for i in json.loads(intent["job_ids"]) if i in jobs]
+        if group:
+            in_flight.append((intent["executor_kind"], group))
+    return in_flight, list(jobs.values())
+
+
+class AddRows(NamedTuple):
+    """What a group of adds (``record_adds``) writes, given the job ids drawn for it in order."""
+
+    ids: list[list[int]]  # each write's job ids
+    units: list[tuple[Any, ...]]  # new work units: (experiment_id, id, role, args, identity, created_at)
+    jobs: list[tuple[Any, ...]]  # (id, experiment_id, work_unit_id, name, executor_kind, executor_spec,
+    #                               executable_spec, args, env, created_at, lease_id)
+    links: list[tuple[Any, ...]]  # (job_id, experiment_id, work_unit_id, name, url)
+    more: list[tuple[int, int]]  # (experiment_id, work_unit_id) of existing units that got jobs
+
+
+def add_rows(writes: Sequence[UnitWrite], ids: Sequence[int], spec: Callable[[object], int], now: float,
+             lease_id: int | None) -> AddRows:
+    """The rows of a group of adds; ``ids`` holds one job id per job, in order, and ``spec``
+    gives a spec's id (``specs.SpecIds.of``)."""
+    units = [(w.experiment_id, w.work_unit_id, w.role, json.dumps(w.args), w.identity, now)
+             for w in writes if w.role is not None]
+    per_write: list[list[int]] = []
+    jobs: list[tuple[Any, ...]] = []
+    links: list[tuple[Any, ...]] = []
+    at = 0
+    for w in writes:
+        per_write.append(list(ids[at : at + len(w.jobs)]))
+        jobs += [(ids[at + i], w.experiment_id, w.work_unit_id, job.name, job.executor_kind, spec(job.executor),
+                  spec(job.executable), json.dumps(job.args), json.dumps(job.env) if job.env else "{}", now,
+                  lease_id) for i, job in enumerate(w.jobs)]
+        links += [(ids[at + index], w.experiment_id, w.work_unit_id, name, url) for index, name, url in w.links]
+        at += len(w.jobs)
+    more = [(w.experiment_id, w.work_unit_id) for w in writes if w.role is None and w.jobs]
+    return AddRows(per_write, units, jobs, links, more)
+
+
+def state_changes(jobs: Mapping[int, Row], states: Sequence[tuple[int, JobState]], now: float, where: str
+                  ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    """What ``record_states`` writes, from the jobs' rows (``status``, ``started_at``,
+    ``ended_at`` by id): the updates ``(status, message, exit_code, started_at, ended_at, id)``
+    and the history events ``(job_id, status, message, exit_code, at)``. A finished job never
+    becomes active again, and a job named twice in one call gets one event per change."""
+    updates, events = [], []
+    seen: dict[int, tuple[str, float | None, float | None]] = {}  # what this call recorded, by job
+    for job_id, state in states:
+        current = seen.get(job_id)
+        if current is None:
+            row = jobs.get(job_id)
+            if row is None:
+                raise NotFoundError(f"No job {job_id} in {where}.")
+            current = (row["status"], row["started_at"], row["ended_at"])
+        status, started, ended = current
+        if Status(status).is_terminal and not state.status.is_terminal:
+            continue
+        started, ended = recorded_times(state, started, ended, now)
+        updates.append((state.status.value, state.message, state.exit_code, started, ended, job_id))
+        if status != state.status.value:
+            events.append((job_id, state.status.value, state.message, state.exit_code, now))
+        seen[job_id] = (state.status.value, started, ended)
+    return updates, events
+
+
+def unit_statuses(units: Iterable[tuple[int, int]], job_statuses: Iterable[tuple[tuple[int, int], str]]
+                  ) -> dict[tuple[int, int], str]:
+    """The status of each of these work units ``(experiment_id, id)`` from its jobs' statuses
+    ``((experiment_id, work_unit_id), status)`` (jobs of other units are passed over): what
+    ``combine`` gives, LAUNCHING for a unit without jobs. A unit whose jobs all share one
+    status has that status: only mixed units are combined (10,000 single-job units cost
+    10,000 Status lookups otherwise)."""
+    # Per unit: None (no job), the one status its jobs share, or the set of their statuses.
+    found: dict[tuple[int, int], str | set[str] | None] = dict.fromkeys(units)
+    for key, status in job_statuses:
+        if key not in found:
+            continue
+        seen = found[key]
+        if seen is None:
+            found[key] = status
+        elif isinstance(seen, set):
+            seen.add(status)
+        elif seen != status:
+            found[key] = {seen, status}
+    return {key: seen if isinstance(seen, str) else combine(Status(s) for s in seen or ()).value
+            for key, seen in found.items()}
+
+
+def copied_unit_values(unit: WorkUnitRecord, experiment_id: int) -> tuple[Any, ...]:
+    """A copied work unit as ``import_history`` inserts it, with the status its jobs give it."""
+    return (experiment_id, unit.id, unit.role, json.dumps(unit.args), unit.identity, unit.status.value,
+            unit.created_at)
+
+
+def copied_events(history: ExperimentHistory, source_id: int, job_id: int) -> list[tuple[Any, ...]]:
+    """The status history of copied job ``source_id``, as rows of job ``job_id`` here."""
+    return [(job_id, e.status.value, e.message, e.exit_code, e.at) for e in history.events.get(source_id, [])]
+
+
+def copied_extras(history: ExperimentHistory, new_ids: Mapping[int, int], experiment_id: int
+                  ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    """A copied experiment's results and links as ``import_history`` writes them, under the
+    job ids they got here (``new_ids``, by the source's id): ``(results_at updates (at, id),
+    job_results rows, job_links rows)``."""
+    units = {job.id: job.work_unit_id for unit in history.units for job in unit.jobs}
+    final = [(at, new_ids[j]) for j, at in history.results_final.items() if j in new_ids]
+    results = [(new_ids[j], experiment_id, units[j], name, value, at)
+               for j, name, value, at in history.results if j in new_ids]
+    links = [(new_ids[j], experiment_id, units[j], name, url) for j, name, url in history.links if j in new_ids]
+    return final, results, links

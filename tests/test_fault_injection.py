@@ -127,7 +127,7 @@ class Scenario:
         self.env = {
             **os.environ, "XCORE_HOME": str(home), "FI_CTL": str(self.ctl), "FI_N": str(N), "FI_MODE": mode,
             "FI_JOB": JOB, "FI_RAN": str(self.ran), "XCORE_BATCH_MAX_AGE": "60", "XCORE_QUIET": "1",
-            "XLOCAL_SLOTS": "16", **self.store_env, **env,
+            "XLOCAL_SLOTS": "16", "PYTHONFAULTHANDLER": "1", **self.store_env, **env,
         }
         self.proc: subprocess.Popen[str] | None = None
 
@@ -154,9 +154,13 @@ class Scenario:
         try:
             _, err = self.proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
-            self.proc.kill()
-            _, err = self.proc.communicate()
-            pytest.fail(f"xcore launch hung: still running {timeout} s after the fault. stderr:\n{err[-3000:]}")
+            self.proc.send_signal(signal.SIGABRT)  # PYTHONFAULTHANDLER: every thread's stack goes to stderr
+            try:
+                _, err = self.proc.communicate(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                _, err = self.proc.communicate()
+            pytest.fail(f"xcore launch hung: still running {timeout} s after the fault. stderr:\n{err[-6000:]}")
         return self.proc.returncode, err, time.monotonic() - started
 
     @property

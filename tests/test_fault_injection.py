@@ -112,6 +112,13 @@ LOCKER = textwrap.dedent(
 )
 
 
+def _interruptible() -> None:
+    """The launcher gets Ctrl-C as from a terminal. A test run started in the background by a
+    non-interactive shell (`cmd &`, as CI runners may) ignores SIGINT, and a child inherits that:
+    its Python would never raise KeyboardInterrupt and the Ctrl-C scenario would wait forever."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 class Scenario:
     """One launch of SCRIPT with its control directory, environment and the store it writes."""
 
@@ -134,7 +141,7 @@ class Scenario:
     def start(self) -> subprocess.Popen[str]:
         self.proc = subprocess.Popen([sys.executable, "-m", "xcore.cli.main", "launch", str(self.script)],
                                      env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                     cwd=self.ctl)
+                                     cwd=self.ctl, preexec_fn=_interruptible)
         return self.proc
 
     def wait_for(self, name: str, timeout: float = 60) -> None:

@@ -88,9 +88,7 @@ def tracking_for(host: PluginHost, launcher_env: Mapping[str, str]) -> Callable[
     from xcore.trackers.builtin import enabled
 
     implementers = {impl.plugin_name for impl in host.pm.hook.xcore_job_tracking.get_hookimpls()}
-    if implementers <= {BUILTIN_PLUGIN} and not enabled(launcher_env):
+    infos = host.infos
+    if all(name in infos and infos[name].builtin for name in implementers) and not enabled(launcher_env):
         return None
     return lambda job: job_tracking(host, job)
-
-
-BUILTIN_PLUGIN = "xcore"  # the name xcore.hooks.builtin is registered under

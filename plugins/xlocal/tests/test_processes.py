@@ -126,3 +126,37 @@ def test_the_next_jobs_logs_are_opened_while_a_job_runs(tmp_path):
     _run_batch(tmp_path, [["/bin/sleep", "1"]] + [["/bin/true"]] * 4)
     thread.join()
     assert seen == [True], "job 3's log was not opened while job 0 ran"
+
+
+def test_the_runner_starts_without_the_modules_that_slow_its_start(tmp_path):
+    """The runner starts from its command line (cached bytecode, no site) with only built-in
+    modules: json, socket, re and contextlib cost a launch's first job ~20 ms of start-up."""
+    import subprocess
+
+    probe = ("import os, sys; sys.path.append(os.path.dirname(sys.argv[1])); import runner; "
+             "print(sorted(sys.modules))")
+    command = processes.runner_command()
+    assert command[:4] == [sys.executable, "-I", "-S", "-c"] and command[5] == processes._RUNNER
+    out = subprocess.run([*command[:4], probe, command[5]], capture_output=True, text=True, check=True).stdout
+    loaded = set(eval(out))  # noqa: S307  our own child's repr of a list of names
+    assert "runner" in loaded and not loaded & {"json", "socket", "re", "contextlib", "site", "xcore", "xlocal"}
+
+
+def test_the_runners_json_reads_and_writes_as_json_does():
+    """Its codec (json's C half, without the json package) writes what json.dumps writes and
+    reads it back; what is not JSON is refused with a ValueError."""
+    import pytest
+
+    from xlocal import runner
+
+    values = [{"argv": ["a b", "$x", "'q\"", "\n", "é☃😀", ""], "env": {"K": "v"}, "n": None, "t": 1.25},
+              [1, -2, 10**20, 0.1, True, False, None], {"nan": float("-inf")}, {}, [], "s", 3]
+    for value in values:
+        text = runner.json_dumps(value)
+        assert text == json.dumps(value)
+        assert runner.json_dumps(runner.json_loads(text.encode())) == text
+    for bad in (b"", b"{", b"{} x", b"nul", b"\xff"):
+        with pytest.raises(ValueError):
+            runner.json_loads(bad)
+    with pytest.raises(TypeError, match="not JSON serializable"):
+        runner.json_dumps({"a": object()})

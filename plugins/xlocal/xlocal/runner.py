@@ -1,12 +1,14 @@
 """The detached runner: starts launch batches' jobs, at most N at a time, and records how each ended.
 
-Run as ``python -P .../xlocal/runner.py RUN_DIR LOCK_FD DONE_FD`` for one batch, or as
-``runner.py --serve SOCKET_FD``: started by a launcher ahead of time, it takes each batch
-(its RUN_DIR and the two descriptors) over the socket, acknowledges it, and runs every batch
-handed over until the launcher is gone and all of them ended (or, idle, exits after
-IDLE_SECS). In its own session either way, so jobs keep running and exit codes are still
-recorded after the launcher exits. Run as a file, not ``-m xlocal.runner``: the package
-would import xcore. Few standard modules (no pathlib, no subprocess unless a job needs it).
+Run with ``RUN_DIR LOCK_FD DONE_FD`` for one batch, or with ``--serve SOCKET_FD``: started
+by a launcher ahead of time, it takes each batch (its RUN_DIR and the two descriptors) over
+the socket, acknowledges it, and runs every batch handed over until the launcher is gone and
+all of them ended (or, idle, exits after IDLE_SECS). In its own session either way, so jobs
+keep running and exit codes are still recorded after the launcher exits. Imported as a
+top-level module ``runner`` (``xlocal.processes.runner_command``), or run as a file; never as
+``xlocal.runner``, whose package would import xcore. Its start-up delays a launch's first job,
+so it imports only a few built-in standard modules (no json, socket, pathlib, contextlib, and
+subprocess only when a job needs it).
 
 Files in RUN_DIR (private to the user: the directory is 0700, files 0600):
 - ``batch.json``: the jobs, their argv, env, cwd and log paths;
@@ -35,10 +37,10 @@ the lock if the runner dies, so a crash never leaks a slot.
 
 from __future__ import annotations
 
-import contextlib
+import _socket
+import array
 import errno
 import fcntl
-import json
 import os
 import select
 import sys
@@ -46,7 +48,54 @@ import time
 
 TYPE_CHECKING = False  # not typing's: the runner imports as little as it can
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
+
+
+def _json_codec() -> tuple[Callable[[bytes | str], Any], Callable[[Any], str]]:
+    """``(loads, dumps)`` as json's, made from its C half: the json package imports re and
+    compiles its patterns, ~10 ms of CPU, a third of the runner's start-up. json's own if the
+    C half is missing or differs."""
+    try:
+        import _json
+
+        class Options:  # what json.JSONDecoder passes its C scanner, with json.loads's defaults
+            strict, object_hook, object_pairs_hook = True, None, None
+            parse_float, parse_int, parse_constant = float, int, float  # float("NaN"), float("-Infinity")
+            memo: dict[str, str] = {}
+
+        scan = _json.make_scanner(Options())  # type: ignore[arg-type]  # typeshed knows only JSONDecoder
+
+        def unserializable(value: Any) -> Any:
+            raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+        # json.dumps's defaults: ", " and ": ", ASCII only, no sorting, NaN allowed, no cycle check
+        encode = _json.make_encoder(None, unserializable, _json.encode_basestring_ascii, None, ": ", ", ",
+                                    False, False, True)
+
+        def loads(text: bytes | str) -> Any:
+            text = text.decode() if isinstance(text, bytes) else text
+            try:
+                value, end = scan(text, 0)
+            except StopIteration:
+                raise ValueError("not JSON") from None
+            if text[end:].strip():
+                raise ValueError("not a whole JSON document")
+            return value
+
+        def dumps(value: Any) -> str:
+            return "".join(encode(value, 0))
+
+        if loads(dumps({"a": [1, 0.5, "é", None, True]})) == {"a": [1, 0.5, "é", None, True]}:
+            return loads, dumps
+    except (ImportError, AttributeError, TypeError, ValueError):
+        pass
+    import json
+
+    return json.loads, json.dumps
+
+
+json_loads, json_dumps = _json_codec()
 
 
 def write_json_atomic(path: str, data: Any, mode: int = 0o600) -> None:
@@ -54,7 +103,7 @@ def write_json_atomic(path: str, data: Any, mode: int = 0o600) -> None:
     tmp = os.path.join(head, f".{name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     with os.fdopen(fd, "w") as handle:
-        handle.write(json.dumps(data))  # json.dump would use the slow pure-Python encoder
+        handle.write(json_dumps(data))  # json.dump would use the slow pure-Python encoder
     os.replace(tmp, path)
 
 
@@ -65,7 +114,7 @@ class EventLog:
         self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
 
     def write(self, **event: Any) -> None:
-        os.write(self._fd, (json.dumps(event) + "\n").encode())
+        os.write(self._fd, (json_dumps(event) + "\n").encode())
 
     def close(self) -> None:
         os.close(self._fd)
@@ -157,9 +206,11 @@ class LogOpener:
         """Open the log of the next job not opened yet (after ``wanted`` said there is one)."""
         index = self._cursor
         self._cursor += 1
-        with contextlib.suppress(Exception):  # the job opens it itself, and reports what is wrong
+        try:
             self._ready[index] = os.open(self._jobs[index]["log_path"], os.O_WRONLY | os.O_CREAT | os.O_APPEND,
                                          0o600)
+        except Exception:  # noqa: BLE001, S110  the job opens it itself, and reports what is wrong
+            pass
 
     def close(self) -> None:
         for fd in self._ready.values():
@@ -178,7 +229,7 @@ class Run:
     def __init__(self, run_dir: str, fds: tuple[int, ...]) -> None:
         self.dir, self.fds = run_dir, fds
         with open(os.path.join(run_dir, "batch.json"), "rb") as file:
-            self.batch = json.loads(file.read())
+            self.batch = json_loads(file.read())
         self.cwd = self.batch.get("cwd") or "/"
         self.jobs_dir = os.path.join(run_dir, "jobs")
         os.makedirs(self.jobs_dir, mode=0o700, exist_ok=True)
@@ -314,20 +365,24 @@ def _receive(channel: Any) -> tuple[str, tuple[int, ...]] | None:
     """A run handed over (its directory, lock and FIFO descriptors), acknowledged at once; None
     once the launcher is gone. Acknowledged before anything else: a launcher that got no
     answer knows nothing of its batch was started, and starts another runner for it."""
-    import socket
-
+    fds = array.array("i")  # socket.recv_fds, without the socket module (its enums cost ~5 ms at start)
     try:
-        data, fds, _flags, _addr = socket.recv_fds(channel, 65536, 4)
+        data, ancillary, _flags, _addr = channel.recvmsg(65536, _socket.CMSG_SPACE(4 * fds.itemsize))
     except OSError:
         return None
+    for level, kind, payload in ancillary:
+        if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS:
+            fds.frombytes(payload[:len(payload) - len(payload) % fds.itemsize])
     if not data:
         for fd in fds:
             os.close(fd)
         return None
     for fd in fds:
         os.set_inheritable(fd, False)  # never to the jobs
-    with contextlib.suppress(OSError):
+    try:
         channel.send(b"1")
+    except OSError:
+        pass  # the launcher is gone: its batch runs all the same
     return os.fsdecode(data), tuple(fds)
 
 
@@ -342,10 +397,12 @@ def _open_run(run_dir: str, fds: tuple[int, ...]) -> Run | None:
 
 
 def _log(run_dir: str, text: str) -> None:
-    with contextlib.suppress(OSError):
+    try:
         log = os.open(os.path.join(run_dir, "runner.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         os.write(log, text.encode())
         os.close(log)
+    except OSError:
+        pass
 
 
 class SpawnedJob:
@@ -400,10 +457,12 @@ def start_job(job: dict[str, Any], index: int, base_env: dict[str, str], events:
         if log_fd is not None:
             os.close(log_fd)
             log_fd = None
-        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):  # the event below is what counts
+        try:
             log_fd = os.open(job["log_path"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
             with open(log_fd, "ab") as log:
                 log.write(f"xcore: {message}\n".encode())
+        except (OSError, ValueError, KeyError, TypeError):
+            pass  # the event below is what counts
         events.write(i=index, e="exit", rc=127, t=time.time(), error=message)
         return None
     if log_fd is not None:
@@ -437,24 +496,27 @@ def _hold_lock(argv: list[str]) -> None:
     """Keep the launcher's lock on runner.lock and the write end of done.fifo (inherited
     descriptors) for the runner's life, without letting jobs inherit them (a job outliving
     the runner must not look like it, nor hold waiters until it ends)."""
-    for fd in argv[2:4]:
+    for fd in argv[1:3]:
         os.set_inheritable(int(fd), False)
 
 
 def _serve_forever(argv: list[str]) -> None:
     """``runner.py --serve SOCKET_FD``: a runner started ahead of time by a launcher, which
     hands it each batch over the socket (see xlocal.processes)."""
-    import socket
-
-    channel = socket.socket(fileno=int(argv[2]))
-    channel.set_inheritable(False)
+    channel = _socket.socket(fileno=int(argv[1]))
+    os.set_inheritable(channel.fileno(), False)
     os.chdir("/")
     serve([], channel)
 
 
-if __name__ == "__main__":
-    if sys.argv[1] == "--serve":
-        _serve_forever(sys.argv)
+def main(argv: list[str]) -> None:
+    """``argv``: ``RUN_DIR LOCK_FD DONE_FD`` or ``--serve SOCKET_FD`` (see the module's docstring)."""
+    if argv[0] == "--serve":
+        _serve_forever(argv)
     else:
-        _hold_lock(sys.argv)
-        run(sys.argv[1])
+        _hold_lock(argv)
+        run(argv[0])
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable
 
-import attrs
+from xcore import datamodel
 
 
 class Status(enum.Enum):
@@ -34,7 +34,7 @@ class Status(enum.Enum):
 _TERMINAL = frozenset({Status.COMPLETED, Status.FAILED, Status.CANCELLED})
 
 
-@attrs.frozen
+@datamodel.frozen
 class JobState:
     """What a backend reports about one job.
 

@@ -12,13 +12,14 @@ from typing import TYPE_CHECKING
 
 import attrs
 
+from xcore import datamodel
 from xcore.launch.job_blocks import Executable, Executor
 
 if TYPE_CHECKING:
     from xcore.runtime.progress import Progress
 
 
-@attrs.define
+@datamodel.define
 class JobHandle:
     """A backend's reference to one launched job, enough to find it again from a new process.
 
@@ -39,7 +40,7 @@ class JobHandle:
     error: str | None = attrs.field(default=None, kw_only=True)
 
 
-@attrs.frozen
+@datamodel.frozen
 class LaunchFailure:
     """What ``xcore_launch`` returns, in a request's place, for a job that was not submitted
     while others of the same batch were.
@@ -58,7 +59,7 @@ def launch_failure_message(reason: str) -> str:
     return f"failed to launch: {reason}"
 
 
-@attrs.frozen
+@datamodel.frozen
 class LaunchRequest:
     """One job to submit.
 
@@ -93,7 +94,7 @@ class LaunchRequest:
         return f"{self.experiment_id}_{self.work_unit_id}_{self.job_name}"
 
 
-@attrs.frozen
+@datamodel.frozen
 class PackagingContext:
     """Where packaging may keep caches, and how it reports progress.
 
@@ -107,7 +108,7 @@ class PackagingContext:
     progress: Progress
 
 
-@attrs.frozen
+@datamodel.frozen
 class LaunchContext:
     """Where a backend may keep state, and how it reports progress.
 

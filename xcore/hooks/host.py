@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import pluggy
 
+from xcore import datamodel
 from xcore.errors import (
     DuplicateKindError,
     LaunchError,
@@ -95,7 +96,7 @@ def _with_packageable_args(executable: Executable, packageable: Packageable) -> 
     return attrs.evolve(executable, args=args, env_vars=env)
 
 
-@attrs.define
+@datamodel.define
 class PluginInfo:
     """One plugin as ``xcore plugins`` shows it."""
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 
+from xcore import datamodel
 from xcore.errors import DuplicateKindError, UnknownKindError
 from xcore.hooks.execution import JobHandle
 from xcore.launch.job_blocks import Executable, ExecutableSpec, Executor, ExecutorSpec
@@ -32,7 +33,7 @@ CATEGORIES: dict[type, str] = {
 }
 
 
-@attrs.frozen
+@datamodel.frozen
 class KindEntry:
     kind: str
     cls: type[AttrsInstance]  # add() accepts attrs classes only
@@ -154,7 +155,7 @@ class KindRegistry:
         )
 
 
-@attrs.frozen
+@datamodel.frozen
 class KindRegistrar:
     """What a plugin's ``xcore_register_kinds`` hook receives.
 

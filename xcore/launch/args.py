@@ -20,15 +20,17 @@ from typing import Any, Union
 
 import attrs
 
+from xcore import datamodel
+
 UserArgs = Union[Mapping[str, Any], Iterable[Any], "SequentialArgs", None]
 
 
-@attrs.frozen
+@datamodel.frozen
 class _Positional:
     index: int
 
 
-@attrs.frozen
+@datamodel.frozen
 class _Keyword:
     name: str
 

@@ -6,8 +6,7 @@ from __future__ import annotations
 import contextvars
 from typing import Any
 
-import attrs
-
+from xcore import datamodel
 from xcore.errors import (
     DebugInterrupt,
     ExperimentUnitError,
@@ -39,7 +38,7 @@ def get_xid_from_context() -> int:
     return experiment.experiment_id if experiment is not None else -1
 
 
-@attrs.define(kw_only=True)
+@datamodel.define(kw_only=True)
 class LaunchedJob:
     """A read-only view of one launched job: its name, an address (the backend's id for it)
     and where its logs are."""

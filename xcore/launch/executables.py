@@ -11,6 +11,7 @@ from typing import Any
 
 import attrs
 
+from xcore import datamodel
 from xcore.launch.job_blocks import ExecutableSpec
 from xcore.paths import from_launch_dir
 
@@ -44,14 +45,14 @@ def _optional_file(value: str | os.PathLike[str] | None) -> str | None:
     return None if value is None else from_launch_dir(value, only_if_exists=True)
 
 
-@attrs.frozen
+@datamodel.frozen
 class ModuleName:
     """An entrypoint that runs ``python -m module_name``."""
 
     module_name: str
 
 
-@attrs.frozen
+@datamodel.frozen
 class CommandList:
     """An entrypoint that runs shell commands in order; ``"$@"`` receives the job's args."""
 
@@ -61,14 +62,14 @@ class CommandList:
 Entrypoint = ModuleName | CommandList
 
 
-@attrs.frozen
+@datamodel.frozen
 class BinaryDependency:
     """A file the binary needs next to it (XManager name; copied by backends that ship files)."""
 
     path: str = attrs.field(converter=_str_path)
 
 
-@attrs.frozen
+@datamodel.frozen
 class Binary(ExecutableSpec):
     """An executable file, or a command name looked up on PATH when packaged."""
 
@@ -80,7 +81,7 @@ class Binary(ExecutableSpec):
         return os.path.basename(self.path.rstrip("/")) or self.path
 
 
-@attrs.frozen
+@datamodel.frozen
 class PythonModule(ExecutableSpec):
     """``python -m module`` with ``path`` put first on PYTHONPATH (xcore addition)."""
 
@@ -93,7 +94,7 @@ class PythonModule(ExecutableSpec):
         return self.module.rsplit(".", 1)[-1]
 
 
-@attrs.frozen
+@datamodel.frozen
 class Container(ExecutableSpec):
     """An existing container image."""
 
@@ -104,7 +105,7 @@ class Container(ExecutableSpec):
         return self.image_path.rsplit("/", 1)[-1].split(":", 1)[0].split("@", 1)[0]
 
 
-@attrs.frozen
+@datamodel.frozen
 class PythonContainer(ExecutableSpec):
     """A Python project at ``path`` built into an image on ``base_image``."""
 
@@ -121,7 +122,7 @@ class PythonContainer(ExecutableSpec):
         return os.path.basename(os.path.abspath(self.path)) or "python-container"
 
 
-@attrs.frozen
+@datamodel.frozen
 class Dockerfile(ExecutableSpec):
     """An image built from a build context and a Dockerfile (default: ``path/Dockerfile``)."""
 

@@ -14,6 +14,7 @@ from typing import Any, ClassVar, TypeVar
 
 import attrs
 
+from xcore import datamodel
 from xcore.hooks.validation import check_field_types
 from xcore.launch.args import SequentialArgs, UserArgs, merge_args
 from xcore.launch.resources import JobRequirements
@@ -61,7 +62,7 @@ class ExecutableSpec:
         return type(self).__name__.lower()
 
 
-@attrs.define(kw_only=True)
+@datamodel.define(kw_only=True)
 class Executable:
     """A packaged, ready-to-run artifact produced by a packaging hook."""
 
@@ -74,7 +75,7 @@ class ExecutorSpec:
     """Where an executable will run, as far as packaging needs to know (e.g. Local.Spec())."""
 
 
-@attrs.define(kw_only=True)
+@datamodel.define(kw_only=True)
 class Executor:
     """Where and how a job runs. Subclasses set ``Spec`` to their ExecutorSpec class.
 
@@ -91,7 +92,7 @@ class Executor:
         check_field_types(self)
 
 
-@attrs.define
+@datamodel.define
 class Packageable:
     """An executable spec to package for an executor spec, with default args and env."""
 
@@ -101,7 +102,7 @@ class Packageable:
     env_vars: dict[str, str] = attrs.field(factory=dict, converter=_to_env)
 
 
-@attrs.define
+@datamodel.define
 class Job:
     """One executable on one executor, with its own args and environment."""
 

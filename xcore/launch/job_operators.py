@@ -8,8 +8,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import attrs
-
+from xcore import datamodel
 from xcore.launch.job_blocks import Constraint, Job, JobGroup, JobType, is_job_generator
 
 
@@ -56,7 +55,7 @@ def flatten_jobs(job_group: JobGroup) -> list[Job]:
     return collect_jobs_by_filter(job_group, lambda _: True)
 
 
-@attrs.define
+@datamodel.define
 class ConstraintClique:
     """A constraint and all the jobs (including nested ones) of the group that declared it."""
 

@@ -14,8 +14,7 @@ import os
 from collections.abc import Generator, Mapping
 from typing import TYPE_CHECKING, Any
 
-import attrs
-
+from xcore import datamodel
 from xcore.errors import ExperimentUnitFailedError, ExperimentUnitNotCompletedError
 from xcore.launch import core
 from xcore.launch.job_blocks import Job, JobGroup
@@ -37,12 +36,12 @@ class Importance(enum.Enum):
     HIGH = "high"
 
 
-@attrs.frozen
+@datamodel.frozen
 class WorkUnitRole:
     """A unit that is part of the experiment's result."""
 
 
-@attrs.frozen
+@datamodel.frozen
 class AuxiliaryUnitRole:
     """A helper unit (e.g. TensorBoard): not counted in the experiment's status, and stopped
     ``termination_delay_secs`` after the work units end."""
@@ -54,7 +53,7 @@ class AuxiliaryUnitRole:
 ExperimentUnitRole = WorkUnitRole | AuxiliaryUnitRole
 
 
-@attrs.define
+@datamodel.define
 class AuxiliaryUnitJob:
     """Wraps a job to add it as an auxiliary unit: ``experiment.add(AuxiliaryUnitJob(job))``."""
 

@@ -6,12 +6,12 @@ import functools
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-import attrs
+from xcore import datamodel
 
 ReturnT = TypeVar("ReturnT")
 
 
-@attrs.frozen
+@datamodel.frozen
 class ShellSafeArg:
     """An argument that ``to_list()`` does not quote, so a shell that runs the command line
     may expand it (``ShellSafeArg('$HOME')``).

@@ -6,10 +6,10 @@ import os
 import subprocess
 from pathlib import Path
 
-import attrs
+from xcore import datamodel
 
 
-@attrs.frozen
+@datamodel.frozen
 class GitState:
     commit: str
     dirty: bool

@@ -29,8 +29,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import attrs
-
+from xcore import datamodel
 from xcore.settings import env_int, env_number
 from xcore.store import MetadataStore
 from xcore.store.records import UnitWrite
@@ -48,7 +47,7 @@ MAX_WAITING = 2
 """Full groups that may wait for the background thread's commit before an add waits too."""
 
 
-@attrs.define(slots=True)
+@datamodel.define(slots=True)
 class PendingAdd:
     """One add waiting for its group's commit: what to write, and what the launcher needs to
     queue its jobs once written (``jobs``: one entry per job of ``write``, and the unit's

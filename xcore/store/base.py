@@ -10,6 +10,7 @@ from typing import Any
 
 import attrs
 
+from xcore import datamodel
 from xcore.status import JobState, Status
 from xcore.store.records import (
     ExperimentRecord,
@@ -23,7 +24,7 @@ from xcore.store.records import (
 )
 
 
-@attrs.frozen
+@datamodel.frozen
 class StoreInfo:
     """What ``xcore store info`` shows. ``url`` never carries a password."""
 
@@ -38,7 +39,7 @@ class StoreInfo:
     status_events: int
 
 
-@attrs.define
+@datamodel.define
 class ExperimentHistory:
     """One experiment with everything recorded about it, as ``xcore store copy`` moves it.
 
@@ -56,7 +57,7 @@ class ExperimentHistory:
     links: list[tuple[int, str, str]] = attrs.field(factory=list)
 
 
-@attrs.frozen
+@datamodel.frozen
 class Imported:
     """Where ``import_history`` put an experiment; ``None`` ids mean it was there already."""
 

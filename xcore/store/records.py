@@ -6,10 +6,11 @@ from typing import Any
 
 import attrs
 
+from xcore import datamodel
 from xcore.status import Status, combine
 
 
-@attrs.define
+@datamodel.define
 class JobRecord:
     id: int
     experiment_id: int
@@ -36,7 +37,7 @@ class JobRecord:
         return _elapsed(self.started_at, self.ended_at)
 
 
-@attrs.frozen
+@datamodel.frozen
 class LeaseRecord:
     """A launcher's claim on the jobs it recorded but may not have submitted yet: who holds it
     (host, pid and that process's start time) and when it last said it was alive."""
@@ -50,7 +51,7 @@ class LeaseRecord:
     state: str  # "open", or "resolving" while a later command adopts its orphans
 
 
-@attrs.define
+@datamodel.define
 class WorkUnitRecord:
     experiment_id: int
     id: int
@@ -83,7 +84,7 @@ class WorkUnitRecord:
         return _elapsed(self.started_at, self.ended_at)
 
 
-@attrs.define
+@datamodel.define
 class UnitSummary:
     """A work unit as a table row (the dashboard's): its jobs folded into one status, the
     earliest start, the latest end (None while any job has not ended) and the messages of
@@ -103,7 +104,7 @@ class UnitSummary:
         return _elapsed(self.started_at, self.ended_at)
 
 
-@attrs.define
+@datamodel.define
 class ExperimentRecord:
     id: int
     title: str
@@ -137,7 +138,7 @@ class ExperimentRecord:
         return status
 
 
-@attrs.frozen
+@datamodel.frozen
 class StatusEvent:
     job_id: int
     status: Status
@@ -146,7 +147,7 @@ class StatusEvent:
     at: float
 
 
-@attrs.frozen
+@datamodel.frozen
 class NewJob:
     """A job as recorded before it is launched."""
 
@@ -176,7 +177,7 @@ def _now() -> float:
     return time.time()
 
 
-@attrs.define(slots=True)
+@datamodel.define(slots=True)
 class UnitWrite:
     """What one ``experiment.add`` records: a work unit with its jobs (``role`` set), or more
     jobs of a unit already recorded (``role`` None: a job generator's ``unit.add``), plus the

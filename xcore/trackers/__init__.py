@@ -17,11 +17,13 @@ from typing import TYPE_CHECKING
 
 import attrs
 
+from xcore import datamodel
+
 if TYPE_CHECKING:
     from xcore.hooks.host import PluginHost
 
 
-@attrs.frozen
+@datamodel.frozen
 class TrackedJob:
     """What a tracker hook knows about a job when it is recorded (before it is launched).
 
@@ -54,7 +56,7 @@ class TrackedJob:
         return f"xcore-{self.experiment_id}/{self.work_unit_id}"
 
 
-@attrs.frozen
+@datamodel.frozen
 class JobTracking:
     """What a tracker hook adds to a job: ``env`` (variables; never overriding the user's own)
     and ``links`` (name, e.g. ``"wandb"``, to a URL; ``http(s)`` URLs become links in the

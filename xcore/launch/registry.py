@@ -5,7 +5,6 @@ were created (``xcore launch`` reports them and ``--wait`` waits for them).
 from __future__ import annotations
 
 import hashlib
-import socket
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,6 +22,7 @@ from xcore.launch.units import (
     WorkUnitRole,
     current_user,
 )
+from xcore.runtime.launcher import hostname
 from xcore.store import MetadataStore
 from xcore.store.records import ExperimentRecord
 
@@ -68,7 +68,7 @@ def create_experiment(
         git_commit=git.commit if git else None,
         git_dirty=git.dirty if git else None,
         user=current_user(),
-        host=socket.gethostname(),
+        host=hostname(),
     )
     created_experiment_ids.append(record.id)
     return Experiment(record, store, host)

@@ -33,7 +33,6 @@ import concurrent.futures
 import contextlib
 import json
 import os
-import socket
 import sys
 import threading
 import time
@@ -191,6 +190,12 @@ class _Queued:
         self.seq, self.at, self.max_age, self.job = seq, at, max_age, job
 
 
+def hostname() -> str:
+    """This machine's name, as ``socket.gethostname()`` gives it (the kernel's node name),
+    without importing socket (~4 ms of a launch's start-up)."""
+    return os.uname().nodename
+
+
 def process_start_time(pid: int) -> float | None:
     """When ``pid`` started (seconds since boot, from /proc), or None if it does not exist.
     With the pid it names one process: a pid reused later has another start time."""
@@ -290,7 +295,7 @@ class BatchLauncher:
         with self._lease_lock:
             if self._lease_id is None and self._experiment_id:
                 pid = os.getpid()
-                self._lease_id = self._store.open_lease(self._experiment_id, socket.gethostname(), pid,
+                self._lease_id = self._store.open_lease(self._experiment_id, hostname(), pid,
                                                         process_start_time(pid))
                 if self._lease_id is not None:
                     threading.Thread(target=self._heartbeat, args=(self._lease_id,), name="xcore-lease",

@@ -14,14 +14,13 @@ process, which then:
 from __future__ import annotations
 
 import os
-import socket
 import sys
 import time
 
 from xcore import paths
 from xcore.hooks.execution import LaunchContext, LaunchRequest
 from xcore.hooks.host import PluginHost
-from xcore.runtime.launcher import lease_secs, process_start_time
+from xcore.runtime.launcher import hostname, lease_secs, process_start_time
 from xcore.runtime.progress import Progress
 from xcore.status import JobState, Status
 from xcore.store import MetadataStore
@@ -29,7 +28,7 @@ from xcore.store.records import JobRecord, LeaseRecord
 
 
 def expired(lease: LeaseRecord, now: float | None = None) -> bool:
-    if lease.host == socket.gethostname():
+    if lease.host == hostname():
         started = process_start_time(lease.pid)
         return started is None or (lease.proc_start is not None and started >= 0
                                    and abs(started - lease.proc_start) > 1.0)
@@ -47,7 +46,7 @@ def resolve_orphans(store: MetadataStore, host: PluginHost, *, quiet: bool = Fal
         if not expired(lease):
             continue
         pid = os.getpid()
-        if not store.claim_lease(lease, socket.gethostname(), pid, process_start_time(pid)):
+        if not store.claim_lease(lease, hostname(), pid, process_start_time(pid)):
             continue  # another process got there first
         summary = _resolve(store, host, lease)
         done.append(summary)

@@ -125,13 +125,15 @@ def test_other_comparison_options_are_refused():
 
 
 def _datamodel_classes() -> list[type]:
+    """The classes made by datamodel in the core and in xlocal."""
     import importlib
     import pkgutil
 
     import xcore
+    import xlocal
 
     found = []
-    for info in pkgutil.walk_packages(xcore.__path__, "xcore."):
+    for info in [*pkgutil.walk_packages(xcore.__path__, "xcore."), *pkgutil.walk_packages(xlocal.__path__, "xlocal.")]:
         if info.name.startswith(("xcore.testing", "xcore.ui", "xcore.cli.templates")):
             continue
         module = importlib.import_module(info.name)
@@ -161,7 +163,8 @@ def test_the_core_classes_print_compare_and_hash_as_attrs_made_them():
     """Each class of the core made by datamodel, against an attrs class with the same fields and
     options, on instances whose fields hold the same values (and ones that differ in one field)."""
     classes = _datamodel_classes()
-    assert len(classes) >= 40 and {c.__name__ for c in classes} >= {"JobState", "Job", "JobRecord", "LaunchRequest"}
+    names = {c.__name__ for c in classes}
+    assert len(classes) >= 40 and names >= {"JobState", "Job", "JobRecord", "LaunchRequest", "Local", "ProcessHandle"}
     for cls in classes:
         fields = attrs.fields(cls)
         is_frozen = getattr(cls.__setattr__, "__name__", "") == "_frozen_setattrs"  # what attrs.frozen sets

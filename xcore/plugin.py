@@ -69,6 +69,8 @@ What this module exports:
   ``PythonContainer``, ``Dockerfile``, ``ModuleName``, ``CommandList``, and
   ``entrypoint_argv`` (the argv prefix a ``ModuleName`` or ``CommandList`` entrypoint runs);
   ``to_requirements`` (a ``JobRequirements`` from any form an executor field accepts);
+  ``define`` and ``frozen``, attrs' decorators whose classes share one repr, eq and hash
+  (quicker to create: see ``xcore.datamodel``);
 - Bazel targets: the specs ``BazelBinary`` and ``BazelContainer``, and ``bazel_workspace``,
   ``bazel_build`` and ``bazel_output`` to build them with the ``bazel`` on PATH;
 - requests, contexts and results: ``LaunchRequest``, ``LaunchContext``, ``PackagingContext``,
@@ -98,6 +100,8 @@ _EXPORTS = {
     "PLUGIN_API_VERSION": "xcore.hooks.host",
     "XcorePluginDeprecationWarning": "xcore.hooks.specs",
     # the model
+    "define": "xcore.datamodel",
+    "frozen": "xcore.datamodel",
     "Executor": "xcore.launch.job_blocks",
     "ExecutorSpec": "xcore.launch.job_blocks",
     "Executable": "xcore.launch.job_blocks",
@@ -186,6 +190,7 @@ def __getattr__(name: str) -> object:
 
 
 if TYPE_CHECKING:
+    from xcore.datamodel import define, frozen
     from xcore.errors import (
         ConfigurationError,
         LaunchError,

@@ -18,6 +18,7 @@ from typing import Any
 
 import attrs
 
+from xcore import datamodel
 from xcore.errors import PackagingError
 from xcore.launch.args import UserArgs
 from xcore.launch.executables import BinaryDependency, to_tuple
@@ -31,7 +32,7 @@ def name_from_label(label: str) -> str:
     return re.sub(r"\W", "_", os.path.basename(label.rstrip(os.sep)).split(":")[-1])
 
 
-@attrs.frozen
+@datamodel.frozen
 class BazelBinary(ExecutableSpec):
     """A Bazel target that builds a self-contained executable."""
 
@@ -44,7 +45,7 @@ class BazelBinary(ExecutableSpec):
         return name_from_label(self.label)
 
 
-@attrs.frozen
+@datamodel.frozen
 class BazelContainer(ExecutableSpec):
     """A Bazel target that builds an image tarball (``docker load`` format), e.g. a
     ``rules_oci``/``rules_docker`` target whose label ends in ``.tar``."""

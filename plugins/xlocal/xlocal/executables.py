@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import attrs
-
-from xcore.plugin import Executable
+from xcore.plugin import Executable, define
 
 
-@attrs.define(kw_only=True)
+@define(kw_only=True)
 class LocalProcess(Executable):
     """An argv prefix to execute directly (never through a shell); job args are appended."""
 
@@ -15,7 +13,7 @@ class LocalProcess(Executable):
     cwd: str | None = None
 
 
-@attrs.define(kw_only=True)
+@define(kw_only=True)
 class LocalContainer(Executable):
     """An image to run as a container on this machine's engine.
 

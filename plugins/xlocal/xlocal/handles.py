@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import attrs
-
-from xcore.plugin import JobHandle
+from xcore.plugin import JobHandle, define
 
 
-@attrs.define
+@define
 class ProcessHandle(JobHandle):
     """Job ``index`` of the runner batch in ``run_dir``; its output goes to ``log_path``."""
 
@@ -16,7 +14,7 @@ class ProcessHandle(JobHandle):
     kill_grace_secs: float = 5.0
 
 
-@attrs.define
+@define
 class ContainerHandle(JobHandle):
     """A container on the engine at ``base_url``, found by ``container_id`` (or ``name``).
 

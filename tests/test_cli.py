@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
 
@@ -21,13 +22,15 @@ with xm.create_experiment("cli sweep", tags=["t1"]) as e:
 
 
 def test_launch_wait_list_show_logs(tmp_path):
-    result = run_xcore("launch", "--wait", str(_sweep(tmp_path)))
+    script = _sweep(tmp_path)
+    result = run_xcore("launch", "--wait", str(script))
     assert result.returncode == 0, result.stderr
     assert "experiment 1 'cli sweep': 3 work units launched" in result.stderr
     listing = run_xcore("list")
     assert listing.returncode == 0 and "COMPLETED" in listing.stdout and "3: 3 completed" in listing.stdout
     data = json.loads(run_xcore("list", "--json").stdout)
     assert data[0]["id"] == 1 and data[0]["status"] == "COMPLETED" and data[0]["tags"] == ["t1"]
+    assert data[0]["script_sha256"] == hashlib.sha256(script.read_bytes()).hexdigest()
     assert json.loads(run_xcore("list", "--json", "--tag", "nope").stdout) == []
     assert json.loads(run_xcore("list", "--json", "--status", "failed").stdout) == []
     show = run_xcore("show", "1")

@@ -134,12 +134,18 @@ def test_the_runner_starts_without_the_modules_that_slow_its_start(tmp_path):
     import subprocess
 
     probe = ("import os, sys; sys.path.append(os.path.dirname(sys.argv[1])); import runner; "
-             "print(sorted(sys.modules))")
+             "print(runner.__file__); print(sorted(sys.modules))")
     command = processes.runner_command()
     assert command[:4] == [sys.executable, "-I", "-S", "-c"] and command[5] == processes._RUNNER
-    out = subprocess.run([*command[:4], probe, command[5]], capture_output=True, text=True, check=True).stdout
-    loaded = set(eval(out))  # noqa: S307  our own child's repr of a list of names
-    assert "runner" in loaded and not loaded & {"json", "socket", "re", "contextlib", "site", "xcore", "xlocal"}
+    # A user's PYTHONPATH with a runner.py or a _json.py of its own changes nothing (-I).
+    for name in ("runner.py", "_json.py", "array.py"):
+        (tmp_path / name).write_text("raise SystemExit('not this one')\n")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    out = subprocess.run([*command[:4], probe, command[5]], capture_output=True, text=True, check=True, env=env).stdout
+    where, modules = out.splitlines()
+    assert where == processes._RUNNER
+    loaded = set(eval(modules))  # noqa: S307  our own child's repr of a list of names
+    assert not loaded & {"json", "socket", "re", "contextlib", "site", "xcore", "xlocal"}
 
 
 def test_the_runners_json_reads_and_writes_as_json_does():

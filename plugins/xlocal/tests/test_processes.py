@@ -131,21 +131,23 @@ def test_the_next_jobs_logs_are_opened_while_a_job_runs(tmp_path):
 def test_the_runner_starts_without_the_modules_that_slow_its_start(tmp_path):
     """The runner starts from its command line (cached bytecode, no site) with only built-in
     modules: json, socket, re and contextlib cost a launch's first job ~20 ms of start-up."""
+    import importlib.util
     import subprocess
 
-    probe = ("import os, sys; sys.path.append(os.path.dirname(sys.argv[1])); import runner; "
-             "print(runner.__file__); print(sorted(sys.modules))")
     command = processes.runner_command()
-    assert command[:4] == [sys.executable, "-I", "-S", "-c"] and command[5] == processes._RUNNER
-    # A user's PYTHONPATH with a runner.py or a _json.py of its own changes nothing (-I).
-    for name in ("runner.py", "_json.py", "array.py"):
-        (tmp_path / name).write_text("raise SystemExit('not this one')\n")
+    assert command[:4] == [sys.executable, "-S", "-P", "-c"] and command[5] == processes._RUNNER
+    probe = command[4].replace("namespace['main'](sys.argv[2:])",
+                               "print(namespace['__file__']); print(sorted(sys.modules))")
+    assert probe != command[4]
+    # Loaded by path: a user's PYTHONPATH with a runner.py of its own changes nothing.
+    (tmp_path / "runner.py").write_text("raise SystemExit('not this one')\n")
     env = {**os.environ, "PYTHONPATH": str(tmp_path)}
     out = subprocess.run([*command[:4], probe, command[5]], capture_output=True, text=True, check=True, env=env).stdout
     where, modules = out.splitlines()
     assert where == processes._RUNNER
+    assert os.path.exists(importlib.util.cache_from_source(processes._RUNNER))  # its bytecode, compiled once
     loaded = set(eval(modules))  # noqa: S307  our own child's repr of a list of names
-    assert not loaded & {"json", "socket", "re", "contextlib", "site", "xcore", "xlocal"}
+    assert not loaded & {"json", "socket", "re", "contextlib", "site", "xcore", "xlocal", "runner"}
 
 
 def test_the_runners_json_reads_and_writes_as_json_does():

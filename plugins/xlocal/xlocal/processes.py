@@ -312,16 +312,19 @@ def _run_size(run_dir: str) -> int:
 
 
 _RUNNER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "runner.py")  # see xlocal.runner
-# The runner is imported as a module of its own, not as xlocal.runner (the package imports xcore):
-# so it starts from its cached bytecode, where a script given by path is compiled on every start
-# (~6 ms). -I -S: no site (.pth files), no PYTHON* variables, no user directories on sys.path.
-_RUNNER_BOOT = ("import os, sys; sys.path.append(os.path.dirname(sys.argv[1])); "
-                "import runner; runner.main(sys.argv[2:])")
+# The runner is loaded from its file by path, not imported as xlocal.runner (the package imports
+# xcore), through the loader so that it runs from its cached bytecode: a script given by path is
+# compiled on every start (~6 ms). -S: no site (.pth files, site-packages); -P: nothing from the
+# working directory. PYTHON* variables apply as to any Python.
+_RUNNER_BOOT = ("import sys; from importlib.machinery import SourceFileLoader; "
+                "code = SourceFileLoader('runner', sys.argv[1]).get_code('runner'); "
+                "namespace = {'__name__': 'runner', '__file__': sys.argv[1]}; exec(code, namespace); "
+                "namespace['main'](sys.argv[2:])")
 
 
 def runner_command(*args: str) -> list[str]:
     """The command line of a runner (see xlocal.runner) with ``args``."""
-    return [sys.executable, "-I", "-S", "-c", _RUNNER_BOOT, _RUNNER, *args]
+    return [sys.executable, "-S", "-P", "-c", _RUNNER_BOOT, _RUNNER, *args]
 
 
 class _EventReader:

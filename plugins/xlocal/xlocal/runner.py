@@ -4,11 +4,11 @@ Run with ``RUN_DIR LOCK_FD DONE_FD`` for one batch, or with ``--serve SOCKET_FD`
 by a launcher ahead of time, it takes each batch (its RUN_DIR and the two descriptors) over
 the socket, acknowledges it, and runs every batch handed over until the launcher is gone and
 all of them ended (or, idle, exits after IDLE_SECS). In its own session either way, so jobs
-keep running and exit codes are still recorded after the launcher exits. Imported as a
-top-level module ``runner`` (``xlocal.processes.runner_command``), or run as a file; never as
-``xlocal.runner``, whose package would import xcore. Its start-up delays a launch's first job,
-so it imports only a few built-in standard modules (no json, socket, pathlib, contextlib, and
-subprocess only when a job needs it).
+keep running and exit codes are still recorded after the launcher exits. Loaded from this
+file by ``xlocal.processes.runner_command`` (or run as a file), never as ``xlocal.runner``:
+the package would import xcore. Its start-up delays a launch's first job, so it imports only
+a few built-in standard modules (no json, socket, pathlib or contextlib; subprocess only when
+a job needs it).
 
 Files in RUN_DIR (private to the user: the directory is 0700, files 0600):
 - ``batch.json``: the jobs, their argv, env, cwd and log paths;

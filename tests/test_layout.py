@@ -17,6 +17,7 @@ TOP_LEVEL = {
     "images",  # the image builder container backends share (being added in parallel)
     # shared by every face
     "errors.py", "status.py", "paths.py", "lazy.py", "settings.py",
+    "datamodel.py",  # the attrs decorators of the data model (status.py, the store, launch, hooks)
 }
 
 

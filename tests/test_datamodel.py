@@ -122,6 +122,8 @@ def test_pickles_and_evolves():
 def test_other_comparison_options_are_refused():
     with pytest.raises(TypeError, match="use attrs itself"):
         datamodel.define(order=True)
+    with pytest.raises(TypeError, match="use attrs itself"):
+        datamodel.frozen(str=True)
 
 
 def _datamodel_classes() -> list[type]:

@@ -36,7 +36,7 @@ def _decorate(maybe_cls: Any, decorator: Callable[..., Any], options: dict[str, 
         return _add_methods(decorator(cls, repr=False, eq=False, **options), dict(vars(cls)),
                             options.get("frozen", decorator is attrs.frozen))
 
-    if {"repr", "eq", "order", "hash", "unsafe_hash", "cache_hash"} & options.keys():
+    if {"repr", "eq", "order", "hash", "unsafe_hash", "cache_hash", "str"} & options.keys():
         raise TypeError("xcore.datamodel classes compare and print as attrs' default: use attrs itself for others")
     return wrap if maybe_cls is None else wrap(maybe_cls)
 

@@ -130,7 +130,7 @@ def test_a_killed_serving_runner_is_replaced_and_no_job_runs_twice():
 
 def test_local_jobs_start_while_the_script_still_adds():
     """A sweep whose adds take a while: its first jobs run before the last add is made (the
-    local executor submits what waited 0.25 s, to the one serving runner)."""
+    local executor submits its first jobs at once and later ones by age, to the one serving runner)."""
     with xm.create_experiment("overlap") as experiment:
         [exe] = experiment.package([xm.binary(xlocal.Local.Spec(), "/bin/true")])
         for _ in range(8):

@@ -5,6 +5,8 @@ one `xm.Job` of `xm.binary(xlocal.Local.Spec(), "/bin/true")` with a distinct ar
 CLI waits until every job has ended. Baseline: a fresh Python process that runs the same N
 commands with `subprocess.run` from a pool of SLOTS threads. XLOCAL_SLOTS is set to SLOTS
 for both. Each side is run REPEATS times, alternating, and the median wall time is kept.
+For information, a second baseline (the same pool, each job's output to its own new file in
+a fresh directory, as xcore's jobs log) shows the disk's share of the floor.
 
 Targets (issue 14): xcore wall time / baseline wall time <= 3 at 20 units, <= 1.5 at 2,000
 (below 1,000 units the 3x target is shown); launcher time per `experiment.add` < 2 ms (the N
@@ -58,13 +60,21 @@ LAUNCH_SCRIPT = textwrap.dedent(
 
 BASELINE_SCRIPT = textwrap.dedent(
     """
-    import os, subprocess, sys
+    import os, subprocess, sys, tempfile
     from concurrent.futures import ThreadPoolExecutor
     n, slots, program = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+    logs = tempfile.mkdtemp(dir=sys.argv[4]) if len(sys.argv) > 4 else None  # each job's output to its own file
 
     def run(i):
-        return subprocess.run([program, f"--seed={i}"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.STDOUT, start_new_session=True).returncode
+        if logs is None:
+            return subprocess.run([program, f"--seed={i}"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.STDOUT, start_new_session=True).returncode
+        fd = os.open(os.path.join(logs, f"{i}.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            return subprocess.run([program, f"--seed={i}"], stdin=subprocess.DEVNULL, stdout=fd,
+                                  stderr=subprocess.STDOUT, start_new_session=True).returncode
+        finally:
+            os.close(fd)
 
     with ThreadPoolExecutor(slots) as pool:
         codes = list(pool.map(run, range(n)))
@@ -105,14 +115,17 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def run_baseline(tmp: Path) -> tuple[float, float]:
-    """(wall, CPU) seconds of the thread-pool baseline, its jobs included."""
+def run_baseline(tmp: Path, with_logs: bool = False) -> tuple[float, float]:
+    """(wall, CPU) seconds of the thread-pool baseline, its jobs included. ``with_logs``: each
+    job's output goes to its own new file in a fresh directory, as xcore's jobs do (the disk's
+    share of the floor; informational, the target's reference is the plain baseline)."""
     script = tmp / "baseline.py"
     script.write_text(BASELINE_SCRIPT)
     env = {**os.environ, "XLOCAL_SLOTS": str(SLOTS)}
+    logs = [str(tmp)] if with_logs else []
     cpu0 = _children_cpu()
     t0 = time.perf_counter()
-    subprocess.run([PYTHON, str(script), str(N), str(SLOTS), PROGRAM], env=env, cwd=tmp, check=True)
+    subprocess.run([PYTHON, str(script), str(N), str(SLOTS), PROGRAM, *logs], env=env, cwd=tmp, check=True)
     return time.perf_counter() - t0, _children_cpu() - cpu0
 
 
@@ -128,6 +141,7 @@ def main() -> int:
     xcore_runs: list[dict[str, float]] = []
     baseline_runs: list[float] = []
     baseline_cpu: list[float] = []
+    logged_runs: list[tuple[float, float]] = []
     load_before = load_average()
     with temp_home() as tmp:
         for index in range(REPEATS):
@@ -135,6 +149,7 @@ def main() -> int:
             baseline_runs.append(wall)
             baseline_cpu.append(cpu)
             xcore_runs.append(run_xcore(tmp, index))
+            logged_runs.append(run_baseline(tmp, with_logs=True))
         counts = check_store(Path(os.environ["XCORE_HOME"]))
 
     print(f"local sweep: {N} x {PROGRAM}, XLOCAL_SLOTS={SLOTS}, {REPEATS} runs each (median), "
@@ -145,6 +160,10 @@ def main() -> int:
     print(f"  baseline (subprocess, {SLOTS} threads)   {base:7.2f} s   runs: {runs}")
     runs = ", ".join(f"{r['total']:.2f}" for r in xcore_runs)
     print(f"  xcore launch --wait                   {total:7.2f} s   runs: {runs}")
+    logged = statistics.median(wall for wall, _ in logged_runs)
+    runs = ", ".join(f"{wall:.2f}" for wall, _ in logged_runs)
+    print(f"  (baseline, each job's output to its own new file: {logged:.2f} s, CPU "
+          f"{statistics.median(cpu for _, cpu in logged_runs):.3f} s, runs: {runs}; xcore/this = {total / logged:.2f})")
     print(f"  CPU (user+system): baseline {statistics.median(baseline_cpu):.3f} s, "
           f"xcore launcher {statistics.median(r['cpu'] for r in xcore_runs):.3f} s (without the detached runner)")
     print("  xcore phases (median s):")

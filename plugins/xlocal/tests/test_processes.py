@@ -126,3 +126,22 @@ def test_the_next_jobs_logs_are_opened_while_a_job_runs(tmp_path):
     _run_batch(tmp_path, [["/bin/sleep", "1"]] + [["/bin/true"]] * 4)
     thread.join()
     assert seen == [True], "job 3's log was not opened while job 0 ran"
+
+
+def test_event_lines_formatted_directly_are_what_json_writes(tmp_path):
+    """The runner formats its per-job start and exit lines itself (no encoder per event):
+    the text must be exactly what ``EventLog.write`` (json.dumps) gives, for any value."""
+    from xlocal.runner import EventLog
+
+    direct, generic = EventLog(str(tmp_path / "direct")), EventLog(str(tmp_path / "generic"))
+    for index, pid, returncode, when in [(0, 1, 0, 1.0), (17, 4194304, -9, 1763885000.123456),
+                                         (123456, 77, 255, 1e-7), (5, 2, 1, 1763885000.0)]:
+        direct.started(index, pid, when)
+        generic.write(i=index, e="start", pid=pid, t=when)
+        direct.ended(index, returncode, when)
+        generic.write(i=index, e="exit", rc=returncode, t=when, error=None)
+    direct.close()
+    generic.close()
+    text = (tmp_path / "direct").read_text()
+    assert text == (tmp_path / "generic").read_text()
+    assert [json.loads(line)["t"] for line in text.splitlines()][1] == 1.0

@@ -198,9 +198,8 @@ def main() -> int:
     if subreaper:
         tree = [r["tree cpu"] for r in xcore_runs]
         runs = ", ".join(f"{x:.2f}" for x in tree)
-        print(f"  CPU of the whole xcore tree (launcher, runner, jobs): {statistics.median(tree):.3f} s (runs: {runs});"
-              " "
-              f"baseline runs: {', '.join(f'{x:.2f}' for x in baseline_cpu)}")
+        print(f"  CPU of the whole xcore tree (launcher, runner, jobs): {statistics.median(tree):.3f} s (runs: {runs}; "
+              f"baseline: {', '.join(f'{x:.2f}' for x in baseline_cpu)})")
     print("  xcore phases (median s):")
     for phase in xcore_runs[0]:
         if phase not in ("total", "cpu", "tree cpu"):

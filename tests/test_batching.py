@@ -54,3 +54,44 @@ def test_sync_script_that_sleeps_gets_its_local_jobs_started_by_max_age(xcore_ho
             time.sleep(0.05)  # the script does something long; its jobs must not wait for it
         assert len(_runs(xcore_home)) == 1
     assert len(_runs(xcore_home)) == 1
+
+
+def _poll_runs(home: Path, count: int, secs: float) -> int:
+    deadline = time.monotonic() + secs
+    while len(_runs(home)) < count and time.monotonic() < deadline:
+        time.sleep(0.02)  # no xcore call: nothing of the script asks for a submission
+    return len(_runs(home))
+
+
+def test_local_hands_its_first_committed_group_over_at_once_then_by_max_age(xcore_home: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """``batch_first_max_age`` (xlocal.Local: 0): a sweep's first committed jobs go to the
+    runner before the ``with`` block ends, however long ``batch_max_age`` is; the next ones
+    wait for their age (here longer than the test) or the block's end."""
+    monkeypatch.delenv("XCORE_BATCH_MAX_AGE", raising=False)
+    monkeypatch.setenv("XCORE_RECORD_GROUP", "16")
+    monkeypatch.setattr(xlocal.Local, "batch_max_age", 600.0)
+    with xm.create_experiment("early") as experiment:
+        job = _job(experiment)
+        for i in range(16):
+            experiment.add(job, args={"args": {"i": i}})
+        assert _poll_runs(xcore_home, 1, 30) == 1  # handed over while the script runs
+        for i in range(16, 32):
+            experiment.add(job, args={"args": {"i": i}})
+        assert _poll_runs(xcore_home, 2, 0.5) == 1  # the second batch waits for its age
+    assert len(_runs(xcore_home)) == 2
+
+
+def test_an_executor_without_batch_max_age_is_submitted_at_the_end_only(xcore_home: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch-only executor class (no ``batch_max_age``, as Slurm's): ``batch_first_max_age``
+    alone does not hand anything over early; the ``with`` block's end submits one batch."""
+    monkeypatch.delenv("XCORE_BATCH_MAX_AGE", raising=False)
+    monkeypatch.setenv("XCORE_RECORD_GROUP", "16")
+    monkeypatch.setattr(xlocal.Local, "batch_max_age", None)
+    with xm.create_experiment("batch only") as experiment:
+        job = _job(experiment)
+        for i in range(40):
+            experiment.add(job, args={"args": {"i": i}})
+        assert _poll_runs(xcore_home, 1, 1.0) == 0
+    assert len(_runs(xcore_home)) == 1

@@ -132,7 +132,7 @@ def test_a_killed_serving_runner_is_replaced_and_no_job_runs_twice():
 
 def test_local_jobs_start_while_the_script_still_adds():
     """A sweep whose adds take a while: its first jobs run before the last add is made (the
-    local executor submits what waited 0.25 s, to the one serving runner)."""
+    local executor submits its first jobs at once and later ones by age, to the one serving runner)."""
     with xm.create_experiment("overlap") as experiment:
         [exe] = experiment.package([xm.binary(xlocal.Local.Spec(), "/bin/true")])
         for _ in range(8):
@@ -183,9 +183,10 @@ def _launch_mixed(commands: list[list[str]]) -> list:
     return [get_host().serializer.load(j.handle) for j in jobs]
 
 
-def test_waiting_for_part_of_a_run_is_not_held_until_the_run_ends():
+def test_waiting_for_part_of_a_run_is_not_held_until_the_run_ends(monkeypatch):
     """`xcore wait EXP/WU` for a job that ended while its run goes on: answered at the
     poll rate, not when the rest of the run ends."""
+    monkeypatch.setenv("XCORE_BATCH_MAX_AGE", "60")  # one run for both, however slow the adds
     quick, slow = _launch_mixed([["/bin/true"], ["/bin/sleep", "4"]])
     assert quick.run_dir == slow.run_dir
     started = time.monotonic()
@@ -215,10 +216,11 @@ def test_runner_per_batch_is_on_only_for_a_true_value(monkeypatch) -> None:
     assert processes._runner_per_batch() is False
 
 
-def test_a_wait_for_the_still_active_jobs_of_a_run_lasts_until_the_run_ends():
+def test_a_wait_for_the_still_active_jobs_of_a_run_lasts_until_the_run_ends(monkeypatch):
     """A launcher's wait passes only the jobs still active at its last poll. The run's other
     jobs ended, so the wait is not for part of the run: it must not wake every 0.25 s (each
     wake is a poll of every active job) but when the run ends."""
+    monkeypatch.setenv("XCORE_BATCH_MAX_AGE", "60")  # one run for both, however slow the adds
     quick, slow = _launch_mixed([["/bin/true"], ["/bin/sleep", "1.5"]])
     assert quick.run_dir == slow.run_dir
     deadline = time.monotonic() + 30

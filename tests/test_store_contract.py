@@ -92,6 +92,25 @@ def test_add_jobs_and_active_jobs(store_url):
     assert store.get_experiment(exp.id).status_counts == {"LAUNCHING": 1}  # auxiliary units do not count
 
 
+def test_job_statuses_match_the_work_units_records(store_url):
+    """The statuses a wait polls (issue 14): per job of each unit, in work_units' order, a
+    unit without jobs once; the store's query answers what the records say."""
+    store = open_url(store_url)
+    exp = store.create_experiment("t")
+    other = store.create_experiment("other")
+    store.add_work_unit(other.id, 1, "work_unit", {}, "", [new_job("o")])
+    ids = store.add_work_unit(exp.id, 2, "work_unit", {}, "", [new_job("x"), new_job("y")])
+    store.add_work_unit(exp.id, 1, "work_unit", {}, "", [])
+    ids += store.add_work_unit(exp.id, 3, "auxiliary", {}, "", [new_job("z")])
+    store.record_states([(ids[1], JobState(Status.FAILED, "m", 2)), (ids[2], JobState(Status.RUNNING, ""))])
+    expected = [(1, "work_unit", None, None), (2, "work_unit", ids[0], "LAUNCHING"), (2, "work_unit", ids[1], "FAILED"),
+                (3, "auxiliary", ids[2], "RUNNING")]
+    assert [tuple(row) for row in store.job_statuses(exp.id)] == expected
+    assert [tuple(row) for row in MetadataStore.job_statuses(store, exp.id)] == expected  # the default
+    assert [tuple(row) for row in store.job_statuses(exp.id, [3, 1])] == [expected[0], expected[3]]
+    assert store.job_statuses(exp.id, [9]) == []
+
+
 def test_list_filters_and_user(store_url):
     store = open_url(store_url)
     for title, tags, user in [("alpha sweep", ["x"], "ann"), ("beta", ["y"], "bob"), ("ALPHA two", ["x", "y"], "ann")]:

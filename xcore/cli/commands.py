@@ -144,7 +144,8 @@ def launch(args: argparse.Namespace) -> int:
               f"launched (xcore show {record.id})", file=sys.stderr)
     _skip_last_collection()
     if args.wait and created:
-        codes = [_wait_experiment(store, experiment_id, None, as_json=False) for experiment_id in created]
+        codes = [_wait_experiment(store, experiment_id, None, as_json=False, just_launched=True)
+                 for experiment_id in created]
         return max(codes)
     return EXIT_OK
 
@@ -296,34 +297,64 @@ def wait(args: argparse.Namespace) -> int:
 
 
 def _wait_experiment(store: MetadataStore, experiment_id: int, unit_id: int | None, *, as_json: bool,
-                     timeout: float | None = None) -> int:
+                     timeout: float | None = None, just_launched: bool = False) -> int:
+    """Wait for the experiment's (or one unit's) jobs to end and report them. Each poll reads
+    only the stored statuses (no record) and asks the backends about the jobs still active,
+    whose records and handles are read once (issue 14: a 2,000-job wait decoded every
+    active record on every poll). ``just_launched``: the jobs were recorded a moment ago, so
+    the first poll shows what the store says instead of asking the backends (nothing can
+    have ended yet that the next poll, after the backend's wait for a change, misses)."""
     store.get_experiment(experiment_id)
     progress = Progress()
 
-    units = store.work_units(experiment_id, None if unit_id is None else [unit_id])
-    if unit_id is not None and not units:
+    rows = store.job_statuses(experiment_id, None if unit_id is None else [unit_id])
+    if unit_id is not None and not rows:
         raise NotFoundError(
             f"Experiment {experiment_id} has no work unit {unit_id} (see `xcore show {experiment_id}`).")
-    finished = {j.id: j for u in units if u.role == "work_unit" for j in u.jobs if j.status.is_terminal}
-    wanted = {j.id for u in units if u.role == "work_unit" for j in u.jobs}
+    unit_of = {job_id: unit for unit, role, job_id, _ in rows if role == "work_unit" and job_id is not None}
+    wanted = set(unit_of)
+    terminal = {status.value for status in Status if status.is_terminal}
+    still = {status.value for status in Status if status.is_active}  # what store.active_jobs reads
+    finished: dict[int, JobRecord] = {}  # in the order of work_units, then in the order they ended
+    ended_units = sorted({unit_of[job_id] for _, _, job_id, status in rows if job_id in unit_of and status in terminal})
+    if ended_units:
+        finished.update((j.id, j) for u in store.work_units(experiment_id, ended_units) if u.role == "work_unit"
+                        for j in u.jobs if j.status.is_terminal)
+    polled: dict[int, JobRecord] = {}  # the active jobs: id -> record, read once, updated in place by each poll
+    handles: dict[int, Any] = {}  # job id -> its loaded handle, shared by the polls and the pauses
+    first = [just_launched]
 
     def fetch() -> list[JobRecord]:
-        """Finished jobs are read once; each poll fetches only the still active ones. A job that
-        another process saw end in between is read back from the store, so the answer depends
-        only on final states, not on who recorded them."""
-        active = [j for j in store.active_jobs([experiment_id]) if j.id in wanted]
-        for job in refresh_jobs(store, get_host(), active):
-            if job.status.is_terminal:
-                finished[job.id] = job
-        missing = wanted - finished.keys() - {j.id for j in active}
+        """Finished jobs are read once; each poll asks the backends only about the still active
+        ones. A job that another process saw end in between is read back from the store, so the
+        answer depends only on final states, not on who recorded them."""
+        if polled:
+            stored = {job_id: status for _, _, job_id, status in store.job_statuses(
+                experiment_id, None if unit_id is None else [unit_id]) if job_id in wanted}
+            for job_id in [i for i in polled if stored.get(i) not in still]:
+                del polled[job_id]  # ended as another process saw it (or gone): read back below
+            reread = any(job.handle is None for job in polled.values()) or any(
+                status in still and job_id not in polled and job_id not in finished
+                for job_id, status in stored.items())
+        else:
+            reread = True
+        if reread:  # jobs not yet read, or read before they were launched: their records now
+            polled.update((j.id, j) for j in store.active_jobs([experiment_id]) if j.id in wanted)
+        if first[0]:
+            first[0] = False
+        else:
+            for job in refresh_jobs(store, get_host(), list(polled.values()), handles):
+                if job.status.is_terminal:
+                    finished[job.id] = job
+                    del polled[job.id]
+        missing = wanted - finished.keys() - polled.keys()
         if missing:
-            unit_ids = sorted({u.id for u in units for j in u.jobs if j.id in missing})
-            for unit in store.work_units(experiment_id, unit_ids):
+            for unit in store.work_units(experiment_id, sorted({unit_of[job_id] for job_id in missing})):
                 for job in unit.jobs:
                     # UNKNOWN (e.g. an unreadable record): polling cannot change it, so it counts as read
                     if job.id in missing and (job.status.is_terminal or job.status is Status.UNKNOWN):
                         finished[job.id] = job
-        return list(finished.values()) + [j for j in active if not j.status.is_terminal]
+        return list(finished.values()) + [j for j in polled.values() if not j.status.is_terminal]
 
     last: list[JobRecord] = []
 
@@ -334,7 +365,7 @@ def _wait_experiment(store: MetadataStore, experiment_id: int, unit_id: int | No
         progress.update(f"experiment {experiment_id}", done, len(jobs), _counts(jobs, total=False))
 
     try:
-        jobs = wait_for(fetch, store, get_host(), timeout=timeout, on_poll=report, refresh=False)
+        jobs = wait_for(fetch, store, get_host(), timeout=timeout, on_poll=report, refresh=False, handles=handles)
     except TimeoutError as exc:
         progress.clear()
         print(f"timeout: {exc}", file=sys.stderr)

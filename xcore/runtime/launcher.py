@@ -11,9 +11,11 @@ submits a kind's queued jobs as one ``xcore_launch`` call when, and only when:
    job generator does;
 3. the ``with`` / ``async with`` block ends;
 4. the kind has ``MAX_BATCH`` jobs queued;
-5. for executors whose class sets ``batch_max_age`` (``xlocal.Local``: 0.25 s, where starting
-   early is cheap), the kind's oldest queued job is that old (``XCORE_BATCH_MAX_AGE``
-   overrides it).
+5. for executors whose class sets ``batch_max_age`` (``xlocal.Local``: 0.05 s, where starting
+   early is cheap), the kind's oldest queued job is that old; a class that also sets
+   ``batch_first_max_age`` (``xlocal.Local``: 0) uses that age for the kind's first batch of
+   the launch, so the first committed group of a sweep starts at once while the script
+   still adds (``XCORE_BATCH_MAX_AGE`` overrides both).
 
 Timing plays no other part: a plain loop of adds, however slow the machine, is one
 submission per executor kind (one Slurm array job), and a long-running script gets its jobs
@@ -254,6 +256,7 @@ class BatchLauncher:
         self._lease_lock = threading.Lock()
         self._heartbeat_stop = threading.Event()
         self._max_age_override = os.environ.get("XCORE_BATCH_MAX_AGE")
+        self._taken_kinds: set[str] = set()  # kinds of which a batch was taken (``batch_first_max_age``)
         self._unrecorded: list[tuple[int, str, dict[str, Any], str | None]] = []  # submitted, store failed
         self.launched = 0
         self.submitted = 0  # jobs queued through this launcher
@@ -361,10 +364,14 @@ class BatchLauncher:
                 self._cond.notify_all()
 
     def _max_age(self, job: PendingJob) -> float | None:
-        age = getattr(type(job.request.executor), "batch_max_age", None)
-        if age is not None and self._max_age_override:
+        executor_class = type(job.request.executor)
+        age = getattr(executor_class, "batch_max_age", None)
+        if age is None:
+            return None
+        if self._max_age_override:
             return float(self._max_age_override)
-        return age
+        first = getattr(executor_class, "batch_first_max_age", None)
+        return age if first is None or job.executor_kind in self._taken_kinds else first
 
     def request_flush(self) -> None:
         """Submit everything queued now, without waiting for it (recording it first)."""
@@ -459,6 +466,7 @@ class BatchLauncher:
                 else:
                     due = deadline if due is None else min(due, deadline)
         taken = [q.job for kind in ready for q in self._queue.pop(kind)]
+        self._taken_kinds.update(ready)
         return taken, due
 
     def _run(self) -> None:

@@ -19,11 +19,14 @@ from xcore.store import MetadataStore
 from xcore.store.records import JobRecord, unreadable
 
 
-def refresh_jobs(store: MetadataStore, host: PluginHost, jobs: Sequence[JobRecord]) -> list[JobRecord]:
+def refresh_jobs(store: MetadataStore, host: PluginHost, jobs: Sequence[JobRecord],
+                 cache: dict[int, Any] | None = None) -> list[JobRecord]:
     """Update the non-terminal ``jobs`` in place from their backends and record changes.
 
     A backend that cannot be asked (plugin missing, host unreachable) leaves the stored
-    state as it is and marks the in-memory record UNKNOWN with the reason.
+    state as it is and marks the in-memory record UNKNOWN with the reason. ``cache`` (job
+    id -> loaded handle) keeps the handles loaded by one poll for the next (a wait polls the
+    same thousands of jobs again and again).
     """
     by_kind: dict[str, list[JobRecord]] = defaultdict(list)
     for job in jobs:
@@ -31,7 +34,7 @@ def refresh_jobs(store: MetadataStore, host: PluginHost, jobs: Sequence[JobRecor
             by_kind[job.handle_kind].append(job)
     changes: list[tuple[int, JobState]] = []
     for kind, jobs_of_kind in by_kind.items():
-        loaded = load_handles(host, jobs_of_kind)
+        loaded = load_handles(host, jobs_of_kind, cache)
         group, handles = [job for job, _ in loaded], [handle for _, handle in loaded]
         if not group:
             continue
@@ -60,14 +63,22 @@ def refresh_jobs(store: MetadataStore, host: PluginHost, jobs: Sequence[JobRecor
     return list(jobs)
 
 
-def load_handles(host: PluginHost, jobs: Sequence[JobRecord]) -> list[tuple[JobRecord, Any]]:
-    """Each job with its rebuilt handle. A stored handle that no longer loads (a value of the
-    wrong type, a field a newer plugin renamed) marks only that job UNKNOWN, with the reason,
-    so one bad record never breaks reading the others."""
+def load_handles(host: PluginHost, jobs: Sequence[JobRecord],
+                 cache: dict[int, Any] | None = None) -> list[tuple[JobRecord, Any]]:
+    """Each job with its rebuilt handle (from ``cache`` by job id if there, added to it if
+    not). A stored handle that no longer loads (a value of the wrong type, a field a newer
+    plugin renamed) marks only that job UNKNOWN, with the reason, so one bad record never
+    breaks reading the others."""
     loaded = []
     for job in jobs:
+        if cache is not None and (handle := cache.get(job.id)) is not None:
+            loaded.append((job, handle))
+            continue
         try:
-            loaded.append((job, host.serializer.load(job.handle)))
+            handle = host.serializer.load(job.handle)
+            if cache is not None:
+                cache[job.id] = handle
+            loaded.append((job, handle))
         except XcoreError as exc:  # e.g. the plugin that owns the kind is not installed
             job.status, job.message = Status.UNKNOWN, str(exc).split(". ")[0]
         except Exception as exc:  # noqa: BLE001 - any failure to rebuild it is reported per job
@@ -88,6 +99,7 @@ def wait_for(
     interval: float = 0.05,
     max_interval: float = 0.25,
     refresh: bool = True,
+    handles: dict[int, Any] | None = None,
 ) -> list[JobRecord]:
     """Poll until every fetched job is terminal (or UNKNOWN, which polling cannot fix).
 
@@ -96,12 +108,13 @@ def wait_for(
     poll every ``NOTIFIED_MAX_INTERVAL`` is enough (for progress reports), and each poll of
     thousands of jobs costs the jobs CPU time. Else a sleep that grows from ``interval`` to
     ``max_interval``.
-    ``refresh=False`` when ``fetch`` already asks the backends itself.
+    ``refresh=False`` when ``fetch`` already asks the backends itself (sharing ``handles``).
     """
     deadline = None if timeout is None else time.monotonic() + timeout
-    handles: dict[int, Any] = {}  # job id -> loaded handle, rebuilt once per wait, not per poll
+    if handles is None:
+        handles = {}  # job id -> loaded handle, rebuilt once per wait, not per poll
     while True:
-        jobs = refresh_jobs(store, host, fetch()) if refresh else fetch()
+        jobs = refresh_jobs(store, host, fetch(), handles) if refresh else fetch()
         if on_poll:
             on_poll(jobs)
         if all(j.status.is_terminal or j.status is Status.UNKNOWN for j in jobs):
@@ -123,8 +136,7 @@ def _pause(host: PluginHost, jobs: Sequence[JobRecord], seconds: float, notified
               and j.handle_kind and j.handle is not None]
     kinds = {j.handle_kind for j in active}
     if len(kinds) == 1 and notified_seconds > 0:
-        missing = [j for j in active if j.id not in handles]
-        handles.update((job.id, handle) for job, handle in load_handles(host, missing))
+        load_handles(host, [j for j in active if j.id not in handles], handles)
         try:
             kind, loaded = kinds.pop() or "", [handles[j.id] for j in active if j.id in handles]
             if host.wait_for_change(kind, loaded, notified_seconds):

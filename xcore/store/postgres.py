@@ -570,6 +570,22 @@ class PostgresStore(MetadataStore):
 
         return self._transaction(work)
 
+    def job_statuses(self, experiment_id: int,
+                     work_unit_ids: Sequence[int] | None = None) -> list[tuple[int, str, int | None, str | None]]:
+        unit_filter = ""
+        params: list[Any] = [experiment_id]
+        if work_unit_ids is not None:
+            unit_filter = " AND u.id = ANY(%s)"
+            params.append(list(work_unit_ids))
+
+        def work(cur: psycopg.Cursor[dict[str, Any]], _: bool) -> list[tuple[int, str, int | None, str | None]]:
+            cur.execute("SELECT u.id AS unit, u.role, j.id AS job, j.status FROM work_units u LEFT JOIN jobs j"
+                        " ON j.experiment_id = u.experiment_id AND j.work_unit_id = u.id"
+                        f" WHERE u.experiment_id = %s{unit_filter} ORDER BY u.id, j.id", params)
+            return [(row["unit"], row["role"], row["job"], row["status"]) for row in cur.fetchall()]
+
+        return self._transaction(work)
+
     def unit_summaries(self, experiment_id: int) -> list[UnitSummary]:
         query = (
             "SELECT w.id, w.role, w.args, w.status, w.created_at, MIN(j.started_at) AS started_at,"

@@ -798,6 +798,21 @@ class SqliteStore(MetadataStore):
                 )
             ]
 
+    def job_statuses(self, experiment_id: int,
+                     work_unit_ids: Sequence[int] | None = None) -> list[tuple[int, str, int | None, str | None]]:
+        params: list[Any] = [experiment_id]
+        unit_filter = ""
+        if work_unit_ids is not None:
+            unit_filter = f" AND u.id IN ({','.join('?' * len(work_unit_ids))})"
+            params += list(work_unit_ids)
+        with self._reading():
+            cursor = self._db.cursor()
+            cursor.row_factory = None  # plain tuples
+            return cursor.execute(
+                "SELECT u.id, u.role, j.id, j.status FROM work_units u LEFT JOIN jobs j"
+                " ON j.experiment_id = u.experiment_id AND j.work_unit_id = u.id"
+                f" WHERE u.experiment_id = ?{unit_filter} ORDER BY u.id, j.id", params).fetchall()
+
     def job_history(self, job_id: int) -> list[StatusEvent]:
         with self._reading():
             return [rows.status_event(r)

@@ -418,7 +418,10 @@ def test_mixed_batch_of_processes_and_containers(engine, built, project, home, c
     assert all(j.status is xm.Status.COMPLETED for j in jobs), [j.message for j in jobs]
 
 
-def test_start_failure_is_a_failed_job_not_a_lost_one(engine, built, project, home, cleanup, tmp_path):
+def test_start_failure_is_a_failed_job_not_a_lost_one(engine, built, project, home, cleanup, tmp_path, monkeypatch):
+    # One batch for both, however slow the machine: Local hands its first recorded jobs over at
+    # once, and a batch of only the bad container would fail as a whole ("No container could be started").
+    monkeypatch.setenv("XCORE_BATCH_MAX_AGE", "60")
     good = xlocal.Local()
     bad = xlocal.Local(docker_options=xlocal.DockerOptions(network="xcore-no-such-network"))
     # the container that cannot start is a LaunchFailure: its add() fails, the other job runs

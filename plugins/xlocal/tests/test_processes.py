@@ -168,3 +168,43 @@ def test_the_runners_json_reads_and_writes_as_json_does():
             runner.json_loads(bad)
     with pytest.raises(TypeError, match="not JSON serializable"):
         runner.json_dumps({"a": object()})
+
+
+def test_event_lines_formatted_directly_are_what_json_writes(tmp_path):
+    """The runner formats its per-job start and exit lines itself (no encoder per event):
+    the text must be exactly what ``EventLog.write`` (json.dumps) gives, for any value."""
+    from xlocal.runner import EventLog
+
+    direct, generic = EventLog(str(tmp_path / "direct")), EventLog(str(tmp_path / "generic"))
+    for index, pid, returncode, when in [(0, 1, 0, 1.0), (17, 4194304, -9, 1763885000.123456),
+                                         (123456, 77, 255, 1e-7), (5, 2, 1, 1763885000.0)]:
+        direct.started(index, pid, when)
+        generic.write(i=index, e="start", pid=pid, t=when)
+        direct.ended(index, returncode, when)
+        generic.write(i=index, e="exit", rc=returncode, t=when, error=None)
+    direct.close()
+    generic.close()
+    text = (tmp_path / "direct").read_text()
+    assert text == (tmp_path / "generic").read_text()
+    assert [json.loads(line)["t"] for line in text.splitlines()][1] == 1.0
+
+
+def test_events_are_read_in_one_parse_and_a_broken_line_costs_only_itself(tmp_path, monkeypatch):
+    """Whole lines are parsed as one JSON array; if one of them is broken, every other line
+    is still read (line by line)."""
+    run = tmp_path / "run"
+    run.mkdir()
+    lines = [json.dumps({"i": i, "e": e, "t": float(i)}) for i in range(3) for e in ("start", "exit")]
+    (run / "events.jsonl").write_text("\n".join(lines) + "\n")
+    parsed: list[bytes] = []
+    real_loads = json.loads
+    monkeypatch.setattr(processes.json, "loads", lambda data: parsed.append(data) or real_loads(data))
+    events = processes.read_events(run)
+    assert {i: sorted(e) for i, e in events.items()} == {i: ["exit", "start"] for i in range(3)}
+    assert len(parsed) == 1
+
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "events.jsonl").write_text("\n".join([lines[0], '{"i": 1, "e": "sta', "7", *lines[2:]]) + "\n")
+    events = processes.read_events(other)
+    assert {i: sorted(e) for i, e in events.items()} == {0: ["start"], 1: ["exit", "start"], 2: ["exit", "start"]}

@@ -98,7 +98,10 @@ class Local(Executor):
     """
 
     Spec: ClassVar[type[ExecutorSpec]] = LocalSpec
-    batch_max_age: ClassVar[float] = 0.25  # starting early is cheap (one serving runner): jobs start while adds go on
+    # Starting early is cheap (one serving runner): a sweep's first committed jobs are handed
+    # over at once, later ones every few tens of ms, so jobs run while the script still adds.
+    batch_first_max_age: ClassVar[float] = 0.0
+    batch_max_age: ClassVar[float] = 0.05
     requirements: JobRequirements = attrs.field(factory=JobRequirements, converter=_requirements)
     docker_options: DockerOptions | None = None
     experimental_stream_output: bool = False

@@ -116,6 +116,15 @@ class EventLog:
     def write(self, **event: Any) -> None:
         os.write(self._fd, (json_dumps(event) + "\n").encode())
 
+    # The two lines written per job, formatted directly: the very text ``write`` gives them
+    # (json.dumps writes a float as its repr), without a dict and the encoder per event.
+    def started(self, index: int, pid: int, when: float) -> None:
+        os.write(self._fd, f'{{"i": {index:d}, "e": "start", "pid": {pid:d}, "t": {when!r}}}\n'.encode())
+
+    def ended(self, index: int, returncode: int, when: float) -> None:
+        os.write(self._fd, f'{{"i": {index:d}, "e": "exit", "rc": {returncode:d}, "t": {when!r}, "error": null}}\n'
+                 .encode())
+
     def close(self) -> None:
         os.close(self._fd)
 
@@ -346,7 +355,7 @@ def _serve(runs: list[Run], channel: Any) -> None:
             poller.unregister(fd)
             returncode = job.wait()
             os.close(fd)
-            job_run.events.write(i=index, e="exit", rc=returncode, t=time.time(), error=None)
+            job_run.events.ended(index, returncode, time.time())
             pool.release(slot)
             job_run.running -= 1
 
@@ -467,7 +476,7 @@ def start_job(job: dict[str, Any], index: int, base_env: dict[str, str], events:
         return None
     if log_fd is not None:
         os.close(log_fd)
-    events.write(i=index, e="start", pid=started.pid, t=time.time())
+    events.started(index, started.pid, time.time())
     return started
 
 

@@ -142,6 +142,7 @@ def test_the_runner_starts_without_the_modules_that_slow_its_start(tmp_path):
     # Loaded by path: a user's PYTHONPATH with a runner.py of its own changes nothing.
     (tmp_path / "runner.py").write_text("raise SystemExit('not this one')\n")
     env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # set in some shells; the runner's bytecode is then never cached
     out = subprocess.run([*command[:4], probe, command[5]], capture_output=True, text=True, check=True, env=env).stdout
     where, modules = out.splitlines()
     assert where == processes._RUNNER

@@ -211,6 +211,13 @@ _JOB_COLUMNS = rows.JOB_COLUMNS
 _COPIED_COLUMNS = rows.COPIED_JOB_COLUMNS
 _STORED_COLUMNS = rows.STORED_JOB_COLUMNS  # specs by id in the table
 _SQL = statements.Statements("?")
+_LAUNCHED = "IN (SELECT value FROM json_each(?))"  # a job id in the JSON array of launched ids
+_LAUNCHED_EVENTS = ("INSERT INTO job_events (job_id, status, message, at) SELECT id, 'PENDING', 'submitted', ?"
+                    f" FROM jobs WHERE id {_LAUNCHED} AND status = 'LAUNCHING' ORDER BY id")
+_LAUNCHED_UNITS = (
+    f"UPDATE work_units SET status = (SELECT {statements.unit_status('j.status')} FROM jobs j"
+    " WHERE j.experiment_id = work_units.experiment_id AND j.work_unit_id = work_units.id)"
+    f" WHERE (experiment_id, id) IN (SELECT experiment_id, work_unit_id FROM jobs WHERE id {_LAUNCHED})")
 
 
 class SqliteStore(MetadataStore):
@@ -603,23 +610,24 @@ class SqliteStore(MetadataStore):
             if intent_id is not None:
                 db.execute(_SQL.close_intent, (intent_id,))
 
-    def _mark_launched(self, db: sqlite3.Connection, launched: Sequence[tuple[int, str, dict[str, Any], str | None]]
+    @staticmethod
+    def _mark_launched(db: sqlite3.Connection, launched: Sequence[tuple[int, str, dict[str, Any], str | None]]
                        ) -> None:
+        """Set-based but for the handles (issue 14: 10,000 jobs of a sweep are one launch): the
+        history and the units' statuses are one statement each over the launched ids, passed as
+        one JSON array, and nothing is read into Python first."""
+        if not launched:
+            return
         now = time.time()
-        if launched:
-            # Only a job still LAUNCHING gets the PENDING event: marking twice appends nothing.
-            # One read gives both that and the units to refresh (issue 14: two reads at 10,000).
-            found = self._rows_by_id(db, [j for j, *_ in launched], "id, status, experiment_id, work_unit_id")
-            launching = [job_id for job_id, row in found.items() if row["status"] == "LAUNCHING"]
-            units = {(row["experiment_id"], row["work_unit_id"]) for row in found.values()}
-            del found  # not held through the update: at 10,000 jobs they are 2 MB of the launcher's peak
-            db.executemany(
-                _SQL.mark_launched,
-                # Encoded as the update goes: 10,000 handles' JSON is never held at once (3 MB at peak).
-                ((kind, json.dumps(handle), log, now, job_id) for job_id, kind, handle, log in launched),
-            )
-            db.executemany(_SQL.submitted_event, [(job_id, now) for job_id in launching])
-            self._refresh_unit_statuses(db, units)
+        ids = rows.dumps([job_id for job_id, *_ in launched])
+        # Before the update: only a job still LAUNCHING gets the PENDING event (marking twice appends nothing).
+        db.execute(_LAUNCHED_EVENTS, (now, ids))
+        db.executemany(
+            _SQL.mark_launched,
+            # Encoded as the update goes: 10,000 handles' JSON is never held at once (3 MB at peak).
+            ((kind, rows.dumps(handle), log, now, job_id) for job_id, kind, handle, log in launched),
+        )
+        db.execute(_LAUNCHED_UNITS, (ids,))
 
     def record_states(self, states: Sequence[tuple[int, JobState]], *, intent_id: int | None = None) -> None:
         with self._write() as db:

@@ -211,6 +211,8 @@ _JOB_COLUMNS = rows.JOB_COLUMNS
 _COPIED_COLUMNS = rows.COPIED_JOB_COLUMNS
 _STORED_COLUMNS = rows.STORED_JOB_COLUMNS  # specs by id in the table
 _SQL = statements.Statements("?")
+_ADDED_EVENTS = ("INSERT INTO job_events (job_id, status, at) SELECT id, 'LAUNCHING', ? FROM jobs"
+                 " WHERE id BETWEEN ? AND ? ORDER BY id")
 _LAUNCHED = "IN (SELECT value FROM json_each(?))"  # a job id in the JSON array of launched ids
 _LAUNCHED_EVENTS = ("INSERT INTO job_events (job_id, status, message, at) SELECT id, 'PENDING', 'submitted', ?"
                     f" FROM jobs WHERE id {_LAUNCHED} AND status = 'LAUNCHING' ORDER BY id")
@@ -555,7 +557,10 @@ class SqliteStore(MetadataStore):
                                 self._spec_ids(db).of, now, lease_id)
             db.executemany(_SQL.insert_unit, new.units)
             db.executemany(_SQL.insert_jobs, new.jobs)
-            db.executemany(_SQL.launching_event, [(row[0], now) for row in new.jobs])
+            # The group's ids are first.. (drawn above under the write lock): their first events
+            # are one statement, not one per job (each statement lets go of the GIL and waits up to
+            # the switch interval to get it back while the script adds on the main thread).
+            db.execute(_ADDED_EVENTS, (now, first, first + len(new.jobs) - 1))
             db.executemany(_SQL.unit_launching, new.more)
             if new.links:
                 db.executemany(_SQL.upsert_link, new.links)

@@ -213,13 +213,13 @@ _STORED_COLUMNS = rows.STORED_JOB_COLUMNS  # specs by id in the table
 _SQL = statements.Statements("?")
 _ADDED_EVENTS = ("INSERT INTO job_events (job_id, status, at) SELECT id, 'LAUNCHING', ? FROM jobs"
                  " WHERE id BETWEEN ? AND ? ORDER BY id")
-_LAUNCHED = "IN (SELECT value FROM json_each(?))"  # a job id in the JSON array of launched ids
+# mark_launched, per chunk of at most 500 launched ids (``{}``: their placeholders)
 _LAUNCHED_EVENTS = ("INSERT INTO job_events (job_id, status, message, at) SELECT id, 'PENDING', 'submitted', ?"
-                    f" FROM jobs WHERE id {_LAUNCHED} AND status = 'LAUNCHING' ORDER BY id")
+                    " FROM jobs WHERE id IN ({}) AND status = 'LAUNCHING' ORDER BY id")
 _LAUNCHED_UNITS = (
     f"UPDATE work_units SET status = (SELECT {statements.unit_status('j.status')} FROM jobs j"
     " WHERE j.experiment_id = work_units.experiment_id AND j.work_unit_id = work_units.id)"
-    f" WHERE (experiment_id, id) IN (SELECT experiment_id, work_unit_id FROM jobs WHERE id {_LAUNCHED})")
+    " WHERE (experiment_id, id) IN (SELECT experiment_id, work_unit_id FROM jobs WHERE id IN ({}))")
 
 
 class SqliteStore(MetadataStore):
@@ -618,21 +618,24 @@ class SqliteStore(MetadataStore):
     @staticmethod
     def _mark_launched(db: sqlite3.Connection, launched: Sequence[tuple[int, str, dict[str, Any], str | None]]
                        ) -> None:
-        """Set-based but for the handles (issue 14: 10,000 jobs of a sweep are one launch): the
-        history and the units' statuses are one statement each over the launched ids, passed as
-        one JSON array, and nothing is read into Python first."""
+        """Set-based but for the handles (issue 14: a sweep's 10,000 jobs are one launch): the
+        history and the units' statuses are one statement per 500 launched ids, in id order,
+        and nothing is read into Python first."""
         if not launched:
             return
         now = time.time()
-        ids = rows.dumps([job_id for job_id, *_ in launched])
+        ids = sorted({job_id for job_id, *_ in launched})
+        chunks = [ids[start : start + 500] for start in range(0, len(ids), 500)]
         # Before the update: only a job still LAUNCHING gets the PENDING event (marking twice appends nothing).
-        db.execute(_LAUNCHED_EVENTS, (now, ids))
+        for chunk in chunks:
+            db.execute(_LAUNCHED_EVENTS.format(",".join("?" * len(chunk))), (now, *chunk))
         db.executemany(
             _SQL.mark_launched,
             # Encoded as the update goes: 10,000 handles' JSON is never held at once (3 MB at peak).
             ((kind, rows.dumps(handle), log, now, job_id) for job_id, kind, handle, log in launched),
         )
-        db.execute(_LAUNCHED_UNITS, (ids,))
+        for chunk in chunks:
+            db.execute(_LAUNCHED_UNITS.format(",".join("?" * len(chunk))), chunk)
 
     def record_states(self, states: Sequence[tuple[int, JobState]], *, intent_id: int | None = None) -> None:
         with self._write() as db:

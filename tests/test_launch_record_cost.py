@@ -1,7 +1,7 @@
 """What the launcher does after the adds of a big sweep (issue 14, SSH launch at 10,000):
-recording the handles of N submitted jobs reads the jobs once, in one range read for a
-launch's dense ids, and combines only work units whose jobs differ; a handle of plain
-fields is written without cattrs, exactly as cattrs writes it."""
+recording the handles of N submitted jobs reads nothing into Python (the history and the
+units' statuses are one statement per 500 jobs); recorded states read dense ids in one range; a
+handle of plain fields is written without cattrs, exactly as cattrs writes it."""
 
 from __future__ import annotations
 
@@ -29,7 +29,9 @@ def _statements(store: SqliteStore) -> list[str]:
     return seen
 
 
-def test_marking_many_jobs_launched_reads_the_jobs_once(tmp_path: Path):
+def test_marking_many_jobs_launched_reads_nothing_into_python(tmp_path: Path):
+    """The history and the units' statuses are one statement per 500 launched ids (not one
+    per job, and no read of the jobs first); only the handles are one update per job."""
     store = SqliteStore(tmp_path / "xcore.db")
     experiment = store.create_experiment("t")
     with store.transaction():
@@ -42,12 +44,10 @@ def test_marking_many_jobs_launched_reads_the_jobs_once(tmp_path: Path):
     seen = _statements(store)
     store.mark_launched(launched)
     store._db.set_trace_callback(None)
-    selects = [s for s in seen if s.lstrip().upper().startswith("SELECT")]
-    # One read of the jobs (one range: the ids are dense) and one of the units' jobs; before,
-    # three chunked reads of 500 for the statuses, three again for the units, then the units' jobs.
-    assert len(selects) == 2, selects
-    # Consecutive units of one status are one range update: units 1-1200 PENDING, 1201 FAILED.
-    assert len([s for s in seen if s.lstrip().startswith("UPDATE work_units")]) == 2
+    assert [s for s in seen if s.lstrip().upper().startswith("SELECT")] == []
+    assert len([s for s in seen if s.lstrip().startswith("INSERT INTO job_events")]) == 3  # 1,201 ids
+    assert len([s for s in seen if s.lstrip().startswith("UPDATE work_units")]) == 3
+    assert len([s for s in seen if s.lstrip().startswith("UPDATE jobs")]) == len(launched)
     reader = sqlite3.connect(tmp_path / "xcore.db")
     units = dict(reader.execute("SELECT id, status FROM work_units WHERE experiment_id = ?", (experiment.id,)))
     assert {units[u] for u in range(1, 1201)} == {"PENDING"} and units[1201] == "FAILED"
@@ -61,7 +61,8 @@ def test_marking_many_jobs_launched_reads_the_jobs_once(tmp_path: Path):
 
 
 def test_sparse_ids_are_read_in_chunks(tmp_path: Path):
-    """Ids spread over a wide range (other kinds' jobs between them) are not read as a range."""
+    """Ids spread over a wide range (other kinds' jobs between them) are not read as a range
+    when their states are recorded; marking them launched reads none of them."""
     store = SqliteStore(tmp_path / "xcore.db")
     experiment = store.create_experiment("t")
     with store.transaction():
@@ -69,11 +70,13 @@ def test_sparse_ids_are_read_in_chunks(tmp_path: Path):
                for unit in range(1, 602)]
     seen = _statements(store)
     store.mark_launched([(job_id, "test.Handle", {}, None) for job_id in ids])
+    assert [s for s in seen if "SELECT" in s and not s.lstrip().startswith(("INSERT", "UPDATE"))] == []
+    store.record_states([(job_id, JobState(Status.RUNNING)) for job_id in ids])
     store._db.set_trace_callback(None)
-    reads = [s for s in seen if "FROM jobs WHERE id IN" in s]
-    assert len(reads) == 2  # 601 ids in chunks of 500; every unit keeps two jobs LAUNCHING
+    reads = [s for s in seen if s.lstrip().startswith("SELECT") and "FROM jobs WHERE id IN" in s]
+    assert len(reads) == 4  # 601 ids in chunks of 500, for the states and again for their units
     reader = sqlite3.connect(tmp_path / "xcore.db")
-    assert {s for (s,) in reader.execute("SELECT DISTINCT status FROM work_units")} == {"PENDING"}
+    assert {s for (s,) in reader.execute("SELECT DISTINCT status FROM work_units")} == {"RUNNING"}
     assert reader.execute("SELECT COUNT(*) FROM jobs WHERE status = 'LAUNCHING'").fetchone()[0] == 1202
     reader.close()
 

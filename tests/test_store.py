@@ -94,3 +94,22 @@ def test_concurrent_launchers_lose_nothing(tmp_path):
     total = sum(len(store.work_units(e)) for e in experiments)
     assert total == 4000
     assert all(len(u.jobs) == 1 for e in experiments for u in store.work_units(e))
+
+
+def test_unit_status_sql_is_combine_for_every_mix_of_job_statuses():
+    """The SQL the stores aggregate a unit's jobs with (statements.unit_status) gives what
+    xcore.status.combine gives, for every set of job statuses (and none) and each repetition."""
+    import itertools
+    import sqlite3
+
+    from xcore.status import Status, combine
+    from xcore.store import statements
+
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE TABLE j (unit INTEGER, status TEXT)")
+    mixes = [combo for size in range(len(Status) + 1) for combo in itertools.combinations(list(Status), size)]
+    for unit, combo in enumerate(mixes):
+        db.executemany("INSERT INTO j VALUES (?, ?)", [(unit, s.value) for s in combo for _ in range(1 + unit % 2)])
+    query = f"SELECT {statements.unit_status('status')} FROM j WHERE unit = ?"
+    for unit, combo in enumerate(mixes):
+        assert db.execute(query, (unit,)).fetchone()[0] == combine(combo).value, combo

@@ -14,7 +14,7 @@ import pytest
 from store_contract_helpers import new_job, open_url
 
 from xcore.errors import NotFoundError
-from xcore.status import JobState, Status
+from xcore.status import JobState, Status, combine
 from xcore.store import MetadataStore
 from xcore.store.migrations import SCHEMA_VERSION
 from xcore.store.records import UnitWrite
@@ -78,6 +78,65 @@ def test_a_job_named_twice_in_one_call_gets_one_event_per_change(store_url):
                                                          Status.COMPLETED]
     [unit] = store.work_units(exp.id)
     assert unit.status is Status.COMPLETED and unit.jobs[0].ended_at is not None
+
+
+@pytest.mark.parametrize("n", [1, 499, 501, 1_203])
+def test_mark_launched_of_many_jobs_stores_each_handle_event_and_unit_status(store_url, n):
+    """mark_launched of a sweep's jobs at sizes around the stores' 500-id chunks, the ids not
+    dense (another experiment's adds interleave), not in order, one named twice, one already
+    launched and one unknown: every handle is stored, each job still LAUNCHING gets exactly one
+    PENDING event, and each unit's status is what its jobs give (xcore.status.combine)."""
+    store = open_url(store_url)
+    exp, other = store.create_experiment("sweep").id, store.create_experiment("other").id
+    ids: list[int] = []  # the sweep's first job per unit
+    second: dict[int, int] = {}  # unit -> its second job (never launched), on every 7th unit
+    for start in range(1, n + 1, 100):
+        units = range(start, min(start + 100, n + 1))
+        written = store.record_adds([
+            UnitWrite(exp, u, "work_unit", {"u": u}, "",
+                      [new_job(f"j{u}")] + ([new_job(f"k{u}")] if u % 7 == 0 else [])) for u in units])
+        for u, jobs in zip(units, written, strict=True):
+            ids.append(jobs[0])
+            if len(jobs) > 1:
+                second[u] = jobs[1]
+        store.record_adds([UnitWrite(other, start, "work_unit", {}, "", [new_job()])])
+    early = ids[n // 2]  # launched before, then recorded RUNNING: keeps its status, gets no new event
+    store.mark_launched([(early, "k", {"old": True}, "/early")])
+    store.record_states([(early, JobState(Status.RUNNING))])
+    failed = second.get(7)  # a second job that failed: its unit is FAILED whatever the first does
+    if failed is not None:
+        store.record_states([(failed, JobState(Status.FAILED, "no"))])
+    order = ids[1::2] + ids[::2]  # not in id order
+    launched = [(j, "xhpc.SlurmHandle", {"task": i, "run_dir": "/r d", "s": "é\n\"$"}, f"/logs/{i}.log")
+                for i, j in enumerate(order)]
+    launched.append(launched[0])  # named twice in one call
+    launched.append((10**9, "k", {}, None))  # no such job: passed over
+    store.mark_launched(launched)
+
+    units = {u.id: u for u in store.work_units(exp)}
+    jobs = {j.id: j for u in units.values() for j in u.jobs}
+    for i, j in enumerate(order):
+        job = jobs[j]
+        assert (job.handle_kind, job.handle, job.log_path) == (
+            "xhpc.SlurmHandle", {"task": i, "run_dir": "/r d", "s": "é\n\"$"}, f"/logs/{i}.log")
+        assert job.status is (Status.RUNNING if j == early else Status.PENDING)
+        assert job.launched_at is not None
+        expected = [Status.LAUNCHING, Status.PENDING] + ([Status.RUNNING] if j == early else [])
+        history = store.job_history(j)
+        assert [e.status for e in history] == expected, j
+        assert history[1].message == "submitted"
+    for u, unit in units.items():
+        first = jobs[ids[u - 1]].status
+        expected_status = combine([first] + ([jobs[second[u]].status] if u in second else []))
+        assert unit.status is expected_status, u
+        if u in second and second[u] != failed:
+            assert jobs[second[u]].status is Status.LAUNCHING and jobs[second[u]].handle is None
+    if failed is not None:
+        assert units[7].status is Status.FAILED
+    assert all(u.status is Status.LAUNCHING for u in store.work_units(other))  # another experiment's: untouched
+    info = store.info()
+    assert info.status_events == info.jobs + n + (1 if failed else 0) + 1
+    assert store.get_experiment(exp).status_counts == dict(Counter(u.status.value for u in units.values()))
 
 
 def test_add_jobs_and_active_jobs(store_url):

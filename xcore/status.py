@@ -68,12 +68,17 @@ def recorded_times(state: JobState, started: float | None, ended: float | None,
     return started, ended
 
 
+COMBINE_ORDER = (Status.FAILED, Status.CANCELLED, Status.UNKNOWN, Status.RUNNING, Status.PENDING, Status.LAUNCHING)
+"""Which job status decides a work unit's, first to last (then COMPLETED): ``combine``'s order,
+also written as SQL by ``xcore.store.statements``."""
+
+
 def combine(statuses: Iterable[Status]) -> Status:
     """A work unit's status from its jobs': a failure wins, then cancellation, then activity."""
     seen = set(statuses)
     if not seen:
         return Status.LAUNCHING
-    for status in (Status.FAILED, Status.CANCELLED, Status.UNKNOWN, Status.RUNNING, Status.PENDING, Status.LAUNCHING):
+    for status in COMBINE_ORDER:
         if status in seen:
             return status
     return Status.COMPLETED

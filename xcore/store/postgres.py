@@ -964,7 +964,7 @@ def _mark_launched(cur: psycopg.Cursor[dict[str, Any]],
     locked = _lock_jobs(cur, [job_id for job_id, *_ in launched], "id, status")
     cur.executemany(
         _SQL.mark_launched,
-        [(kind, json.dumps(handle), log, now, job_id) for job_id, kind, handle, log in launched],
+        [(kind, rows.dumps(handle), log, now, job_id) for job_id, kind, handle, log in launched],
     )
     cur.executemany(
         _SQL.submitted_event,

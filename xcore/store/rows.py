@@ -10,6 +10,7 @@ records here to become the tuples they write. A row is anything indexed by colum
 from __future__ import annotations
 
 import json
+import json.encoder
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
@@ -27,6 +28,26 @@ from xcore.store.specs import SPEC_COLUMNS
 
 if TYPE_CHECKING:
     from xcore.store.base import ExperimentHistory
+
+
+# ``json.dumps`` without its Python layers: the C encoder json.dumps builds on each call, built
+# once (the same text: the default separators, ASCII, NaN allowed). A 10,000-unit sweep encodes
+# 30,000 small values (unit args, job args, handles); this is a quarter to a half of their cost.
+# No circular-reference bookkeeping (a shared ``markers`` dict would keep the ids of a failed
+# call): anything the fast path cannot encode goes to ``json.dumps``, which raises its own error.
+_ENCODE = getattr(json.encoder, "c_make_encoder", None)
+_ENCODER = None if _ENCODE is None else _ENCODE(
+    None, json.JSONEncoder().default, json.encoder.encode_basestring_ascii, None, ": ", ", ", False, False, True)
+
+
+def dumps(value: Any) -> str:
+    """``json.dumps(value)``, the same text, faster for the many small values a sweep records."""
+    if _ENCODER is not None:
+        try:
+            return "".join(_ENCODER(value, 0))
+        except Exception:  # noqa: BLE001, S110 - json.dumps raises the error it would have raised
+            pass
+    return json.dumps(value)
 
 
 class Row(Protocol):
@@ -153,7 +174,7 @@ def add_rows(writes: Sequence[UnitWrite], ids: Sequence[int], spec: Callable[[ob
              lease_id: int | None) -> AddRows:
     """The rows of a group of adds; ``ids`` holds one job id per job, in order, and ``spec``
     gives a spec's id (``specs.SpecIds.of``)."""
-    units = [(w.experiment_id, w.work_unit_id, w.role, json.dumps(w.args), w.identity, now)
+    units = [(w.experiment_id, w.work_unit_id, w.role, dumps(w.args), w.identity, now)
              for w in writes if w.role is not None]
     per_write: list[list[int]] = []
     jobs: list[tuple[Any, ...]] = []
@@ -162,7 +183,7 @@ def add_rows(writes: Sequence[UnitWrite], ids: Sequence[int], spec: Callable[[ob
     for w in writes:
         per_write.append(list(ids[at : at + len(w.jobs)]))
         jobs += [(ids[at + i], w.experiment_id, w.work_unit_id, job.name, job.executor_kind, spec(job.executor),
-                  spec(job.executable), json.dumps(job.args), json.dumps(job.env) if job.env else "{}", now,
+                  spec(job.executable), dumps(job.args), dumps(job.env) if job.env else "{}", now,
                   lease_id) for i, job in enumerate(w.jobs)]
         links += [(ids[at + index], w.experiment_id, w.work_unit_id, name, url) for index, name, url in w.links]
         at += len(w.jobs)

@@ -211,6 +211,15 @@ _JOB_COLUMNS = rows.JOB_COLUMNS
 _COPIED_COLUMNS = rows.COPIED_JOB_COLUMNS
 _STORED_COLUMNS = rows.STORED_JOB_COLUMNS  # specs by id in the table
 _SQL = statements.Statements("?")
+_ADDED_EVENTS = ("INSERT INTO job_events (job_id, status, at) SELECT id, 'LAUNCHING', ? FROM jobs"
+                 " WHERE id BETWEEN ? AND ? ORDER BY id")
+# mark_launched, per chunk of at most 500 launched ids (``{}``: their placeholders)
+_LAUNCHED_EVENTS = ("INSERT INTO job_events (job_id, status, message, at) SELECT id, 'PENDING', 'submitted', ?"
+                    " FROM jobs WHERE id IN ({}) AND status = 'LAUNCHING' ORDER BY id")
+_LAUNCHED_UNITS = (
+    f"UPDATE work_units SET status = (SELECT {statements.unit_status('j.status')} FROM jobs j"
+    " WHERE j.experiment_id = work_units.experiment_id AND j.work_unit_id = work_units.id)"
+    " WHERE (experiment_id, id) IN (SELECT experiment_id, work_unit_id FROM jobs WHERE id IN ({}))")
 
 
 class SqliteStore(MetadataStore):
@@ -548,7 +557,10 @@ class SqliteStore(MetadataStore):
                                 self._spec_ids(db).of, now, lease_id)
             db.executemany(_SQL.insert_unit, new.units)
             db.executemany(_SQL.insert_jobs, new.jobs)
-            db.executemany(_SQL.launching_event, [(row[0], now) for row in new.jobs])
+            # The group's ids are first.. (drawn above under the write lock): their first events
+            # are one statement, not one per job (each statement lets go of the GIL and waits up to
+            # the switch interval to get it back while the script adds on the main thread).
+            db.execute(_ADDED_EVENTS, (now, first, first + len(new.jobs) - 1))
             db.executemany(_SQL.unit_launching, new.more)
             if new.links:
                 db.executemany(_SQL.upsert_link, new.links)
@@ -603,23 +615,27 @@ class SqliteStore(MetadataStore):
             if intent_id is not None:
                 db.execute(_SQL.close_intent, (intent_id,))
 
-    def _mark_launched(self, db: sqlite3.Connection, launched: Sequence[tuple[int, str, dict[str, Any], str | None]]
+    @staticmethod
+    def _mark_launched(db: sqlite3.Connection, launched: Sequence[tuple[int, str, dict[str, Any], str | None]]
                        ) -> None:
+        """Set-based but for the handles (issue 14: a sweep's 10,000 jobs are one launch): the
+        history and the units' statuses are one statement per 500 launched ids, in id order,
+        and nothing is read into Python first."""
+        if not launched:
+            return
         now = time.time()
-        if launched:
-            # Only a job still LAUNCHING gets the PENDING event: marking twice appends nothing.
-            # One read gives both that and the units to refresh (issue 14: two reads at 10,000).
-            found = self._rows_by_id(db, [j for j, *_ in launched], "id, status, experiment_id, work_unit_id")
-            launching = [job_id for job_id, row in found.items() if row["status"] == "LAUNCHING"]
-            units = {(row["experiment_id"], row["work_unit_id"]) for row in found.values()}
-            del found  # not held through the update: at 10,000 jobs they are 2 MB of the launcher's peak
-            db.executemany(
-                _SQL.mark_launched,
-                # Encoded as the update goes: 10,000 handles' JSON is never held at once (3 MB at peak).
-                ((kind, json.dumps(handle), log, now, job_id) for job_id, kind, handle, log in launched),
-            )
-            db.executemany(_SQL.submitted_event, [(job_id, now) for job_id in launching])
-            self._refresh_unit_statuses(db, units)
+        ids = sorted({job_id for job_id, *_ in launched})
+        chunks = [ids[start : start + 500] for start in range(0, len(ids), 500)]
+        # Before the update: only a job still LAUNCHING gets the PENDING event (marking twice appends nothing).
+        for chunk in chunks:
+            db.execute(_LAUNCHED_EVENTS.format(",".join("?" * len(chunk))), (now, *chunk))
+        db.executemany(
+            _SQL.mark_launched,
+            # Encoded as the update goes: 10,000 handles' JSON is never held at once (3 MB at peak).
+            ((kind, rows.dumps(handle), log, now, job_id) for job_id, kind, handle, log in launched),
+        )
+        for chunk in chunks:
+            db.execute(_LAUNCHED_UNITS.format(",".join("?" * len(chunk))), chunk)
 
     def record_states(self, states: Sequence[tuple[int, JobState]], *, intent_id: int | None = None) -> None:
         with self._write() as db:

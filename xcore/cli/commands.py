@@ -322,12 +322,13 @@ def _wait_experiment(store: MetadataStore, experiment_id: int, unit_id: int | No
                         for j in u.jobs if j.status.is_terminal)
     polled: dict[int, JobRecord] = {}  # the active jobs: id -> record, read once, updated in place by each poll
     handles: dict[int, Any] = {}  # job id -> its loaded handle, shared by the polls and the pauses
-    first = [just_launched]
+    ask_backends = not just_launched
 
     def fetch() -> list[JobRecord]:
         """Finished jobs are read once; each poll asks the backends only about the still active
         ones. A job that another process saw end in between is read back from the store, so the
         answer depends only on final states, not on who recorded them."""
+        nonlocal ask_backends
         if polled:
             stored = {job_id: status for _, _, job_id, status in store.job_statuses(
                 experiment_id, None if unit_id is None else [unit_id]) if job_id in wanted}
@@ -340,8 +341,8 @@ def _wait_experiment(store: MetadataStore, experiment_id: int, unit_id: int | No
             reread = True
         if reread:  # jobs not yet read, or read before they were launched: their records now
             polled.update((j.id, j) for j in store.active_jobs([experiment_id]) if j.id in wanted)
-        if first[0]:
-            first[0] = False
+        if not ask_backends:  # the first poll of a launch that just recorded its jobs
+            ask_backends = True
         else:
             for job in refresh_jobs(store, get_host(), list(polled.values()), handles):
                 if job.status.is_terminal:

@@ -160,13 +160,11 @@ class LazyFuture(concurrent.futures.Future):
                 return False
             if self._state != _PENDING:
                 raise concurrent.futures.InvalidStateError(f"{self._state}: {self!r}")
-            self._result, self._exception = result, exception
-            self._state = _FINISHED
-            return True
+            return _settle_unwatched(self, result, exception)
 
 
 def _settle_unwatched(future: concurrent.futures.Future, result: Any, exception: BaseException | None) -> bool:
-    """``LazyFuture._settled_without_condition`` for a caller already holding ``_TICKETS_LOCK``;
+    """Settle a ``LazyFuture`` nobody watches, for a caller already holding ``_TICKETS_LOCK``;
     False (nothing done) for a future someone waits on, one already settled (its own
     ``set_result`` then raises as usual), or another kind of future."""
     if type(future) is not LazyFuture or "_made_condition" in future.__dict__ or future._state != _PENDING:

@@ -310,3 +310,19 @@ def test_show_builds_its_rows_without_the_cyclic_collector_and_asks_backends_wit
     assert json.loads(capsys.readouterr().out)["work_units"][0]["jobs"][0]["status"] == "RUNNING"
     assert seen == {"rows": False, "backend": True}
     assert gc.isenabled()
+
+
+def test_render_table_escapes_only_the_cells_that_need_it_and_pads_as_ljust():
+    """Rows are checked whole (the common row is all printable); a row with one control
+    character still escapes that cell only, and the columns stay aligned on the escaped text."""
+    from xcore.cli.tables import render_table
+
+    rows = [(1, "ok", None, "a b"), (22, "bad\x1b[2J", 0.5, "x\ny"), (True, "é", "", "\u202eevil")]
+    assert render_table(["WU", "NAME", "V", "ARGS"], rows).splitlines() == [
+        "WU    NAME        V    ARGS",
+        "1     ok               a b",
+        "22    bad\\x1b[2J  0.5  x\\ny",
+        "True  é                \\u202eevil",
+    ]
+    cut = render_table(["A", "LAST"], [("x", "0123456789abcdef")], max_width=15)
+    assert cut.splitlines() == ["A  LAST", "x  0123456789a…"]

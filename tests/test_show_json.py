@@ -326,3 +326,26 @@ def test_render_table_escapes_only_the_cells_that_need_it_and_pads_as_ljust():
     ]
     cut = render_table(["A", "LAST"], [("x", "0123456789abcdef")], max_width=15)
     assert cut.splitlines() == ["A  LAST", "x  0123456789a…"]
+
+
+def test_unit_rows_keep_each_units_jobs_in_id_order_when_units_interleave():
+    """Jobs are read in the units index's order (unit, then id): a unit that got a job after
+    another unit's still lists its jobs by id, and every unit comes in id order."""
+    from xcore import paths
+    from xcore.store.records import NewJob
+    from xcore.store.sqlite import open_url
+
+    store = open_url(paths.store_url())
+    experiment = store.create_experiment("interleaved")
+
+    def job(name: str) -> NewJob:
+        return NewJob(name, "test.Exec", {"kind": "test.Exec"}, {"kind": "test.Binary"}, [], {})
+
+    a = store.add_work_unit(experiment.id, 2, "work_unit", {}, "", [job("a")])
+    b = store.add_work_unit(experiment.id, 1, "work_unit", {}, "", [job("b")])
+    c = store.add_jobs(experiment.id, 2, [job("c")])
+    d = store.add_jobs(experiment.id, 1, [job("d")])
+    rows = store.unit_rows(experiment.id)
+    assert [(u["id"], [j["id"] for j in u["jobs"]]) for u in rows] == [(1, b + d), (2, a + c)]
+    assert [j["name"] for u in store.unit_rows(experiment.id, [2]) for j in u["jobs"]] == ["a", "c"]
+    store.close()

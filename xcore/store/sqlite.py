@@ -764,8 +764,11 @@ class SqliteStore(MetadataStore):
                     f"SELECT id, role, args, identity, created_at FROM work_units WHERE experiment_id = ?{unit_filter}"
                     " ORDER BY id", params)
             }
+            # by unit, then id: each unit's jobs in id order as before, in the jobs_by_unit index's own
+            # order (ORDER BY id alone sorted every row, specs' ids and handles included, in a temp B-tree)
             for row in cursor.execute(
-                f"SELECT {', '.join(_STORED_COLUMNS)} FROM jobs WHERE experiment_id = ?{job_filter} ORDER BY id", params
+                f"SELECT {', '.join(_STORED_COLUMNS)} FROM jobs WHERE experiment_id = ?{job_filter}"
+                " ORDER BY work_unit_id, id", params
             ):
                 unit = units.get(row[2])
                 if unit is None:

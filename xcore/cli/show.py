@@ -34,7 +34,7 @@ _STATUSES = {s.value: s for s in Status}  # a dict lookup: Status(value) per job
 def show(args: argparse.Namespace) -> int:
     """Without the cyclic collector: the rows, views and JSON pieces are some 200,000 containers
     that live until the output is written and hold no cycle, and the collector walked them again
-    at every threshold (a fifth of ``show --json``'s CPU at 10,000 jobs, issue 14). They are
+    at every threshold (about a tenth of ``show --json``'s CPU at 10,000 jobs, issue 14). They are
     freed by reference counting when ``_show`` returns, before collection resumes; plugin code
     (asking backends, reading logs) runs with the collector on."""
     with _collector_paused() as was_on:
@@ -57,7 +57,8 @@ def _collector_paused() -> Iterator[bool]:
 def _collector_resumed(was_on: bool) -> Iterator[None]:
     """Inside ``_collector_paused``: the collector as it was before, for plugin code. What was
     made meanwhile is frozen first (moved out of every generation, at no cost), else the first
-    collection would walk all of it: the rows of 10,000 jobs, one 70 ms walk."""
+    collection would walk all of it: the rows of 10,000 jobs, one 70 ms walk. Frozen objects are
+    still freed when unreferenced; only a cycle among them would wait for the process to end."""
     if was_on:
         gc.freeze()
         gc.enable()

@@ -239,3 +239,113 @@ def test_a_job_stored_unknown_is_asked_again(capsys):
     [unit] = json.loads(capsys.readouterr().out)["work_units"]
     assert unit["jobs"][0]["status"] == "RUNNING"
     assert store.work_units(experiment.experiment_id)[0].jobs[0].status is xm.Status.RUNNING
+
+
+def test_pending_results_of_a_kind_no_installed_plugin_declares_load_no_plugin(xcore_home):
+    """Their results stay pending (read once the plugin is installed) and the host, pluggy and
+    the kinds are never built for them: the metadata says no plugin provides the kind."""
+    import subprocess
+    import sys
+
+    from xcore import paths
+    from xcore.store.sqlite import open_url
+
+    experiment_id = _three_job_experiment()
+    store = open_url(paths.store_url())
+    with store.transaction():
+        store._db.execute("UPDATE jobs SET results_at = NULL")  # as if never read
+    assert store.results_pending(experiment_id) == [1]
+    code = (f"import sys; from xcore.cli.main import main; assert main(['show', '{experiment_id}', '--json']) == 0; "
+            f"assert main(['show', '{experiment_id}']) == 0; assert 'pluggy' not in sys.modules, 'plugins loaded'")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert store.results_pending(experiment_id) == [1]
+
+
+def test_may_provide_a_kind_from_metadata_alone():
+    from xcore.hooks.entry_points import KINDS_GROUP, PLUGINS_GROUP, EntryPoint, may_provide
+
+    declaring = [EntryPoint("a", "a.hooks", PLUGINS_GROUP, "xcore-a"),
+                 EntryPoint("a.Handle", "a", KINDS_GROUP, "xcore-a")]
+    silent = [EntryPoint("b", "b.hooks", PLUGINS_GROUP, "xcore-b")]  # declares nothing: may register any kind
+    assert may_provide({"a.Handle"}, {}, declaring)
+    assert not may_provide({"z.Handle"}, {}, declaring)
+    assert may_provide({"xcore.Binary"}, {}, declaring)  # built in
+    assert may_provide({"z.Handle"}, {}, declaring + silent)
+    assert not may_provide({"z.Handle"}, {"XCORE_DISABLE_PLUGINS": "b"}, declaring + silent)
+    assert not may_provide({"a.Handle"}, {"XCORE_PLUGINS": "c"}, declaring + silent)
+    other = [EntryPoint("a.Other", "a", KINDS_GROUP, "xcore-fork")]  # another distribution's plugin "a"
+    assert not may_provide({"a.Other"}, {}, declaring + other)
+    assert not may_provide(set(), {}, [])
+
+
+def test_show_builds_its_rows_without_the_cyclic_collector_and_asks_backends_with_it(capsys, monkeypatch):
+    """The rows of 10,000 jobs are ~200,000 containers without cycles: the collector walking
+    them again and again was a fifth of ``show --json`` (issue 14). Plugin code runs with it."""
+    import gc
+
+    from xcore.runtime import tracking
+    from xcore.store.sqlite import SqliteStore
+
+    plugin_host({"fake": fake})
+    with xm.create_experiment("active") as experiment:
+        [exe] = experiment.package([xm.binary(fake.FakeSpec(), "true")])
+        experiment.add(xm.Job(exe, fake.FakeExecutor(hold=True)))
+    seen: dict[str, bool] = {}
+    rows, refresh = SqliteStore.unit_rows, tracking.refresh_jobs
+
+    def reading(self, *args):  # noqa: ANN001, ANN002, ANN202
+        seen["rows"] = gc.isenabled()
+        return rows(self, *args)
+
+    def asking(*args):  # noqa: ANN002, ANN202
+        seen["backend"] = gc.isenabled()
+        return refresh(*args)
+
+    monkeypatch.setattr(SqliteStore, "unit_rows", reading)
+    monkeypatch.setattr(tracking, "refresh_jobs", asking)
+    assert gc.isenabled()
+    capsys.readouterr()
+    assert main(["show", str(experiment.experiment_id), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["work_units"][0]["jobs"][0]["status"] == "RUNNING"
+    assert seen == {"rows": False, "backend": True}
+    assert gc.isenabled()
+
+
+def test_render_table_escapes_only_the_cells_that_need_it_and_pads_as_ljust():
+    """Rows are checked whole (the common row is all printable); a row with one control
+    character still escapes that cell only, and the columns stay aligned on the escaped text."""
+    from xcore.cli.tables import render_table
+
+    rows = [(1, "ok", None, "a b"), (22, "bad\x1b[2J", 0.5, "x\ny"), (True, "é", "", "\u202eevil")]
+    assert render_table(["WU", "NAME", "V", "ARGS"], rows).splitlines() == [
+        "WU    NAME        V    ARGS",
+        "1     ok               a b",
+        "22    bad\\x1b[2J  0.5  x\\ny",
+        "True  é                \\u202eevil",
+    ]
+    cut = render_table(["A", "LAST"], [("x", "0123456789abcdef")], max_width=15)
+    assert cut.splitlines() == ["A  LAST", "x  0123456789a…"]
+
+
+def test_unit_rows_keep_each_units_jobs_in_id_order_when_units_interleave():
+    """Jobs are read in the units index's order (unit, then id): a unit that got a job after
+    another unit's still lists its jobs by id, and every unit comes in id order."""
+    from xcore import paths
+    from xcore.store.records import NewJob
+    from xcore.store.sqlite import open_url
+
+    store = open_url(paths.store_url())
+    experiment = store.create_experiment("interleaved")
+
+    def job(name: str) -> NewJob:
+        return NewJob(name, "test.Exec", {"kind": "test.Exec"}, {"kind": "test.Binary"}, [], {})
+
+    a = store.add_work_unit(experiment.id, 2, "work_unit", {}, "", [job("a")])
+    b = store.add_work_unit(experiment.id, 1, "work_unit", {}, "", [job("b")])
+    c = store.add_jobs(experiment.id, 2, [job("c")])
+    d = store.add_jobs(experiment.id, 1, [job("d")])
+    rows = store.unit_rows(experiment.id)
+    assert [(u["id"], [j["id"] for j in u["jobs"]]) for u in rows] == [(1, b + d), (2, a + c)]
+    assert [j["name"] for u in store.unit_rows(experiment.id, [2]) for j in u["jobs"]] == ["a", "c"]
+    store.close()

@@ -15,7 +15,7 @@ import sys
 
 TYPE_CHECKING = False  # not `typing`'s: this module is on every command's startup path
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Iterable, Mapping
 
 PLUGINS_GROUP = "xcore"
 COMMANDS_GROUP = "xcore.commands"
@@ -89,11 +89,11 @@ _scanned: dict[tuple[str, ...], list[EntryPoint]] = {}
 
 
 def xcore_entry_points() -> list[EntryPoint]:
-    """The ``xcore`` and ``xcore.commands`` entry points, scanned once per ``sys.path``."""
+    """The ``xcore``, ``xcore.commands`` and ``xcore.kinds`` entry points, scanned once per ``sys.path``."""
     key = tuple(sys.path)
     if key not in _scanned:
         _scanned.clear()
-        _scanned[key] = scan({PLUGINS_GROUP, COMMANDS_GROUP})
+        _scanned[key] = scan({PLUGINS_GROUP, COMMANDS_GROUP, KINDS_GROUP})
     return _scanned[key]
 
 
@@ -122,6 +122,32 @@ def declared_commands(env: Mapping[str, str] | None = None,
             continue
         commands[ep.name] = ep
     return commands
+
+
+def may_provide(kinds: Iterable[str], env: Mapping[str, str] | None = None,
+                found: list[EntryPoint] | None = None) -> bool:
+    """Whether an enabled installed plugin may provide one of ``kinds``, from metadata alone:
+    one that declares it (``xcore.kinds``), or one that declares no kind at all (it may register
+    any). Built-in kinds (``xcore.*``) count as provided. False lets ``xcore show`` skip building
+    the plugin host for jobs whose plugin is not installed (their results stay pending)."""
+    env = os.environ if env is None else env
+    only = switch(env, "XCORE_PLUGINS")
+    disabled = switch(env, "XCORE_DISABLE_PLUGINS") or set()
+    found = xcore_entry_points() if found is None else found
+    chosen: dict[str, str | None] = {}  # plugin -> its distribution, the first on the path winning
+    for ep in found:
+        if ep.group == PLUGINS_GROUP and ep.name not in chosen:
+            chosen[ep.name] = ep.distribution
+    enabled = {name: dist for name, dist in chosen.items()
+               if (only is None or name in only) and name not in disabled}
+    declared: dict[str, set[str]] = {}
+    for ep in found:
+        if ep.group == KINDS_GROUP and ep.value in enabled and enabled[ep.value] == ep.distribution:
+            declared.setdefault(ep.value, set()).add(ep.name)
+    if any(name not in declared for name in enabled):
+        return True
+    provided = set().union(*declared.values())
+    return any(kind.startswith("xcore.") or kind in provided for kind in kinds)
 
 
 def scan(groups: set[str], path: list[str] | None = None) -> list[EntryPoint]:

@@ -746,6 +746,14 @@ class SqliteStore(MetadataStore):
                 text = bodies[spec_id] = found[0] if found else ""  # "": shown as unreadable, as any bad text
             return text
 
+        spec_values: dict[int, Any] = {}  # spec id -> its shared decoded value: one dict lookup per job
+
+        def spec(spec_id: int) -> Any:
+            value = spec_values.get(spec_id, spec_values)
+            if value is spec_values:
+                value = spec_values[spec_id] = _shared_spec(body(spec_id))
+            return value
+
         with self._reading():
             cursor = self._db.cursor()
             cursor.row_factory = None  # plain tuples: no name lookups per field
@@ -756,8 +764,11 @@ class SqliteStore(MetadataStore):
                     f"SELECT id, role, args, identity, created_at FROM work_units WHERE experiment_id = ?{unit_filter}"
                     " ORDER BY id", params)
             }
+            # by unit, then id: each unit's jobs in id order as before, in the jobs_by_unit index's own
+            # order (ORDER BY id alone sorted every row, specs' ids and handles included, in a temp B-tree)
             for row in cursor.execute(
-                f"SELECT {', '.join(_STORED_COLUMNS)} FROM jobs WHERE experiment_id = ?{job_filter} ORDER BY id", params
+                f"SELECT {', '.join(_STORED_COLUMNS)} FROM jobs WHERE experiment_id = ?{job_filter}"
+                " ORDER BY work_unit_id, id", params
             ):
                 unit = units.get(row[2])
                 if unit is None:
@@ -767,10 +778,16 @@ class SqliteStore(MetadataStore):
                 try:
                     if status not in statuses:
                         raise ValueError(f"{status!r} is not a valid Status")
+                    executor_value = spec_values.get(executor, spec_values)
+                    if executor_value is spec_values:
+                        executor_value = spec(executor)
+                    executable_value = spec_values.get(executable, spec_values)
+                    if executable_value is spec_values:
+                        executable_value = spec(executable)
                     job = {  # JobRecord's fields, in its order
                         "id": job_id, "experiment_id": experiment, "work_unit_id": work_unit, "name": name,
-                        "executor_kind": executor_kind, "executor": _shared_spec(body(executor)),
-                        "executable": _shared_spec(body(executable)), "args": loads(args), "env": loads(env),
+                        "executor_kind": executor_kind, "executor": executor_value,
+                        "executable": executable_value, "args": loads(args), "env": loads(env),
                         "status": status, "message": message, "exit_code": exit_code, "handle_kind": handle_kind,
                         "handle": _loads(handle) if handle else None, "log_path": log_path,
                         "created_at": created_at, "launched_at": launched_at, "started_at": started_at,
@@ -999,11 +1016,16 @@ class SqliteStore(MetadataStore):
             params += list(work_unit_ids)
         found: dict[int, dict[str, float | None]] = {}
         with self._reading():
-            for row in self._db.execute(
+            cursor = self._db.cursor()
+            cursor.row_factory = None  # plain tuples: a sweep has results per job
+            for unit, name, value in cursor.execute(
                 f"SELECT work_unit_id, name, value FROM job_results WHERE experiment_id = ?{where} ORDER BY at, job_id",
                 params,
             ):
-                found.setdefault(row[0], {})[row[1]] = row[2]
+                values = found.get(unit)
+                if values is None:
+                    values = found[unit] = {}
+                values[name] = value
         return found
 
     def results_pending(self, experiment_id: int) -> list[int]:
@@ -1030,11 +1052,16 @@ class SqliteStore(MetadataStore):
             params += list(work_unit_ids)
         found: dict[int, dict[str, str]] = {}
         with self._reading():
-            for row in self._db.execute(
+            cursor = self._db.cursor()
+            cursor.row_factory = None  # plain tuples: a sweep has a link per job
+            for unit, name, url in cursor.execute(
                 f"SELECT work_unit_id, name, url FROM job_links WHERE experiment_id = ?{where} ORDER BY job_id, name",
                 params,
             ):
-                found.setdefault(row[0], {})[row[1]] = row[2]
+                links = found.get(unit)
+                if links is None:
+                    links = found[unit] = {}
+                links[name] = url
         return found
 
 

@@ -21,7 +21,7 @@ import xcore as xm
 from xcore.errors import StoreError
 from xcore.runtime.launcher import LazyFuture, UnitTicket
 from xcore.status import Status
-from xcore.store.records import NewJob
+from xcore.store.records import NewJob, UnitWrite
 from xcore.store.sqlite import SqliteStore
 from xcore.testing import fake, plugin_host
 
@@ -408,3 +408,27 @@ def test_adds_go_on_while_a_group_is_written_but_only_two_full_groups_wait(xcore
     units = experiment._store.work_units(experiment.experiment_id)
     assert [u.id for u in units] == list(range(1, 21))
     assert [u.args for u in units] == [{"seed": i} for i in range(1, 21)]
+
+
+def test_a_group_of_adds_is_a_few_statements_not_one_per_row(tmp_path: Path):
+    """Each statement step lets go of the GIL, which the script's thread then takes: a group's
+    300 units and jobs are a few multi-row INSERTs (one per 256 rows), not 600 steps, and every
+    row is written exactly, in order, with its job id."""
+    store = SqliteStore(tmp_path / "xcore.db")
+    experiment = store.create_experiment("t")
+    steps: list[str] = []
+    store._db.set_trace_callback(steps.append)
+    args = ["--a=it's \"quoted\" $HOME", "--b=line\nbreak", "--c=ünï", "--d"]
+    writes = [UnitWrite(experiment.id, unit, "work_unit", {"seed": unit, "s": "x y"}, "", [
+        NewJob(name=f"j{unit}", executor_kind="fake.FakeExecutor", executor={"e": 1}, executable={"x": 2},
+               args=[*args, str(unit)], env={"K": "v w"} if unit % 2 else {})]) for unit in range(1, 301)]
+    ids = store.record_adds(writes)
+    store._db.set_trace_callback(None)
+    inserts = [s for s in steps if s.startswith(("INSERT INTO jobs", "INSERT INTO work_units"))]
+    assert len(inserts) == 4  # 256 + 44 rows of each table
+    assert [job_ids for job_ids in ids] == [[unit] for unit in range(1, 301)]
+    units = store.work_units(experiment.id)
+    assert [(u.id, u.args) for u in units] == [(n, {"seed": n, "s": "x y"}) for n in range(1, 301)]
+    assert [(j.id, j.name, j.args, j.env, j.status) for u in units for j in u.jobs] == [
+        (n, f"j{n}", [*args, str(n)], {"K": "v w"} if n % 2 else {}, Status.LAUNCHING) for n in range(1, 301)]
+    assert len(store.job_history(300)) == 1

@@ -335,6 +335,7 @@ def test_a_group_refused_in_the_background_fails_it_and_every_add_after_it(xcore
     later unit's future fails (the store keeps an unbroken prefix of the adds)."""
     monkeypatch.setenv("XCORE_RECORD_GROUP", "3")
     monkeypatch.setenv("XCORE_RECORD_MAX_AGE", "600")
+    monkeypatch.setattr(SqliteStore, "writes_in_background", True)  # as a server store's recorder works
     plugin_host({"fake": fake})
     gate = threading.Event()
     groups = _gated_store(monkeypatch, gate, refuse_unit=4, gated_unit=4)
@@ -382,6 +383,7 @@ def test_adds_go_on_while_a_group_is_written_but_only_two_full_groups_wait(xcore
     recorded, in add order."""
     monkeypatch.setenv("XCORE_RECORD_GROUP", "2")
     monkeypatch.setenv("XCORE_RECORD_MAX_AGE", "600")
+    monkeypatch.setattr(SqliteStore, "writes_in_background", True)  # as a server store's recorder works
     plugin_host({"fake": fake})
     gate = threading.Event()
     _gated_store(monkeypatch, gate, refuse_unit=None, gated_unit=1)
@@ -432,3 +434,70 @@ def test_a_group_of_adds_is_a_few_statements_not_one_per_row(tmp_path: Path):
     assert [(j.id, j.name, j.args, j.env, j.status) for u in units for j in u.jobs] == [
         (n, f"j{n}", [*args, str(n)], {"K": "v w"} if n % 2 else {}, Status.LAUNCHING) for n in range(1, 301)]
     assert len(store.job_history(300)) == 1
+
+
+def test_sqlite_full_groups_are_committed_by_the_add_that_fills_them(xcore_home: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch):
+    """SQLite's writes are CPU work of this process: the add that fills a group commits it on
+    the script's thread (another thread would only compete for the GIL), so the group is in the
+    store when that add returns; a partial group still goes by age, from the background."""
+    monkeypatch.setenv("XCORE_RECORD_GROUP", "3")
+    monkeypatch.setenv("XCORE_RECORD_MAX_AGE", "0.05")
+    plugin_host({"fake": fake})
+    real = SqliteStore.record_adds
+    writers: list[tuple[str, list[int]]] = []
+
+    def recording(self: SqliteStore, writes: list, **kwargs: object) -> list[list[int]]:
+        writers.append((threading.current_thread().name, [w.work_unit_id for w in writes]))
+        return real(self, writes, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(SqliteStore, "record_adds", recording)
+    with xm.create_experiment("inline groups") as experiment:
+        [exe] = experiment.package([xm.binary(fake.FakeSpec(), "true")])
+        executor = fake.FakeExecutor(hold=True)
+        reader = sqlite3.connect(xcore_home / "xcore.db")
+        for i in range(1, 7):
+            experiment.add(xm.Job(exe, executor, args={"seed": i}))
+            if i % 3 == 0:  # committed before the add returned
+                assert reader.execute("SELECT COUNT(*) FROM work_units").fetchone()[0] == i
+        experiment.add(xm.Job(exe, executor, args={"seed": 7}))
+        deadline = time.monotonic() + 10
+        while len(writers) < 3:
+            assert time.monotonic() < deadline, writers
+            time.sleep(0.01)
+        reader.close()
+    main = threading.current_thread().name
+    assert writers == [(main, [1, 2, 3]), (main, [4, 5, 6]), ("xcore-recorder", [7])]
+
+
+def test_a_group_refused_on_the_adding_thread_fails_at_that_add(xcore_home: Path, monkeypatch: pytest.MonkeyPatch):
+    """The add that fills a group the store refuses raises the store's error: that group's
+    futures fail, nothing of it is recorded or launched, the groups before it are, and the
+    experiment ends LAUNCH_FAILED with the error."""
+    monkeypatch.setenv("XCORE_RECORD_GROUP", "3")
+    monkeypatch.setenv("XCORE_RECORD_MAX_AGE", "600")
+    plugin_host({"fake": fake})
+    gate = threading.Event()
+    gate.set()
+    _gated_store(monkeypatch, gate, refuse_unit=4, gated_unit=0)
+    launched: list[int] = []
+    futures: list[xm.LaunchFuture] = []
+    with pytest.raises(StoreError, match="disk is full") as at_end:
+        with xm.create_experiment("refused inline") as experiment:
+            [exe] = experiment.package([xm.binary(fake.FakeSpec(), "true")])
+            executor = fake.FakeExecutor(hold=True)
+            real_launch = experiment._host.launch
+            monkeypatch.setattr(experiment._host, "launch", lambda kind, requests, context: (
+                launched.extend(r.work_unit_id for r in requests), real_launch(kind, requests, context))[1])
+            futures += [experiment.add(xm.Job(exe, executor, args={"seed": i})) for i in range(1, 6)]
+            with pytest.raises(StoreError, match="disk is full") as at_add:
+                experiment.add(xm.Job(exe, executor, args={"seed": 6}))
+            assert "work units 4-6 were not recorded" in "".join(getattr(at_add.value, "__notes__", []))
+    assert at_end.value is at_add.value
+    for future in futures[3:]:
+        with pytest.raises(StoreError):
+            future.result(timeout=10)
+    assert [u.id for u in experiment._store.work_units(experiment.experiment_id)] == [1, 2, 3]
+    assert sorted(experiment.work_units) == [1, 2, 3]
+    assert sorted(launched) == [1, 2, 3]
+    assert experiment._store.get_experiment(experiment.experiment_id).launch_status == "LAUNCH_FAILED"

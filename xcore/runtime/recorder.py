@@ -4,12 +4,16 @@ An add is recorded durably (its unit, jobs, first events and tracker links, all 
 as in XManager, where ``add`` only promises a launch: when its future resolves
 (``.result()``, ``await``), when the ``with`` block ends, and always before any of its
 jobs is handed to a backend, because a unit's jobs reach the launcher's queue only once
-their group is committed. Between those points a small background thread commits a group
-once it holds ``XCORE_RECORD_GROUP`` adds (default 256) or its oldest add is
-``XCORE_RECORD_MAX_AGE`` seconds old (default 0.05), whichever comes first, while the script
-goes on adding (sqlite3 lets go of the GIL while it writes). Groups are committed one at a
-time, in add order; at most ``MAX_WAITING`` full groups wait for the thread, beyond which an
-add waits for it, so a long loop of adds holds a bounded amount of work in memory.
+their group is committed. Between those points a group is committed once it holds
+``XCORE_RECORD_GROUP`` adds (default 256) or its oldest add is ``XCORE_RECORD_MAX_AGE``
+seconds old (default 0.05), whichever comes first. A small background thread commits groups
+by age, and full ones too for a store that waits on a server (``writes_in_background``), while
+the script goes on adding; at most ``MAX_WAITING`` full groups wait for the thread, beyond
+which an add waits for it. For SQLite the add that fills a group commits it itself: the write
+is CPU work of this process, and done by another thread it only competed with the script for
+the GIL (each hand-over wakes the other thread: a 10,000-unit sweep cost 15% more CPU and wall
+time, issue 14). Either way groups are committed one at a time, in add order, and a long loop
+of adds holds a bounded amount of work in memory.
 
 One commit per few hundred adds instead of one per add is what brings an add under
 0.1 ms (issue 14). What a killed launcher leaves is unchanged in kind: a group is in the
@@ -78,13 +82,15 @@ class Recorder:
         self._thread: threading.Thread | None = None
         self._unreported: BaseException | None = None  # a background commit's error, raised by the next add
         self._size = group_size()
+        self._inline = not store.writes_in_background  # full groups committed by the add that fills them
         self._max_age = group_max_age()
         self.commits = 0  # groups committed (tests and benchmarks read it)
 
     def add(self, pending: PendingAdd) -> None:
-        """Queue one add's records; a full group goes to the background thread. Raises the
-        store's error if a group committed since the last add or wait failed (this add, queued
-        after the refused group, is refused with it)."""
+        """Queue one add's records; a full group goes to the background thread, or is committed
+        here (``writes_in_background`` False). Raises the store's error if a group committed
+        since the last add or wait failed (this add, queued after the refused group, is refused
+        with it), or if the group this add filled was refused (this add with it)."""
         with self._lock:
             while len(self._full) >= MAX_WAITING and self._unreported is None and not self._closed:
                 self._cond.wait()  # back-pressure: the thread is that far behind
@@ -110,6 +116,8 @@ class Recorder:
             error.add_note(f"xcore: work unit {pending.write.work_unit_id}, added after it, was not recorded either.")
             self._on_failure([pending], error)
             raise error
+        if self._inline and self._full:
+            self.flush()  # the full group (and any older one), on this thread, in add order
 
     def flush(self) -> None:
         """Commit every add queued so far (in this thread), then hand their jobs to the launcher."""

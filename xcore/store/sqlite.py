@@ -223,6 +223,7 @@ _LAUNCHED_UNITS = (
 
 
 class SqliteStore(MetadataStore):
+    writes_in_background = False  # its writes are CPU work in this process (MetadataStore.writes_in_background)
     def __init__(self, path: str | Path, *, migrate: bool = True) -> None:
         self.path = Path(path)
         self.migrated_from: int | None = None  # the schema version found, when this open migrated it

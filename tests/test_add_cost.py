@@ -501,3 +501,56 @@ def test_a_group_refused_on_the_adding_thread_fails_at_that_add(xcore_home: Path
     assert sorted(experiment.work_units) == [1, 2, 3]
     assert sorted(launched) == [1, 2, 3]
     assert experiment._store.get_experiment(experiment.experiment_id).launch_status == "LAUNCH_FAILED"
+
+
+def test_a_loop_of_adds_does_not_wake_the_recorder_thread(xcore_home: Path, monkeypatch: pytest.MonkeyPatch):
+    """Waking the background thread costs both threads the GIL: while it waits for an old
+    group's age deadline, the adds of new groups (committed by the adds that fill them, on
+    SQLite) leave it asleep; a lone add later is still committed by age."""
+    monkeypatch.setenv("XCORE_RECORD_GROUP", "4")
+    monkeypatch.setenv("XCORE_RECORD_MAX_AGE", "0.3")
+    plugin_host({"fake": fake})
+    with xm.create_experiment("quiet thread") as experiment:
+        [exe] = experiment.package([xm.binary(fake.FakeSpec(), "true")])
+        executor = fake.FakeExecutor(hold=True)
+        recorder = experiment._launcher.recorder
+        wakes: list[int] = []
+        notify_all = recorder._cond.notify_all
+        monkeypatch.setattr(recorder._cond, "notify_all", lambda: (wakes.append(1), notify_all())[1])
+        for i in range(40):
+            experiment.add(xm.Job(exe, executor, args={"seed": i}))
+        assert recorder.commits == 10 and len(wakes) <= 1, (recorder.commits, len(wakes))
+        experiment.add(xm.Job(exe, executor, args={"seed": 40}))
+        deadline = time.monotonic() + 10
+        while recorder.commits < 11:  # by age, from the background thread
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+
+
+def test_a_sweeps_job_and_its_args_are_built_without_copies(monkeypatch: pytest.MonkeyPatch):
+    """``xm.Job(exe, executor, args={...})`` with a flat dict of args builds its SequentialArgs
+    directly (a few Python calls, not a dozen), and an add renders the job's own args when the
+    executable has none to merge them into (no copy), with an environment of its own."""
+    import sys
+
+    from xcore.launch.job_blocks import job_args_with_overrides
+
+    exe = xm.Executable(name="x")
+    executor = fake.FakeExecutor(hold=True)
+    calls = [0]
+
+    def count(frame: object, event: str, arg: object) -> None:
+        calls[0] += event == "call"
+
+    xm.Job(exe, executor, args={"seed": 0, "lr": 0.2, "name": "b"})  # names seen before, as in a sweep's loop
+    sys.setprofile(count)
+    try:
+        job = xm.Job(exe, executor, args={"seed": 1, "lr": 0.1, "name": "a b"})
+    finally:
+        sys.setprofile(None)
+    assert calls[0] <= 6, calls[0]
+    assert job.args.to_argv() == ["--seed=1", "--lr=0.1", "--name=a b"]
+    args, env = job_args_with_overrides(job, None)
+    assert args is job.args and env == {} and env is not job.env_vars
+    with_env = xm.Job(xm.Executable(name="y", env_vars={"A": "1"}), executor, env_vars={"B": "2"})
+    assert job_args_with_overrides(with_env, None)[1] == {"A": "1", "B": "2"}

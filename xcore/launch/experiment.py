@@ -213,7 +213,7 @@ class Experiment:
             if isinstance(job, (Job, JobGroup)):  # it never reached a backend: run it now
                 prepared = self._prepare(job, args, prefix="")
                 return self._record_and_queue(existing, prepared, None, None, "", replace_unlaunched=True)
-        is_generator = _is_async_callable(job)
+        is_generator = not isinstance(job, (Job, JobGroup)) and _is_async_callable(job)
         if not is_generator and callable(job) and not isinstance(job, (Job, JobGroup)):
             raise ValueError(f"Job generators must be `async def` functions; {job!r} is not.")
         if not is_generator and not isinstance(job, (Job, JobGroup)):
@@ -230,8 +230,7 @@ class Experiment:
         unit_cls = AuxiliaryUnit if isinstance(role, AuxiliaryUnitRole) else WorkUnit
         unit = unit_cls(self, unit_id, role, args)
         role_name = "auxiliary" if unit_cls is AuxiliaryUnit else "work_unit"
-        unit_args = _jsonable_unit_args(job, args) if isinstance(job, (Job, JobGroup)) else _jsonable(args)
-        stored_args = unit_args if _flat(unit_args) else redact_nested(unit_args)  # flat: nothing to redact
+        stored_args = _stored_unit_args(job, args) if isinstance(job, (Job, JobGroup)) else _redacted(_jsonable(args))
         self._units[unit_id] = unit
         if identity:
             self._identities[identity] = unit
@@ -287,9 +286,9 @@ class Experiment:
                                    executable=self._dump(job.executable), args=args,
                                    env=redact_env(env) if env else {}))
             jobs.append((name, job.executable, job.executor, args, env, kind))
-        write = UnitWrite(self.experiment_id, unit.work_unit_id, role_name, stored_args, identity, new_jobs, links,
+        write = UnitWrite(self._record.id, unit.work_unit_id, role_name, stored_args, identity, new_jobs, links,
                           replace_unlaunched)
-        unit._job_names += tuple([entry[0] for entry in prepared])
+        unit._job_names += (prepared[0][0],) if len(prepared) == 1 else tuple([entry[0] for entry in prepared])
         future: concurrent.futures.Future = LazyFuture()
         # Recorded with its group (xcore.runtime.recorder): at the latest when the future is
         # waited for, the experiment ends, or before any job is handed to a backend.
@@ -320,19 +319,21 @@ class Experiment:
         self, job: Job | JobGroup, args: Mapping[str, Any] | None, prefix: str, taken: Collection[str] | None = None
     ) -> list[tuple[str, Job, SequentialArgs, dict[str, str], str]]:
         """Flatten a job or group into (name, job, final args, env), validating kinds and args."""
-        taken = set() if taken is None else set(taken)
         if isinstance(job, Job):
             argv, env = job_args_with_overrides(job, args)
-            kind = self._host.kinds.kind_of(job.executor)  # unknown executor: a clear error before recording
-            if id(job.executor) not in self._checked_executors:  # also executors that skip the base check
-                check_field_types(job.executor)
-                self._checked_executors[id(job.executor)] = job.executor
+            executor = job.executor
+            kind = self._host.kinds.kind_of(executor)  # unknown executor: a clear error before recording
+            if self._checked_executors.get(id(executor)) is not executor:  # also executors that skip the base check
+                check_field_types(executor)
+                self._checked_executors[id(executor)] = executor
             name = prefix or job.name or job.executable.name
-            base, n = name, 1
-            while name in taken:
-                n += 1
-                name = f"{base}_{n}"
+            if taken:
+                base, n = name, 1
+                while name in taken:
+                    n += 1
+                    name = f"{base}_{n}"
             return [(name, job, argv, env, kind)]
+        taken = set() if taken is None else set(taken)
         if isinstance(job, JobGroup):
             args = dict(args or {})
             unknown = set(args) - set(job.jobs)
@@ -456,6 +457,21 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_jsonable(v) for v in value]
     return repr(value)
+
+
+def _redacted(unit_args: Any) -> Any:
+    return unit_args if _flat(unit_args) else redact_nested(unit_args)  # flat: nothing to redact
+
+
+def _stored_unit_args(job: Job | JobGroup, args: Mapping[str, Any] | None) -> Any:
+    """A unit's args as stored: ``_jsonable_unit_args`` with secrets redacted, checked for
+    flatness once (a sweep's usual args: a new dict of scalars, nothing to redact)."""
+    if not args and type(job) is Job:
+        stored = job.args.to_stored()  # a new dict or list
+        if _flat(stored):
+            return stored
+        return redact_nested(_jsonable(stored))
+    return _redacted(_jsonable_unit_args(job, args))
 
 
 def _jsonable_unit_args(job: Job | JobGroup, args: Mapping[str, Any] | None) -> Any:

@@ -554,3 +554,32 @@ def test_a_sweeps_job_and_its_args_are_built_without_copies(monkeypatch: pytest.
     assert args is job.args and env == {} and env is not job.env_vars
     with_env = xm.Job(xm.Executable(name="y", env_vars={"A": "1"}), executor, env_vars={"B": "2"})
     assert job_args_with_overrides(with_env, None)[1] == {"A": "1", "B": "2"}
+
+
+def test_the_collector_runs_less_often_while_an_experiment_block_is_open(xcore_home: Path):
+    """A sweep's units stay alive until launched: with Python's default thresholds the collector
+    walked them again every 700 allocations. While a block is open the thresholds are raised
+    (as `xcore launch` does), then restored; a script's own higher setting is left alone."""
+    import gc
+
+    from xcore.launch.experiment import GC_WHILE_OPEN
+
+    plugin_host({"fake": fake})
+    saved = gc.get_threshold()
+    gc.set_threshold(700, 10, 10)
+    try:
+        with xm.create_experiment("gc"):
+            assert gc.get_threshold() == GC_WHILE_OPEN
+            with xm.create_experiment("inner"):
+                assert gc.get_threshold() == GC_WHILE_OPEN
+            assert gc.get_threshold() == GC_WHILE_OPEN  # the outer block is still open
+        assert gc.get_threshold() == (700, 10, 10)
+        with pytest.raises(RuntimeError, match="boom"), xm.create_experiment("fails"):
+            raise RuntimeError("boom")
+        assert gc.get_threshold() == (700, 10, 10)
+        gc.set_threshold(50_000, 5, 5)
+        with xm.create_experiment("own"):
+            assert gc.get_threshold() == (50_000, 5, 5)
+        assert gc.get_threshold() == (50_000, 5, 5)
+    finally:
+        gc.set_threshold(*saved)

@@ -21,7 +21,7 @@ import xcore as xm
 from xcore.errors import StoreError
 from xcore.runtime.launcher import LazyFuture, UnitTicket
 from xcore.status import Status
-from xcore.store.records import NewJob
+from xcore.store.records import NewJob, UnitWrite
 from xcore.store.sqlite import SqliteStore
 from xcore.testing import fake, plugin_host
 
@@ -335,6 +335,7 @@ def test_a_group_refused_in_the_background_fails_it_and_every_add_after_it(xcore
     later unit's future fails (the store keeps an unbroken prefix of the adds)."""
     monkeypatch.setenv("XCORE_RECORD_GROUP", "3")
     monkeypatch.setenv("XCORE_RECORD_MAX_AGE", "600")
+    monkeypatch.setattr(SqliteStore, "writes_in_background", True)  # as a server store's recorder works
     plugin_host({"fake": fake})
     gate = threading.Event()
     groups = _gated_store(monkeypatch, gate, refuse_unit=4, gated_unit=4)
@@ -382,6 +383,7 @@ def test_adds_go_on_while_a_group_is_written_but_only_two_full_groups_wait(xcore
     recorded, in add order."""
     monkeypatch.setenv("XCORE_RECORD_GROUP", "2")
     monkeypatch.setenv("XCORE_RECORD_MAX_AGE", "600")
+    monkeypatch.setattr(SqliteStore, "writes_in_background", True)  # as a server store's recorder works
     plugin_host({"fake": fake})
     gate = threading.Event()
     _gated_store(monkeypatch, gate, refuse_unit=None, gated_unit=1)
@@ -408,3 +410,176 @@ def test_adds_go_on_while_a_group_is_written_but_only_two_full_groups_wait(xcore
     units = experiment._store.work_units(experiment.experiment_id)
     assert [u.id for u in units] == list(range(1, 21))
     assert [u.args for u in units] == [{"seed": i} for i in range(1, 21)]
+
+
+def test_a_group_of_adds_is_a_few_statements_not_one_per_row(tmp_path: Path):
+    """Each statement step lets go of the GIL, which the script's thread then takes: a group's
+    300 units and jobs are a few multi-row INSERTs (one per 256 rows), not 600 steps, and every
+    row is written exactly, in order, with its job id."""
+    store = SqliteStore(tmp_path / "xcore.db")
+    experiment = store.create_experiment("t")
+    steps: list[str] = []
+    store._db.set_trace_callback(steps.append)
+    args = ["--a=it's \"quoted\" $HOME", "--b=line\nbreak", "--c=ünï", "--d"]
+    writes = [UnitWrite(experiment.id, unit, "work_unit", {"seed": unit, "s": "x y"}, "", [
+        NewJob(name=f"j{unit}", executor_kind="fake.FakeExecutor", executor={"e": 1}, executable={"x": 2},
+               args=[*args, str(unit)], env={"K": "v w"} if unit % 2 else {})]) for unit in range(1, 301)]
+    ids = store.record_adds(writes)
+    store._db.set_trace_callback(None)
+    inserts = [s for s in steps if s.startswith(("INSERT INTO jobs", "INSERT INTO work_units"))]
+    assert len(inserts) == 4  # 256 + 44 rows of each table
+    assert [job_ids for job_ids in ids] == [[unit] for unit in range(1, 301)]
+    units = store.work_units(experiment.id)
+    assert [(u.id, u.args) for u in units] == [(n, {"seed": n, "s": "x y"}) for n in range(1, 301)]
+    assert [(j.id, j.name, j.args, j.env, j.status) for u in units for j in u.jobs] == [
+        (n, f"j{n}", [*args, str(n)], {"K": "v w"} if n % 2 else {}, Status.LAUNCHING) for n in range(1, 301)]
+    assert len(store.job_history(300)) == 1
+
+
+def test_sqlite_full_groups_are_committed_by_the_add_that_fills_them(xcore_home: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch):
+    """SQLite's writes are CPU work of this process: the add that fills a group commits it on
+    the script's thread (another thread would only compete for the GIL), so the group is in the
+    store when that add returns; a partial group still goes by age, from the background."""
+    monkeypatch.setenv("XCORE_RECORD_GROUP", "3")
+    monkeypatch.setenv("XCORE_RECORD_MAX_AGE", "0.05")
+    plugin_host({"fake": fake})
+    real = SqliteStore.record_adds
+    writers: list[tuple[str, list[int]]] = []
+
+    def recording(self: SqliteStore, writes: list, **kwargs: object) -> list[list[int]]:
+        writers.append((threading.current_thread().name, [w.work_unit_id for w in writes]))
+        return real(self, writes, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(SqliteStore, "record_adds", recording)
+    with xm.create_experiment("inline groups") as experiment:
+        [exe] = experiment.package([xm.binary(fake.FakeSpec(), "true")])
+        executor = fake.FakeExecutor(hold=True)
+        reader = sqlite3.connect(xcore_home / "xcore.db")
+        for i in range(1, 7):
+            experiment.add(xm.Job(exe, executor, args={"seed": i}))
+            if i % 3 == 0:  # committed before the add returned
+                assert reader.execute("SELECT COUNT(*) FROM work_units").fetchone()[0] == i
+        experiment.add(xm.Job(exe, executor, args={"seed": 7}))
+        deadline = time.monotonic() + 10
+        while len(writers) < 3:
+            assert time.monotonic() < deadline, writers
+            time.sleep(0.01)
+        reader.close()
+    main = threading.current_thread().name
+    assert writers == [(main, [1, 2, 3]), (main, [4, 5, 6]), ("xcore-recorder", [7])]
+
+
+def test_a_group_refused_on_the_adding_thread_fails_at_that_add(xcore_home: Path, monkeypatch: pytest.MonkeyPatch):
+    """The add that fills a group the store refuses raises the store's error: that group's
+    futures fail, nothing of it is recorded or launched, the groups before it are, and the
+    experiment ends LAUNCH_FAILED with the error."""
+    monkeypatch.setenv("XCORE_RECORD_GROUP", "3")
+    monkeypatch.setenv("XCORE_RECORD_MAX_AGE", "600")
+    plugin_host({"fake": fake})
+    gate = threading.Event()
+    gate.set()
+    _gated_store(monkeypatch, gate, refuse_unit=4, gated_unit=0)
+    launched: list[int] = []
+    futures: list[xm.LaunchFuture] = []
+    with pytest.raises(StoreError, match="disk is full") as at_end:
+        with xm.create_experiment("refused inline") as experiment:
+            [exe] = experiment.package([xm.binary(fake.FakeSpec(), "true")])
+            executor = fake.FakeExecutor(hold=True)
+            real_launch = experiment._host.launch
+            monkeypatch.setattr(experiment._host, "launch", lambda kind, requests, context: (
+                launched.extend(r.work_unit_id for r in requests), real_launch(kind, requests, context))[1])
+            futures += [experiment.add(xm.Job(exe, executor, args={"seed": i})) for i in range(1, 6)]
+            with pytest.raises(StoreError, match="disk is full") as at_add:
+                experiment.add(xm.Job(exe, executor, args={"seed": 6}))
+            assert "work units 4-6 were not recorded" in "".join(getattr(at_add.value, "__notes__", []))
+    assert at_end.value is at_add.value
+    for future in futures[3:]:
+        with pytest.raises(StoreError):
+            future.result(timeout=10)
+    assert [u.id for u in experiment._store.work_units(experiment.experiment_id)] == [1, 2, 3]
+    assert sorted(experiment.work_units) == [1, 2, 3]
+    assert sorted(launched) == [1, 2, 3]
+    assert experiment._store.get_experiment(experiment.experiment_id).launch_status == "LAUNCH_FAILED"
+
+
+def test_a_loop_of_adds_does_not_wake_the_recorder_thread(xcore_home: Path, monkeypatch: pytest.MonkeyPatch):
+    """Waking the background thread costs both threads the GIL: while it waits for an old
+    group's age deadline, the adds of new groups (committed by the adds that fill them, on
+    SQLite) leave it asleep; a lone add later is still committed by age."""
+    monkeypatch.setenv("XCORE_RECORD_GROUP", "4")
+    monkeypatch.setenv("XCORE_RECORD_MAX_AGE", "0.3")
+    plugin_host({"fake": fake})
+    with xm.create_experiment("quiet thread") as experiment:
+        [exe] = experiment.package([xm.binary(fake.FakeSpec(), "true")])
+        executor = fake.FakeExecutor(hold=True)
+        recorder = experiment._launcher.recorder
+        wakes: list[int] = []
+        notify_all = recorder._cond.notify_all
+        monkeypatch.setattr(recorder._cond, "notify_all", lambda: (wakes.append(1), notify_all())[1])
+        for i in range(40):
+            experiment.add(xm.Job(exe, executor, args={"seed": i}))
+        assert recorder.commits == 10 and len(wakes) <= 1, (recorder.commits, len(wakes))
+        experiment.add(xm.Job(exe, executor, args={"seed": 40}))
+        deadline = time.monotonic() + 10
+        while recorder.commits < 11:  # by age, from the background thread
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+
+
+def test_a_sweeps_job_and_its_args_are_built_without_copies(monkeypatch: pytest.MonkeyPatch):
+    """``xm.Job(exe, executor, args={...})`` with a flat dict of args builds its SequentialArgs
+    directly (a few Python calls, not a dozen), and an add renders the job's own args when the
+    executable has none to merge them into (no copy), with an environment of its own."""
+    import sys
+
+    from xcore.launch.job_blocks import job_args_with_overrides
+
+    exe = xm.Executable(name="x")
+    executor = fake.FakeExecutor(hold=True)
+    calls = [0]
+
+    def count(frame: object, event: str, arg: object) -> None:
+        calls[0] += event == "call"
+
+    xm.Job(exe, executor, args={"seed": 0, "lr": 0.2, "name": "b"})  # names seen before, as in a sweep's loop
+    sys.setprofile(count)
+    try:
+        job = xm.Job(exe, executor, args={"seed": 1, "lr": 0.1, "name": "a b"})
+    finally:
+        sys.setprofile(None)
+    assert calls[0] <= 6, calls[0]
+    assert job.args.to_argv() == ["--seed=1", "--lr=0.1", "--name=a b"]
+    args, env = job_args_with_overrides(job, None)
+    assert args is job.args and env == {} and env is not job.env_vars
+    with_env = xm.Job(xm.Executable(name="y", env_vars={"A": "1"}), executor, env_vars={"B": "2"})
+    assert job_args_with_overrides(with_env, None)[1] == {"A": "1", "B": "2"}
+
+
+def test_the_collector_runs_less_often_while_an_experiment_block_is_open(xcore_home: Path):
+    """A sweep's units stay alive until launched: with Python's default thresholds the collector
+    walked them again every 700 allocations. While a block is open the thresholds are raised
+    (as `xcore launch` does), then restored; a script's own higher setting is left alone."""
+    import gc
+
+    from xcore.launch.experiment import GC_WHILE_OPEN
+
+    plugin_host({"fake": fake})
+    saved = gc.get_threshold()
+    gc.set_threshold(700, 10, 10)
+    try:
+        with xm.create_experiment("gc"):
+            assert gc.get_threshold() == GC_WHILE_OPEN
+            with xm.create_experiment("inner"):
+                assert gc.get_threshold() == GC_WHILE_OPEN
+            assert gc.get_threshold() == GC_WHILE_OPEN  # the outer block is still open
+        assert gc.get_threshold() == (700, 10, 10)
+        with pytest.raises(RuntimeError, match="boom"), xm.create_experiment("fails"):
+            raise RuntimeError("boom")
+        assert gc.get_threshold() == (700, 10, 10)
+        gc.set_threshold(50_000, 5, 5)
+        with xm.create_experiment("own"):
+            assert gc.get_threshold() == (50_000, 5, 5)
+        assert gc.get_threshold() == (50_000, 5, 5)
+    finally:
+        gc.set_threshold(*saved)

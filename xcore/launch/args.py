@@ -152,15 +152,22 @@ class SequentialArgs:
 
     @classmethod
     def from_collection(cls, collection: UserArgs) -> SequentialArgs:
+        if type(collection) is dict and cls is SequentialArgs:  # a sweep's usual args, built directly (once per add)
+            items: list[_Positional | _Keyword] = []
+            for key in collection:
+                if type(key) is not str:
+                    break
+                marker = _KEYWORDS.get(key)
+                items.append(marker if marker is not None else _keyword(key))
+            else:
+                made = cls.__new__(cls)
+                made._items, made.regular_args, made.keyword_args = items, [], dict(collection)
+                return made
         result = cls()
         if collection is None:
             return result
         if isinstance(collection, SequentialArgs):
             return result.merge(collection)
-        if type(collection) is dict and all(type(key) is str for key in collection):  # a sweep's usual args
-            result._items = [_keyword(key) for key in collection]
-            result.keyword_args = dict(collection)
-            return result
         if isinstance(collection, Mapping):
             for key, value in collection.items():
                 result._set_keyword(str(key), value)

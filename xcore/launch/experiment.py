@@ -16,6 +16,7 @@ batched (``xcore.runtime.launcher``). Units are in
 from __future__ import annotations
 
 import concurrent.futures
+import gc
 import inspect
 import os
 import sys
@@ -102,11 +103,15 @@ class Experiment:
         if _in_coroutine():
             raise RuntimeError("When using an experiment from a coroutine use `async with`, not `with`.")
         self._context_tokens.append(core._current_experiment.set(self))
+        _collect_less_often()
         return self
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
-        self._reset_context()
-        self._finish(exc)
+        try:
+            self._reset_context()
+            self._finish(exc)
+        finally:
+            _collect_as_before()
 
     async def __aenter__(self) -> Experiment:
         import asyncio
@@ -114,16 +119,20 @@ class Experiment:
         # Job generators run on this loop, the script's own, as in XManager.
         self._generator_loop = asyncio.get_running_loop()
         self._context_tokens.append(core._current_experiment.set(self))
+        _collect_less_often()
         return self
 
     async def __aexit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
         import asyncio
 
-        self._reset_context()
-        if self._generator_tasks:
-            await asyncio.gather(*(asyncio.wrap_future(t) for t in list(self._generator_tasks)),
-                                 return_exceptions=True)
-        await asyncio.get_running_loop().run_in_executor(None, self._finish, exc)
+        try:
+            self._reset_context()
+            if self._generator_tasks:
+                await asyncio.gather(*(asyncio.wrap_future(t) for t in list(self._generator_tasks)),
+                                     return_exceptions=True)
+            await asyncio.get_running_loop().run_in_executor(None, self._finish, exc)
+        finally:
+            _collect_as_before()
 
     def _reset_context(self) -> None:
         if self._context_tokens:
@@ -213,7 +222,7 @@ class Experiment:
             if isinstance(job, (Job, JobGroup)):  # it never reached a backend: run it now
                 prepared = self._prepare(job, args, prefix="")
                 return self._record_and_queue(existing, prepared, None, None, "", replace_unlaunched=True)
-        is_generator = _is_async_callable(job)
+        is_generator = not isinstance(job, (Job, JobGroup)) and _is_async_callable(job)
         if not is_generator and callable(job) and not isinstance(job, (Job, JobGroup)):
             raise ValueError(f"Job generators must be `async def` functions; {job!r} is not.")
         if not is_generator and not isinstance(job, (Job, JobGroup)):
@@ -230,8 +239,7 @@ class Experiment:
         unit_cls = AuxiliaryUnit if isinstance(role, AuxiliaryUnitRole) else WorkUnit
         unit = unit_cls(self, unit_id, role, args)
         role_name = "auxiliary" if unit_cls is AuxiliaryUnit else "work_unit"
-        unit_args = _jsonable_unit_args(job, args) if isinstance(job, (Job, JobGroup)) else _jsonable(args)
-        stored_args = unit_args if _flat(unit_args) else redact_nested(unit_args)  # flat: nothing to redact
+        stored_args = _stored_unit_args(job, args) if isinstance(job, (Job, JobGroup)) else _redacted(_jsonable(args))
         self._units[unit_id] = unit
         if identity:
             self._identities[identity] = unit
@@ -287,9 +295,9 @@ class Experiment:
                                    executable=self._dump(job.executable), args=args,
                                    env=redact_env(env) if env else {}))
             jobs.append((name, job.executable, job.executor, args, env, kind))
-        write = UnitWrite(self.experiment_id, unit.work_unit_id, role_name, stored_args, identity, new_jobs, links,
+        write = UnitWrite(self._record.id, unit.work_unit_id, role_name, stored_args, identity, new_jobs, links,
                           replace_unlaunched)
-        unit._job_names += tuple([entry[0] for entry in prepared])
+        unit._job_names += (prepared[0][0],) if len(prepared) == 1 else tuple([entry[0] for entry in prepared])
         future: concurrent.futures.Future = LazyFuture()
         # Recorded with its group (xcore.runtime.recorder): at the latest when the future is
         # waited for, the experiment ends, or before any job is handed to a backend.
@@ -320,19 +328,21 @@ class Experiment:
         self, job: Job | JobGroup, args: Mapping[str, Any] | None, prefix: str, taken: Collection[str] | None = None
     ) -> list[tuple[str, Job, SequentialArgs, dict[str, str], str]]:
         """Flatten a job or group into (name, job, final args, env), validating kinds and args."""
-        taken = set() if taken is None else set(taken)
         if isinstance(job, Job):
             argv, env = job_args_with_overrides(job, args)
-            kind = self._host.kinds.kind_of(job.executor)  # unknown executor: a clear error before recording
-            if id(job.executor) not in self._checked_executors:  # also executors that skip the base check
-                check_field_types(job.executor)
-                self._checked_executors[id(job.executor)] = job.executor
+            executor = job.executor
+            kind = self._host.kinds.kind_of(executor)  # unknown executor: a clear error before recording
+            if self._checked_executors.get(id(executor)) is not executor:  # also executors that skip the base check
+                check_field_types(executor)
+                self._checked_executors[id(executor)] = executor
             name = prefix or job.name or job.executable.name
-            base, n = name, 1
-            while name in taken:
-                n += 1
-                name = f"{base}_{n}"
+            if taken:
+                base, n = name, 1
+                while name in taken:
+                    n += 1
+                    name = f"{base}_{n}"
             return [(name, job, argv, env, kind)]
+        taken = set() if taken is None else set(taken)
         if isinstance(job, JobGroup):
             args = dict(args or {})
             unknown = set(args) - set(job.jobs)
@@ -410,6 +420,40 @@ class Experiment:
         cancel_jobs(self._store, self._host, self._all_jobs(include_auxiliary=True))
 
 
+GC_WHILE_OPEN = (20_000, 20, 20)
+"""The collector's thresholds while an experiment block is open (``xcore launch`` sets the same
+for the whole script): a sweep keeps each unit's records, jobs and futures alive until its
+launch and makes little cyclic garbage, and with Python's default (700, 10, 10) the collector
+walked those survivors again every 700 allocations, 13-19 us of each add's 70-90 (issue 14)."""
+
+_gc_lock = threading.Lock()
+_gc_open = 0  # experiment blocks open in this process
+_gc_saved: tuple[int, int, int] | None = None  # the thresholds to restore when the last one closes
+
+
+def _collect_less_often() -> None:
+    """Raise the collector's thresholds while any experiment block is open, unless the script
+    set them higher itself or turned automatic collection off (threshold 0)."""
+    global _gc_open, _gc_saved
+    with _gc_lock:
+        _gc_open += 1
+        current = gc.get_threshold()
+        if _gc_open == 1 and 0 < current[0] < GC_WHILE_OPEN[0]:
+            _gc_saved = current
+            gc.set_threshold(*GC_WHILE_OPEN)
+
+
+def _collect_as_before() -> None:
+    """The last open block closed: restore the thresholds, unless the script changed them meanwhile."""
+    global _gc_open, _gc_saved
+    with _gc_lock:
+        _gc_open = max(0, _gc_open - 1)
+        if _gc_open == 0 and _gc_saved is not None:
+            if gc.get_threshold() == GC_WHILE_OPEN:
+                gc.set_threshold(*_gc_saved)
+            _gc_saved = None
+
+
 def _running_loop() -> asyncio.AbstractEventLoop | None:
     """The event loop running in this thread, if any. No loop can run before something
     imported asyncio, so a plain script never imports it (a tenth of ``xcore launch``'s start-up)."""
@@ -456,6 +500,21 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_jsonable(v) for v in value]
     return repr(value)
+
+
+def _redacted(unit_args: Any) -> Any:
+    return unit_args if _flat(unit_args) else redact_nested(unit_args)  # flat: nothing to redact
+
+
+def _stored_unit_args(job: Job | JobGroup, args: Mapping[str, Any] | None) -> Any:
+    """A unit's args as stored: ``_jsonable_unit_args`` with secrets redacted, checked for
+    flatness once (a sweep's usual args: a new dict of scalars, nothing to redact)."""
+    if not args and type(job) is Job:
+        stored = job.args.to_stored()  # a new dict or list
+        if _flat(stored):
+            return stored
+        return redact_nested(_jsonable(stored))
+    return _redacted(_jsonable_unit_args(job, args))
 
 
 def _jsonable_unit_args(job: Job | JobGroup, args: Mapping[str, Any] | None) -> Any:

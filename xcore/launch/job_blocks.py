@@ -183,9 +183,12 @@ def get_args_for_all_jobs(job: JobType, args: Mapping[str, Any]) -> dict[str, An
 def job_args_with_overrides(job: Job, overrides: Mapping[str, Any] | None) -> tuple[SequentialArgs, dict[str, str]]:
     """Merge ``experiment.add(job, args={'args': ..., 'env_vars': ...})`` into a job's own."""
     if not overrides:  # a sweep's usual add: the job carries its own args
-        args = merge_args(job.executable.args, job.args)
+        # Nothing to merge into (an executable without args of its own): the job's args as they
+        # are, not a copy (the caller only renders them).
+        args = merge_args(job.executable.args, job.args) if job.executable.args else job.args
         args.validate()
-        return args, {**job.executable.env_vars, **job.env_vars}
+        executable_env, env = job.executable.env_vars, job.env_vars
+        return args, {**executable_env, **env} if executable_env else dict(env)
     overrides = dict(overrides)
     unknown = set(overrides) - {"args", "env_vars"}
     if unknown:

@@ -4,12 +4,16 @@ An add is recorded durably (its unit, jobs, first events and tracker links, all 
 as in XManager, where ``add`` only promises a launch: when its future resolves
 (``.result()``, ``await``), when the ``with`` block ends, and always before any of its
 jobs is handed to a backend, because a unit's jobs reach the launcher's queue only once
-their group is committed. Between those points a small background thread commits a group
-once it holds ``XCORE_RECORD_GROUP`` adds (default 256) or its oldest add is
-``XCORE_RECORD_MAX_AGE`` seconds old (default 0.05), whichever comes first, while the script
-goes on adding (sqlite3 lets go of the GIL while it writes). Groups are committed one at a
-time, in add order; at most ``MAX_WAITING`` full groups wait for the thread, beyond which an
-add waits for it, so a long loop of adds holds a bounded amount of work in memory.
+their group is committed. Between those points a group is committed once it holds
+``XCORE_RECORD_GROUP`` adds (default 256) or its oldest add is ``XCORE_RECORD_MAX_AGE``
+seconds old (default 0.05), whichever comes first. A small background thread commits groups
+by age, and full ones too for a store that waits on a server (``writes_in_background``), while
+the script goes on adding; at most ``MAX_WAITING`` full groups wait for the thread, beyond
+which an add waits for it. For SQLite the add that fills a group commits it itself: the write
+is CPU work of this process, and done by another thread it only competed with the script for
+the GIL (each hand-over wakes the other thread: a 10,000-unit sweep cost 15% more CPU and wall
+time, issue 14). Either way groups are committed one at a time, in add order, and a long loop
+of adds holds a bounded amount of work in memory.
 
 One commit per few hundred adds instead of one per add is what brings an add under
 0.1 ms (issue 14). What a killed launcher leaves is unchanged in kind: a group is in the
@@ -70,24 +74,35 @@ class Recorder:
         self._on_failure = on_failure  # fails the group's futures
         self._pending: list[PendingAdd] = []  # the group being filled
         self._full: deque[list[PendingAdd]] = deque()  # full groups waiting for their commit, oldest first
-        self._lock = threading.Lock()  # guards _pending, _full, _oldest, _closed, _unreported (never re-entered)
+        self._lock = threading.Lock()  # guards _pending, _full, _oldest, _closed, _unreported, _idle, _blocked
         self._cond = threading.Condition(self._lock)  # `with self._lock` where no wait is needed: no Python frame
         self._write_lock = threading.Lock()  # one group written at a time; taken before _cond, never inside it
         self._oldest = 0.0
+        # Waking a thread costs both threads the GIL: an add notifies the background thread only
+        # when it waits for a first add (not in a timed wait), and a flush only adds held by
+        # back-pressure (a full group of a store that writes in the background wakes it too).
+        self._idle = False
+        self._blocked = 0
         self._closed = False
         self._thread: threading.Thread | None = None
         self._unreported: BaseException | None = None  # a background commit's error, raised by the next add
         self._size = group_size()
+        self._inline = not store.writes_in_background  # full groups committed by the add that fills them
         self._max_age = group_max_age()
         self.commits = 0  # groups committed (tests and benchmarks read it)
 
     def add(self, pending: PendingAdd) -> None:
-        """Queue one add's records; a full group goes to the background thread. Raises the
-        store's error if a group committed since the last add or wait failed (this add, queued
-        after the refused group, is refused with it)."""
+        """Queue one add's records; a full group goes to the background thread, or is committed
+        here (``writes_in_background`` False). Raises the store's error if a group committed
+        since the last add or wait failed (this add, queued after the refused group, is refused
+        with it), or if the group this add filled was refused (this add with it)."""
         with self._lock:
             while len(self._full) >= MAX_WAITING and self._unreported is None and not self._closed:
-                self._cond.wait()  # back-pressure: the thread is that far behind
+                self._blocked += 1
+                try:
+                    self._cond.wait()  # back-pressure: the thread is that far behind
+                finally:
+                    self._blocked -= 1
             if self._unreported is not None:
                 error, self._unreported = self._unreported, None
             elif self._closed:
@@ -101,15 +116,19 @@ class Recorder:
                     if self._thread is None:
                         self._thread = threading.Thread(target=self._run, name="xcore-recorder", daemon=True)
                         self._thread.start()
-                    self._cond.notify_all()
+                    elif self._idle:  # else its timed wait ends by itself and looks again
+                        self._cond.notify_all()
                 if count >= self._size:
                     self._full.append(self._pending)
                     self._pending = []
-                    self._cond.notify_all()
+                    if not self._inline:
+                        self._cond.notify_all()
         if error is not None:
             error.add_note(f"xcore: work unit {pending.write.work_unit_id}, added after it, was not recorded either.")
             self._on_failure([pending], error)
             raise error
+        if self._inline and self._full:
+            self.flush()  # the full group (and any older one), on this thread, in add order
 
     def flush(self) -> None:
         """Commit every add queued so far (in this thread), then hand their jobs to the launcher."""
@@ -120,7 +139,8 @@ class Recorder:
                     groups.append(self._pending)
                 self._full.clear()
                 self._pending = []
-                self._cond.notify_all()
+                if self._blocked or not self._inline:  # inline, only adds held by back-pressure wait on it
+                    self._cond.notify_all()
             for index, group in enumerate(groups):
                 self._commit(group, groups[index + 1:])
         self._raise_unreported()
@@ -172,6 +192,7 @@ class Recorder:
                 raise error
 
     def _run(self) -> None:
+        recent = True  # adds came lately: more are likely, so look again in a while rather than be woken
         while True:
             with self._cond:
                 while True:
@@ -184,8 +205,17 @@ class Recorder:
                         if wait <= 0:
                             break
                         self._cond.wait(wait)
+                        recent = True
+                    elif recent:  # e.g. the adding thread committed the group: a new one starts soon
+                        recent = False
+                        self._cond.wait(self._max_age)
                     else:
-                        self._cond.wait()
+                        self._idle = True  # no add for a while: the next one wakes it
+                        try:
+                            self._cond.wait()
+                        finally:
+                            self._idle = False
+                        recent = True
             with self._write_lock:
                 with self._cond:  # the oldest group first (a flush may have taken them all meanwhile)
                     if self._full:

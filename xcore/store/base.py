@@ -70,6 +70,12 @@ class MetadataStore(abc.ABC):
     """Durable record of everything launched. Every method is one atomic transaction, and
     many processes may use one store at once."""
 
+    writes_in_background: bool = True
+    """Whether the launcher's recorder writes full groups of adds on its own thread while the
+    script goes on adding (a store that waits on a server or the network), or on the thread that
+    filled the group (SQLite: the write is this process's own CPU work, and another thread only
+    adds GIL hand-overs, see ``xcore.runtime.recorder``)."""
+
     @abc.abstractmethod
     def create_experiment(
         self,

@@ -180,13 +180,23 @@ def add_rows(writes: Sequence[UnitWrite], ids: Sequence[int], spec: Callable[[ob
     jobs: list[tuple[Any, ...]] = []
     links: list[tuple[Any, ...]] = []
     at = 0
+    # A sweep's jobs share one executor and one executable object: asked for once per run of them.
+    executor: object = None
+    executable: object = None
+    executor_id = executable_id = 0
     for w in writes:
         per_write.append(list(ids[at : at + len(w.jobs)]))
-        jobs += [(ids[at + i], w.experiment_id, w.work_unit_id, job.name, job.executor_kind, spec(job.executor),
-                  spec(job.executable), dumps(job.args), dumps(job.env) if job.env else "{}", now,
-                  lease_id) for i, job in enumerate(w.jobs)]
-        links += [(ids[at + index], w.experiment_id, w.work_unit_id, name, url) for index, name, url in w.links]
-        at += len(w.jobs)
+        for job in w.jobs:
+            if job.executor is not executor:
+                executor, executor_id = job.executor, spec(job.executor)
+            if job.executable is not executable:
+                executable, executable_id = job.executable, spec(job.executable)
+            jobs.append((ids[at], w.experiment_id, w.work_unit_id, job.name, job.executor_kind, executor_id,
+                         executable_id, dumps(job.args), dumps(job.env) if job.env else "{}", now, lease_id))
+            at += 1
+        if w.links:
+            first = at - len(w.jobs)
+            links += [(ids[first + index], w.experiment_id, w.work_unit_id, name, url) for index, name, url in w.links]
     more = [(w.experiment_id, w.work_unit_id) for w in writes if w.role is None and w.jobs]
     return AddRows(per_write, units, jobs, links, more)
 

@@ -223,6 +223,7 @@ _LAUNCHED_UNITS = (
 
 
 class SqliteStore(MetadataStore):
+    writes_in_background = False  # its writes are CPU work in this process (MetadataStore.writes_in_background)
     def __init__(self, path: str | Path, *, migrate: bool = True) -> None:
         self.path = Path(path)
         self.migrated_from: int | None = None  # the schema version found, when this open migrated it
@@ -541,7 +542,7 @@ class SqliteStore(MetadataStore):
             return ids
 
     def record_adds(self, writes: Sequence[UnitWrite], *, lease_id: int | None = None) -> list[list[int]]:
-        """Many adds in one ``BEGIN IMMEDIATE`` transaction, a few ``executemany`` each. Job ids
+        """Many adds in one ``BEGIN IMMEDIATE`` transaction, a few statements each. Job ids
         are taken from the table's AUTOINCREMENT counter while the write lock is held, so
         concurrent launchers never share one; each distinct executor and executable is
         encoded to JSON and looked up in ``job_specs`` once per group."""
@@ -555,8 +556,8 @@ class SqliteStore(MetadataStore):
             first = max(seq[0] if seq else 0, top or 0) + 1
             new = rows.add_rows(writes, range(first, first + sum(len(w.jobs) for w in writes)),
                                 self._spec_ids(db).of, now, lease_id)
-            db.executemany(_SQL.insert_unit, new.units)
-            db.executemany(_SQL.insert_jobs, new.jobs)
+            _insert_rows(db, _SQL.insert_unit, new.units)
+            _insert_rows(db, _SQL.insert_jobs, new.jobs)
             # The group's ids are first.. (drawn above under the write lock): their first events
             # are one statement, not one per job (each statement lets go of the GIL and waits up to
             # the switch interval to get it back while the script adds on the main thread).
@@ -1063,6 +1064,29 @@ class SqliteStore(MetadataStore):
                     links = found[unit] = {}
                 links[name] = url
         return found
+
+
+@functools.lru_cache(maxsize=64)
+def _rows_statement(insert: str, count: int) -> str:
+    """``insert`` (one row's ``INSERT ... VALUES (?, ...)``) for ``count`` rows at once."""
+    head, _, row = insert.partition(" VALUES ")
+    return f"{head} VALUES {', '.join([row] * count)}"
+
+
+def _insert_rows(db: sqlite3.Connection, insert: str, values: Sequence[tuple[Any, ...]], most: int = 256) -> None:
+    """``db.executemany(insert, values)`` as a few multi-row INSERTs of up to ``most`` rows.
+
+    sqlite3 lets go of the GIL around each statement step, so ``executemany`` of a group's
+    256 rows hands the GIL over 256 times while the script adds on the main thread; every
+    hand-over wakes the other thread and costs both CPU (issue 14: a tenth of a 10,000-unit
+    sweep's). One statement of many rows lets go of it once."""
+    if not values:
+        return
+    width = len(values[0])
+    most = max(1, min(most, db.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) // width))
+    for start in range(0, len(values), most):
+        chunk = values[start : start + most]
+        db.execute(_rows_statement(insert, len(chunk)), [value for row in chunk for value in row])
 
 
 def _add_functions(db: sqlite3.Connection) -> None:

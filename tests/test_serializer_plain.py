@@ -146,3 +146,55 @@ def test_every_installed_kind_built_from_defaults_dumps_as_cattrs_does():
         assert json.dumps(serializer.dump(obj)) == json.dumps(serializer._conv.unstructure(obj)), entry.kind
         checked += 1
     assert checked >= 10
+
+
+def test_dump_encoded_carries_the_json_text_dump_and_json_dumps_give():
+    """A launch's handles are dumped with their JSON text (issue 14: the store encoded each
+    handle's dict again): the dict equals ``dump``, in the same key order, and the text is
+    byte for byte ``json.dumps`` of it, for awkward values and for values that change from
+    one handle to the next while others repeat (the encoder remembers the last value)."""
+    import json
+    import math
+
+    from xcore.store import rows
+
+    serializer = _serializer()
+    values = ["a", "é \"q\" \\ $x `y` \n\t🙂", "", "30570", "30570"]
+    numbers = [0.1, 1795447099.4120326, -0.0, math.inf, -math.inf, math.nan, 1e300, 3.0]
+    handles = [
+        _Handle(name=values[i % len(values)], count=[0, -1, 2**70, 7][i % 4], at=numbers[i % len(numbers)],
+                flag=i % 3 == 0, note=[None, "n", "ü"][i % 3], log_path=f"/logs/{i}.log" if i % 5 else None,
+                error=None if i % 7 else "boom")
+        for i in range(60)
+    ]
+    handles.append(_Handle(name=True, count=1, at=1, note=None))  # type: ignore[arg-type]  # bool and int are not str/float
+    for handle in handles:
+        encoded = serializer.dump_encoded(handle)
+        plain = serializer.dump(handle)
+        assert type(encoded) is rows.EncodedDict
+        assert list(encoded.items()) == list(plain.items()) or math.isnan(plain["at"])
+        assert encoded.text == json.dumps(plain) == rows.dumps(encoded), handle
+    many = [serializer.dump_encoded(h).text for h in handles]  # the memo pairs each value with its own text
+    assert many == [json.dumps(serializer.dump(h)) for h in handles]
+
+
+def test_dump_encoded_falls_back_to_dump_for_values_that_are_not_plain_scalars():
+    import enum
+
+    class Color(enum.Enum):
+        RED = "red"
+
+    serializer = _serializer()
+    handle = _Handle(name="a", count=1, at=1.0, note=Color.RED)  # type: ignore[arg-type]
+    dumped = serializer.dump_encoded(handle)
+    assert dumped == serializer.dump(handle) and dumped["note"] == "red" and not hasattr(dumped, "text")
+    plain = _Handle(name="a", count=1, at=1.0)
+    assert serializer.dump_encoded(plain).text == serializer.dump_encoded(plain).text  # still encoded after it
+    import json
+
+    from xcore.hooks.host import get_host
+
+    real = get_host().serializer
+    for obj in _real_samples():  # executors, executables, handles of the installed plugins
+        dumped = real.dump_encoded(obj)
+        assert json.dumps(dumped) == json.dumps(real.dump(obj)) == getattr(dumped, "text", json.dumps(dumped)), obj

@@ -143,7 +143,7 @@ def test_mark_launched_of_many_jobs_stores_each_handle_event_and_unit_status(sto
 
 
 def _handle(data: dict[str, Any], encoded: bool) -> dict[str, Any]:
-    return rows.EncodedDict(data.items(), json.dumps(data)) if encoded else data
+    return rows.encoded_dict(data.items(), json.dumps(data)) if encoded else data
 
 
 def test_a_handle_that_carries_its_json_text_is_stored_as_that_text(store_url):
@@ -153,9 +153,9 @@ def test_a_handle_that_carries_its_json_text_is_stored_as_that_text(store_url):
     exp = store.create_experiment("t")
     [a, b] = store.add_work_unit(exp.id, 1, "work_unit", {}, "", [new_job("a"), new_job("b")])
     text = '{"pid":1,  "s":"\u00e9"}'  # spacing json.dumps would not write: only the text has it
-    encoded = rows.EncodedDict([("pid", 1), ("s", "é")], text)
+    encoded = rows.encoded_dict([("pid", 1), ("s", "é")], text)
     store.mark_launched([(a, "k", encoded, "/log"), (b, "k", {"pid": 2}, None)])
-    assert rows.dumps(rows.EncodedDict([("pid", 1)], text)) == text
+    assert rows.dumps(rows.encoded_dict([("pid", 1)], text)) == text
     [unit] = store.work_units(exp.id)
     assert [j.handle for j in unit.jobs] == [{"pid": 1, "s": "é"}, {"pid": 2}]
     assert [e.status for e in store.job_history(a)] == [Status.LAUNCHING, Status.PENDING]

@@ -131,8 +131,9 @@ class _ScalarEncoder:
             "def encode(obj):",
             f"    {', '.join(f'v{i}' for i in count)}, = get(obj)",
             *(f"    m = memo[{i}]\n    t{i} = m[1] if m[0] is v{i} else miss({i}, v{i})" for i in count),
-            f"    return EncodedDict(zip(keys, (kind, {', '.join(f'v{i}' for i in count)})),"
-            f" ''.join(({', '.join(f'heads[{i}], t{i}' for i in count)}, '}}')))",
+            f"    made = EncodedDict(zip(keys, (kind, {', '.join(f'v{i}' for i in count)})))",
+            f"    made.text = ''.join(({', '.join(f'heads[{i}], t{i}' for i in count)}, '}}'))",
+            "    return made",
         ]
         scope: dict[str, Any] = {"get": operator.attrgetter(*names) if len(names) > 1 else
                                  lambda obj: (getattr(obj, names[0]),),

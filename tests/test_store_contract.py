@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import multiprocessing
 import os
 import sqlite3
@@ -16,10 +15,9 @@ from store_contract_helpers import new_job, open_url
 
 from xcore.errors import NotFoundError
 from xcore.status import JobState, Status, combine
-from xcore.store import MetadataStore, rows
+from xcore.store import MetadataStore
 from xcore.store.migrations import SCHEMA_VERSION
 from xcore.store.records import UnitWrite
-from xcore.store.sqlite import SqliteStore
 
 
 def test_ids_start_at_one_and_fields_round_trip(store_url):
@@ -109,9 +107,8 @@ def test_mark_launched_of_many_jobs_stores_each_handle_event_and_unit_status(sto
     if failed is not None:
         store.record_states([(failed, JobState(Status.FAILED, "no"))])
     order = ids[1::2] + ids[::2]  # not in id order
-    # Every other handle as a launch passes it: a dict carrying its JSON text, written as it is.
-    launched = [(j, "xhpc.SlurmHandle", _handle({"task": i, "run_dir": "/r d", "s": "é\n\"$"}, i % 2 == 0),
-                 f"/logs/{i}.log") for i, j in enumerate(order)]
+    launched = [(j, "xhpc.SlurmHandle", {"task": i, "run_dir": "/r d", "s": "é\n\"$"}, f"/logs/{i}.log")
+                for i, j in enumerate(order)]
     launched.append(launched[0])  # named twice in one call
     launched.append((10**9, "k", {}, None))  # no such job: passed over
     store.mark_launched(launched)
@@ -140,35 +137,6 @@ def test_mark_launched_of_many_jobs_stores_each_handle_event_and_unit_status(sto
     info = store.info()
     assert info.status_events == info.jobs + n + (1 if failed else 0) + 1
     assert store.get_experiment(exp).status_counts == dict(Counter(u.status.value for u in units.values()))
-
-
-def _handle(data: dict[str, Any], encoded: bool) -> dict[str, Any]:
-    return rows.encoded_dict(data.items(), json.dumps(data)) if encoded else data
-
-
-def test_a_handle_that_carries_its_json_text_is_stored_as_that_text(store_url):
-    """``rows.EncodedDict`` (``Serializer.dump_encoded``, what the launcher passes): the store
-    writes its text and does not encode the dict again (issue 14), in both stores."""
-    store = open_url(store_url)
-    exp = store.create_experiment("t")
-    [a, b] = store.add_work_unit(exp.id, 1, "work_unit", {}, "", [new_job("a"), new_job("b")])
-    text = '{"pid":1,  "s":"\u00e9"}'  # spacing json.dumps would not write: only the text has it
-    encoded = rows.encoded_dict([("pid", 1), ("s", "é")], text)
-    store.mark_launched([(a, "k", encoded, "/log"), (b, "k", {"pid": 2}, None)])
-    assert rows.dumps(rows.encoded_dict([("pid", 1)], text)) == text
-    [unit] = store.work_units(exp.id)
-    assert [j.handle for j in unit.jobs] == [{"pid": 1, "s": "é"}, {"pid": 2}]
-    assert [e.status for e in store.job_history(a)] == [Status.LAUNCHING, Status.PENDING]
-    raw = store._db.execute("SELECT handle FROM jobs WHERE id = ?", (a,)).fetchone()[0] if isinstance(
-        store, SqliteStore) else _pg_handle(store_url, a)
-    assert raw == text
-
-
-def _pg_handle(url: str, job_id: int) -> str:
-    import psycopg
-
-    with psycopg.connect(url) as conn:
-        return conn.execute("SELECT handle FROM jobs WHERE id = %s", (job_id,)).fetchone()[0]
 
 
 def test_add_jobs_and_active_jobs(store_url):

@@ -10,12 +10,8 @@ executable) is written without it, so a small launch does not pay for it either 
 from __future__ import annotations
 
 import enum
-import math
-import operator
 import types
 import typing
-from collections.abc import Callable
-from json.encoder import encode_basestring_ascii
 from typing import Any
 
 import attrs
@@ -24,7 +20,6 @@ from xcore.hooks.kinds import CATEGORIES, KindRegistry
 from xcore.launch.args import SequentialArgs, _Positional, plain_escaper
 from xcore.launch.resources import JobRequirements
 from xcore.launch.utils import ShellSafeArg
-from xcore.store.rows import EncodedDict
 
 
 def _json_value(value: Any) -> Any:
@@ -91,63 +86,6 @@ def _plain_fields(cls: type) -> list[tuple[str, str, tuple[type, ...]]] | None:
     return fields
 
 
-def _scalar_json(value: Any) -> str:
-    """The JSON text ``json.dumps`` gives a plain scalar (raises _NeedsCattrs for anything else)."""
-    kind = type(value)
-    if kind is str:
-        return encode_basestring_ascii(value)
-    if kind is int:
-        return int.__repr__(value)
-    if value is None:
-        return "null"
-    if kind is bool:
-        return "true" if value else "false"
-    if kind is float:
-        if value != value:
-            return "NaN"
-        if value in (math.inf, -math.inf):
-            return "Infinity" if value > 0 else "-Infinity"
-        return float.__repr__(value)
-    raise _NeedsCattrs
-
-
-class _ScalarEncoder:
-    """Dumps objects of one class whose fields all hold plain scalars into ``EncodedDict``s:
-    the dict ``dump`` gives and its JSON text, made in one pass. A launch's handles share
-    most values (cluster, run directory, job id): each field remembers its last value and
-    text, so a value seen just before is not encoded again. The memo is one (value, text)
-    tuple per field, replaced whole, so concurrent dumps never pair a value with another's text.
-
-    The per-object function is written out for the class's fields (as attrs writes its
-    ``__init__``): a loop over the fields cost twice as much, and a sweep dumps 10,000."""
-
-    def __init__(self, kind: str, names: tuple[str, ...]) -> None:
-        enc = encode_basestring_ascii
-        heads = [f"{{{enc('kind')}: {enc(kind)}, {enc(names[0])}: "] + [f", {enc(name)}: " for name in names[1:]]
-        self.memo: list[tuple[Any, str]] = [(_NeedsCattrs, "")] * len(names)
-        self.keys = ("kind", *names)
-        count = range(len(names))
-        lines = [
-            "def encode(obj):",
-            f"    {', '.join(f'v{i}' for i in count)}, = get(obj)",
-            *(f"    m = memo[{i}]\n    t{i} = m[1] if m[0] is v{i} else miss({i}, v{i})" for i in count),
-            f"    made = EncodedDict(zip(keys, (kind, {', '.join(f'v{i}' for i in count)})))",
-            f"    made.text = ''.join(({', '.join(f'heads[{i}], t{i}' for i in count)}, '}}'))",
-            "    return made",
-        ]
-        scope: dict[str, Any] = {"get": operator.attrgetter(*names) if len(names) > 1 else
-                                 lambda obj: (getattr(obj, names[0]),),
-                                 "memo": self.memo, "miss": self._miss, "EncodedDict": EncodedDict,
-                                 "keys": self.keys, "kind": kind, "heads": tuple(heads)}
-        exec("\n".join(lines), scope)  # noqa: S102 - built from field names attrs validated as identifiers
-        self.encode: Callable[[Any], EncodedDict] = scope["encode"]
-
-    def _miss(self, index: int, value: Any) -> str:
-        text = _scalar_json(value)
-        self.memo[index] = (value, text)
-        return text
-
-
 class Serializer:
     """Turns registered objects into ``{"kind": ..., **fields}`` dicts and back."""
 
@@ -156,7 +94,6 @@ class Serializer:
         self._converter: Any = None
         self._plain_fields: dict[type, list[tuple[str, str, tuple[type, ...]]] | None] = {}
         self._init_names: dict[type, tuple[str, ...]] = {}
-        self._encoders: dict[type, _ScalarEncoder | None] = {}
 
     @property
     def _conv(self) -> Any:
@@ -191,31 +128,6 @@ class Serializer:
             except _NeedsCattrs:
                 pass
         return self._conv.unstructure(obj)
-
-    def dump_encoded(self, obj: Any) -> Any:
-        """``dump(obj)``, as an ``EncodedDict`` (carrying its JSON text) for an object whose
-        fields are all plain scalars: a launch's job handles, which a store then writes
-        without encoding each again. Equal to ``dump(obj)`` either way."""
-        cls = type(obj)
-        if cls in self._encoders:
-            encoder = self._encoders[cls]
-        else:
-            encoder = self._encoders[cls] = self._scalar_encoder(obj)
-        if encoder is not None:
-            try:
-                return encoder.encode(obj)
-            except _NeedsCattrs:  # a value that is not a plain scalar: the usual way
-                pass
-        return self.dump(obj)
-
-    def _scalar_encoder(self, obj: Any) -> _ScalarEncoder | None:
-        cls: Any = type(obj)
-        if not isinstance(obj, _TAGGED) or not attrs.has(cls):
-            return None
-        names = tuple(field.name for field in attrs.fields(cls) if field.init)
-        if not names or "kind" in names:
-            return None
-        return _ScalarEncoder(self.registry.kind_of(obj), names)
 
     def _dump_tagged_plain(self, obj: Any) -> dict[str, Any]:
         """What ``_unstructure_tagged`` gives, built without cattrs: raises _NeedsCattrs at the

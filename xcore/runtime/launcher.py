@@ -552,9 +552,8 @@ class BatchLauncher:
             return
         serializer = self._host.serializer
         started = [(p, h) for p, h in zip(group, handles, strict=True) if not isinstance(h, LaunchFailure)]
-        # Dumped with their JSON text (``rows.EncodedDict``): the store writes it as it is.
         launched = [
-            (p.request.job_id, serializer.registry.kind_of(h), serializer.dump_encoded(h), getattr(h, "log_path", None))
+            (p.request.job_id, serializer.registry.kind_of(h), serializer.dump(h), getattr(h, "log_path", None))
             for p, h in started
         ]
         try:

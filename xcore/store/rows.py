@@ -40,28 +40,8 @@ _ENCODER = None if _ENCODE is None else _ENCODE(
     None, json.JSONEncoder().default, json.encoder.encode_basestring_ascii, None, ": ", ", ", False, False, True)
 
 
-class EncodedDict(dict[str, Any]):
-    """A dict that carries its own JSON text (``text``: what ``json.dumps`` of it gives), so
-    a store writes it without encoding it again. ``Serializer.dump_encoded`` makes them for a
-    launch's handles (issue 14: 10,000 handles were made into dicts, then each encoded); to
-    any other store it is a plain dict. Not to be changed once made (the text would not follow)."""
-
-    __slots__ = ("text",)
-    text: str
-
-
-def encoded_dict(data: Iterable[tuple[str, Any]], text: str) -> EncodedDict:
-    """An ``EncodedDict`` of these items and their JSON text ``text`` (made by dict's own
-    constructor: a Python ``__init__`` cost a fifth of the handles' dumping)."""
-    made = EncodedDict(data)
-    made.text = text
-    return made
-
-
 def dumps(value: Any) -> str:
     """``json.dumps(value)``, the same text, faster for the many small values a sweep records."""
-    if type(value) is EncodedDict:
-        return value.text
     if _ENCODER is not None:
         try:
             return "".join(_ENCODER(value, 0))

@@ -113,3 +113,56 @@ def test_unit_status_sql_is_combine_for_every_mix_of_job_statuses():
     query = f"SELECT {statements.unit_status('status')} FROM j WHERE unit = ?"
     for unit, combo in enumerate(mixes):
         assert db.execute(query, (unit,)).fetchone()[0] == combine(combo).value, combo
+
+
+_BIG_LAUNCH = r"""
+import sys, threading
+from xcore.status import JobState, Status
+from xcore.store.records import NewJob, UnitWrite
+from xcore.store.sqlite import SqliteStore
+
+store = SqliteStore(sys.argv[1])
+exp = store.create_experiment("big").id
+job = NewJob("main", "xlocal.Local", {"kind": "xlocal.Local"}, {"kind": "x"}, [], {})
+ids = [j for [j] in store.record_adds([UnitWrite(exp, u, "work_unit", {}, "", [job]) for u in range(1, 1204)])]
+store.mark_launched([(j, "k", {"task": i, "run_dir": "/r"}, f"/l/{i}") for i, j in enumerate(ids)])
+assert [t.name for t in threading.enumerate() if t.name == "xcore-checkpoint"], "checkpoint not in a thread"
+store.record_states([(ids[0], JobState(Status.RUNNING))])  # a small write meanwhile
+print("marked", flush=True)
+# no close(): the interpreter waits for the checkpoint before it exits
+"""
+
+
+def test_a_big_mark_launched_checkpoints_in_a_thread_that_ends_before_the_process(tmp_path):
+    """mark_launched of a sweep (issue 14: 10,000 jobs, 6.5 MB of WAL) commits without
+    waiting for SQLite's checkpoint and its fsyncs; a non-daemon thread checkpoints while the
+    launcher goes on, and the process does not exit before it is done: the database file
+    alone (without its WAL) holds every launched job."""
+    import shutil
+    import subprocess
+    import sys
+
+    db = tmp_path / "s.db"
+    done = subprocess.run([sys.executable, "-c", _BIG_LAUNCH, str(db)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and "marked" in done.stdout, done.stderr
+    alone = tmp_path / "alone" / "s.db"
+    alone.parent.mkdir()
+    shutil.copy(db, alone)  # the main file only: what a checkpoint copied into it
+    with sqlite3.connect(alone) as conn:
+        counts = dict(conn.execute("SELECT status, COUNT(*) FROM jobs GROUP BY status").fetchall())
+        handles = conn.execute("SELECT COUNT(*) FROM jobs WHERE handle IS NOT NULL").fetchone()[0]
+    assert (counts, handles) == ({"PENDING": 1202, "RUNNING": 1}, 1203)
+
+
+def test_automatic_checkpoints_are_back_once_the_background_checkpoint_is_done(tmp_path):
+    store = SqliteStore(tmp_path / "s.db")
+    exp = store.create_experiment("big").id
+    ids = [store.add_work_unit(exp, u, "work_unit", {}, "", [_job()])[0] for u in range(1, 1002)]
+    store.mark_launched([(j, "k", {"i": i}, None) for i, j in enumerate(ids)])
+    assert store._checkpointer is not None
+    store._checkpointer.join()
+    assert store._db.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 1000
+    store.mark_launched([(ids[0], "k", {"i": 0}, None)])  # small: checkpointed by SQLite as usual, no thread
+    assert not store._checkpointer.is_alive()
+    store.close()
+    assert {u.status for u in SqliteStore(tmp_path / "s.db").work_units(exp)} == {Status.PENDING}

@@ -14,6 +14,7 @@ import threading
 import time
 import tracemalloc
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -243,11 +244,7 @@ def test_a_group_the_store_refuses_fails_loudly_and_keeps_what_was_recorded(xcor
     launched: list[int] = []
     with pytest.raises(StoreError, match="disk is full") as raised:
         with xm.create_experiment("refused") as experiment:
-            [exe] = experiment.package([xm.binary(fake.FakeSpec(), "true")])
-            executor = fake.FakeExecutor(hold=True)
-            real_launch = experiment._host.launch
-            monkeypatch.setattr(experiment._host, "launch", lambda kind, requests, context: (
-                launched.extend(r.work_unit_id for r in requests), real_launch(kind, requests, context))[1])
+            exe, executor = _held_fake_counting_launches(experiment, monkeypatch, launched)
             futures = [experiment.add(xm.Job(exe, executor, args={"seed": i}), identity=f"u{i}") for i in range(1, 6)]
             experiment.add(xm.Job(exe, executor, args={"seed": 6}))  # fills the second group: raises
     assert str(raised.value) == message  # the store's own error, unchanged
@@ -288,11 +285,7 @@ def test_ctrl_c_leaves_every_recorded_job_cancelled_and_nothing_launched(xcore_h
     launched: list[int] = []
     with pytest.raises(KeyboardInterrupt):
         with xm.create_experiment("interrupted") as experiment:
-            [exe] = experiment.package([xm.binary(fake.FakeSpec(), "true")])
-            executor = fake.FakeExecutor(hold=True)
-            real_launch = experiment._host.launch
-            monkeypatch.setattr(experiment._host, "launch", lambda kind, requests, context: (
-                launched.extend(r.work_unit_id for r in requests), real_launch(kind, requests, context))[1])
+            exe, executor = _held_fake_counting_launches(experiment, monkeypatch, launched)
             for i in range(1, 6):
                 experiment.add(xm.Job(exe, executor, args={"seed": i}))
             if where != "adds pending":
@@ -307,6 +300,17 @@ def test_ctrl_c_leaves_every_recorded_job_cancelled_and_nothing_launched(xcore_h
     assert all(job.status is Status.CANCELLED and "interrupted" in job.message for job in jobs), jobs
     assert launched == []
 
+
+
+def _held_fake_counting_launches(experiment: Any, monkeypatch: pytest.MonkeyPatch,
+                                 launched: list[int]) -> tuple[Any, Any]:
+    """A packaged fake executable and a holding fake executor for ``experiment``; the work unit
+    id of every job handed to the backend is appended to ``launched``."""
+    [exe] = experiment.package([xm.binary(fake.FakeSpec(), "true")])
+    real_launch = experiment._host.launch
+    monkeypatch.setattr(experiment._host, "launch", lambda kind, requests, context: (
+        launched.extend(r.work_unit_id for r in requests), real_launch(kind, requests, context))[1])
+    return exe, fake.FakeExecutor(hold=True)
 
 def _gated_store(monkeypatch: pytest.MonkeyPatch, gate: threading.Event, refuse_unit: int | None,
                  gated_unit: int) -> list[int]:
@@ -344,11 +348,7 @@ def test_a_group_refused_in_the_background_fails_it_and_every_add_after_it(xcore
     raised_at = None
     with pytest.raises(StoreError, match="disk is full") as at_end:
         with xm.create_experiment("refused in the background") as experiment:
-            [exe] = experiment.package([xm.binary(fake.FakeSpec(), "true")])
-            executor = fake.FakeExecutor(hold=True)
-            real_launch = experiment._host.launch
-            monkeypatch.setattr(experiment._host, "launch", lambda kind, requests, context: (
-                launched.extend(r.work_unit_id for r in requests), real_launch(kind, requests, context))[1])
+            exe, executor = _held_fake_counting_launches(experiment, monkeypatch, launched)
             futures += [experiment.add(xm.Job(exe, executor, args={"seed": i}), identity=f"u{i}") for i in range(1, 9)]
             deadline = time.monotonic() + 10
             while groups != [1, 4]:  # the 2nd group is with the store (held at the gate), 7 and 8 wait
@@ -484,11 +484,7 @@ def test_a_group_refused_on_the_adding_thread_fails_at_that_add(xcore_home: Path
     futures: list[xm.LaunchFuture] = []
     with pytest.raises(StoreError, match="disk is full") as at_end:
         with xm.create_experiment("refused inline") as experiment:
-            [exe] = experiment.package([xm.binary(fake.FakeSpec(), "true")])
-            executor = fake.FakeExecutor(hold=True)
-            real_launch = experiment._host.launch
-            monkeypatch.setattr(experiment._host, "launch", lambda kind, requests, context: (
-                launched.extend(r.work_unit_id for r in requests), real_launch(kind, requests, context))[1])
+            exe, executor = _held_fake_counting_launches(experiment, monkeypatch, launched)
             futures += [experiment.add(xm.Job(exe, executor, args={"seed": i})) for i in range(1, 6)]
             with pytest.raises(StoreError, match="disk is full") as at_add:
                 experiment.add(xm.Job(exe, executor, args={"seed": 6}))

@@ -42,9 +42,15 @@ LAUNCH = textwrap.dedent('''
 
 
 def _until(condition, timeout: float = 20.0, what: str = "condition"):
+    """Polls ``condition``; an element the live page replaced between finding and reading it is read again."""
+    from selenium.common.exceptions import StaleElementReferenceException
+
     deadline = time.monotonic() + timeout
     while True:
-        value = condition()
+        try:
+            value = condition()
+        except StaleElementReferenceException:
+            value = None
         if value:
             return value
         if time.monotonic() > deadline:

@@ -558,7 +558,7 @@ def test_the_collector_runs_less_often_while_an_experiment_block_is_open(xcore_h
     (as `xcore launch` does), then restored; a script's own higher setting is left alone."""
     import gc
 
-    from xcore.launch.experiment import GC_WHILE_OPEN
+    from xcore.runtime.collector import SWEEP_THRESHOLDS as GC_WHILE_OPEN
 
     plugin_host({"fake": fake})
     saved = gc.get_threshold()

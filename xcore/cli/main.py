@@ -214,26 +214,19 @@ def _remembered(find: Any) -> Any:
     return remembered
 
 
-GC_THRESHOLDS = (20_000, 20, 20)
-
-
 def collect_less_often() -> None:
     """Called by ``launch`` just before the script runs.
 
     What xcore imported until then (modules, classes, tables: ~100,000 objects) lives to the
     end, so ``main`` keeps the collector off while ``launch`` imports them (otherwise 38
     collections walk them, ~5 ms) and they are frozen here, out of every later collection's way
-    (enabling the collector with them still young costs one 6 ms walk finding nothing).
-
-    A launch script makes many objects that live to the end too (each unit's records, jobs,
-    futures) and little cyclic garbage: with Python's default thresholds (700, 10, 10) the
-    collector ran some 440 times during a 10,000-unit sweep, walking the same survivors again,
-    a sixth of the launch's CPU (issue 14). Young garbage waits for 20,000 allocations instead
-    (a few MB at most); full collections still follow Python's own rule (a quarter more
-    long-lived objects)."""
+    (enabling the collector with them still young costs one 6 ms walk finding nothing). The
+    script runs with the sweep's thresholds (``xcore.runtime.collector``)."""
     import gc
 
-    gc.set_threshold(*GC_THRESHOLDS)
+    from xcore.runtime.collector import SWEEP_THRESHOLDS
+
+    gc.set_threshold(*SWEEP_THRESHOLDS)
     gc.freeze()
     gc.enable()
 

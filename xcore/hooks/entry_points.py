@@ -15,7 +15,7 @@ import sys
 
 TYPE_CHECKING = False  # not `typing`'s: this module is on every command's startup path
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping
+    from collections.abc import Callable, Iterable, Mapping
 
 PLUGINS_GROUP = "xcore"
 COMMANDS_GROUP = "xcore.commands"
@@ -105,20 +105,23 @@ def switch(env: Mapping[str, str], name: str) -> set[str] | None:
     return {part.strip() for part in value.split(",") if part.strip()}
 
 
+def plugin_filter(env: Mapping[str, str]) -> Callable[[str], bool]:
+    """Whether ``XCORE_PLUGINS`` / ``XCORE_DISABLE_PLUGINS`` let a plugin of that name load."""
+    only = switch(env, "XCORE_PLUGINS")
+    disabled = switch(env, "XCORE_DISABLE_PLUGINS") or set()
+    return lambda name: (only is None or name in only) and name not in disabled
+
+
 def declared_commands(env: Mapping[str, str] | None = None,
                       found: list[EntryPoint] | None = None) -> dict[str, EntryPoint]:
     """CLI commands enabled plugins declare in metadata (``xcore.commands``): no import needed."""
-    env = os.environ if env is None else env
-    only = switch(env, "XCORE_PLUGINS")
-    disabled = switch(env, "XCORE_DISABLE_PLUGINS") or set()
+    enabled = plugin_filter(os.environ if env is None else env)
     found = xcore_entry_points() if found is None else found
     plugin_of = {ep.distribution: ep.name for ep in found if ep.group == PLUGINS_GROUP}
     commands: dict[str, EntryPoint] = {}
     for ep in found:
         plugin = plugin_of.get(ep.distribution)
-        if ep.group != COMMANDS_GROUP or plugin is None or ep.name in commands:
-            continue
-        if (only is not None and plugin not in only) or plugin in disabled:
+        if ep.group != COMMANDS_GROUP or plugin is None or ep.name in commands or not enabled(plugin):
             continue
         commands[ep.name] = ep
     return commands
@@ -130,16 +133,13 @@ def may_provide(kinds: Iterable[str], env: Mapping[str, str] | None = None,
     one that declares it (``xcore.kinds``), or one that declares no kind at all (it may register
     any). Built-in kinds (``xcore.*``) count as provided. False lets ``xcore show`` skip building
     the plugin host for jobs whose plugin is not installed (their results stay pending)."""
-    env = os.environ if env is None else env
-    only = switch(env, "XCORE_PLUGINS")
-    disabled = switch(env, "XCORE_DISABLE_PLUGINS") or set()
+    allowed = plugin_filter(os.environ if env is None else env)
     found = xcore_entry_points() if found is None else found
     chosen: dict[str, str | None] = {}  # plugin -> its distribution, the first on the path winning
     for ep in found:
         if ep.group == PLUGINS_GROUP and ep.name not in chosen:
             chosen[ep.name] = ep.distribution
-    enabled = {name: dist for name, dist in chosen.items()
-               if (only is None or name in only) and name not in disabled}
+    enabled = {name: dist for name, dist in chosen.items() if allowed(name)}
     declared: dict[str, set[str]] = {}
     for ep in found:
         if ep.group == KINDS_GROUP and ep.value in enabled and enabled[ep.value] == ep.distribution:

@@ -45,8 +45,8 @@ from xcore.hooks.entry_points import (
     PLUGINS_GROUP,
     EntryPoint,
     declared_commands,
+    plugin_filter,
     scan,
-    switch,
 )
 from xcore.hooks.kinds import KindRegistry
 
@@ -113,9 +113,6 @@ class PluginInfo:
     def label(self) -> str:
         dist = f"{self.distribution} {self.version}" if self.distribution else "built in"
         return f"{self.name!r} ({dist})"
-
-
-_switch = switch
 
 
 def _package_of(ep: EntryPoint) -> str:
@@ -212,13 +209,12 @@ class PluginHost:
 
     def _select_entry_points(self) -> None:
         """Which installed plugins to import (on need): disabled ones are listed as such now."""
-        only = _switch(self._env, "XCORE_PLUGINS")
-        disabled = _switch(self._env, "XCORE_DISABLE_PLUGINS") or set()
+        enabled = plugin_filter(self._env)
         plugins = [ep for ep in self._entry_points if ep.group == ENTRY_POINT_GROUP]
         for ep in sorted(plugins, key=lambda e: e.name):
             if ep.name in self._infos or ep.name in self._to_load:
                 continue  # the same name from two distributions: the first wins
-            if (only is not None and ep.name not in only) or ep.name in disabled:
+            if not enabled(ep.name):
                 self._infos[ep.name] = PluginInfo(ep.name, ep.distribution, ep.version, status="disabled")
             else:
                 self._to_load[ep.name] = ep

@@ -16,7 +16,6 @@ batched (``xcore.runtime.launcher``). Units are in
 from __future__ import annotations
 
 import concurrent.futures
-import gc
 import inspect
 import os
 import sys
@@ -43,6 +42,7 @@ from xcore.launch.units import (
     WorkUnit,
     WorkUnitRole,
 )
+from xcore.runtime import collector
 from xcore.runtime.launcher import INTERRUPTED, BatchLauncher, LazyFuture, UnitTicket
 from xcore.runtime.packaging import package
 from xcore.runtime.progress import Progress
@@ -103,7 +103,7 @@ class Experiment:
         if _in_coroutine():
             raise RuntimeError("When using an experiment from a coroutine use `async with`, not `with`.")
         self._context_tokens.append(core._current_experiment.set(self))
-        _collect_less_often()
+        collector.block_opened()
         return self
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
@@ -111,7 +111,7 @@ class Experiment:
             self._reset_context()
             self._finish(exc)
         finally:
-            _collect_as_before()
+            collector.block_closed()
 
     async def __aenter__(self) -> Experiment:
         import asyncio
@@ -119,7 +119,7 @@ class Experiment:
         # Job generators run on this loop, the script's own, as in XManager.
         self._generator_loop = asyncio.get_running_loop()
         self._context_tokens.append(core._current_experiment.set(self))
-        _collect_less_often()
+        collector.block_opened()
         return self
 
     async def __aexit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
@@ -132,7 +132,7 @@ class Experiment:
                                      return_exceptions=True)
             await asyncio.get_running_loop().run_in_executor(None, self._finish, exc)
         finally:
-            _collect_as_before()
+            collector.block_closed()
 
     def _reset_context(self) -> None:
         if self._context_tokens:
@@ -418,40 +418,6 @@ class Experiment:
         """Cancel every unit of the experiment."""
         self._launcher.flush()
         cancel_jobs(self._store, self._host, self._all_jobs(include_auxiliary=True))
-
-
-GC_WHILE_OPEN = (20_000, 20, 20)
-"""The collector's thresholds while an experiment block is open (``xcore launch`` sets the same
-for the whole script): a sweep keeps each unit's records, jobs and futures alive until its
-launch and makes little cyclic garbage, and with Python's default (700, 10, 10) the collector
-walked those survivors again every 700 allocations, 13-19 us of each add's 70-90 (issue 14)."""
-
-_gc_lock = threading.Lock()
-_gc_open = 0  # experiment blocks open in this process
-_gc_saved: tuple[int, int, int] | None = None  # the thresholds to restore when the last one closes
-
-
-def _collect_less_often() -> None:
-    """Raise the collector's thresholds while any experiment block is open, unless the script
-    set them higher itself or turned automatic collection off (threshold 0)."""
-    global _gc_open, _gc_saved
-    with _gc_lock:
-        _gc_open += 1
-        current = gc.get_threshold()
-        if _gc_open == 1 and 0 < current[0] < GC_WHILE_OPEN[0]:
-            _gc_saved = current
-            gc.set_threshold(*GC_WHILE_OPEN)
-
-
-def _collect_as_before() -> None:
-    """The last open block closed: restore the thresholds, unless the script changed them meanwhile."""
-    global _gc_open, _gc_saved
-    with _gc_lock:
-        _gc_open = max(0, _gc_open - 1)
-        if _gc_open == 0 and _gc_saved is not None:
-            if gc.get_threshold() == GC_WHILE_OPEN:
-                gc.set_threshold(*_gc_saved)
-            _gc_saved = None
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:

@@ -14,7 +14,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -229,6 +229,7 @@ _BACKGROUND_CHECKPOINT_JOBS = 1000  # mark_launched of this many jobs checkpoint
 
 class SqliteStore(MetadataStore):
     writes_in_background = False  # its writes are CPU work in this process (MetadataStore.writes_in_background)
+
     def __init__(self, path: str | Path, *, migrate: bool = True) -> None:
         self.path = Path(path)
         self.migrated_from: int | None = None  # the schema version found, when this open migrated it
@@ -784,30 +785,14 @@ class SqliteStore(MetadataStore):
             params += list(work_unit_ids)
         job_filter = unit_filter.replace(" id IN", " work_unit_id IN")
         statuses = {s.value for s in Status}
-        decoded: dict[str, Any] = {}  # a sweep's jobs often share their args or env text: decoded once
+        decoded = _Memo(_loads)  # a sweep's jobs often share their args or env text: decoded once
 
-        def loads(text: str) -> Any:
-            value = decoded.get(text, decoded)
-            if value is decoded:
-                value = decoded[text] = _loads(text)
-            return value
+        def read_body(spec_id: int) -> str:
+            found = self._db.execute("SELECT body FROM job_specs WHERE id = ?", (spec_id,)).fetchone()
+            return found[0] if found else ""  # "": shown as unreadable, as any bad text
 
-        bodies: dict[int, str] = {}  # spec id -> its text: read once per distinct spec, not joined per row
-
-        def body(spec_id: int) -> str:
-            text = bodies.get(spec_id)
-            if text is None:
-                found = self._db.execute("SELECT body FROM job_specs WHERE id = ?", (spec_id,)).fetchone()
-                text = bodies[spec_id] = found[0] if found else ""  # "": shown as unreadable, as any bad text
-            return text
-
-        spec_values: dict[int, Any] = {}  # spec id -> its shared decoded value: one dict lookup per job
-
-        def spec(spec_id: int) -> Any:
-            value = spec_values.get(spec_id, spec_values)
-            if value is spec_values:
-                value = spec_values[spec_id] = _shared_spec(body(spec_id))
-            return value
+        bodies = _Memo(read_body)  # spec id -> its text: read once per distinct spec, not joined per row
+        spec_values = _Memo(lambda spec_id: _shared_spec(bodies[spec_id]))  # spec id -> its shared decoded value
 
         with self._reading():
             cursor = self._db.cursor()
@@ -833,16 +818,10 @@ class SqliteStore(MetadataStore):
                 try:
                     if status not in statuses:
                         raise ValueError(f"{status!r} is not a valid Status")
-                    executor_value = spec_values.get(executor, spec_values)
-                    if executor_value is spec_values:
-                        executor_value = spec(executor)
-                    executable_value = spec_values.get(executable, spec_values)
-                    if executable_value is spec_values:
-                        executable_value = spec(executable)
                     job = {  # JobRecord's fields, in its order
                         "id": job_id, "experiment_id": experiment, "work_unit_id": work_unit, "name": name,
-                        "executor_kind": executor_kind, "executor": executor_value,
-                        "executable": executable_value, "args": loads(args), "env": loads(env),
+                        "executor_kind": executor_kind, "executor": spec_values[executor],
+                        "executable": spec_values[executable], "args": decoded[args], "env": decoded[env],
                         "status": status, "message": message, "exit_code": exit_code, "handle_kind": handle_kind,
                         "handle": _loads(handle) if handle else None, "log_path": log_path,
                         "created_at": created_at, "launched_at": launched_at, "started_at": started_at,
@@ -850,7 +829,7 @@ class SqliteStore(MetadataStore):
                     }
                 except Exception:  # noqa: BLE001 - the record path says why, for this row only
                     fields = dict(zip(_COPIED_COLUMNS, row, strict=True))
-                    fields["executor"], fields["executable"] = body(executor), body(executable)
+                    fields["executor"], fields["executable"] = bodies[executor], bodies[executable]
                     record = self._job(fields)  # type: ignore[arg-type]
                     job = {field: getattr(record, field) for field in _COPIED_COLUMNS}
                     job["status"] = record.status.value
@@ -1064,24 +1043,8 @@ class SqliteStore(MetadataStore):
 
     def results(self, experiment_id: int,
                 work_unit_ids: Sequence[int] | None = None) -> dict[int, dict[str, float | None]]:
-        params: list[Any] = [experiment_id]
-        where = ""
-        if work_unit_ids is not None:
-            where = f" AND work_unit_id IN ({','.join('?' * len(work_unit_ids))})"
-            params += list(work_unit_ids)
-        found: dict[int, dict[str, float | None]] = {}
-        with self._reading():
-            cursor = self._db.cursor()
-            cursor.row_factory = None  # plain tuples: a sweep has results per job
-            for unit, name, value in cursor.execute(
-                f"SELECT work_unit_id, name, value FROM job_results WHERE experiment_id = ?{where} ORDER BY at, job_id",
-                params,
-            ):
-                values = found.get(unit)
-                if values is None:
-                    values = found[unit] = {}
-                values[name] = value
-        return found
+        return self._named_by_unit("SELECT work_unit_id, name, value FROM job_results", "at, job_id",
+                                   experiment_id, work_unit_ids)
 
     def results_pending(self, experiment_id: int) -> list[int]:
         terminal = [s.value for s in Status if s.is_terminal]
@@ -1100,24 +1063,42 @@ class SqliteStore(MetadataStore):
             )
 
     def links(self, experiment_id: int, work_unit_ids: Sequence[int] | None = None) -> dict[int, dict[str, str]]:
+        return self._named_by_unit("SELECT work_unit_id, name, url FROM job_links", "job_id, name",
+                                   experiment_id, work_unit_ids)
+
+    def _named_by_unit(self, select: str, order: str, experiment_id: int,
+                       work_unit_ids: Sequence[int] | None) -> dict[int, dict[str, Any]]:
+        """``{work unit: {name: value}}`` from ``select``'s (work_unit_id, name, value) rows of one
+        experiment (of some of its units), in ``order``: a later row of a name wins."""
         params: list[Any] = [experiment_id]
         where = ""
         if work_unit_ids is not None:
             where = f" AND work_unit_id IN ({','.join('?' * len(work_unit_ids))})"
             params += list(work_unit_ids)
-        found: dict[int, dict[str, str]] = {}
+        found: dict[int, dict[str, Any]] = {}
         with self._reading():
             cursor = self._db.cursor()
-            cursor.row_factory = None  # plain tuples: a sweep has a link per job
-            for unit, name, url in cursor.execute(
-                f"SELECT work_unit_id, name, url FROM job_links WHERE experiment_id = ?{where} ORDER BY job_id, name",
-                params,
-            ):
-                links = found.get(unit)
-                if links is None:
-                    links = found[unit] = {}
-                links[name] = url
+            cursor.row_factory = None  # plain tuples: a sweep has a result or a link per job
+            query = f"{select} WHERE experiment_id = ?{where} ORDER BY {order}"
+            for unit, name, value in cursor.execute(query, params):
+                named = found.get(unit)
+                if named is None:
+                    named = found[unit] = {}
+                named[name] = value
         return found
+
+
+class _Memo(dict[Any, Any]):
+    """A dict that makes a missing key's value once, with ``make``: a hit is a plain dict lookup
+    (no Python call per row), so a sweep's shared texts and specs are read and decoded once."""
+
+    def __init__(self, make: Callable[[Any], Any]) -> None:
+        super().__init__()
+        self._make = make
+
+    def __missing__(self, key: Any) -> Any:
+        value = self[key] = self._make(key)
+        return value
 
 
 @functools.lru_cache(maxsize=64)

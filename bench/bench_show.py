@@ -24,7 +24,7 @@ REPEATS = int(sys.argv[2]) if len(sys.argv) > 2 else 3
 FILL = """
 import sys
 import xcore as xm
-from xcore.status import JobState, Status
+from xcore.model.status import JobState, Status
 from xcore.testing import fake, plugin_host
 plugin_host({"fake": fake})
 with xm.create_experiment("bench-show") as experiment:

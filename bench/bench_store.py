@@ -112,7 +112,7 @@ def bench_experiment_add(n: int) -> float:
 
 
 def bench_record_states(store, job_ids: list[int]) -> tuple[float, float]:
-    from xcore.status import JobState, Status
+    from xcore.model.status import JobState, Status
 
     now = time.time()
     running = [(j, JobState(Status.RUNNING, "pid 1", started_at=now)) for j in job_ids]
@@ -178,7 +178,7 @@ def bench_concurrent(path: Path) -> dict[str, float]:
 
 
 def bench_reads(home: Path) -> dict[str, float]:
-    from xcore.status import JobState, Status
+    from xcore.model.status import JobState, Status
     from xcore.store.sqlite import SqliteStore
 
     path = home / "xcore.db"

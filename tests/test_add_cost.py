@@ -20,8 +20,8 @@ import pytest
 
 import xcore as xm
 from xcore.errors import StoreError
+from xcore.model.status import Status
 from xcore.runtime.launcher import LazyFuture, UnitTicket
-from xcore.status import Status
 from xcore.store.records import NewJob, UnitWrite
 from xcore.store.sqlite import SqliteStore
 from xcore.testing import fake, plugin_host
@@ -529,7 +529,7 @@ def test_a_sweeps_job_and_its_args_are_built_without_copies(monkeypatch: pytest.
     executable has none to merge them into (no copy), with an environment of its own."""
     import sys
 
-    from xcore.launch.job_blocks import job_args_with_overrides
+    from xcore.model.job_blocks import job_args_with_overrides
 
     exe = xm.Executable(name="x")
     executor = fake.FakeExecutor(hold=True)

@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 
 from xcore.hooks.serialization import args_from_json, args_to_json
-from xcore.launch.args import SequentialArgs, merge_args, plain_escaper
+from xcore.model.args import SequentialArgs, merge_args, plain_escaper
 
 
 def test_dict_args_render_like_xmanager():

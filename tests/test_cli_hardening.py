@@ -15,7 +15,7 @@ import pytest
 import xcore as xm
 import xlocal
 from core_helpers import REPO, run_xcore, write_script
-from xcore.hooks.validation import FieldTypeError, check_field_types
+from xcore.model.validation import FieldTypeError, check_field_types
 
 PY = sys.executable
 

@@ -1,4 +1,4 @@
-"""xcore.datamodel's classes print, compare and hash as the same classes made by attrs do."""
+"""xcore.model.datamodel's classes print, compare and hash as the same classes made by attrs do."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 import attrs
 import pytest
 
-from xcore import datamodel
+from xcore.model import datamodel
 
 
 def _pair(decorator: str, body: dict[str, Any], **options: Any) -> tuple[type, type]:

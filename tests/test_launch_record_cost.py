@@ -11,10 +11,10 @@ from pathlib import Path
 
 import attrs
 
-from xcore.hooks.execution import JobHandle
 from xcore.hooks.kinds import KindRegistry
 from xcore.hooks.serialization import Serializer
-from xcore.status import JobState, Status
+from xcore.model.execution import JobHandle
+from xcore.model.status import JobState, Status
 from xcore.store.records import NewJob
 from xcore.store.sqlite import SqliteStore
 

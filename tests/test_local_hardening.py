@@ -12,7 +12,7 @@ from pathlib import Path
 import xcore as xm
 import xlocal
 from xcore.hooks.host import get_host
-from xcore.status import Status
+from xcore.model.status import Status
 from xlocal import processes
 from xlocal.handles import ProcessHandle
 
@@ -95,8 +95,8 @@ def test_runner_file_appearing_mid_query_does_not_fail_later_jobs(tmp_path, monk
 
 def test_nul_byte_in_one_job_fails_that_job_alone(tmp_path):
     """The runner survives a job the OS refuses to start; the rest of the batch runs."""
-    from xcore.hooks.execution import LaunchContext, LaunchRequest
-    from xcore.runtime.progress import Progress
+    from xcore.model.execution import LaunchContext, LaunchRequest
+    from xcore.progress import Progress
     from xlocal.executables import LocalProcess
 
     out = tmp_path / "out"

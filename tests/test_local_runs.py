@@ -15,7 +15,7 @@ import xcore as xm
 import xlocal
 from core_helpers import run_xcore, write_script
 from xcore.errors import ExperimentUnitFailedError, PackagingError, UnknownKindError
-from xcore.status import Status
+from xcore.model.status import Status
 
 PY = sys.executable
 

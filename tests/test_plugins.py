@@ -15,7 +15,7 @@ import xcore
 from core_helpers import run_xcore, write_script
 from xcore.errors import DuplicateKindError, PackagingError, PluginLoadError, UnknownKindError
 from xcore.hooks.host import PluginHost
-from xcore.launch.job_blocks import Executor
+from xcore.model.job_blocks import Executor
 
 
 def make_distribution(site: Path, dist: str, ep_name: str, module: str, code: str, version: str = "1.2.3",
@@ -34,7 +34,7 @@ def make_distribution(site: Path, dist: str, ep_name: str, module: str, code: st
 
 def thing_plugin(*kinds: str) -> str:
     """A plugin module registering one executor class per kind."""
-    lines = ["import attrs, xcore", "from xcore.launch.job_blocks import Executor",
+    lines = ["import attrs, xcore", "from xcore.model.job_blocks import Executor",
              "@xcore.hookimpl", "def xcore_register_kinds(registry):"]
     lines += [f"    registry.add({kind!r}, attrs.define(type({kind.replace('.', '_')!r}, (Executor,), {{}})))"
               for kind in kinds] or ["    pass"]
@@ -94,7 +94,7 @@ def test_disable_and_select_switches(site):
 def test_two_plugins_claiming_one_kind_is_an_error_naming_both(site):
     make_distribution(site, "xcore-rival", "rival", "rival_plugin", """
         import attrs, xcore
-        from xcore.launch.job_blocks import Executor
+        from xcore.model.job_blocks import Executor
 
         @attrs.define(kw_only=True)
         class Local(Executor):
@@ -137,8 +137,8 @@ def test_no_plugin_can_package_pair():
         pass
 
     host = PluginHost()
-    from xcore.hooks.execution import PackagingContext
-    from xcore.runtime.progress import Progress
+    from xcore.model.execution import PackagingContext
+    from xcore.progress import Progress
 
     with pytest.raises(PackagingError, match="No installed plugin can package 'xcore.Binary'"):
         host.package(xcore.binary(OtherSpec(), "/bin/true"), PackagingContext(Path("/tmp"), Progress(enabled=False)))
@@ -162,7 +162,7 @@ print(" ".join(m for m in sys.argv[2:] if m in sys.modules))
 def imported_after_lookup(kind: str) -> list[str]:
     """The first-party plugins (and the core's bazel module) a fresh process imports to look
     ``kind`` up, and the lookup's error, if any."""
-    out = subprocess.run([sys.executable, "-c", IMPORTED_AFTER, kind, *FIRST_PARTY, "xcore.launch.bazel"],
+    out = subprocess.run([sys.executable, "-c", IMPORTED_AFTER, kind, *FIRST_PARTY, "xcore.model.bazel"],
                          capture_output=True, text=True, check=True).stdout
     return out.splitlines()
 
@@ -175,7 +175,7 @@ def test_a_declared_kind_imports_only_the_plugin_declaring_it():
     error, imported = imported_after_lookup("nobody.Thing")
     assert imported == "" and "pip install xcore-nobody" in error
     # the core's own kinds are declared too: registered (importing their modules) only when needed
-    assert imported_after_lookup("xcore.Binary") == ["xcore.launch.bazel"]
+    assert imported_after_lookup("xcore.Binary") == ["xcore.model.bazel"]
 
 
 def test_every_first_party_plugin_declares_exactly_its_kinds_and_all_are_listed():

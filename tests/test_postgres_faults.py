@@ -20,7 +20,7 @@ from store_contract_helpers import new_job, open_url
 
 from core_helpers import run_xcore
 from xcore.errors import ConfigurationError
-from xcore.status import JobState, Status
+from xcore.model.status import JobState, Status
 from xcore.store.postgres import PostgresStore
 
 WRONG = "Wr0ng-pa$$word-42"

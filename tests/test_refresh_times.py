@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import xcore as xm
-from xcore.status import JobState, Status, recorded_times
+from xcore.model.status import JobState, Status, recorded_times
 from xcore.testing import fake, plugin_host
 
 

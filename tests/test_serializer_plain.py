@@ -7,9 +7,9 @@ import sys
 
 import attrs
 
-from xcore.hooks.execution import JobHandle
 from xcore.hooks.kinds import KindRegistry
 from xcore.hooks.serialization import Serializer
+from xcore.model.execution import JobHandle
 
 
 @attrs.define
@@ -45,7 +45,7 @@ def test_a_status_poll_from_a_new_process_imports_neither_cattrs_nor_asyncio():
     code = """
 import sys
 import attrs
-from xcore.hooks.execution import JobHandle
+from xcore.model.execution import JobHandle
 from xcore.hooks.kinds import KindRegistry
 from xcore.hooks.serialization import Serializer
 
@@ -67,7 +67,7 @@ def _real_samples() -> list[object]:
     """Executors, executables, specs and handles of the core and xlocal as a launch builds them."""
     import xcore as xm
     import xlocal
-    from xcore.launch import executables as core
+    from xcore.model import executables as core
     from xlocal.executables import LocalContainer, LocalProcess
     from xlocal.executors import DockerOptions, LocalSpec
     from xlocal.handles import ContainerHandle, ProcessHandle

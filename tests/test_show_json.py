@@ -36,7 +36,7 @@ def _three_job_experiment() -> int:
     import sqlite3
 
     from xcore import paths
-    from xcore.status import JobState, Status
+    from xcore.model.status import JobState, Status
     from xcore.store.records import NewJob
     from xcore.store.sqlite import open_url
 
@@ -225,7 +225,7 @@ def test_show_asks_the_backend_for_unfinished_jobs_only_and_records_what_changed
 
 def test_a_job_stored_unknown_is_asked_again(capsys):
     """UNKNOWN (the backend could not be asked last time) is not final: show asks again."""
-    from xcore.status import JobState
+    from xcore.model.status import JobState
 
     plugin_host({"fake": fake})
     with xm.create_experiment("unknown") as experiment:

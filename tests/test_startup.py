@@ -225,7 +225,7 @@ def test_the_core_and_xlocal_classes_build_without_tokenizing_a_builtin_signatur
         import xcore as xm
         import xlocal
         import xlocal.executables, xlocal.handles
-        from xcore.launch import bazel, executables, packagables
+        from xcore.model import bazel, executables, packagables
         xm.binary(xlocal.Local.Spec(), "/bin/true")
         assert tokenize._compile.cache_info().currsize == 0, "a builtin converter's signature was tokenized"
     """)

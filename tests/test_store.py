@@ -4,7 +4,7 @@ import sqlite3
 import pytest
 
 from xcore.errors import ConfigurationError, NotFoundError
-from xcore.status import JobState, Status
+from xcore.model.status import JobState, Status
 from xcore.store.records import NewJob
 from xcore.store.sqlite import SCHEMA_VERSION, SqliteStore
 
@@ -98,11 +98,11 @@ def test_concurrent_launchers_lose_nothing(tmp_path):
 
 def test_unit_status_sql_is_combine_for_every_mix_of_job_statuses():
     """The SQL the stores aggregate a unit's jobs with (statements.unit_status) gives what
-    xcore.status.combine gives, for every set of job statuses (and none) and each repetition."""
+    xcore.model.status.combine gives, for every set of job statuses (and none) and each repetition."""
     import itertools
     import sqlite3
 
-    from xcore.status import Status, combine
+    from xcore.model.status import Status, combine
     from xcore.store import statements
 
     db = sqlite3.connect(":memory:")
@@ -117,7 +117,7 @@ def test_unit_status_sql_is_combine_for_every_mix_of_job_statuses():
 
 _BIG_LAUNCH = r"""
 import sys, threading
-from xcore.status import JobState, Status
+from xcore.model.status import JobState, Status
 from xcore.store.records import NewJob, UnitWrite
 from xcore.store.sqlite import SqliteStore
 

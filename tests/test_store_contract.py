@@ -14,7 +14,7 @@ import pytest
 from store_contract_helpers import new_job, open_url
 
 from xcore.errors import NotFoundError
-from xcore.status import JobState, Status, combine
+from xcore.model.status import JobState, Status, combine
 from xcore.store import MetadataStore
 from xcore.store.migrations import SCHEMA_VERSION
 from xcore.store.records import UnitWrite
@@ -85,7 +85,7 @@ def test_mark_launched_of_many_jobs_stores_each_handle_event_and_unit_status(sto
     """mark_launched of a sweep's jobs at sizes around the stores' 500-id chunks, the ids not
     dense (another experiment's adds interleave), not in order, one named twice, one already
     launched and one unknown: every handle is stored, each job still LAUNCHING gets exactly one
-    PENDING event, and each unit's status is what its jobs give (xcore.status.combine)."""
+    PENDING event, and each unit's status is what its jobs give (xcore.model.status.combine)."""
     store = open_url(store_url)
     exp, other = store.create_experiment("sweep").id, store.create_experiment("other").id
     ids: list[int] = []  # the sweep's first job per unit

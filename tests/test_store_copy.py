@@ -9,7 +9,7 @@ import attrs
 from store_contract_helpers import new_job, open_url
 
 from core_helpers import run_xcore
-from xcore.status import JobState, Status
+from xcore.model.status import JobState, Status
 from xcore.store.migrations import SCHEMA_VERSION
 
 

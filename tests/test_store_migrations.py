@@ -14,7 +14,7 @@ from store_contract_helpers import new_job, open_url
 
 from core_helpers import REPO, run_xcore
 from xcore.errors import StoreError
-from xcore.status import JobState, Status
+from xcore.model.status import JobState, Status
 from xcore.store.migrations import SCHEMA_VERSION, SchemaVersionError
 from xcore.store.sqlite import SqliteStore
 
@@ -29,7 +29,10 @@ def _old_sqlite_module(tmp_path: Path):
                                 capture_output=True, text=True, timeout=30).stdout
     except (OSError, subprocess.SubprocessError):
         return None
-    source = source.replace("from xcore.records import", "from xcore.store.records import")  # moved since
+    for old, new in [("from xcore.records import", "from xcore.store.records import"),  # moved since
+                     ("from xcore.status import", "from xcore.model.status import"),
+                     ("from xcore import datamodel", "from xcore.model import datamodel")]:
+        source = source.replace(old, new)
     path = tmp_path / "old_sqlite_store.py"
     path.write_text(source)
     spec = importlib.util.spec_from_file_location("old_sqlite_store", path)

@@ -19,7 +19,7 @@ from store_contract_helpers import open_url
 
 from core_helpers import REPO
 from xcore.errors import StoreError
-from xcore.status import Status
+from xcore.model.status import Status
 from xcore.store import postgres as postgres_store  # noqa: F401 - imported lazily by the store factory otherwise
 from xcore.store import specs
 from xcore.store import sqlite as sqlite_store
@@ -282,7 +282,10 @@ def _v4_module(tmp_path: Path) -> Any:
                                 capture_output=True, text=True, timeout=30).stdout
     except (OSError, subprocess.SubprocessError):
         return None
-    source = source.replace("SCHEMA_VERSION = store_migrations.SCHEMA_VERSION", "SCHEMA_VERSION = 4")
+    for old, new in [("SCHEMA_VERSION = store_migrations.SCHEMA_VERSION", "SCHEMA_VERSION = 4"),
+                     ("from xcore.status import", "from xcore.model.status import"),  # moved since
+                     ("from xcore import datamodel", "from xcore.model import datamodel")]:
+        source = source.replace(old, new)
     path = tmp_path / "v4_sqlite_store.py"
     path.write_text(source)
     spec = importlib.util.spec_from_file_location("v4_sqlite_store", path)

@@ -15,8 +15,8 @@ import xcore as xm
 import xlocal
 from xcore.cli import commands
 from xcore.hooks.host import get_host
+from xcore.model.status import JobState, Status
 from xcore.runtime import tracking
-from xcore.status import JobState, Status
 
 
 def open_store() -> Any:

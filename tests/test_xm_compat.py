@@ -11,7 +11,7 @@ import enum
 import pytest
 
 import xcore as xm
-from xcore.launch import job_operators
+from xcore.model import job_operators
 
 # The 75 public names of XManager's ``xm`` package (0.8.x): classes, helpers, units, modules.
 XM_NAMES = [
@@ -303,7 +303,7 @@ def test_bazel_specs_and_packageables():
 
 
 def test_bazel_build_command_and_outputs_from_build_events():
-    from xcore.launch import bazel
+    from xcore.model import bazel
 
     assert bazel.build_command(["//:a"], ["-c", "opt"], "/tmp/ev.json") == [
         "bazel", "build", "--build_event_json_file=/tmp/ev.json", "-c", "opt", "--", "//:a"]
@@ -318,7 +318,7 @@ def test_bazel_build_command_and_outputs_from_build_events():
 
 def test_bazel_without_a_workspace_says_what_to_do(tmp_path, monkeypatch):
     from xcore.errors import PackagingError
-    from xcore.launch import bazel
+    from xcore.model import bazel
 
     monkeypatch.delenv("XCORE_BAZEL_WORKSPACE", raising=False)
     with pytest.raises(PackagingError, match="XCORE_BAZEL_WORKSPACE"):

@@ -12,7 +12,7 @@ import pytest
 import xcore as xm
 import xlocal
 from core_helpers import run_xcore, write_script
-from xcore.status import Status
+from xcore.model.status import Status
 
 PY = sys.executable
 

@@ -30,69 +30,69 @@ _EXPORTS: dict[str, str] = {
     "LaunchFuture": "xcore.launch.units",
     "LaunchedJob": "xcore.launch.core",
     "core": "xcore.launch.core",
-    "job_operators": "xcore.launch.job_operators",
-    "ShellSafeArg": "xcore.launch.utils",
-    "run_in_asyncio_loop": "xcore.launch.utils",
+    "job_operators": "xcore.model.job_operators",
+    "ShellSafeArg": "xcore.model.utils",
+    "run_in_asyncio_loop": "xcore.model.utils",
     # job blocks
-    "ExecutableSpec": "xcore.launch.job_blocks",
-    "Executable": "xcore.launch.job_blocks",
-    "ExecutorSpec": "xcore.launch.job_blocks",
-    "Executor": "xcore.launch.job_blocks",
-    "Packageable": "xcore.launch.job_blocks",
-    "Job": "xcore.launch.job_blocks",
-    "JobGroup": "xcore.launch.job_blocks",
-    "JobConfig": "xcore.launch.job_blocks",
-    "JobGeneratorType": "xcore.launch.job_blocks",
-    "JobType": "xcore.launch.job_blocks",
-    "Constraint": "xcore.launch.job_blocks",
-    "get_args_for_all_jobs": "xcore.launch.job_blocks",
-    "SequentialArgs": "xcore.launch.args",
-    "UserArgs": "xcore.launch.args",
-    "merge_args": "xcore.launch.args",
+    "ExecutableSpec": "xcore.model.job_blocks",
+    "Executable": "xcore.model.job_blocks",
+    "ExecutorSpec": "xcore.model.job_blocks",
+    "Executor": "xcore.model.job_blocks",
+    "Packageable": "xcore.model.job_blocks",
+    "Job": "xcore.model.job_blocks",
+    "JobGroup": "xcore.model.job_blocks",
+    "JobConfig": "xcore.model.job_blocks",
+    "JobGeneratorType": "xcore.model.job_blocks",
+    "JobType": "xcore.model.job_blocks",
+    "Constraint": "xcore.model.job_blocks",
+    "get_args_for_all_jobs": "xcore.model.job_blocks",
+    "SequentialArgs": "xcore.model.args",
+    "UserArgs": "xcore.model.args",
+    "merge_args": "xcore.model.args",
     # executable specs and helpers
-    "Binary": "xcore.launch.executables",
-    "BinaryDependency": "xcore.launch.executables",
-    "PythonModule": "xcore.launch.executables",
-    "Container": "xcore.launch.executables",
-    "PythonContainer": "xcore.launch.executables",
-    "Dockerfile": "xcore.launch.executables",
-    "ModuleName": "xcore.launch.executables",
-    "CommandList": "xcore.launch.executables",
-    "BazelBinary": "xcore.launch.bazel",
-    "BazelContainer": "xcore.launch.bazel",
-    "bazel_binary": "xcore.launch.bazel",
-    "bazel_container": "xcore.launch.bazel",
-    "binary": "xcore.launch.packagables",
-    "python_module": "xcore.launch.packagables",
-    "container": "xcore.launch.packagables",
-    "python_container": "xcore.launch.packagables",
-    "dockerfile_container": "xcore.launch.packagables",
+    "Binary": "xcore.model.executables",
+    "BinaryDependency": "xcore.model.executables",
+    "PythonModule": "xcore.model.executables",
+    "Container": "xcore.model.executables",
+    "PythonContainer": "xcore.model.executables",
+    "Dockerfile": "xcore.model.executables",
+    "ModuleName": "xcore.model.executables",
+    "CommandList": "xcore.model.executables",
+    "BazelBinary": "xcore.model.bazel",
+    "BazelContainer": "xcore.model.bazel",
+    "bazel_binary": "xcore.model.bazel",
+    "bazel_container": "xcore.model.bazel",
+    "binary": "xcore.model.packagables",
+    "python_module": "xcore.model.packagables",
+    "container": "xcore.model.packagables",
+    "python_container": "xcore.model.packagables",
+    "dockerfile_container": "xcore.model.packagables",
     # resources and units
-    "JobRequirements": "xcore.launch.resources",
-    "ResourceType": "xcore.launch.resources",
-    "AcceleratorType": "xcore.launch.resources",
-    "GpuType": "xcore.launch.resources",
-    "TpuType": "xcore.launch.resources",
-    "Topology": "xcore.launch.resources",
-    "InvalidTpuTopologyError": "xcore.launch.resources",
-    "Architecture": "xcore.launch.resources",
-    "ServiceTier": "xcore.launch.resources",
-    "ResourceDict": "xcore.launch.resources",
-    "ResourceQuantity": "xcore.launch.resources",
+    "JobRequirements": "xcore.model.resources",
+    "ResourceType": "xcore.model.resources",
+    "AcceleratorType": "xcore.model.resources",
+    "GpuType": "xcore.model.resources",
+    "TpuType": "xcore.model.resources",
+    "Topology": "xcore.model.resources",
+    "InvalidTpuTopologyError": "xcore.model.resources",
+    "Architecture": "xcore.model.resources",
+    "ServiceTier": "xcore.model.resources",
+    "ResourceDict": "xcore.model.resources",
+    "ResourceQuantity": "xcore.model.resources",
     **dict.fromkeys(
         ["vCPU", "KB", "MB", "GB", "TB", "PB", "KiB", "MiB", "GiB", "TiB", "PiB", "Sec", "Min", "Hr"],
-        "xcore.launch.quantities"),
+        "xcore.model.quantities"),
     # status
-    "Status": "xcore.status",
-    "JobState": "xcore.status",
-    "ExperimentUnitStatus": "xcore.status",
-    "WorkUnitStatus": "xcore.status",
+    "Status": "xcore.model.status",
+    "JobState": "xcore.model.status",
+    "ExperimentUnitStatus": "xcore.model.status",
+    "WorkUnitStatus": "xcore.model.status",
     # plugin authors
     "hookimpl": "xcore.hooks.markers",
-    "JobHandle": "xcore.hooks.execution",
-    "LaunchRequest": "xcore.hooks.execution",
-    "LaunchContext": "xcore.hooks.execution",
-    "PackagingContext": "xcore.hooks.execution",
+    "JobHandle": "xcore.model.execution",
+    "LaunchRequest": "xcore.model.execution",
+    "LaunchContext": "xcore.model.execution",
+    "PackagingContext": "xcore.model.execution",
     "MetadataStore": "xcore.store",
     # errors
     "XcoreError": "xcore.errors",
@@ -121,53 +121,11 @@ TYPE_CHECKING = False  # type checkers treat this as typing.TYPE_CHECKING; impor
 
 if TYPE_CHECKING:  # static type checkers and IDEs see the real names
     from xcore.errors import *  # noqa: F403
-    from xcore.hooks.execution import JobHandle, LaunchContext, LaunchRequest, PackagingContext
     from xcore.hooks.markers import hookimpl
-    from xcore.launch import core, job_operators
-    from xcore.launch.args import SequentialArgs, UserArgs, merge_args
-    from xcore.launch.bazel import BazelBinary, BazelContainer, bazel_binary, bazel_container
+    from xcore.launch import core
     from xcore.launch.core import LaunchedJob
-    from xcore.launch.executables import (
-        Binary,
-        BinaryDependency,
-        CommandList,
-        Container,
-        Dockerfile,
-        ModuleName,
-        PythonContainer,
-        PythonModule,
-    )
     from xcore.launch.experiment import Experiment
-    from xcore.launch.job_blocks import (
-        Constraint,
-        Executable,
-        ExecutableSpec,
-        Executor,
-        ExecutorSpec,
-        Job,
-        JobConfig,
-        JobGeneratorType,
-        JobGroup,
-        JobType,
-        Packageable,
-        get_args_for_all_jobs,
-    )
-    from xcore.launch.packagables import binary, container, dockerfile_container, python_container, python_module
-    from xcore.launch.quantities import GB, KB, MB, PB, TB, GiB, Hr, KiB, MiB, Min, PiB, Sec, TiB, vCPU
     from xcore.launch.registry import create_experiment, get_experiment, list_experiments
-    from xcore.launch.resources import (
-        AcceleratorType,
-        Architecture,
-        GpuType,
-        InvalidTpuTopologyError,
-        JobRequirements,
-        ResourceDict,
-        ResourceQuantity,
-        ResourceType,
-        ServiceTier,
-        Topology,
-        TpuType,
-    )
     from xcore.launch.units import (
         AuxiliaryUnit,
         AuxiliaryUnitJob,
@@ -182,6 +140,49 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the real names
         WorkUnitCompletedAwaitable,
         WorkUnitRole,
     )
-    from xcore.launch.utils import ShellSafeArg, run_in_asyncio_loop
-    from xcore.status import ExperimentUnitStatus, JobState, Status, WorkUnitStatus
+    from xcore.model import job_operators
+    from xcore.model.args import SequentialArgs, UserArgs, merge_args
+    from xcore.model.bazel import BazelBinary, BazelContainer, bazel_binary, bazel_container
+    from xcore.model.executables import (
+        Binary,
+        BinaryDependency,
+        CommandList,
+        Container,
+        Dockerfile,
+        ModuleName,
+        PythonContainer,
+        PythonModule,
+    )
+    from xcore.model.execution import JobHandle, LaunchContext, LaunchRequest, PackagingContext
+    from xcore.model.job_blocks import (
+        Constraint,
+        Executable,
+        ExecutableSpec,
+        Executor,
+        ExecutorSpec,
+        Job,
+        JobConfig,
+        JobGeneratorType,
+        JobGroup,
+        JobType,
+        Packageable,
+        get_args_for_all_jobs,
+    )
+    from xcore.model.packagables import binary, container, dockerfile_container, python_container, python_module
+    from xcore.model.quantities import GB, KB, MB, PB, TB, GiB, Hr, KiB, MiB, Min, PiB, Sec, TiB, vCPU
+    from xcore.model.resources import (
+        AcceleratorType,
+        Architecture,
+        GpuType,
+        InvalidTpuTopologyError,
+        JobRequirements,
+        ResourceDict,
+        ResourceQuantity,
+        ResourceType,
+        ServiceTier,
+        Topology,
+        TpuType,
+    )
+    from xcore.model.status import ExperimentUnitStatus, JobState, Status, WorkUnitStatus
+    from xcore.model.utils import ShellSafeArg, run_in_asyncio_loop
     from xcore.store import MetadataStore

@@ -70,7 +70,7 @@ What this module exports:
   ``entrypoint_argv`` (the argv prefix a ``ModuleName`` or ``CommandList`` entrypoint runs);
   ``to_requirements`` (a ``JobRequirements`` from any form an executor field accepts);
   ``define`` and ``frozen``, attrs' decorators whose classes share one repr, eq and hash
-  (quicker to create: see ``xcore.datamodel``);
+  (quicker to create: see ``xcore.model.datamodel``);
 - Bazel targets: the specs ``BazelBinary`` and ``BazelContainer``, and ``bazel_workspace``,
   ``bazel_build`` and ``bazel_output`` to build them with the ``bazel`` on PATH;
 - requests, contexts and results: ``LaunchRequest``, ``LaunchContext``, ``PackagingContext``,
@@ -100,40 +100,40 @@ _EXPORTS = {
     "PLUGIN_API_VERSION": "xcore.hooks.host",
     "XcorePluginDeprecationWarning": "xcore.hooks.specs",
     # the model
-    "define": "xcore.datamodel",
-    "frozen": "xcore.datamodel",
-    "Executor": "xcore.launch.job_blocks",
-    "ExecutorSpec": "xcore.launch.job_blocks",
-    "Executable": "xcore.launch.job_blocks",
-    "ExecutableSpec": "xcore.launch.job_blocks",
-    "Packageable": "xcore.launch.job_blocks",
-    "JobRequirements": "xcore.launch.resources",
-    "ResourceType": "xcore.launch.resources",
-    "SequentialArgs": "xcore.launch.args",
-    "Binary": "xcore.launch.executables",
-    "PythonModule": "xcore.launch.executables",
-    "Container": "xcore.launch.executables",
-    "PythonContainer": "xcore.launch.executables",
-    "Dockerfile": "xcore.launch.executables",
-    "ModuleName": "xcore.launch.executables",
-    "CommandList": "xcore.launch.executables",
-    "entrypoint_argv": "xcore.launch.executables",
-    "BazelBinary": "xcore.launch.bazel",
-    "BazelContainer": "xcore.launch.bazel",
-    "bazel_workspace": "xcore.launch.bazel",
-    "bazel_build": "xcore.launch.bazel",
-    "bazel_output": "xcore.launch.bazel",
-    "to_requirements": "xcore.launch.job_blocks",
+    "define": "xcore.model.datamodel",
+    "frozen": "xcore.model.datamodel",
+    "Executor": "xcore.model.job_blocks",
+    "ExecutorSpec": "xcore.model.job_blocks",
+    "Executable": "xcore.model.job_blocks",
+    "ExecutableSpec": "xcore.model.job_blocks",
+    "Packageable": "xcore.model.job_blocks",
+    "JobRequirements": "xcore.model.resources",
+    "ResourceType": "xcore.model.resources",
+    "SequentialArgs": "xcore.model.args",
+    "Binary": "xcore.model.executables",
+    "PythonModule": "xcore.model.executables",
+    "Container": "xcore.model.executables",
+    "PythonContainer": "xcore.model.executables",
+    "Dockerfile": "xcore.model.executables",
+    "ModuleName": "xcore.model.executables",
+    "CommandList": "xcore.model.executables",
+    "entrypoint_argv": "xcore.model.executables",
+    "BazelBinary": "xcore.model.bazel",
+    "BazelContainer": "xcore.model.bazel",
+    "bazel_workspace": "xcore.model.bazel",
+    "bazel_build": "xcore.model.bazel",
+    "bazel_output": "xcore.model.bazel",
+    "to_requirements": "xcore.model.job_blocks",
     # requests, contexts and results
-    "LaunchRequest": "xcore.hooks.execution",
-    "LaunchContext": "xcore.hooks.execution",
-    "PackagingContext": "xcore.hooks.execution",
-    "JobHandle": "xcore.hooks.execution",
-    "LaunchFailure": "xcore.hooks.execution",
-    "launch_failure_message": "xcore.hooks.execution",
-    "JobState": "xcore.status",
-    "Status": "xcore.status",
-    "Progress": "xcore.runtime.progress",
+    "LaunchRequest": "xcore.model.execution",
+    "LaunchContext": "xcore.model.execution",
+    "PackagingContext": "xcore.model.execution",
+    "JobHandle": "xcore.model.execution",
+    "LaunchFailure": "xcore.model.execution",
+    "launch_failure_message": "xcore.model.execution",
+    "JobState": "xcore.model.status",
+    "Status": "xcore.model.status",
+    "Progress": "xcore.progress",
     "MetadataStore": "xcore.store",
     # errors
     "XcoreError": "xcore.errors",
@@ -190,7 +190,6 @@ def __getattr__(name: str) -> object:
 
 
 if TYPE_CHECKING:
-    from xcore.datamodel import define, frozen
     from xcore.errors import (
         ConfigurationError,
         LaunchError,
@@ -200,21 +199,15 @@ if TYPE_CHECKING:
         UnknownKindError,
         XcoreError,
     )
-    from xcore.hooks.execution import (
-        JobHandle,
-        LaunchContext,
-        LaunchFailure,
-        LaunchRequest,
-        PackagingContext,
-        launch_failure_message,
-    )
     from xcore.hooks.host import PLUGIN_API_VERSION
     from xcore.hooks.kinds import KindRegistrar
     from xcore.hooks.markers import hookimpl
     from xcore.hooks.specs import XcorePluginDeprecationWarning
-    from xcore.launch.args import SequentialArgs
-    from xcore.launch.bazel import BazelBinary, BazelContainer, bazel_build, bazel_output, bazel_workspace
-    from xcore.launch.executables import (
+    from xcore.lazy import lazy_exports
+    from xcore.model.args import SequentialArgs
+    from xcore.model.bazel import BazelBinary, BazelContainer, bazel_build, bazel_output, bazel_workspace
+    from xcore.model.datamodel import define, frozen
+    from xcore.model.executables import (
         Binary,
         CommandList,
         Container,
@@ -224,9 +217,17 @@ if TYPE_CHECKING:
         PythonModule,
         entrypoint_argv,
     )
-    from xcore.launch.job_blocks import Executable, ExecutableSpec, Executor, ExecutorSpec, Packageable, to_requirements
-    from xcore.launch.resources import JobRequirements, ResourceType
-    from xcore.lazy import lazy_exports
+    from xcore.model.execution import (
+        JobHandle,
+        LaunchContext,
+        LaunchFailure,
+        LaunchRequest,
+        PackagingContext,
+        launch_failure_message,
+    )
+    from xcore.model.job_blocks import Executable, ExecutableSpec, Executor, ExecutorSpec, Packageable, to_requirements
+    from xcore.model.resources import JobRequirements, ResourceType
+    from xcore.model.status import JobState, Status
     from xcore.paths import config_dir, from_launch_dir, plugin_state_dir
     from xcore.paths import home as xcore_home
     from xcore.plumbing.cancel import cancel_requested, cancelled_at, mark_cancelled
@@ -248,6 +249,5 @@ if TYPE_CHECKING:
         iter_project_files,
     )
     from xcore.plumbing.logs import TextDecoder, decode_chunks, follow_bytes, follow_file, read_file_from
-    from xcore.runtime.progress import Progress
-    from xcore.status import JobState, Status
+    from xcore.progress import Progress
     from xcore.store import MetadataStore

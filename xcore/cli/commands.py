@@ -13,8 +13,8 @@ import attrs
 
 from xcore.cli.tables import format_time, plural, printable, render_table
 from xcore.errors import NotFoundError, XcoreError
-from xcore.runtime.progress import Progress
-from xcore.status import Status
+from xcore.model.status import Status
+from xcore.progress import Progress
 from xcore.store import MetadataStore
 from xcore.store.records import ExperimentRecord, JobRecord, unreadable
 

@@ -21,7 +21,7 @@ from typing import Any
 from xcore.cli.commands import _experiment_json, _parse_target, _store, _summary, get_host, refresh_jobs
 from xcore.cli.tables import format_duration, format_time, printable, render_table
 from xcore.errors import NotFoundError, XcoreError
-from xcore.status import Status, combine
+from xcore.model.status import Status, combine
 from xcore.store import MetadataStore
 from xcore.store.records import JobRecord
 

@@ -8,7 +8,7 @@ import sys
 import time
 from collections.abc import Sequence
 
-from xcore.runtime.progress import plural
+from xcore.progress import plural
 
 __all__ = ["format_duration", "format_time", "plural", "printable", "render_table"]
 

@@ -13,19 +13,19 @@ from xcore.hooks.markers import hookimpl
 from xcore.store import MetadataStore
 
 if TYPE_CHECKING:
-    from xcore.trackers import JobTracking, TrackedJob
+    from xcore.model.tracking import JobTracking, TrackedJob
 
 
 KINDS = ("xcore.BazelBinary", "xcore.BazelContainer", "xcore.Binary", "xcore.PythonModule", "xcore.Container",
          "xcore.PythonContainer", "xcore.Dockerfile")
 """What ``xcore_register_kinds`` adds, declared as plugins declare theirs (``xcore.kinds``): the
-host registers them (importing ``xcore.launch.bazel``) only when one of them is needed, which a
+host registers them (importing ``xcore.model.bazel``) only when one of them is needed, which a
 status poll never does."""
 
 
 @hookimpl
 def xcore_register_kinds(registry: KindRegistrar) -> None:
-    from xcore.launch import bazel, executables
+    from xcore.model import bazel, executables
 
     for cls in (
         bazel.BazelBinary,

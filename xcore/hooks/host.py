@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import pluggy
 
-from xcore import datamodel
 from xcore.errors import (
     DuplicateKindError,
     LaunchError,
@@ -49,14 +48,15 @@ from xcore.hooks.entry_points import (
     scan,
 )
 from xcore.hooks.kinds import KindRegistry
+from xcore.model import datamodel
 
 if TYPE_CHECKING:
     import argparse
 
-    from xcore.hooks.execution import JobHandle, LaunchContext, LaunchFailure, LaunchRequest, PackagingContext
     from xcore.hooks.serialization import Serializer
-    from xcore.launch.job_blocks import Executable, Packageable
-    from xcore.status import JobState
+    from xcore.model.execution import JobHandle, LaunchContext, LaunchFailure, LaunchRequest, PackagingContext
+    from xcore.model.job_blocks import Executable, Packageable
+    from xcore.model.status import JobState
     from xcore.store import MetadataStore
 
 ENTRY_POINT_GROUP = PLUGINS_GROUP
@@ -457,7 +457,7 @@ class PluginHost:
     def launch(self, executor_kind: str, requests: Sequence[LaunchRequest],
                context: LaunchContext) -> list[JobHandle | LaunchFailure]:
         """One handle, or one ``LaunchFailure``, per request, in order."""
-        from xcore.hooks.execution import JobHandle, LaunchFailure
+        from xcore.model.execution import JobHandle, LaunchFailure
 
         caller, owner = self._owner_caller("xcore_launch", executor_kind)
         handles = caller(executor_kind=executor_kind, requests=list(requests), context=context)

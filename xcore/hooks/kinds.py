@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 
-from xcore import datamodel
 from xcore.errors import DuplicateKindError, UnknownKindError
-from xcore.hooks.execution import JobHandle
-from xcore.launch.job_blocks import Executable, ExecutableSpec, Executor, ExecutorSpec
+from xcore.model import datamodel
+from xcore.model.execution import JobHandle
+from xcore.model.job_blocks import Executable, ExecutableSpec, Executor, ExecutorSpec
 
 if TYPE_CHECKING:  # only annotations use it
     from attrs import AttrsInstance

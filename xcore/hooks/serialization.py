@@ -17,9 +17,9 @@ from typing import Any
 import attrs
 
 from xcore.hooks.kinds import CATEGORIES, KindRegistry
-from xcore.launch.args import SequentialArgs, _Positional, plain_escaper
-from xcore.launch.resources import JobRequirements
-from xcore.launch.utils import ShellSafeArg
+from xcore.model.args import SequentialArgs, _Positional, plain_escaper
+from xcore.model.resources import JobRequirements
+from xcore.model.utils import ShellSafeArg
 
 
 def _json_value(value: Any) -> Any:

@@ -64,12 +64,12 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import argparse
 
-    from xcore.hooks.execution import JobHandle, LaunchContext, LaunchFailure, LaunchRequest, PackagingContext
     from xcore.hooks.kinds import KindRegistrar
-    from xcore.launch.job_blocks import Executable, Packageable
-    from xcore.status import JobState
+    from xcore.model.execution import JobHandle, LaunchContext, LaunchFailure, LaunchRequest, PackagingContext
+    from xcore.model.job_blocks import Executable, Packageable
+    from xcore.model.status import JobState
+    from xcore.model.tracking import JobTracking, TrackedJob
     from xcore.store import MetadataStore
-    from xcore.trackers import JobTracking, TrackedJob
 
 from xcore.hooks.markers import hookspec
 

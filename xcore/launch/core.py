@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextvars
 from typing import Any
 
-from xcore import datamodel
 from xcore.errors import (
     DebugInterrupt,
     ExperimentUnitError,
@@ -15,6 +14,7 @@ from xcore.errors import (
     NotFoundError,
     ReloadError,
 )
+from xcore.model import datamodel
 
 _current_experiment: contextvars.ContextVar[Any] = contextvars.ContextVar("_xm_current_experiment", default=None)
 _current_experiment_unit: contextvars.ContextVar[Any] = contextvars.ContextVar(

@@ -26,10 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from xcore.errors import DebugInterrupt, ExperimentUnitError
 from xcore.hooks.host import PluginHost
-from xcore.hooks.validation import check_field_types
 from xcore.launch import core
-from xcore.launch.args import SequentialArgs
-from xcore.launch.job_blocks import Executable, Job, JobConfig, JobGroup, Packageable, job_args_with_overrides
 from xcore.launch.units import (
     AuxiliaryUnit,
     AuxiliaryUnitJob,
@@ -42,22 +39,29 @@ from xcore.launch.units import (
     WorkUnit,
     WorkUnitRole,
 )
+from xcore.model.args import SequentialArgs
+from xcore.model.job_blocks import Executable, Job, JobConfig, JobGroup, Packageable, job_args_with_overrides
+from xcore.model.status import ExperimentUnitStatus, Status, combine
+from xcore.model.tracking import JobTracking, TrackedJob
+from xcore.model.validation import check_field_types
+from xcore.progress import Progress
 from xcore.runtime import collector
 from xcore.runtime.launcher import INTERRUPTED, BatchLauncher, LazyFuture, UnitTicket
 from xcore.runtime.packaging import package
-from xcore.runtime.progress import Progress
 from xcore.runtime.recorder import PendingAdd
+from xcore.runtime.tracker_links import tracking_for
 from xcore.runtime.tracking import cancel_jobs, refresh_jobs, wait_for
-from xcore.status import ExperimentUnitStatus, Status, combine
 from xcore.store import MetadataStore
 from xcore.store.records import ExperimentRecord, JobRecord, NewJob, UnitWrite
 from xcore.store.redaction import redact_env, redact_nested
-from xcore.trackers import JobTracking, TrackedJob, tracking_for
 
 if TYPE_CHECKING:
     import asyncio  # imported where a loop is used: a plain script never pays for it
 
 # -- experiment ------------------------------------------------------------------------------
+
+created_experiment_ids: list[int] = []
+"""Experiments this process created or added to, in order, so ``xcore launch`` can report them."""
 
 
 class Experiment:
@@ -143,7 +147,6 @@ class Experiment:
                 core._current_experiment.set(None)
 
     def _finish(self, exc: BaseException | None) -> None:
-        from xcore.launch.registry import created_experiment_ids  # the registry imports this module
 
         if isinstance(exc, KeyboardInterrupt):  # Ctrl-C or SIGTERM: stop submitting, keep what was submitted
             for task in self._generator_tasks:
@@ -265,7 +268,7 @@ class Experiment:
         jobs = unit._jobs()
         return bool(jobs) and all(j.handle is None and j.status.is_terminal for j in jobs)
 
-    def _add_jobs(self, unit: ExperimentUnit, job: Job | JobGroup, args: Mapping[str, Any] | None) -> LaunchFuture:
+    def add_jobs(self, unit: ExperimentUnit, job: Job | JobGroup, args: Mapping[str, Any] | None) -> LaunchFuture:
         if isinstance(job, JobConfig):
             job = job.expand()
         prepared = self._prepare(job, args, prefix="", taken=unit._job_names)
@@ -395,9 +398,24 @@ class Experiment:
             for job in unit.jobs
         ]
 
-    def get_status(self) -> ExperimentUnitStatus:
+    def unit_jobs(self, unit_id: int) -> list[JobRecord]:
+        units = self._store.work_units(self.experiment_id, [unit_id])
+        return units[0].jobs if units else []
+
+    def refresh_jobs(self, jobs: list[JobRecord]) -> list[JobRecord]:
         self._launcher.flush()
-        jobs = refresh_jobs(self._store, self._host, self._all_jobs())
+        return refresh_jobs(self._store, self._host, jobs)
+
+    def wait_for_jobs(self, jobs: Callable[[], list[JobRecord]], timeout: float | None) -> list[JobRecord]:
+        self._launcher.flush()
+        return wait_for(jobs, self._store, self._host, timeout=timeout)
+
+    def cancel_jobs(self, jobs: list[JobRecord]) -> None:
+        self._launcher.flush()
+        cancel_jobs(self._store, self._host, jobs)
+
+    def get_status(self) -> ExperimentUnitStatus:
+        jobs = self.refresh_jobs(self._all_jobs())
         units: dict[int, list[Status]] = {}
         for job in jobs:
             units.setdefault(job.work_unit_id, []).append(job.status)
@@ -405,8 +423,7 @@ class Experiment:
 
     def wait_until_complete(self, timeout: float | None = None) -> list[JobRecord]:
         """Block until every work unit has ended, then stop auxiliary units."""
-        self._launcher.flush()
-        jobs = wait_for(self._all_jobs, self._store, self._host, timeout=timeout)
+        jobs = self.wait_for_jobs(self._all_jobs, timeout)
         auxiliary = [u for u in self._units.values() if isinstance(u.role, AuxiliaryUnitRole)]
         if auxiliary:
             time.sleep(max(u.role.termination_delay_secs for u in auxiliary if isinstance(u.role, AuxiliaryUnitRole)))
@@ -416,8 +433,7 @@ class Experiment:
 
     def stop(self) -> None:
         """Cancel every unit of the experiment."""
-        self._launcher.flush()
-        cancel_jobs(self._store, self._host, self._all_jobs(include_auxiliary=True))
+        self.cancel_jobs(self._all_jobs(include_auxiliary=True))
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:

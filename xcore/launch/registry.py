@@ -12,7 +12,7 @@ from xcore import paths
 from xcore.errors import ConfigurationError
 from xcore.hooks.host import PluginHost, get_host
 from xcore.launch import vcs
-from xcore.launch.experiment import Experiment
+from xcore.launch.experiment import Experiment, created_experiment_ids
 from xcore.launch.units import (
     AuxiliaryUnit,
     AuxiliaryUnitRole,
@@ -26,7 +26,6 @@ from xcore.store import MetadataStore
 from xcore.store.records import ExperimentRecord
 
 _launch_script: Path | None = None
-created_experiment_ids: list[int] = []  # in this process, so `xcore launch` can report them
 
 
 def set_launch_script(path: Path | None) -> None:

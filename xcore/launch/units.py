@@ -11,21 +11,17 @@ import concurrent.futures
 import enum
 import getpass
 import os
-from collections.abc import Generator, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Generator, Mapping
+from typing import Any, Protocol
 
-from xcore import datamodel
 from xcore.errors import ExperimentUnitFailedError, ExperimentUnitNotCompletedError
 from xcore.launch import core
-from xcore.launch.job_blocks import Job, JobGroup
+from xcore.model import datamodel
+from xcore.model.job_blocks import Job, JobGroup
+from xcore.model.status import ExperimentUnitStatus, Status, combine
 from xcore.runtime.launcher import BatchLauncher
-from xcore.runtime.tracking import cancel_jobs, refresh_jobs, wait_for
-from xcore.status import ExperimentUnitStatus, Status, combine
 from xcore.store import MetadataStore
 from xcore.store.records import ExperimentRecord, JobRecord
-
-if TYPE_CHECKING:
-    from xcore.launch.experiment import Experiment
 
 # -- roles and annotations -------------------------------------------------------------------
 
@@ -179,10 +175,41 @@ class WorkUnitCompletedAwaitable:
 # -- units -----------------------------------------------------------------------------------
 
 
+class UnitOwner(Protocol):
+    """What a unit asks of its experiment (``Experiment`` is one). The experiment module builds
+    on this one, so units name what they need here instead of importing it."""
+
+    @property
+    def experiment_id(self) -> int: ...
+
+    @property
+    def context(self) -> MetadataContext: ...
+
+    def add_jobs(self, unit: ExperimentUnit, job: Job | JobGroup, args: Mapping[str, Any] | None) -> LaunchFuture:
+        """Record and queue ``job`` as part of ``unit`` (a job generator's ``work_unit.add``)."""
+        ...
+
+    def unit_jobs(self, unit_id: int) -> list[JobRecord]:
+        """The recorded jobs of one unit."""
+        ...
+
+    def refresh_jobs(self, jobs: list[JobRecord]) -> list[JobRecord]:
+        """Submit what is queued, then ask the backends for ``jobs``' states."""
+        ...
+
+    def wait_for_jobs(self, jobs: Callable[[], list[JobRecord]], timeout: float | None) -> list[JobRecord]:
+        """Submit what is queued, then wait until ``jobs()`` have all ended."""
+        ...
+
+    def cancel_jobs(self, jobs: list[JobRecord]) -> None:
+        """Submit what is queued, then cancel ``jobs``."""
+        ...
+
+
 class ExperimentUnit:
     """One work unit or auxiliary unit of an experiment."""
 
-    def __init__(self, experiment: Experiment, unit_id: int, role: ExperimentUnitRole, args: Any) -> None:
+    def __init__(self, experiment: UnitOwner, unit_id: int, role: ExperimentUnitRole, args: Any) -> None:
         self.experiment = experiment
         self.experiment_id = experiment.experiment_id
         self._id = unit_id
@@ -215,15 +242,13 @@ class ExperimentUnit:
     def add(self, job: Job | JobGroup, args: Mapping[str, Any] | None = None, *, identity: str = "") -> LaunchFuture:
         """Add jobs to this unit (from inside a job generator). ``identity`` is accepted for
         XManager compatibility; units, not jobs, are deduplicated by identity in xcore."""
-        return self.experiment._add_jobs(self, job, args)
+        return self.experiment.add_jobs(self, job, args)
 
     def _jobs(self) -> list[JobRecord]:
-        units = self.experiment._store.work_units(self.experiment_id, [self._id])
-        return units[0].jobs if units else []
+        return self.experiment.unit_jobs(self._id)
 
     def get_status(self) -> ExperimentUnitStatus:
-        self.experiment._launcher.flush()
-        jobs = refresh_jobs(self.experiment._store, self.experiment._host, self._jobs())
+        jobs = self.experiment.refresh_jobs(self._jobs())
         status = combine(j.status for j in jobs)
         messages = [f"{j.name}: {j.message}" for j in jobs if j.message and j.status is status]
         return ExperimentUnitStatus(status, "; ".join(messages))
@@ -240,8 +265,7 @@ class ExperimentUnit:
         return WorkUnitCompletedAwaitable(self)
 
     def _wait(self, timeout: float | None) -> ExperimentUnit:
-        self.experiment._launcher.flush()
-        jobs = wait_for(self._jobs, self.experiment._store, self.experiment._host, timeout=timeout)
+        jobs = self.experiment.wait_for_jobs(self._jobs, timeout)
         status = combine(j.status for j in jobs)
         details = "; ".join(
             f"job {j.name}: {j.message or j.status.value}" for j in jobs if j.status is not Status.COMPLETED)
@@ -256,8 +280,7 @@ class ExperimentUnit:
         self, *, mark_as_failed: bool = False, mark_as_completed: bool = False, message: str | None = None,
     ) -> None:
         """Cancel every job of this unit. The ``mark_as_*`` flags are accepted for XManager compatibility."""
-        self.experiment._launcher.flush()
-        cancel_jobs(self.experiment._store, self.experiment._host, self._jobs())
+        self.experiment.cancel_jobs(self._jobs())
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(experiment_id={self.experiment_id}, work_unit_id={self._id})"

@@ -6,7 +6,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from xcore import datamodel
+from xcore.model import datamodel
 
 
 @datamodel.frozen

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import signal
 
-from xcore.status import JobState, Status
+from xcore.model.status import JobState, Status
 
 SIGNAL_BASE = 128
 

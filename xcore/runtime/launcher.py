@@ -43,12 +43,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from xcore import paths
-from xcore.hooks.execution import LaunchContext, LaunchFailure, LaunchRequest, launch_failure_message
 from xcore.hooks.host import PluginHost
-from xcore.runtime.progress import Progress, plural
+from xcore.model.execution import LaunchContext, LaunchFailure, LaunchRequest, launch_failure_message
+from xcore.model.status import JobState, Status
+from xcore.progress import Progress, plural
 from xcore.runtime.recorder import PendingAdd, Recorder
 from xcore.settings import env_number
-from xcore.status import JobState, Status
 from xcore.store import MetadataStore
 
 MAX_BATCH = 100_000

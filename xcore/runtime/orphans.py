@@ -18,11 +18,11 @@ import sys
 import time
 
 from xcore import paths
-from xcore.hooks.execution import LaunchContext, LaunchRequest
 from xcore.hooks.host import PluginHost
+from xcore.model.execution import LaunchContext, LaunchRequest
+from xcore.model.status import JobState, Status
+from xcore.progress import Progress
 from xcore.runtime.launcher import hostname, lease_secs, process_start_time
-from xcore.runtime.progress import Progress
-from xcore.status import JobState, Status
 from xcore.store import MetadataStore
 from xcore.store.records import JobRecord, LeaseRecord
 

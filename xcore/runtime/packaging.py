@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from xcore import paths
-from xcore.hooks.execution import PackagingContext
 from xcore.hooks.host import PluginHost, get_host
-from xcore.launch.job_blocks import Executable, Packageable
-from xcore.runtime.progress import Progress
+from xcore.model.execution import PackagingContext
+from xcore.model.job_blocks import Executable, Packageable
+from xcore.progress import Progress
 
 
 def package(packageables: Sequence[Packageable], *, host: PluginHost | None = None,

@@ -33,7 +33,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from xcore import datamodel
+from xcore.model import datamodel
 from xcore.settings import env_int, env_number
 from xcore.store import MetadataStore
 from xcore.store.records import UnitWrite

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from xcore.errors import XcoreError
-from xcore.status import Status
+from xcore.model.status import Status
 from xcore.store.records import JobRecord
 
 if TYPE_CHECKING:  # not at run time: `xcore show` of finished jobs needs no plugin host (pluggy, kinds)

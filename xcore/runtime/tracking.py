@@ -14,7 +14,7 @@ from typing import Any
 
 from xcore.errors import XcoreError
 from xcore.hooks.host import PluginHost
-from xcore.status import JobState, Status, recorded_times
+from xcore.model.status import JobState, Status, recorded_times
 from xcore.store import MetadataStore
 from xcore.store.records import JobRecord, unreadable
 

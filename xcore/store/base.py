@@ -10,8 +10,8 @@ from typing import Any
 
 import attrs
 
-from xcore import datamodel
-from xcore.status import JobState, Status
+from xcore.model import datamodel
+from xcore.model.status import JobState, Status
 from xcore.store.records import (
     ExperimentRecord,
     JobRecord,

@@ -32,8 +32,8 @@ from psycopg import errors as pg_errors
 from psycopg.rows import dict_row
 
 from xcore.errors import ConfigurationError, NotFoundError, XcoreError
+from xcore.model.status import JobState, Status
 from xcore.settings import env_number
-from xcore.status import JobState, Status
 from xcore.store import ExperimentHistory, Imported, MetadataStore, StoreInfo, rows, specs, statements
 from xcore.store import migrations as store_migrations
 from xcore.store.records import (

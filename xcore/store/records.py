@@ -6,8 +6,8 @@ from typing import Any
 
 import attrs
 
-from xcore import datamodel
-from xcore.status import Status, combine
+from xcore.model import datamodel
+from xcore.model.status import Status, combine
 
 
 @datamodel.define

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from xcore.errors import NotFoundError
-from xcore.status import JobState, Status, combine, recorded_times
+from xcore.model.status import JobState, Status, combine, recorded_times
 from xcore.store.records import (
     ExperimentRecord,
     JobRecord,

@@ -21,8 +21,8 @@ from typing import Any
 
 from xcore import paths
 from xcore.errors import NotFoundError, StoreError
+from xcore.model.status import JobState, Status
 from xcore.settings import env_number
-from xcore.status import JobState, Status
 from xcore.store import ExperimentHistory, Imported, MetadataStore, StoreInfo, records, rows, specs, statements
 from xcore.store import migrations as store_migrations
 from xcore.store.records import (

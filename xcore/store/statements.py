@@ -8,12 +8,12 @@ The values the statements take are built in ``xcore.store.rows``.
 
 from __future__ import annotations
 
-from xcore.status import COMBINE_ORDER
+from xcore.model.status import COMBINE_ORDER
 
 
 def unit_status(column: str) -> str:
     """SQL aggregating the statuses in ``column`` of a work unit's jobs into the unit's status:
-    what ``xcore.status.combine`` gives (``rows.unit_statuses`` in Python), LAUNCHING for none."""
+    what ``xcore.model.status.combine`` gives (``rows.unit_statuses`` in Python), LAUNCHING for none."""
     ranks = " ".join(f"WHEN '{s.value}' THEN {rank}" for rank, s in enumerate(COMBINE_ORDER))
     names = " ".join(f"WHEN {rank} THEN '{s.value}'" for rank, s in enumerate(COMBINE_ORDER))
     return (f"CASE WHEN COUNT(*) = 0 THEN 'LAUNCHING' WHEN MIN({column}) = MAX({column}) THEN MIN({column})"

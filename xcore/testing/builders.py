@@ -8,10 +8,10 @@ import itertools
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from xcore.hooks.execution import LaunchContext, LaunchRequest, PackagingContext
 from xcore.hooks.host import PluginHost, reset_host
-from xcore.launch.job_blocks import Executable, Executor
-from xcore.runtime.progress import Progress
+from xcore.model.execution import LaunchContext, LaunchRequest, PackagingContext
+from xcore.model.job_blocks import Executable, Executor
+from xcore.progress import Progress
 
 _job_ids = itertools.count(1)
 

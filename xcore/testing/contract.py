@@ -41,9 +41,9 @@ from typing import Any
 import attrs
 import pytest
 
-from xcore.hooks.execution import JobHandle
-from xcore.launch.job_blocks import Executor, ExecutorSpec, Packageable
-from xcore.status import Status
+from xcore.model.execution import JobHandle
+from xcore.model.job_blocks import Executor, ExecutorSpec, Packageable
+from xcore.model.status import Status
 
 PROBE_MODULE = "xcore_contract_probe"
 

@@ -227,7 +227,7 @@ def xcore_job_logs(handle_kind: str, handle: FakeHandle, follow: bool) -> Iterat
 @hookimpl
 def xcore_job_tracking(job: Any) -> Any:
     """A link per job, as a tracker plugin adds (shown by ``xcore show`` and ``xcore ui``)."""
-    from xcore.trackers import JobTracking
+    from xcore.model.tracking import JobTracking
 
     return JobTracking(links={"fake": f"https://tracker.invalid/{job.run_name}"})
 

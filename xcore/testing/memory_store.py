@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from xcore.errors import ConfigurationError, NotFoundError
-from xcore.status import JobState, Status, combine
+from xcore.model.status import JobState, Status, combine
 from xcore.store import ExperimentHistory, Imported, MetadataStore, StoreInfo
 from xcore.store.records import ExperimentRecord, JobRecord, NewJob, StatusEvent, WorkUnitRecord
 

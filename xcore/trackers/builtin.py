@@ -18,7 +18,7 @@ import re
 from collections.abc import Mapping
 from urllib.parse import quote
 
-from xcore.trackers import JobTracking, TrackedJob
+from xcore.model.tracking import JobTracking, TrackedJob
 
 
 def _common(job: TrackedJob) -> dict[str, str]:

@@ -24,8 +24,8 @@ from starlette.templating import Jinja2Templates
 
 from xcore.errors import NotFoundError
 from xcore.hooks.host import PluginHost
+from xcore.model.status import Status
 from xcore.settings import env_number
-from xcore.status import Status
 from xcore.store import MetadataStore
 from xcore.ui import data
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import attrs
 
+from xcore.model.status import Status
 from xcore.runtime.results import result_names
-from xcore.status import Status
 from xcore.store import MetadataStore
 from xcore.store.records import ExperimentRecord, UnitSummary
 

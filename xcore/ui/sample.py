@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from xcore.status import JobState, Status
+from xcore.model.status import JobState, Status
 from xcore.store import MetadataStore
 from xcore.store.records import NewJob
 

@@ -190,8 +190,8 @@ def _project(tmp_path: Path) -> Path:
 
 def _package(project: Path, spec_kind: str) -> object:
     import xhpc
-    from xcore.hooks.execution import PackagingContext
-    from xcore.runtime.progress import Progress
+    from xcore.model.execution import PackagingContext
+    from xcore.progress import Progress
     from xhpc import packaging
 
     if spec_kind == "package":

@@ -12,7 +12,7 @@ import pytest
 
 import xcore as xm
 from xcore.errors import ConfigurationError, PackagingError
-from xcore.status import Status
+from xcore.model.status import Status
 from xhpc import config, scripts
 from xhpc.executors import GridEngine, Slurm, parse_time_limit
 from xhpc.schedulers import ANY_TASK, GridEngineScheduler, SlurmScheduler

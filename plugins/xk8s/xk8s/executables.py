@@ -29,7 +29,7 @@ def image(image: str, command: list[str] | tuple[str, ...] = (), *, args=None, e
     """A packageable for ``experiment.package``: ``xk8s.image("ghcr.io/lab/train:1", ["python3", "-m", "train"])``."""
     from xk8s.executors import KubernetesSpec
 
-    # mypy's attrs plugin mistypes converter=tuple fields (as in xcore/launch/packagables.py)
+    # mypy's attrs plugin mistypes converter=tuple fields (as in xcore/model/packagables.py)
     return xp.Packageable(executable_spec=Image(image, tuple(command)),  # type: ignore[arg-type]
                           executor_spec=spec or KubernetesSpec(),
                           args=args or [], env_vars=env_vars or {})

@@ -12,7 +12,7 @@ import pytest
 import xcore as xm
 from xcore import images
 from xcore.images.context import from_images
-from xcore.status import Status
+from xcore.model.status import Status
 from xlocal.containers import state_from_inspect
 
 
@@ -181,7 +181,7 @@ def test_unreachable_engine_says_what_to_do(monkeypatch, tmp_path):
 
 def _request(executor, executable=None, args=("a",), env=None):
     import xlocal
-    from xcore.hooks.execution import LaunchRequest
+    from xcore.model.execution import LaunchRequest
 
     exe = executable or xlocal.LocalContainer(name="demo", image="img:1", entrypoint=["python3", "-m", "m"])
     return LaunchRequest(7, 3, 2, "train/x", exe, executor, list(args), dict(env or {"K": "v=1\nz"}))

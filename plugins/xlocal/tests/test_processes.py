@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from xcore.status import Status
+from xcore.model.status import Status
 from xlocal import processes
 from xlocal.handles import ProcessHandle
 

@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from xcore import datamodel
-from xcore.launch.job_blocks import Executable, Executor
+from xcore.model import datamodel
+from xcore.model.job_blocks import Executable, Executor
 
 if TYPE_CHECKING:
-    from xcore.runtime.progress import Progress
+    from xcore.progress import Progress
 
 
 @datamodel.define

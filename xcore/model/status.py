@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable
 
-from xcore import datamodel
+from xcore.model import datamodel
 
 
 class Status(enum.Enum):

@@ -37,7 +37,7 @@ def _decorate(maybe_cls: Any, decorator: Callable[..., Any], options: dict[str, 
                             options.get("frozen", decorator is attrs.frozen))
 
     if {"repr", "eq", "order", "hash", "unsafe_hash", "cache_hash", "str"} & options.keys():
-        raise TypeError("xcore.datamodel classes compare and print as attrs' default: use attrs itself for others")
+        raise TypeError("xcore datamodel classes compare and print as attrs' default: use attrs itself for others")
     return wrap if maybe_cls is None else wrap(maybe_cls)
 
 
@@ -51,7 +51,7 @@ def _add_methods(cls: Any, body: dict[str, Any], is_frozen: bool) -> Any:
         cls.__eq__ = _eq_method(compared)
         if "__hash__" not in body:
             hashed = tuple((f.name, f.eq_key) for f in fields if f.hash is True or (f.hash is None and f.eq))
-            cls.__hash__ = _hash_method(hashed, hash(f"xcore.datamodel {cls.__module__}.{cls.__qualname__}")) \
+            cls.__hash__ = _hash_method(hashed, hash(f"xcore.model.datamodel {cls.__module__}.{cls.__qualname__}")) \
                 if is_frozen else None
     return cls
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import attrs
 
-from xcore import datamodel
-from xcore.launch.job_blocks import ExecutableSpec
+from xcore.model import datamodel
+from xcore.model.job_blocks import ExecutableSpec
 from xcore.paths import from_launch_dir
 
 

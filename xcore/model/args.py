@@ -20,7 +20,7 @@ from typing import Any, Union
 
 import attrs
 
-from xcore import datamodel
+from xcore.model import datamodel
 
 UserArgs = Union[Mapping[str, Any], Iterable[Any], "SequentialArgs", None]
 
@@ -55,7 +55,7 @@ def plain_escaper(value: Any) -> str:
         return value
     if kind is int or kind is float:  # exactly: not bool, IntEnum or other subclasses with their own str()
         return str(value)
-    from xcore.launch.utils import ShellSafeArg
+    from xcore.model.utils import ShellSafeArg
 
     if isinstance(value, ShellSafeArg):
         return value.arg
@@ -66,7 +66,7 @@ def plain_escaper(value: Any) -> str:
 
 def shell_escaper(value: Any) -> str:
     """XManager's default escaper: shell-quote, except ShellSafeArg; enums render by name."""
-    from xcore.launch.utils import ShellSafeArg
+    from xcore.model.utils import ShellSafeArg
 
     if isinstance(value, ShellSafeArg):
         return value.arg
@@ -104,7 +104,7 @@ def check_arg_value(value: Any, where: str) -> None:
         return
     if kind is str and "\0" not in value:
         return
-    from xcore.launch.utils import ShellSafeArg
+    from xcore.model.utils import ShellSafeArg
 
     if isinstance(value, ShellSafeArg):
         check_arg_value(value.arg, where)
@@ -215,7 +215,7 @@ class SequentialArgs:
         kwargs_joiner: Callable[[str, str], str] = trivial_kwargs_joiner,
     ) -> list[str]:
         """Render to command-line strings, as XManager does: shell-quoted by default
-        (pass ``xcore.launch.args.plain_escaper`` or ``str`` for raw argv)."""
+        (pass ``xcore.model.args.plain_escaper`` or ``str`` for raw argv)."""
         rendered: list[str] = []
         for item in self._items:
             if isinstance(item, _Positional):
@@ -256,7 +256,7 @@ class SequentialArgs:
         """XManager's dict view: keyword args by name; each positional arg maps to True."""
         if kwargs_only:
             return dict(self.keyword_args)
-        from xcore.launch.utils import ShellSafeArg
+        from xcore.model.utils import ShellSafeArg
 
         result: dict[str, Any] = {}
         for item in self._items:

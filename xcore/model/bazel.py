@@ -18,11 +18,11 @@ from typing import Any
 
 import attrs
 
-from xcore import datamodel
 from xcore.errors import PackagingError
-from xcore.launch.args import UserArgs
-from xcore.launch.executables import BinaryDependency, to_tuple
-from xcore.launch.job_blocks import ExecutableSpec, ExecutorSpec, Packageable
+from xcore.model import datamodel
+from xcore.model.args import UserArgs
+from xcore.model.executables import BinaryDependency, to_tuple
+from xcore.model.job_blocks import ExecutableSpec, ExecutorSpec, Packageable
 
 WORKSPACE_FILES = ("MODULE.bazel", "WORKSPACE", "WORKSPACE.bazel")
 

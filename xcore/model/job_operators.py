@@ -8,8 +8,8 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from xcore import datamodel
-from xcore.launch.job_blocks import Constraint, Job, JobGroup, JobType, is_job_generator
+from xcore.model import datamodel
+from xcore.model.job_blocks import Constraint, Job, JobGroup, JobType, is_job_generator
 
 
 def shallow_copy_job_type(job_type: Any) -> Any:

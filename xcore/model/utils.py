@@ -6,7 +6,7 @@ import functools
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from xcore import datamodel
+from xcore.model import datamodel
 
 ReturnT = TypeVar("ReturnT")
 

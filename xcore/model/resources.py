@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping, MutableMapping
 from typing import Any
 
 from xcore.errors import ResourceSpecError
-from xcore.launch import quantities as units
+from xcore.model import quantities as units
 
 # (name, value): XManager's values where XManager has the type, xcore's own from 200001 on.
 _BASE_TYPES = (("CPU", 100002), ("MEMORY", 39), ("RAM", 39), ("EPHEMERAL_STORAGE", 100003), ("DISK", 100003))

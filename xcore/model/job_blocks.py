@@ -14,10 +14,10 @@ from typing import Any, ClassVar, TypeVar
 
 import attrs
 
-from xcore import datamodel
-from xcore.hooks.validation import check_field_types
-from xcore.launch.args import SequentialArgs, UserArgs, merge_args
-from xcore.launch.resources import JobRequirements
+from xcore.model import datamodel
+from xcore.model.args import SequentialArgs, UserArgs, merge_args
+from xcore.model.resources import JobRequirements
+from xcore.model.validation import check_field_types
 
 
 def _to_args(value: UserArgs) -> SequentialArgs:

@@ -6,8 +6,8 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from xcore.launch.args import UserArgs
-from xcore.launch.executables import (
+from xcore.model.args import UserArgs
+from xcore.model.executables import (
     Binary,
     BinaryDependency,
     CommandList,
@@ -17,7 +17,7 @@ from xcore.launch.executables import (
     PythonContainer,
     PythonModule,
 )
-from xcore.launch.job_blocks import ExecutorSpec, Packageable
+from xcore.model.job_blocks import ExecutorSpec, Packageable
 
 
 def binary(

@@ -1,7 +1,8 @@
 """The plugin machinery behind ``xcore.plugin`` (the public plugin API; plugins import that).
 
-``specs`` (every hook, documented), ``host`` (loads plugins, routes each hook to the plugin
-that owns the kind), ``kinds`` (the kind registry), ``execution`` (requests, contexts and
-handles that hooks receive and return), ``markers``, ``entry_points``, ``serialization``,
-``validation``, ``builtin`` (the core's own kinds, stores and trackers).
+Floor 3: above the model and the store, below the runtime. ``specs`` (every hook,
+documented), ``host`` (loads plugins, routes each hook to the plugin that owns the kind),
+``kinds`` (the kind registry), ``markers``, ``entry_points``, ``serialization`` (models to
+JSON and back), ``builtin`` (the core's own kinds, stores and trackers). What hooks receive
+and return (requests, contexts, handles) is model: ``xcore.model.execution``.
 """

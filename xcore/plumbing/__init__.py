@@ -1,4 +1,4 @@
-"""Backend plumbing every executor needs, written once in the core.
+"""Backend plumbing every executor needs, written once in the core (floor 2, on the model).
 
 Plugins use it through ``xcore.plugin`` (which re-exports every public name here):
 

@@ -253,7 +253,7 @@ def list_(args: argparse.Namespace) -> int:
 
         user = current_user()
     records = store.list_experiments(title=args.title, tag=args.tag, user=user, limit=None if args.status else limit)
-    _refresh_experiments(store, [r.id for r in records if r.status.is_active][:200])
+    _refresh_experiments(store, [r.id for r in records if r.has_active_units][:200])
     records = store.list_experiments(status=args.status, title=args.title, tag=args.tag, user=user, limit=limit)
     if args.json:
         _print_json([_experiment_json(r) for r in records])

@@ -137,6 +137,14 @@ class ExperimentRecord:
             return Status.FAILED  # what ran succeeded, but the launch itself did not
         return status
 
+    @property
+    def has_active_units(self) -> bool:
+        """Whether any work unit may still change. The experiment's own status reads FAILED or
+        CANCELLED as soon as one unit does, while others still run: whoever keeps statuses fresh
+        (``xcore list``, the dashboard) asks this, not ``status.is_active``."""
+        return self.status.is_active or any(
+            name not in Status.__members__ or Status(name).is_active for name in self.status_counts)
+
 
 @datamodel.frozen
 class StatusEvent:

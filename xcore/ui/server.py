@@ -34,7 +34,7 @@ def refresh_forever(store: object, host: object, stop: threading.Event, interval
     watched: set[int] = set()
     while not stop.wait(interval):
         try:
-            active = [r.id for r in store.list_experiments(limit=500) if r.status.is_active][:200]  # type: ignore[attr-defined]
+            active = [r.id for r in store.list_experiments(limit=500) if r.has_active_units][:200]  # type: ignore[attr-defined]
             if active:
                 refresh_jobs(store, host, store.active_jobs(active))  # type: ignore[arg-type, attr-defined]
             for experiment_id in watched | set(active):

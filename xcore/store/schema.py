@@ -13,60 +13,29 @@ _V1_TO_V4 = [
     # 1: initial schema
     """
     CREATE TABLE experiments (
-        id {experiment_key},
-        title TEXT NOT NULL,
-        tags TEXT NOT NULL DEFAULT '[]',
-        notes TEXT NOT NULL DEFAULT '',
-        script_path TEXT,
-        script_sha256 TEXT,
-        git_commit TEXT,
-        git_dirty {bool},
-        {user} TEXT NOT NULL DEFAULT '',
-        host TEXT NOT NULL DEFAULT '',
-        created_at {real} NOT NULL,
-        launch_status TEXT NOT NULL DEFAULT 'LAUNCHING',
-        launch_error TEXT NOT NULL DEFAULT ''
+        id {experiment_key}, title TEXT NOT NULL, tags TEXT NOT NULL DEFAULT '[]',
+        notes TEXT NOT NULL DEFAULT '', script_path TEXT, script_sha256 TEXT, git_commit TEXT, git_dirty {bool},
+        {user} TEXT NOT NULL DEFAULT '', host TEXT NOT NULL DEFAULT '', created_at {real} NOT NULL,
+        launch_status TEXT NOT NULL DEFAULT 'LAUNCHING', launch_error TEXT NOT NULL DEFAULT ''
     );
     CREATE TABLE work_units (
-        experiment_id {id} NOT NULL REFERENCES experiments(id),
-        id INTEGER NOT NULL,
-        role TEXT NOT NULL,
-        args TEXT NOT NULL,
-        identity TEXT NOT NULL DEFAULT '',
-        status TEXT NOT NULL DEFAULT 'LAUNCHING',
-        created_at {real} NOT NULL,
-        PRIMARY KEY (experiment_id, id)
+        experiment_id {id} NOT NULL REFERENCES experiments(id), id INTEGER NOT NULL, role TEXT NOT NULL,
+        args TEXT NOT NULL, identity TEXT NOT NULL DEFAULT '', status TEXT NOT NULL DEFAULT 'LAUNCHING',
+        created_at {real} NOT NULL, PRIMARY KEY (experiment_id, id)
     );
     CREATE TABLE jobs (
-        id {key},
-        experiment_id {id} NOT NULL,
-        work_unit_id INTEGER NOT NULL,
-        name TEXT NOT NULL,
-        executor_kind TEXT NOT NULL,
-        executor TEXT NOT NULL,
-        executable TEXT NOT NULL,
-        args TEXT NOT NULL,
-        env TEXT NOT NULL,
-        status TEXT NOT NULL DEFAULT 'LAUNCHING',
-        message TEXT NOT NULL DEFAULT '',
-        exit_code INTEGER,
-        handle_kind TEXT,
-        handle TEXT,
-        log_path TEXT,
-        created_at {real} NOT NULL,
-        launched_at {real},
-        started_at {real},
-        ended_at {real},
+        id {key}, experiment_id {id} NOT NULL, work_unit_id INTEGER NOT NULL, name TEXT NOT NULL,
+        executor_kind TEXT NOT NULL, executor TEXT NOT NULL, executable TEXT NOT NULL, args TEXT NOT NULL,
+        env TEXT NOT NULL, status TEXT NOT NULL DEFAULT 'LAUNCHING', message TEXT NOT NULL DEFAULT '',
+        exit_code INTEGER, handle_kind TEXT, handle TEXT, log_path TEXT, created_at {real} NOT NULL,
+        launched_at {real}, started_at {real}, ended_at {real},
         FOREIGN KEY (experiment_id, work_unit_id) REFERENCES work_units(experiment_id, id)
     );
     CREATE INDEX jobs_by_unit ON jobs(experiment_id, work_unit_id);
     CREATE INDEX jobs_active ON jobs(experiment_id, status);
     CREATE TABLE job_events (
-        {event_seq}job_id {id} NOT NULL REFERENCES jobs(id),
-        status TEXT NOT NULL,
-        message TEXT NOT NULL DEFAULT '',
-        exit_code INTEGER,
-        at {real} NOT NULL
+        {event_seq}job_id {id} NOT NULL REFERENCES jobs(id), status TEXT NOT NULL,
+        message TEXT NOT NULL DEFAULT '', exit_code INTEGER, at {real} NOT NULL
     );
     CREATE INDEX job_events_by_job ON job_events({event_index});
     {version_table}
@@ -83,19 +52,11 @@ _V1_TO_V4 = [
     ALTER TABLE jobs ADD COLUMN lease_id {id};
     CREATE INDEX jobs_by_lease ON jobs(lease_id, status);
     CREATE TABLE launch_leases (
-        id {key},
-        experiment_id {id} NOT NULL,
-        host TEXT NOT NULL,
-        pid INTEGER NOT NULL,
-        proc_start {real},
-        heartbeat {real} NOT NULL,
-        state TEXT NOT NULL DEFAULT 'open'
+        id {key}, experiment_id {id} NOT NULL, host TEXT NOT NULL, pid INTEGER NOT NULL, proc_start {real},
+        heartbeat {real} NOT NULL, state TEXT NOT NULL DEFAULT 'open'
     );
     CREATE TABLE launch_intents (
-        id {key},
-        lease_id {id} NOT NULL,
-        executor_kind TEXT NOT NULL,
-        job_ids TEXT NOT NULL,
+        id {key}, lease_id {id} NOT NULL, executor_kind TEXT NOT NULL, job_ids TEXT NOT NULL,
         created_at {real} NOT NULL
     );
     {intents_index}
@@ -104,22 +65,13 @@ _V1_TO_V4 = [
     """
     ALTER TABLE jobs ADD COLUMN results_at {real};
     CREATE TABLE job_results (
-        job_id {id} NOT NULL REFERENCES jobs(id),
-        experiment_id {id} NOT NULL,
-        work_unit_id INTEGER NOT NULL,
-        name TEXT NOT NULL,
-        value {real},
-        at {real} NOT NULL,
-        PRIMARY KEY (job_id, name)
+        job_id {id} NOT NULL REFERENCES jobs(id), experiment_id {id} NOT NULL, work_unit_id INTEGER NOT NULL,
+        name TEXT NOT NULL, value {real}, at {real} NOT NULL, PRIMARY KEY (job_id, name)
     );
     CREATE INDEX job_results_by_unit ON job_results(experiment_id, work_unit_id);
     CREATE TABLE job_links (
-        job_id {id} NOT NULL REFERENCES jobs(id),
-        experiment_id {id} NOT NULL,
-        work_unit_id INTEGER NOT NULL,
-        name TEXT NOT NULL,
-        url TEXT NOT NULL,
-        PRIMARY KEY (job_id, name)
+        job_id {id} NOT NULL REFERENCES jobs(id), experiment_id {id} NOT NULL, work_unit_id INTEGER NOT NULL,
+        name TEXT NOT NULL, url TEXT NOT NULL, PRIMARY KEY (job_id, name)
     );
     CREATE INDEX job_links_by_unit ON job_links(experiment_id, work_unit_id);
     """,
@@ -131,37 +83,18 @@ _V1_TO_V4 = [
 # AUTOINCREMENT counter; ``jobs_by_lease`` indexes the lease alone (its one query finds a
 # lease's rows through it).
 _SQLITE_V5 = """
-    CREATE TABLE job_specs (
-        id INTEGER PRIMARY KEY,
-        digest TEXT NOT NULL UNIQUE,
-        body TEXT NOT NULL
-    );
+    CREATE TABLE job_specs (id INTEGER PRIMARY KEY, digest TEXT NOT NULL UNIQUE, body TEXT NOT NULL);
     INSERT OR IGNORE INTO job_specs (digest, body)
         SELECT xcore_digest(body), body FROM (
             SELECT id, 0 AS side, executor AS body FROM jobs UNION ALL SELECT id, 1, executable FROM jobs
             ORDER BY id, side);
     CREATE TABLE jobs_v5 (
-        id INTEGER PRIMARY KEY AUTOINCREMENT,
-        experiment_id INTEGER NOT NULL,
-        work_unit_id INTEGER NOT NULL,
-        name TEXT NOT NULL,
-        executor_kind TEXT NOT NULL,
-        executor_spec INTEGER NOT NULL REFERENCES job_specs(id),
-        executable_spec INTEGER NOT NULL REFERENCES job_specs(id),
-        args TEXT NOT NULL,
-        env TEXT NOT NULL,
-        status TEXT NOT NULL DEFAULT 'LAUNCHING',
-        message TEXT NOT NULL DEFAULT '',
-        exit_code INTEGER,
-        handle_kind TEXT,
-        handle TEXT,
-        log_path TEXT,
-        created_at REAL NOT NULL,
-        launched_at REAL,
-        started_at REAL,
-        ended_at REAL,
-        lease_id INTEGER,
-        results_at REAL,
+        id INTEGER PRIMARY KEY AUTOINCREMENT, experiment_id INTEGER NOT NULL, work_unit_id INTEGER NOT NULL,
+        name TEXT NOT NULL, executor_kind TEXT NOT NULL, executor_spec INTEGER NOT NULL REFERENCES job_specs(id),
+        executable_spec INTEGER NOT NULL REFERENCES job_specs(id), args TEXT NOT NULL, env TEXT NOT NULL,
+        status TEXT NOT NULL DEFAULT 'LAUNCHING', message TEXT NOT NULL DEFAULT '', exit_code INTEGER,
+        handle_kind TEXT, handle TEXT, log_path TEXT, created_at REAL NOT NULL, launched_at REAL,
+        started_at REAL, ended_at REAL, lease_id INTEGER, results_at REAL,
         FOREIGN KEY (experiment_id, work_unit_id) REFERENCES work_units(experiment_id, id)
     );
     INSERT INTO jobs_v5 (id, experiment_id, work_unit_id, name, executor_kind, executor_spec, executable_spec,
@@ -185,9 +118,7 @@ _SQLITE_V5 = """
 # PostgreSQL drops the two columns in place (the new columns come last, as ALTER TABLE adds them).
 _POSTGRES_V5 = """
     CREATE TABLE job_specs (
-        id BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
-        digest TEXT NOT NULL UNIQUE,
-        body TEXT NOT NULL
+        id BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY, digest TEXT NOT NULL UNIQUE, body TEXT NOT NULL
     );
     INSERT INTO job_specs (digest, body)
         SELECT encode(sha256(convert_to(body, 'UTF8')), 'hex'), body
@@ -213,7 +144,7 @@ POSTGRES = {
     "experiment_key": "BIGINT PRIMARY KEY", "key": "BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY",
     "id": "BIGINT", "real": "DOUBLE PRECISION", "bool": "BOOLEAN", "user": '"user"',
     "event_seq": "seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,\n        ", "event_index": "job_id, seq",
-    "version_table": "CREATE TABLE schema_version (version INTEGER NOT NULL);\n    INSERT INTO schema_version VALUES (0);",
+    "version_table": "CREATE TABLE schema_version (version INTEGER NOT NULL); INSERT INTO schema_version VALUES (0);",
     "random_id": "replace(gen_random_uuid()::text, '-', '')", "unique_origin": " UNIQUE",
     "intents_index": "CREATE INDEX launch_intents_by_lease ON launch_intents(lease_id);",
 }

@@ -17,7 +17,7 @@ import functools
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from xcore.errors import NotFoundError
 from xcore.status import JobState, Status
@@ -37,12 +37,34 @@ from xcore.store.records import (
 )
 
 T = TypeVar("T")
+P = ParamSpec("P")
 SCHEMA_VERSION = store_migrations.SCHEMA_VERSION  # one number for every dialect
 _JOB_COLUMNS = rows.JOB_COLUMNS
 _COPIED_COLUMNS = rows.COPIED_JOB_COLUMNS
 _STORED_COLUMNS = rows.STORED_JOB_COLUMNS  # specs by id in the table
 _LARGE_LAUNCH = 1000  # mark_launched of this many jobs is a large write (Dialect.large_write)
 _EXPERIMENT_COLUMNS = 'title, tags, notes, script_path, script_sha256, git_commit, git_dirty, "user", host, created_at'
+
+
+def _reads(method: Callable[Concatenate[SqlStore, Cursor, P], T]) -> Callable[Concatenate[SqlStore, P], T]:
+    """The method as one read (``SqlStore._read``): its body gets the cursor after ``self``."""
+    @functools.wraps(method)
+    def read(self: SqlStore, *args: P.args, **kwargs: P.kwargs) -> T:
+        return self._read(lambda cur: method(self, cur, *args, **kwargs))
+
+    return read
+
+
+def _writes(method: Callable[Concatenate[SqlStore, Cursor, bool, float, P], T]
+            ) -> Callable[Concatenate[SqlStore, P], T]:
+    """The method as one write (``SqlStore._transaction``): its body gets the cursor, whether
+    this is a retry (see the module) and the time of the call (the same in every try)."""
+    @functools.wraps(method)
+    def write(self: SqlStore, *args: P.args, **kwargs: P.kwargs) -> T:
+        now = time.time()
+        return self._transaction(lambda cur, retrying: method(self, cur, retrying, now, *args, **kwargs))
+
+    return write
 
 
 class SqlStore(MetadataStore):
@@ -96,97 +118,71 @@ class SqlStore(MetadataStore):
 
     # -- experiments ---------------------------------------------------------------------
 
-    def create_experiment(
-        self,
-        title: str,
-        *,
-        tags: Sequence[str] = (),
-        notes: str = "",
-        script_path: str | None = None,
-        script_sha256: str | None = None,
-        git_commit: str | None = None,
-        git_dirty: bool | None = None,
-        user: str = "",
-        host: str = "",
-    ) -> ExperimentRecord:
+    def create_experiment(self, title: str, *, tags: Sequence[str] = (), notes: str = "",
+                          script_path: str | None = None, script_sha256: str | None = None,
+                          git_commit: str | None = None, git_dirty: bool | None = None, user: str = "",
+                          host: str = "") -> ExperimentRecord:
         """Ids are the highest plus one, allocated under the dialect's lock: no gaps."""
-        now = time.time()
-        values = (title, json.dumps(list(tags)), notes, script_path, script_sha256, git_commit, git_dirty, user,
-                  host, now)
+        values = (title, json.dumps(list(tags)), notes, script_path, script_sha256, git_commit, git_dirty, user, host)
+        return self.get_experiment(self._create_experiment(values))
 
-        def work(cur: Cursor, retrying: bool) -> int:
-            if retrying:  # our earlier attempt may have committed: same creator, same instant
-                row = cur.execute('SELECT id FROM experiments WHERE created_at = ? AND host = ? AND "user" = ?'
-                                  " AND title = ?", (now, host, user, title)).fetchone()
-                if row is not None:
-                    return int(row["id"])
-            self.dialect.lock_experiments(cur)
-            return self.dialect.insert_id(
-                cur, f"INSERT INTO experiments (id, {_EXPERIMENT_COLUMNS}) SELECT COALESCE(MAX(id), 0) + 1,"
-                " ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM experiments", values)
+    @_writes
+    def _create_experiment(self, cur: Cursor, retrying: bool, now: float, values: tuple[Any, ...]) -> int:
+        """``values``: the columns of ``_EXPERIMENT_COLUMNS`` but the last, ``created_at`` (``now``)."""
+        if retrying:  # our earlier attempt may have committed: same title, user and host, same instant
+            row = cur.execute('SELECT id FROM experiments WHERE title = ? AND "user" = ? AND host = ?'
+                              " AND created_at = ?", (values[0], *values[-2:], now)).fetchone()
+            if row is not None:
+                return int(row["id"])
+        self.dialect.lock_experiments(cur)
+        return self.dialect.insert_id(
+            cur, f"INSERT INTO experiments (id, {_EXPERIMENT_COLUMNS}) SELECT COALESCE(MAX(id), 0) + 1,"
+            " ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM experiments", (*values, now))
 
-        return self.get_experiment(self._transaction(work))
-
-    def update_experiment(self, experiment_id: int, **changes: Any) -> None:
+    @_writes
+    def update_experiment(self, cur: Cursor, retrying: bool, now: float, experiment_id: int, **changes: Any) -> None:
         changes = rows.experiment_changes(changes)
-        if not changes:
-            return
-        assignments = ", ".join(f"{name} = ?" for name in changes)
+        if changes and cur.execute(f"UPDATE experiments SET {', '.join(f'{name} = ?' for name in changes)}"
+                                   " WHERE id = ?", (*changes.values(), experiment_id)).rowcount == 0:
+            raise NotFoundError(f"No experiment {experiment_id} in {self.dialect.where}.")
 
-        def work(cur: Cursor, _: bool) -> None:
-            if cur.execute(f"UPDATE experiments SET {assignments} WHERE id = ?",
-                           (*changes.values(), experiment_id)).rowcount == 0:
-                raise NotFoundError(f"No experiment {experiment_id} in {self.dialect.where}.")
+    @_reads
+    def get_experiment(self, cur: Cursor, experiment_id: int) -> ExperimentRecord:
+        row = cur.execute("SELECT * FROM experiments WHERE id = ?", (experiment_id,)).fetchone()
+        if row is None:
+            raise NotFoundError(f"No experiment {experiment_id} in the store {self.dialect.where}. "
+                                "`xcore list` shows what exists.")
+        return self._experiment(row, self._status_counts(cur, [experiment_id]).get(experiment_id, {}))
 
-        self._transaction(work)
-
-    def get_experiment(self, experiment_id: int) -> ExperimentRecord:
-        def work(cur: Cursor) -> ExperimentRecord:
-            row = cur.execute("SELECT * FROM experiments WHERE id = ?", (experiment_id,)).fetchone()
-            if row is None:
-                raise NotFoundError(f"No experiment {experiment_id} in the store {self.dialect.where}. "
-                                    "`xcore list` shows what exists.")
-            return self._experiment(row, self._status_counts(cur, [experiment_id]).get(experiment_id, {}))
-
-        return self._read(work)
-
-    def list_experiments(
-        self, *, status: str | None = None, title: str | None = None, tag: str | None = None, limit: int | None = 20,
-        user: str | None = None,
-    ) -> list[ExperimentRecord]:
+    @_reads
+    def list_experiments(self, cur: Cursor, *, status: str | None = None, title: str | None = None,
+                         tag: str | None = None, limit: int | None = 20, user: str | None = None,
+                         ) -> list[ExperimentRecord]:
         where, params = ["id < ?"], []
-        if user is not None:
-            where.append('"user" = ?')
-            params.append(user)
-        if title:
-            where.append(f"{self.dialect.find}(lower(title), lower(?)) > 0")
-            params.append(title)
-        if tag:
-            where.append(self.dialect.has_tag)
-            params.append(tag)
+        for clause, value in (('"user" = ?', user), (f"{self.dialect.find}(lower(title), lower(?)) > 0", title or None),
+                              (self.dialect.has_tag, tag or None)):
+            if value is not None:
+                where.append(clause)
+                params.append(value)
         query = f"SELECT * FROM experiments WHERE {' AND '.join(where)} ORDER BY id DESC LIMIT ?"
         # Status is derived, so filter after computing it, a page at a time (without a status
         # filter the first page is the answer: count no more than that).
         size = 500 if status or limit is None else max(limit, 1)
-
-        def work(cur: Cursor) -> list[ExperimentRecord]:
-            found: list[ExperimentRecord] = []
-            below = 2**62
-            while True:
-                page = cur.execute(query, (below, *params, size)).fetchall()
-                counts = self._status_counts(cur, [r["id"] for r in page])
-                for row in page:
-                    record = self._experiment(row, counts.get(row["id"], {}))
-                    if status and record.status.value != status.upper():
-                        continue
-                    found.append(record)
-                    if limit is not None and len(found) >= limit:
-                        return found
-                if len(page) < size:
+        found: list[ExperimentRecord] = []
+        below = 2**62
+        while True:
+            page = cur.execute(query, (below, *params, size)).fetchall()
+            counts = self._status_counts(cur, [r["id"] for r in page])
+            for row in page:
+                record = self._experiment(row, counts.get(row["id"], {}))
+                if status and record.status.value != status.upper():
+                    continue
+                found.append(record)
+                if limit is not None and len(found) >= limit:
                     return found
-                below = page[-1]["id"]
-
-        return self._read(work)
+            if len(page) < size:
+                return found
+            below = page[-1]["id"]
 
     def _status_counts(self, cur: Cursor, experiment_ids: Sequence[int]) -> dict[int, dict[str, int]]:
         counts: dict[int, dict[str, int]] = {}
@@ -209,42 +205,34 @@ class SqlStore(MetadataStore):
 
     # -- work units and jobs -------------------------------------------------------------
 
-    def add_work_unit(
-        self, experiment_id: int, work_unit_id: int, role: str, args: Any, identity: str, jobs: Sequence[NewJob],
-        *, lease_id: int | None = None,
-    ) -> list[int]:
-        now = time.time()
+    @_writes
+    def add_work_unit(self, cur: Cursor, retrying: bool, now: float, experiment_id: int, work_unit_id: int,
+                      role: str, args: Any, identity: str, jobs: Sequence[NewJob], *, lease_id: int | None = None,
+                      ) -> list[int]:
+        if retrying:  # the work unit is ours (its id comes from our launcher): did it commit?
+            row = cur.execute("SELECT created_at FROM work_units WHERE experiment_id = ? AND id = ?",
+                              (experiment_id, work_unit_id)).fetchone()
+            if row and row["created_at"] == now:
+                return [r["id"] for r in cur.execute("SELECT id FROM jobs WHERE experiment_id = ? AND"
+                                                     " work_unit_id = ? ORDER BY id", (experiment_id, work_unit_id))]
+        cur.execute(sql.INSERT_UNIT, (experiment_id, work_unit_id, role, json.dumps(args), identity, now))
+        return self._insert_jobs(cur, experiment_id, work_unit_id, jobs, now, lease_id)
 
-        def work(cur: Cursor, retrying: bool) -> list[int]:
-            if retrying:  # the work unit is ours (its id comes from our launcher): did it commit?
-                row = cur.execute("SELECT created_at FROM work_units WHERE experiment_id = ? AND id = ?",
-                                  (experiment_id, work_unit_id)).fetchone()
-                if row and row["created_at"] == now:
-                    return [r["id"] for r in cur.execute("SELECT id FROM jobs WHERE experiment_id = ? AND"
-                                                         " work_unit_id = ? ORDER BY id", (experiment_id, work_unit_id))]
-            cur.execute(sql.INSERT_UNIT, (experiment_id, work_unit_id, role, json.dumps(args), identity, now))
-            return self._insert_jobs(cur, experiment_id, work_unit_id, jobs, now, lease_id)
-
-        return self._transaction(work)
-
-    def add_jobs(self, experiment_id: int, work_unit_id: int, jobs: Sequence[NewJob], *,
-                 lease_id: int | None = None, replace_unlaunched: bool = False) -> list[int]:
-        now = time.time()
-
-        def work(cur: Cursor, retrying: bool) -> list[int]:
-            if retrying and jobs:
-                done = [r["id"] for r in cur.execute(
-                    "SELECT id FROM jobs WHERE experiment_id = ? AND work_unit_id = ? AND created_at = ? ORDER BY id",
-                    (experiment_id, work_unit_id, now))]
-                if len(done) == len(jobs):
-                    return done
-            if replace_unlaunched:
-                self._drop_unlaunched(cur, experiment_id, work_unit_id)
-            ids = self._insert_jobs(cur, experiment_id, work_unit_id, jobs, now, lease_id)
-            cur.execute(sql.UNIT_LAUNCHING, (experiment_id, work_unit_id))
-            return ids
-
-        return self._transaction(work)
+    @_writes
+    def add_jobs(self, cur: Cursor, retrying: bool, now: float, experiment_id: int, work_unit_id: int,
+                 jobs: Sequence[NewJob], *, lease_id: int | None = None, replace_unlaunched: bool = False,
+                 ) -> list[int]:
+        if retrying and jobs:
+            done = [r["id"] for r in cur.execute(
+                "SELECT id FROM jobs WHERE experiment_id = ? AND work_unit_id = ? AND created_at = ? ORDER BY id",
+                (experiment_id, work_unit_id, now))]
+            if len(done) == len(jobs):
+                return done
+        if replace_unlaunched:
+            self._drop_unlaunched(cur, experiment_id, work_unit_id)
+        ids = self._insert_jobs(cur, experiment_id, work_unit_id, jobs, now, lease_id)
+        cur.execute(sql.UNIT_LAUNCHING, (experiment_id, work_unit_id))
+        return ids
 
     def record_adds(self, writes: Sequence[UnitWrite], *, lease_id: int | None = None) -> list[list[int]]:
         """Many adds in one transaction, a few statements each. Job ids are drawn up front from
@@ -252,50 +240,39 @@ class SqlStore(MetadataStore):
         sequence), so the rows go in by the dialect's bulk insert; each distinct executor and
         executable is encoded to JSON and looked up in ``job_specs`` once per group. A retry
         first looks for its own commit (the ids it drew, or the first unit's row)."""
-        if not writes:
-            return []
-        now = time.time()
+        return self._record_adds(writes, lease_id, []) if writes else []
+
+    @_writes
+    def _record_adds(self, cur: Cursor, retrying: bool, now: float, writes: Sequence[UnitWrite],
+                     lease_id: int | None, drawn: list[int]) -> list[list[int]]:
+        if retrying and drawn:  # did the first try commit? Its job ids are there
+            if len(self._rows_by_id(cur, drawn, "id")) == len(drawn):
+                return _split(writes, drawn)
+        elif retrying and writes[0].role is not None:  # (no job drawn) its first unit is there
+            row = cur.execute("SELECT created_at FROM work_units WHERE experiment_id = ? AND id = ?",
+                              (writes[0].experiment_id, writes[0].work_unit_id)).fetchone()
+            if row and row["created_at"] == now:
+                return _split(writes, [])
+        for w in writes:
+            if w.replace_unlaunched:
+                self._drop_unlaunched(cur, w.experiment_id, w.work_unit_id)
         count = sum(len(w.jobs) for w in writes)
-        drawn: list[int] = []
-
-        def split(ids: list[int]) -> list[list[int]]:
-            out, at = [], 0
-            for w in writes:
-                out.append(ids[at : at + len(w.jobs)])
-                at += len(w.jobs)
-            return out
-
-        def work(cur: Cursor, retrying: bool) -> list[list[int]]:
-            if retrying and drawn:
-                if len(self._rows_by_id(cur, drawn, "id")) == len(drawn):
-                    return split(drawn)
-            elif retrying and writes[0].role is not None:
-                row = cur.execute("SELECT created_at FROM work_units WHERE experiment_id = ? AND id = ?",
-                                  (writes[0].experiment_id, writes[0].work_unit_id)).fetchone()
-                if row and row["created_at"] == now:
-                    return split([])
-            for w in writes:
-                if w.replace_unlaunched:
-                    self._drop_unlaunched(cur, w.experiment_id, w.work_unit_id)
-            ids = self.dialect.draw_job_ids(cur, count) if count else []
-            drawn[:] = ids
-            new = rows.add_rows(writes, ids, self._spec_ids(cur).of, now, lease_id)
-            self.dialect.insert_rows(cur, sql.INSERT_UNIT, new.units)
-            self.dialect.insert_rows(cur, sql.INSERT_JOBS, new.jobs)
-            # The group's first events are one statement, not one per job (in SQLite each statement
-            # lets go of the GIL and waits to get it back while the script adds on the main thread).
-            if ids and ids[-1] - ids[0] == len(ids) - 1:  # drawn in one run (always, in SQLite)
-                cur.execute(sql.ADDED_EVENTS.format("id BETWEEN ? AND ?"), (now, ids[0], ids[-1]))
-            else:
-                for clause, params in self.dialect.in_chunks("id", ids):
-                    cur.execute(sql.ADDED_EVENTS.format(clause), (now, *params))
-            if new.more:
-                cur.executemany(sql.UNIT_LAUNCHING, new.more)
-            if new.links:
-                cur.executemany(sql.UPSERT_LINK, new.links)
-            return new.ids
-
-        return self._transaction(work)
+        drawn[:] = ids = self.dialect.draw_job_ids(cur, count) if count else []
+        new = rows.add_rows(writes, ids, self._spec_ids(cur).of, now, lease_id)
+        self.dialect.insert_rows(cur, sql.INSERT_UNIT, new.units)
+        self.dialect.insert_rows(cur, sql.INSERT_JOBS, new.jobs)
+        # The group's first events are one statement, not one per job (in SQLite each statement
+        # lets go of the GIL and waits to get it back while the script adds on the main thread).
+        if ids and ids[-1] - ids[0] == len(ids) - 1:  # drawn in one run (always, in SQLite)
+            cur.execute(sql.ADDED_EVENTS.format("id BETWEEN ? AND ?"), (now, ids[0], ids[-1]))
+        else:
+            for clause, params in self.dialect.in_chunks("id", ids):
+                cur.execute(sql.ADDED_EVENTS.format(clause), (now, *params))
+        if new.more:
+            cur.executemany(sql.UNIT_LAUNCHING, new.more)
+        if new.links:
+            cur.executemany(sql.UPSERT_LINK, new.links)
+        return new.ids
 
     def _drop_unlaunched(self, cur: Cursor, experiment_id: int, work_unit_id: int) -> None:
         """An identity relaunch: forget the unit's jobs that ended without reaching a backend."""
@@ -319,17 +296,24 @@ class SqlStore(MetadataStore):
                       intent_id: int | None = None) -> None:
         """Store handles and move the jobs from LAUNCHING to PENDING, in one transaction
         (which also closes the submission intent, if given)."""
-        if not launched and intent_id is None:
-            return
-        now = time.time()  # once: a retried transaction records the same times
+        if launched or intent_id is not None:
+            with self.dialect.large_write(len(launched) >= _LARGE_LAUNCH):
+                self._settle(launched, [], intent_id)
 
-        def work(cur: Cursor, _: bool) -> None:
-            self._mark_launched(cur, launched, now)
-            if intent_id is not None:
-                cur.execute(sql.CLOSE_INTENT, (intent_id,))
+    def record_states(self, states: Sequence[tuple[int, JobState]], *, intent_id: int | None = None) -> None:
+        """Store the newest state of jobs; a change of status is appended to their history."""
+        if states or intent_id is not None:
+            self._settle([], states, intent_id)
 
-        with self.dialect.large_write(len(launched) >= _LARGE_LAUNCH):
-            self._transaction(work)
+    @_writes
+    def _settle(self, cur: Cursor, retrying: bool, now: float,
+                launched: Sequence[tuple[int, str, dict[str, Any], str | None]],
+                states: Sequence[tuple[int, JobState]], intent_id: int | None) -> None:
+        """What a backend answered: handles of jobs launched, states of jobs; the intent closed."""
+        self._mark_launched(cur, launched, now)
+        self._record_states(cur, states, now)
+        if intent_id is not None:
+            cur.execute(sql.CLOSE_INTENT, (intent_id,))
 
     def _mark_launched(self, cur: Cursor, launched: Sequence[tuple[int, str, dict[str, Any], str | None]],
                        now: float) -> None:
@@ -352,18 +336,6 @@ class SqlStore(MetadataStore):
         )
         for clause, params in chunks:
             cur.execute(sql.LAUNCHED_UNITS.format(clause), params)
-
-    def record_states(self, states: Sequence[tuple[int, JobState]], *, intent_id: int | None = None) -> None:
-        if not states and intent_id is None:
-            return
-        now = time.time()
-
-        def work(cur: Cursor, _: bool) -> None:
-            self._record_states(cur, states, now)
-            if intent_id is not None:
-                cur.execute(sql.CLOSE_INTENT, (intent_id,))
-
-        self._transaction(work)
 
     def _record_states(self, cur: Cursor, states: Sequence[tuple[int, JobState]], now: float) -> None:
         if not states:
@@ -412,112 +384,108 @@ class SqlStore(MetadataStore):
                 runs.append([status, e, u, u, status])
         cur.executemany(sql.UNIT_STATUSES, runs)
 
-    def work_units(self, experiment_id: int, work_unit_ids: Sequence[int] | None = None) -> list[WorkUnitRecord]:
+    @_reads
+    def work_units(self, cur: Cursor, experiment_id: int,
+                   work_unit_ids: Sequence[int] | None = None) -> list[WorkUnitRecord]:
         unit_filter, params = self._unit_filter("id", experiment_id, work_unit_ids)
         job_filter, _ = self._unit_filter("work_unit_id", experiment_id, work_unit_ids)
+        units = {
+            row["id"]: WorkUnitRecord(experiment_id=experiment_id, id=row["id"], role=row["role"],
+                                      args=_json_or_reason(row["args"]), identity=row["identity"],
+                                      created_at=row["created_at"])
+            for row in cur.execute(f"SELECT * FROM work_units WHERE experiment_id = ?{unit_filter} ORDER BY id",
+                                   params).fetchall()
+        }
+        for row in cur.execute(f"{specs.select_jobs(_JOB_COLUMNS)} WHERE jobs.experiment_id = ?{job_filter}"
+                               " ORDER BY jobs.id", params):
+            unit = units.get(row["work_unit_id"])
+            if unit is not None:
+                unit.jobs.append(self._job(row))
+        return list(units.values())
 
-        def work(cur: Cursor) -> list[WorkUnitRecord]:
-            units = {
-                row["id"]: WorkUnitRecord(experiment_id=experiment_id, id=row["id"], role=row["role"],
-                                          args=_json_or_reason(row["args"]), identity=row["identity"],
-                                          created_at=row["created_at"])
-                for row in cur.execute(f"SELECT * FROM work_units WHERE experiment_id = ?{unit_filter} ORDER BY id",
-                                       params).fetchall()
-            }
-            for row in cur.execute(f"{specs.select_jobs(_JOB_COLUMNS)} WHERE jobs.experiment_id = ?{job_filter}"
-                                   " ORDER BY jobs.id", params):
-                unit = units.get(row["work_unit_id"])
-                if unit is not None:
-                    unit.jobs.append(self._job(row))
-            return list(units.values())
-
-        return self._read(work)
-
-    def unit_rows(self, experiment_id: int, work_unit_ids: Sequence[int] | None = None) -> list[dict[str, Any]]:
+    @_reads
+    def unit_rows(self, cur: Cursor, experiment_id: int,
+                  work_unit_ids: Sequence[int] | None = None) -> list[dict[str, Any]]:
         unit_filter, params = self._unit_filter("id", experiment_id, work_unit_ids)
         job_filter, _ = self._unit_filter("work_unit_id", experiment_id, work_unit_ids)
         statuses = {s.value for s in Status}
         decoded = _Memo(_loads)  # a sweep's jobs often share their args or env text: decoded once
+        body_cursor = self.dialect.plain(cur)
 
-        def work(cur: Cursor) -> list[dict[str, Any]]:
-            body_cursor = self.dialect.plain(cur)
+        def read_body(spec_id: int) -> str:
+            found = body_cursor.execute("SELECT body FROM job_specs WHERE id = ?", (spec_id,)).fetchone()
+            return found[0] if found else ""  # "": shown as unreadable, as any bad text
 
-            def read_body(spec_id: int) -> str:
-                found = body_cursor.execute("SELECT body FROM job_specs WHERE id = ?", (spec_id,)).fetchone()
-                return found[0] if found else ""  # "": shown as unreadable, as any bad text
+        bodies = _Memo(read_body)  # spec id -> its text: read once per distinct spec, not joined per row
+        spec_values = _Memo(lambda spec_id: _shared_spec(bodies[spec_id]))  # spec id -> its decoded value
+        plain = self.dialect.plain(cur)  # plain tuples: no name lookups per field
+        units = {
+            row[0]: {"id": row[0], "role": row[1], "args": _json_or_reason(row[2], _loads), "identity": row[3],
+                     "created_at": row[4], "jobs": []}
+            for row in plain.execute(f"SELECT id, role, args, identity, created_at FROM work_units"
+                                     f" WHERE experiment_id = ?{unit_filter} ORDER BY id", params).fetchall()
+        }
+        # by unit, then id: each unit's jobs in id order, in the jobs_by_unit index's own order
+        # (ORDER BY id alone sorted every row, specs' ids and handles included, in a temp B-tree)
+        for row in plain.execute(f"SELECT {', '.join(_STORED_COLUMNS)} FROM jobs WHERE experiment_id = ?"
+                                 f"{job_filter} ORDER BY work_unit_id, id", params):
+            unit = units.get(row[2])
+            if unit is None:
+                continue
+            (job_id, experiment, work_unit, name, executor_kind, executor, executable, args, env, status, message,
+             exit_code, handle_kind, handle, log_path, created_at, launched_at, started_at, ended_at) = row
+            try:
+                if status not in statuses:
+                    raise ValueError(f"{status!r} is not a valid Status")
+                job = {  # JobRecord's fields, in its order
+                    "id": job_id, "experiment_id": experiment, "work_unit_id": work_unit, "name": name,
+                    "executor_kind": executor_kind, "executor": spec_values[executor],
+                    "executable": spec_values[executable], "args": decoded[args], "env": decoded[env],
+                    "status": status, "message": message, "exit_code": exit_code, "handle_kind": handle_kind,
+                    "handle": _loads(handle) if handle else None, "log_path": log_path, "created_at": created_at,
+                    "launched_at": launched_at, "started_at": started_at, "ended_at": ended_at,
+                }
+            except Exception:  # noqa: BLE001 - the record path says why, for this row only
+                fields = dict(zip(_COPIED_COLUMNS, row, strict=True))
+                fields["executor"], fields["executable"] = bodies[executor], bodies[executable]
+                record = self._job(fields)
+                job = {field: getattr(record, field) for field in _COPIED_COLUMNS}
+                job["status"] = record.status.value
+            unit["jobs"].append(job)
+        return list(units.values())
 
-            bodies = _Memo(read_body)  # spec id -> its text: read once per distinct spec, not joined per row
-            spec_values = _Memo(lambda spec_id: _shared_spec(bodies[spec_id]))  # spec id -> its decoded value
-            plain = self.dialect.plain(cur)  # plain tuples: no name lookups per field
-            units = {
-                row[0]: {"id": row[0], "role": row[1], "args": _json_or_reason(row[2], _loads), "identity": row[3],
-                         "created_at": row[4], "jobs": []}
-                for row in plain.execute(f"SELECT id, role, args, identity, created_at FROM work_units"
-                                         f" WHERE experiment_id = ?{unit_filter} ORDER BY id", params).fetchall()
-            }
-            # by unit, then id: each unit's jobs in id order, in the jobs_by_unit index's own order
-            # (ORDER BY id alone sorted every row, specs' ids and handles included, in a temp B-tree)
-            for row in plain.execute(f"SELECT {', '.join(_STORED_COLUMNS)} FROM jobs WHERE experiment_id = ?"
-                                     f"{job_filter} ORDER BY work_unit_id, id", params):
-                unit = units.get(row[2])
-                if unit is None:
-                    continue
-                (job_id, experiment, work_unit, name, executor_kind, executor, executable, args, env, status, message,
-                 exit_code, handle_kind, handle, log_path, created_at, launched_at, started_at, ended_at) = row
-                try:
-                    if status not in statuses:
-                        raise ValueError(f"{status!r} is not a valid Status")
-                    job = {  # JobRecord's fields, in its order
-                        "id": job_id, "experiment_id": experiment, "work_unit_id": work_unit, "name": name,
-                        "executor_kind": executor_kind, "executor": spec_values[executor],
-                        "executable": spec_values[executable], "args": decoded[args], "env": decoded[env],
-                        "status": status, "message": message, "exit_code": exit_code, "handle_kind": handle_kind,
-                        "handle": _loads(handle) if handle else None, "log_path": log_path,
-                        "created_at": created_at, "launched_at": launched_at, "started_at": started_at,
-                        "ended_at": ended_at,
-                    }
-                except Exception:  # noqa: BLE001 - the record path says why, for this row only
-                    fields = dict(zip(_COPIED_COLUMNS, row, strict=True))
-                    fields["executor"], fields["executable"] = bodies[executor], bodies[executable]
-                    record = self._job(fields)
-                    job = {field: getattr(record, field) for field in _COPIED_COLUMNS}
-                    job["status"] = record.status.value
-                unit["jobs"].append(job)
-            return list(units.values())
-
-        return self._read(work)
-
-    def unit_summaries(self, experiment_id: int) -> list[UnitSummary]:
+    @_reads
+    def unit_summaries(self, cur: Cursor, experiment_id: int) -> list[UnitSummary]:
         messages = self.dialect.messages.format("CASE WHEN j.status <> 'COMPLETED' AND j.message <> '' THEN j.message END")
-        query = (
-            "SELECT w.id, w.role, w.args, w.status, w.created_at, MIN(j.started_at),"
-            f" CASE WHEN COUNT(j.id) > 0 AND COUNT(j.ended_at) = COUNT(j.id) THEN MAX(j.ended_at) END, {messages}"
-            " FROM work_units w LEFT JOIN jobs j ON j.experiment_id = w.experiment_id AND j.work_unit_id = w.id"
-            " WHERE w.experiment_id = ? GROUP BY w.experiment_id, w.id ORDER BY w.id"
-        )
         statuses = {s.value: s for s in Status}
-        return self._read(lambda cur: [
-            UnitSummary(row[0], row[1], _json_or_reason(row[2]), statuses.get(row[3], Status.UNKNOWN),
-                        _number(row[4]), row[5], row[6], row[7] or "")
-            for row in self.dialect.plain(cur).execute(query, (experiment_id,)).fetchall()])
+        return [UnitSummary(row[0], row[1], _json_or_reason(row[2]), statuses.get(row[3], Status.UNKNOWN),
+                            _number(row[4]), row[5], row[6], row[7] or "")
+                for row in self.dialect.plain(cur).execute(
+                    "SELECT w.id, w.role, w.args, w.status, w.created_at, MIN(j.started_at), CASE WHEN COUNT(j.id) > 0"
+                    f" AND COUNT(j.ended_at) = COUNT(j.id) THEN MAX(j.ended_at) END, {messages} FROM work_units w"
+                    " LEFT JOIN jobs j ON j.experiment_id = w.experiment_id AND j.work_unit_id = w.id"
+                    " WHERE w.experiment_id = ? GROUP BY w.experiment_id, w.id ORDER BY w.id", (experiment_id,))]
 
-    def active_jobs(self, experiment_ids: Sequence[int]) -> list[JobRecord]:
+    @_reads
+    def active_jobs(self, cur: Cursor, experiment_ids: Sequence[int]) -> list[JobRecord]:
         experiments, params = self.dialect.one_of("experiment_id", experiment_ids)
         active, more = self.dialect.one_of("status", [s.value for s in Status if s.is_active])
-        query = f"SELECT {rows.LIGHT_JOB_COLUMNS} FROM jobs WHERE {experiments} AND {active} ORDER BY id"
-        return self._read(lambda cur: [self._job(row) for row in cur.execute(query, params + more).fetchall()])
+        return [self._job(row) for row in cur.execute(
+            f"SELECT {rows.LIGHT_JOB_COLUMNS} FROM jobs WHERE {experiments} AND {active} ORDER BY id", params + more)]
 
-    def job_statuses(self, experiment_id: int,
+    @_reads
+    def job_statuses(self, cur: Cursor, experiment_id: int,
                      work_unit_ids: Sequence[int] | None = None) -> list[tuple[int, str, int | None, str | None]]:
         unit_filter, params = self._unit_filter("u.id", experiment_id, work_unit_ids)
-        query = ("SELECT u.id, u.role, j.id, j.status FROM work_units u LEFT JOIN jobs j"
-                 " ON j.experiment_id = u.experiment_id AND j.work_unit_id = u.id"
-                 f" WHERE u.experiment_id = ?{unit_filter} ORDER BY u.id, j.id")
-        return self._read(lambda cur: list(self.dialect.plain(cur).execute(query, params).fetchall()))
+        return list(self.dialect.plain(cur).execute(
+            "SELECT u.id, u.role, j.id, j.status FROM work_units u LEFT JOIN jobs j"
+            " ON j.experiment_id = u.experiment_id AND j.work_unit_id = u.id"
+            f" WHERE u.experiment_id = ?{unit_filter} ORDER BY u.id, j.id", params).fetchall())
 
-    def job_history(self, job_id: int) -> list[StatusEvent]:
-        query = f"SELECT * FROM job_events WHERE job_id = ? ORDER BY {self.dialect.event_order}"
-        return self._read(lambda cur: [rows.status_event(r) for r in cur.execute(query, (job_id,)).fetchall()])
+    @_reads
+    def job_history(self, cur: Cursor, job_id: int) -> list[StatusEvent]:
+        return [rows.status_event(r) for r in cur.execute(
+            f"SELECT * FROM job_events WHERE job_id = ? ORDER BY {self.dialect.event_order}", (job_id,)).fetchall()]
 
     @staticmethod
     def _job(row: Any) -> JobRecord:
@@ -533,221 +501,196 @@ class SqlStore(MetadataStore):
 
     # -- launcher leases -----------------------------------------------------------------
 
-    def open_lease(self, experiment_id: int, host: str, pid: int, proc_start: float | None) -> int:
-        now = time.time()
+    @_writes
+    def open_lease(self, cur: Cursor, retrying: bool, now: float, experiment_id: int, host: str, pid: int,
+                   proc_start: float | None) -> int:
+        if retrying:  # our earlier attempt may have committed: same process, same instant
+            row = cur.execute("SELECT id FROM launch_leases WHERE experiment_id = ? AND host = ? AND pid = ?"
+                              " AND heartbeat = ?", (experiment_id, host, pid, now)).fetchone()
+            if row is not None:
+                return int(row["id"])
+        return self.dialect.insert_id(cur, "INSERT INTO launch_leases (experiment_id, host, pid, proc_start,"
+                                      " heartbeat) VALUES (?, ?, ?, ?, ?)", (experiment_id, host, pid, proc_start, now))
 
-        def work(cur: Cursor, retrying: bool) -> int:
-            if retrying:  # our earlier attempt may have committed: same process, same instant
-                row = cur.execute("SELECT id FROM launch_leases WHERE experiment_id = ? AND host = ? AND pid = ?"
-                                  " AND heartbeat = ?", (experiment_id, host, pid, now)).fetchone()
-                if row is not None:
-                    return int(row["id"])
-            return self.dialect.insert_id(cur, "INSERT INTO launch_leases (experiment_id, host, pid, proc_start,"
-                                          " heartbeat) VALUES (?, ?, ?, ?, ?)", (experiment_id, host, pid, proc_start, now))
+    @_writes
+    def heartbeat(self, cur: Cursor, retrying: bool, now: float, lease_id: int) -> None:
+        cur.execute("UPDATE launch_leases SET heartbeat = ? WHERE id = ?", (now, lease_id))
 
-        return self._transaction(work)
+    @_writes
+    def close_lease(self, cur: Cursor, retrying: bool, now: float, lease_id: int) -> None:
+        cur.execute("DELETE FROM launch_intents WHERE lease_id = ?", (lease_id,))
+        cur.execute("DELETE FROM launch_leases WHERE id = ?", (lease_id,))
 
-    def heartbeat(self, lease_id: int) -> None:
-        now = time.time()
-
-        def work(cur: Cursor, _: bool) -> None:
-            cur.execute("UPDATE launch_leases SET heartbeat = ? WHERE id = ?", (now, lease_id))
-
-        self._transaction(work)
-
-    def close_lease(self, lease_id: int) -> None:
-        def work(cur: Cursor, _: bool) -> None:
-            cur.execute("DELETE FROM launch_intents WHERE lease_id = ?", (lease_id,))
-            cur.execute("DELETE FROM launch_leases WHERE id = ?", (lease_id,))
-
-        self._transaction(work)
-
-    def begin_intent(self, lease_id: int, executor_kind: str, job_ids: Sequence[int]) -> int:
-        now = time.time()
+    @_writes
+    def begin_intent(self, cur: Cursor, retrying: bool, now: float, lease_id: int, executor_kind: str,
+                     job_ids: Sequence[int]) -> int:
         ids = json.dumps(list(job_ids))
+        if retrying:
+            row = cur.execute("SELECT id FROM launch_intents WHERE lease_id = ? AND created_at = ? AND job_ids = ?",
+                              (lease_id, now, ids)).fetchone()
+            if row is not None:
+                return int(row["id"])
+        return self.dialect.insert_id(cur, "INSERT INTO launch_intents (lease_id, executor_kind, job_ids,"
+                                      " created_at) VALUES (?, ?, ?, ?)", (lease_id, executor_kind, ids, now))
 
-        def work(cur: Cursor, retrying: bool) -> int:
-            if retrying:
-                row = cur.execute("SELECT id FROM launch_intents WHERE lease_id = ? AND created_at = ? AND job_ids = ?",
-                                  (lease_id, now, ids)).fetchone()
-                if row is not None:
-                    return int(row["id"])
-            return self.dialect.insert_id(cur, "INSERT INTO launch_intents (lease_id, executor_kind, job_ids,"
-                                          " created_at) VALUES (?, ?, ?, ?)", (lease_id, executor_kind, ids, now))
+    @_reads
+    def leases(self, cur: Cursor) -> list[LeaseRecord]:
+        return [rows.lease_record(r) for r in cur.execute("SELECT * FROM launch_leases ORDER BY id").fetchall()]
 
-        return self._transaction(work)
-
-    def leases(self) -> list[LeaseRecord]:
-        return self._read(lambda cur: [rows.lease_record(r) for r in
-                                       cur.execute("SELECT * FROM launch_leases ORDER BY id").fetchall()])
-
-    def claim_lease(self, lease: LeaseRecord, host: str, pid: int, proc_start: float | None) -> bool:
+    @_writes
+    def claim_lease(self, cur: Cursor, retrying: bool, now: float, lease: LeaseRecord, host: str, pid: int,
+                    proc_start: float | None) -> bool:
         """A conditional UPDATE: of two claimers, the second waits for the first's lock, then
         finds the row changed and updates nothing."""
-        now = time.time()
+        if retrying and cur.execute(  # our claim may have committed before the connection dropped
+                "SELECT 1 FROM launch_leases WHERE id = ? AND state = 'resolving' AND host = ? AND pid = ?"
+                " AND heartbeat = ?", (lease.id, host, pid, now)).fetchone():
+            return True
+        return bool(cur.execute(sql.CLAIM_LEASE, (host, pid, proc_start, now, lease.id, lease.pid, lease.host,
+                                                  lease.heartbeat)).rowcount == 1)
 
-        def work(cur: Cursor, retrying: bool) -> bool:
-            if retrying and cur.execute(  # our claim may have committed before the connection dropped
-                    "SELECT 1 FROM launch_leases WHERE id = ? AND state = 'resolving' AND host = ? AND pid = ?"
-                    " AND heartbeat = ?", (lease.id, host, pid, now)).fetchone():
-                return True
-            return bool(cur.execute(sql.CLAIM_LEASE, (host, pid, proc_start, now, lease.id, lease.pid, lease.host,
-                                                      lease.heartbeat)).rowcount == 1)
+    @_reads
+    def lease_orphans(self, cur: Cursor, lease_id: int) -> tuple[list[tuple[str, list[JobRecord]]], list[JobRecord]]:
+        jobs = {row["id"]: self._job(row) for row in cur.execute(
+            f"{specs.select_jobs(_JOB_COLUMNS)} WHERE jobs.lease_id = ? AND jobs.status = 'LAUNCHING'"
+            " AND jobs.handle IS NULL ORDER BY jobs.id", (lease_id,)).fetchall()}
+        intents = cur.execute("SELECT * FROM launch_intents WHERE lease_id = ? ORDER BY id", (lease_id,)).fetchall()
+        return rows.orphans_by_intent(jobs, intents)
 
-        return self._transaction(work)
-
-    def lease_orphans(self, lease_id: int) -> tuple[list[tuple[str, list[JobRecord]]], list[JobRecord]]:
-        def work(cur: Cursor) -> tuple[list[tuple[str, list[JobRecord]]], list[JobRecord]]:
-            jobs = {row["id"]: self._job(row) for row in cur.execute(
-                f"{specs.select_jobs(_JOB_COLUMNS)} WHERE jobs.lease_id = ? AND jobs.status = 'LAUNCHING'"
-                " AND jobs.handle IS NULL ORDER BY jobs.id", (lease_id,)).fetchall()}
-            return rows.orphans_by_intent(
-                jobs, cur.execute("SELECT * FROM launch_intents WHERE lease_id = ? ORDER BY id", (lease_id,)).fetchall())
-
-        return self._read(work)
-
-    def resolve_lease(self, lease_id: int, launched: Sequence[tuple[int, str, dict[str, Any], str | None]],
+    @_writes
+    def resolve_lease(self, cur: Cursor, retrying: bool, now: float, lease_id: int,
+                      launched: Sequence[tuple[int, str, dict[str, Any], str | None]],
                       failed: Sequence[tuple[int, JobState]], launch_error: str) -> None:
-        now = time.time()
-
-        def work(cur: Cursor, _: bool) -> None:
-            self._mark_launched(cur, launched, now)
-            self._record_states(cur, failed, now)
-            row = cur.execute("SELECT experiment_id FROM launch_leases WHERE id = ?", (lease_id,)).fetchone()
-            if row is not None and launch_error:
-                cur.execute(sql.LAUNCH_FAILED, (launch_error, row["experiment_id"]))
-            cur.execute("DELETE FROM launch_intents WHERE lease_id = ?", (lease_id,))
-            cur.execute("DELETE FROM launch_leases WHERE id = ?", (lease_id,))
-
-        self._transaction(work)
+        self._mark_launched(cur, launched, now)
+        self._record_states(cur, failed, now)
+        row = cur.execute("SELECT experiment_id FROM launch_leases WHERE id = ?", (lease_id,)).fetchone()
+        if row is not None and launch_error:
+            cur.execute(sql.LAUNCH_FAILED, (launch_error, row["experiment_id"]))
+        cur.execute("DELETE FROM launch_intents WHERE lease_id = ?", (lease_id,))
+        cur.execute("DELETE FROM launch_leases WHERE id = ?", (lease_id,))
 
     # -- the store itself ----------------------------------------------------------------
 
-    def info(self) -> StoreInfo:
-        def work(cur: Cursor) -> StoreInfo:
-            version = self.dialect.schema_version(cur)
-            c = cur.execute("SELECT (SELECT COUNT(*) FROM experiments) AS e, (SELECT COUNT(*) FROM work_units) AS w,"
-                            " (SELECT COUNT(*) FROM jobs) AS j, (SELECT COUNT(*) FROM job_events) AS v").fetchone()
-            return StoreInfo(self.dialect.url, self.dialect.backend, version, SCHEMA_VERSION, self._store_id(cur),
-                             c["e"], c["w"], c["j"], c["v"])
-
-        return self._read(work)
+    @_reads
+    def info(self, cur: Cursor) -> StoreInfo:
+        c = cur.execute("SELECT (SELECT COUNT(*) FROM experiments) AS e, (SELECT COUNT(*) FROM work_units) AS w,"
+                        " (SELECT COUNT(*) FROM jobs) AS j, (SELECT COUNT(*) FROM job_events) AS v").fetchone()
+        return StoreInfo(self.dialect.url, self.dialect.backend, self.dialect.schema_version(cur), SCHEMA_VERSION,
+                         self._store_id(cur), c["e"], c["w"], c["j"], c["v"])
 
     def export_history(self, experiment_id: int) -> ExperimentHistory:
-        record = self.get_experiment(experiment_id)
-        units = self.work_units(experiment_id)
+        return self._export(self.get_experiment(experiment_id), self.work_units(experiment_id))
 
-        def work(cur: Cursor) -> ExperimentHistory:
-            origin = cur.execute("SELECT origin FROM experiments WHERE id = ?", (experiment_id,)).fetchone()["origin"]
-            events = rows.events_by_job(cur.execute(
-                "SELECT e.* FROM job_events e JOIN jobs j ON j.id = e.job_id WHERE j.experiment_id = ?"
-                f" ORDER BY e.{self.dialect.event_order}", (experiment_id,)).fetchall())
-            results = [(r["job_id"], r["name"], r["value"], r["at"]) for r in cur.execute(
-                "SELECT job_id, name, value, at FROM job_results WHERE experiment_id = ? ORDER BY at, job_id, name",
-                (experiment_id,)).fetchall()]
-            final = {r["id"]: r["results_at"] for r in cur.execute(
-                "SELECT id, results_at FROM jobs WHERE experiment_id = ? AND results_at IS NOT NULL",
-                (experiment_id,)).fetchall()}
-            links = [(r["job_id"], r["name"], r["url"]) for r in cur.execute(
-                "SELECT job_id, name, url FROM job_links WHERE experiment_id = ? ORDER BY job_id, name",
-                (experiment_id,)).fetchall()]
-            return ExperimentHistory(record, units, events, origin or f"{self._store_id(cur)}/{experiment_id}",
-                                     results, final, links)
+    @_reads
+    def _export(self, cur: Cursor, record: ExperimentRecord, units: list[WorkUnitRecord]) -> ExperimentHistory:
+        def ask(query: str) -> list[Any]:  # the experiment's rows
+            return list(cur.execute(query, (record.id,)).fetchall())
 
-        return self._read(work)
+        [row] = ask("SELECT origin FROM experiments WHERE id = ?")
+        events = rows.events_by_job(ask("SELECT e.* FROM job_events e JOIN jobs j ON j.id = e.job_id"
+                                        f" WHERE j.experiment_id = ? ORDER BY e.{self.dialect.event_order}"))
+        results = [(r["job_id"], r["name"], r["value"], r["at"]) for r in ask(
+            "SELECT job_id, name, value, at FROM job_results WHERE experiment_id = ? ORDER BY at, job_id, name")]
+        final = {r["id"]: r["results_at"] for r in ask(
+            "SELECT id, results_at FROM jobs WHERE experiment_id = ? AND results_at IS NOT NULL")}
+        links = [(r["job_id"], r["name"], r["url"]) for r in ask(
+            "SELECT job_id, name, url FROM job_links WHERE experiment_id = ? ORDER BY job_id, name")]
+        return ExperimentHistory(record, units, events, row["origin"] or f"{self._store_id(cur)}/{record.id}",
+                                 results, final, links)
 
-    def import_history(self, history: ExperimentHistory) -> Imported:
+    @_writes
+    def import_history(self, cur: Cursor, retrying: bool, now: float, history: ExperimentHistory) -> Imported:
         source = history.experiment
         jobs = [job for unit in history.units for job in unit.jobs]
-
-        def work(cur: Cursor, _: bool) -> Imported:
-            self.dialect.lock_experiments(cur)
-            home, _sep, home_id = history.origin.partition("/")
-            if cur.execute("SELECT 1 FROM experiments WHERE origin = ? OR (? AND id = ?)",
-                           (history.origin, home == self._store_id(cur),
-                            int(home_id) if home_id.isdigit() else -1)).fetchone():
-                return Imported(source.id, None)
-            row = cur.execute("SELECT EXISTS (SELECT 1 FROM experiments WHERE id = ?) AS taken,"
-                              " (SELECT COALESCE(MAX(id), 0) + 1 FROM experiments) AS next", (source.id,)).fetchone()
-            experiment_id = row["next"] if row["taken"] else source.id
-            cur.execute(sql.INSERT_EXPERIMENT, rows.copied_experiment_values(source, experiment_id, history.origin))
-            clash = False
-            if jobs:
-                self.dialect.keep_job_ids(cur, max(j.id for j in jobs))  # before any launcher draws one of them
-                clash = bool(self._rows_by_id(cur, [j.id for j in jobs], "id"))
-            cur.executemany(sql.COPY_UNIT, [rows.copied_unit_values(u, experiment_id) for u in history.units])
-            columns = _STORED_COLUMNS[1:] if clash else _STORED_COLUMNS
-            insert = f"INSERT INTO jobs ({', '.join(columns)}) VALUES ({','.join('?' * len(columns))})"
-            new_ids: dict[int, int] = {}
-            spec = self._spec_ids(cur).of
-            for job in jobs:  # a copied job has no launcher lease here
-                values = rows.copied_job_values(job, experiment_id, spec)
-                new_ids[job.id] = self.dialect.insert_id(cur, insert, values[1:] if clash else values)
-                cur.executemany(sql.INSERT_EVENT, rows.copied_events(history, job.id, new_ids[job.id]))
-            final, results, links = rows.copied_extras(history, new_ids, experiment_id)
-            cur.executemany(sql.SET_RESULTS_AT, final)
-            cur.executemany(sql.INSERT_RESULT, results)
-            cur.executemany(sql.INSERT_LINK, links)
-            return Imported(source.id, experiment_id, clash)
-
-        return self._transaction(work)
+        self.dialect.lock_experiments(cur)
+        home, _, home_id = history.origin.partition("/")
+        if cur.execute("SELECT 1 FROM experiments WHERE origin = ? OR (? AND id = ?)",
+                       (history.origin, home == self._store_id(cur),
+                        int(home_id) if home_id.isdigit() else -1)).fetchone():
+            return Imported(source.id, None)
+        row = cur.execute("SELECT EXISTS (SELECT 1 FROM experiments WHERE id = ?) AS taken,"
+                          " (SELECT COALESCE(MAX(id), 0) + 1 FROM experiments) AS next", (source.id,)).fetchone()
+        experiment_id = row["next"] if row["taken"] else source.id
+        cur.execute(sql.INSERT_EXPERIMENT, rows.copied_experiment_values(source, experiment_id, history.origin))
+        clash = False
+        if jobs:
+            self.dialect.keep_job_ids(cur, max(j.id for j in jobs))  # before any launcher draws one of them
+            clash = bool(self._rows_by_id(cur, [j.id for j in jobs], "id"))
+        cur.executemany(sql.COPY_UNIT, [rows.copied_unit_values(u, experiment_id) for u in history.units])
+        columns = _STORED_COLUMNS[1:] if clash else _STORED_COLUMNS
+        insert = f"INSERT INTO jobs ({', '.join(columns)}) VALUES ({','.join('?' * len(columns))})"
+        new_ids: dict[int, int] = {}
+        spec = self._spec_ids(cur).of
+        for job in jobs:  # a copied job has no launcher lease here
+            values = rows.copied_job_values(job, experiment_id, spec)
+            new_ids[job.id] = self.dialect.insert_id(cur, insert, values[1:] if clash else values)
+            cur.executemany(sql.INSERT_EVENT, rows.copied_events(history, job.id, new_ids[job.id]))
+        final, results, links = rows.copied_extras(history, new_ids, experiment_id)
+        cur.executemany(sql.SET_RESULTS_AT, final)
+        cur.executemany(sql.INSERT_RESULT, results)
+        cur.executemany(sql.INSERT_LINK, links)
+        return Imported(source.id, experiment_id, clash)
 
     # -- results and links ---------------------------------------------------------------
 
-    def record_results(self, job_id: int, results: Mapping[str, float | None], *, final: bool = False) -> None:
-        now = time.time()
-
-        def work(cur: Cursor, _: bool) -> None:
-            row = cur.execute("SELECT experiment_id, work_unit_id FROM jobs WHERE id = ?", (job_id,)).fetchone()
-            if row is None:
-                raise NotFoundError(f"No job {job_id} in {self.dialect.where}.")
-            cur.executemany(sql.UPSERT_RESULT, [(job_id, row["experiment_id"], row["work_unit_id"], name, value, now)
-                                                for name, value in results.items()])
-            if final:
-                cur.execute(sql.SET_RESULTS_AT, (now, job_id))
-
-        self._transaction(work)
+    @_writes
+    def record_results(self, cur: Cursor, retrying: bool, now: float, job_id: int,
+                       results: Mapping[str, float | None], *, final: bool = False) -> None:
+        row = cur.execute("SELECT experiment_id, work_unit_id FROM jobs WHERE id = ?", (job_id,)).fetchone()
+        if row is None:
+            raise NotFoundError(f"No job {job_id} in {self.dialect.where}.")
+        cur.executemany(sql.UPSERT_RESULT, [(job_id, row["experiment_id"], row["work_unit_id"], name, value, now)
+                                            for name, value in results.items()])
+        if final:
+            cur.execute(sql.SET_RESULTS_AT, (now, job_id))
 
     def results(self, experiment_id: int,
                 work_unit_ids: Sequence[int] | None = None) -> dict[int, dict[str, float | None]]:
         return self._named_by_unit("SELECT work_unit_id, name, value FROM job_results", "at, job_id",
                                    experiment_id, work_unit_ids)
 
-    def results_pending(self, experiment_id: int) -> list[int]:
+    @_reads
+    def results_pending(self, cur: Cursor, experiment_id: int) -> list[int]:
         terminal, params = self.dialect.one_of("status", [s.value for s in Status if s.is_terminal])
-        query = (f"SELECT id FROM jobs WHERE experiment_id = ? AND results_at IS NULL AND handle IS NOT NULL"
-                 f" AND {terminal} ORDER BY id")
-        return self._read(lambda cur: [r["id"] for r in cur.execute(query, [experiment_id, *params]).fetchall()])
+        return [r["id"] for r in cur.execute(
+            "SELECT id FROM jobs WHERE experiment_id = ? AND results_at IS NULL AND handle IS NOT NULL"
+            f" AND {terminal} ORDER BY id", [experiment_id, *params]).fetchall()]
 
     def record_links(self, links: Sequence[tuple[int, str, str]]) -> None:
-        def work(cur: Cursor, _: bool) -> None:
-            cur.executemany(sql.LINK_JOB, [(name, url, job_id) for job_id, name, url in links])
-
         if links:
-            self._transaction(work)
+            self._record_links(links)
+
+    @_writes
+    def _record_links(self, cur: Cursor, retrying: bool, now: float, links: Sequence[tuple[int, str, str]]) -> None:
+        cur.executemany(sql.LINK_JOB, [(name, url, job_id) for job_id, name, url in links])
 
     def links(self, experiment_id: int, work_unit_ids: Sequence[int] | None = None) -> dict[int, dict[str, str]]:
         return self._named_by_unit("SELECT work_unit_id, name, url FROM job_links", "job_id, name",
                                    experiment_id, work_unit_ids)
 
-    def _named_by_unit(self, select: str, order: str, experiment_id: int,
+    @_reads
+    def _named_by_unit(self, cur: Cursor, select: str, order: str, experiment_id: int,
                        work_unit_ids: Sequence[int] | None) -> dict[int, dict[str, Any]]:
         """``{work unit: {name: value}}`` from ``select``'s (work_unit_id, name, value) rows of one
         experiment (of some of its units), in ``order``: a later row of a name wins."""
         where, params = self._unit_filter("work_unit_id", experiment_id, work_unit_ids)
-        query = f"{select} WHERE experiment_id = ?{where} ORDER BY {order}"
+        found: dict[int, dict[str, Any]] = {}
+        for unit, name, value in self.dialect.plain(cur).execute(
+                f"{select} WHERE experiment_id = ?{where} ORDER BY {order}", params):  # a result or a link per job
+            named = found.get(unit)
+            if named is None:
+                named = found[unit] = {}
+            named[name] = value
+        return found
 
-        def work(cur: Cursor) -> dict[int, dict[str, Any]]:
-            found: dict[int, dict[str, Any]] = {}
-            for unit, name, value in self.dialect.plain(cur).execute(query, params):  # a result or a link per job
-                named = found.get(unit)
-                if named is None:
-                    named = found[unit] = {}
-                named[name] = value
-            return found
 
-        return self._read(work)
-
+def _split(writes: Sequence[UnitWrite], ids: list[int]) -> list[list[int]]:
+    """``ids`` (drawn for the writes' jobs in order) as each write's job ids."""
+    out, at = [], 0
+    for w in writes:
+        out.append(ids[at : at + len(w.jobs)] if ids else [])
+        at += len(w.jobs)
+    return out
 
 class _Memo(dict[Any, Any]):
     """A dict that makes a missing key's value once, with ``make``: a hit is a plain dict lookup

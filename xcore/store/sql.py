@@ -370,8 +370,8 @@ class SqlStore(MetadataStore):
         def job_statuses() -> Any:
             for experiment_id in {e for e, _ in units}:  # each experiment's units by one range read
                 ids = sorted(u for e, u in units if e == experiment_id)
-                for unit, status in plain.execute("SELECT work_unit_id, status FROM jobs WHERE experiment_id = ?"
-                                                  " AND work_unit_id BETWEEN ? AND ?", (experiment_id, ids[0], ids[-1])):
+                query = "SELECT work_unit_id, status FROM jobs WHERE experiment_id = ? AND work_unit_id BETWEEN ? AND ?"
+                for unit, status in plain.execute(query, (experiment_id, ids[0], ids[-1])):
                     yield (experiment_id, unit), status
 
         # Consecutive units of one status are one range update: a launched sweep is one statement.
@@ -456,7 +456,8 @@ class SqlStore(MetadataStore):
 
     @_reads
     def unit_summaries(self, cur: Cursor, experiment_id: int) -> list[UnitSummary]:
-        messages = self.dialect.messages.format("CASE WHEN j.status <> 'COMPLETED' AND j.message <> '' THEN j.message END")
+        messages = self.dialect.messages.format(
+            "CASE WHEN j.status <> 'COMPLETED' AND j.message <> '' THEN j.message END")
         statuses = {s.value: s for s in Status}
         return [UnitSummary(row[0], row[1], _json_or_reason(row[2]), statuses.get(row[3], Status.UNKNOWN),
                             _number(row[4]), row[5], row[6], row[7] or "")

@@ -58,7 +58,8 @@ LAUNCH_FAILED = ("UPDATE experiments SET launch_status = 'LAUNCH_FAILED', launch
 INSERT_EXPERIMENT = ('INSERT INTO experiments (id, title, tags, notes, script_path, script_sha256, git_commit,'
                      ' git_dirty, "user", host, created_at, launch_status, launch_error, origin)'
                      " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
-COPY_UNIT = "INSERT INTO work_units (experiment_id, id, role, args, identity, status, created_at) VALUES (?,?,?,?,?,?,?)"
+COPY_UNIT = ("INSERT INTO work_units (experiment_id, id, role, args, identity, status, created_at)"
+             " VALUES (?,?,?,?,?,?,?)")
 SET_RESULTS_AT = "UPDATE jobs SET results_at = ? WHERE id = ?"
 INSERT_RESULT = "INSERT INTO job_results (job_id, experiment_id, work_unit_id, name, value, at) VALUES (?,?,?,?,?,?)"
 INSERT_LINK = "INSERT INTO job_links (job_id, experiment_id, work_unit_id, name, url) VALUES (?,?,?,?,?)"

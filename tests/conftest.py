@@ -5,7 +5,11 @@ from pathlib import Path
 
 import pytest
 
-from xcore.hooks.host import reset_host
+# The public contract suites live in the package, not in a test module: have pytest rewrite
+# their asserts too, so a failing check shows its values (before anything imports them).
+pytest.register_assert_rewrite("xcore.testing.contract", "xcore.testing.store_contract")
+
+from xcore.hooks.host import reset_host  # noqa: E402
 
 
 @pytest.fixture(autouse=True)

@@ -1,4 +1,5 @@
-"""Store-neutral helpers for the store contract suite (SQLite and PostgreSQL alike)."""
+"""Store-neutral helpers of the store tests, from the public store contract suite
+(``xcore.testing.store_contract``), and the ``store_url`` fixture: an empty store of each kind."""
 
 from __future__ import annotations
 
@@ -6,18 +7,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from xcore.store import MetadataStore
-from xcore.store.records import NewJob
+from xcore.testing.store_contract import new_job, open_url
 
-
-def open_url(url: str, **options: object) -> MetadataStore:
-    from xcore.hooks.host import PluginHost
-
-    return PluginHost(load_entry_points=False).open_store(url, dict(options))
-
-
-def new_job(name: str = "main", env: dict[str, str] | None = None) -> NewJob:
-    return NewJob(name, "xlocal.Local", {"kind": "xlocal.Local"}, {"kind": "x"}, ["--a=1"], env or {"K": "v"})
+__all__ = ["new_job", "open_url", "store_url"]
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

@@ -1,7 +1,8 @@
-"""The metadata store: its interface (``base``), the embedded SQLite store (``sqlite``), the
-PostgreSQL team store (``postgres``), the schema migrations both follow (``migrations``), the
-records they hold (``records``), copying between stores (``copy``) and what is never stored in
-clear (``redaction``).
+"""The metadata store: its interface (``base``), implemented once over SQL (``sql``, its
+statements in ``statements``, its tables in ``schema``) for a dialect (``dialect``): the embedded
+SQLite store (``sqlite``) and the PostgreSQL team store (``postgres``); the schema versions
+(``migrations``), the records (``records``) and rows (``rows``, ``specs``) they hold, copying
+between stores (``copy``) and what is never stored in clear (``redaction``).
 
 The interface's names load on first use, so a command that only needs ``migrations`` (the
 fast ``xcore list``) does not pay for attrs and the records.

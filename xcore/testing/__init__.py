@@ -30,6 +30,7 @@ _EXPORTS = {
     "plugin_host": "xcore.testing.builders",
     "ContractSuite": "xcore.testing.contract",
     "ContractTarget": "xcore.testing.contract",
+    "StoreContract": "xcore.testing.store_contract",
 }
 
 __all__ = sorted([*_EXPORTS, "require_service", "infra_required"])
@@ -80,3 +81,4 @@ if TYPE_CHECKING:
     )
     from xcore.testing.contract import ContractSuite, ContractTarget
     from xcore.testing.memory_store import InMemoryStore, MemoryStorePlugin
+    from xcore.testing.store_contract import StoreContract

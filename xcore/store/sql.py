@@ -1,0 +1,741 @@
+"""The metadata store over SQL: ``MetadataStore`` implemented once, over a dialect
+(``xcore.store.dialect``) that runs it on SQLite (``xcore.store.sqlite``) or PostgreSQL
+(``xcore.store.postgres``).
+
+Every method is one transaction of the dialect's: ``_transaction`` for a write, ``_read`` for a
+read. A dialect that retries a write after a lost connection (PostgreSQL) runs it again with
+``retrying=True``; the write then first looks for its own earlier commit (the commit may succeed
+while its reply is lost), by the natural key of what it writes, so nothing is recorded twice.
+Results and links are upserts by ``(job_id, name)``, so a retried write of them adds nothing.
+Jobs a poller records are read through ``_rows_by_id``, which a dialect with row locks locks in
+id order, so pollers on many machines append each status change once.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Concatenate, ParamSpec, TypeVar
+
+from xcore.errors import NotFoundError
+from xcore.model.status import JobState, Status
+from xcore.store import ExperimentHistory, Imported, MetadataStore, StoreInfo, records, rows, specs
+from xcore.store import migrations as store_migrations
+from xcore.store import statements as sql
+from xcore.store.dialect import Cursor, Dialect, Work
+from xcore.store.records import (
+    ExperimentRecord,
+    JobRecord,
+    LeaseRecord,
+    NewJob,
+    StatusEvent,
+    UnitSummary,
+    UnitWrite,
+    WorkUnitRecord,
+)
+
+T = TypeVar("T")
+P = ParamSpec("P")
+SCHEMA_VERSION = store_migrations.SCHEMA_VERSION  # one number for every dialect
+_JOB_COLUMNS = rows.JOB_COLUMNS
+_COPIED_COLUMNS = rows.COPIED_JOB_COLUMNS
+_STORED_COLUMNS = rows.STORED_JOB_COLUMNS  # specs by id in the table
+_LARGE_LAUNCH = 1000  # mark_launched of this many jobs is a large write (Dialect.large_write)
+_EXPERIMENT_COLUMNS = 'title, tags, notes, script_path, script_sha256, git_commit, git_dirty, "user", host, created_at'
+
+
+def _reads(method: Callable[Concatenate[SqlStore, Cursor, P], T]) -> Callable[Concatenate[SqlStore, P], T]:
+    """The method as one read (``SqlStore._read``): its body gets the cursor after ``self``."""
+    @functools.wraps(method)
+    def read(self: SqlStore, *args: P.args, **kwargs: P.kwargs) -> T:
+        return self._read(lambda cur: method(self, cur, *args, **kwargs))
+
+    return read
+
+
+def _writes(method: Callable[Concatenate[SqlStore, Cursor, bool, float, P], T]
+            ) -> Callable[Concatenate[SqlStore, P], T]:
+    """The method as one write (``SqlStore._transaction``): its body gets the cursor, whether
+    this is a retry (see the module) and the time of the call (the same in every try)."""
+    @functools.wraps(method)
+    def write(self: SqlStore, *args: P.args, **kwargs: P.kwargs) -> T:
+        now = time.time()
+        return self._transaction(lambda cur, retrying: method(self, cur, retrying, now, *args, **kwargs))
+
+    return write
+
+
+class SqlStore(MetadataStore):
+    """``MetadataStore`` on an SQL database; ``dialect`` is the database's side of it."""
+
+    def __init__(self, dialect: Dialect, *, migrate: bool) -> None:
+        self.dialect = dialect
+        self._known_specs = specs.KnownSpecs()  # spec ids committed through this store object
+        self.migrated_from: int | None = dialect.migrate(migrate)  # the version found, when this open migrated it
+
+    # -- plumbing ------------------------------------------------------------------------
+
+    def _transaction(self, work: Work[T]) -> T:
+        """``work(cursor, retrying)`` as one write transaction (see ``Dialect.run``)."""
+        return self.dialect.run(work, write=True, specs=self._known_specs)
+
+    def _read(self, work: Callable[[Cursor], T]) -> T:
+        return self.dialect.run(lambda cur, _: work(cur), write=False, specs=self._known_specs)
+
+    def transaction(self) -> Any:
+        """The writes inside are one transaction where the dialect can group them (SQLite): a
+        work unit and its tracker links cost one commit, not two, and are recorded together."""
+        return self.dialect.group(self._known_specs)
+
+    def close(self) -> None:
+        self.dialect.close()
+
+    def _spec_ids(self, cur: Cursor) -> specs.SpecIds:
+        """Spec ids for the running transaction (see xcore.store.specs). A spec another launcher
+        is recording at the same moment (PostgreSQL): the insert waits for its transaction, then
+        skips, and the select (a new snapshot) sees its row."""
+        insert, select = specs.insert_sql("?"), specs.select_sql("?")
+
+        def store_one(digest: str, body: str) -> int:
+            cur.execute(insert, (digest, body))
+            return int(cur.execute(select, (digest,)).fetchone()["id"])
+
+        return self._known_specs.begin(store_one)
+
+    def _unit_filter(self, column: str, experiment_id: int,
+                     work_unit_ids: Sequence[int] | None) -> tuple[str, list[Any]]:
+        """`` AND <column> is one of the units`` (empty for all) and the parameters after the experiment's id."""
+        if work_unit_ids is None:
+            return "", [experiment_id]
+        clause, params = self.dialect.one_of(column, work_unit_ids)
+        return f" AND {clause}", [experiment_id, *params]
+
+    @staticmethod
+    def _store_id(cur: Cursor) -> str:
+        return str(cur.execute("SELECT value FROM store_meta WHERE key = 'store_id'").fetchone()["value"])
+
+    # -- experiments ---------------------------------------------------------------------
+
+    def create_experiment(self, title: str, *, tags: Sequence[str] = (), notes: str = "",
+                          script_path: str | None = None, script_sha256: str | None = None,
+                          git_commit: str | None = None, git_dirty: bool | None = None, user: str = "",
+                          host: str = "") -> ExperimentRecord:
+        """Ids are the highest plus one, allocated under the dialect's lock: no gaps."""
+        values = (title, json.dumps(list(tags)), notes, script_path, script_sha256, git_commit, git_dirty, user, host)
+        return self.get_experiment(self._create_experiment(values))
+
+    @_writes
+    def _create_experiment(self, cur: Cursor, retrying: bool, now: float, values: tuple[Any, ...]) -> int:
+        """``values``: the columns of ``_EXPERIMENT_COLUMNS`` but the last, ``created_at`` (``now``)."""
+        if retrying:  # our earlier attempt may have committed: same title, user and host, same instant
+            row = cur.execute('SELECT id FROM experiments WHERE title = ? AND "user" = ? AND host = ?'
+                              " AND created_at = ?", (values[0], *values[-2:], now)).fetchone()
+            if row is not None:
+                return int(row["id"])
+        self.dialect.lock_experiments(cur)
+        return self.dialect.insert_id(
+            cur, f"INSERT INTO experiments (id, {_EXPERIMENT_COLUMNS}) SELECT COALESCE(MAX(id), 0) + 1,"
+            " ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM experiments", (*values, now))
+
+    @_writes
+    def update_experiment(self, cur: Cursor, retrying: bool, now: float, experiment_id: int, **changes: Any) -> None:
+        changes = rows.experiment_changes(changes)
+        if changes and cur.execute(f"UPDATE experiments SET {', '.join(f'{name} = ?' for name in changes)}"
+                                   " WHERE id = ?", (*changes.values(), experiment_id)).rowcount == 0:
+            raise NotFoundError(f"No experiment {experiment_id} in {self.dialect.where}.")
+
+    @_reads
+    def get_experiment(self, cur: Cursor, experiment_id: int) -> ExperimentRecord:
+        row = cur.execute("SELECT * FROM experiments WHERE id = ?", (experiment_id,)).fetchone()
+        if row is None:
+            raise NotFoundError(f"No experiment {experiment_id} in the store {self.dialect.where}. "
+                                "`xcore list` shows what exists.")
+        return self._experiment(row, self._status_counts(cur, [experiment_id]).get(experiment_id, {}))
+
+    @_reads
+    def list_experiments(self, cur: Cursor, *, status: str | None = None, title: str | None = None,
+                         tag: str | None = None, limit: int | None = 20, user: str | None = None,
+                         ) -> list[ExperimentRecord]:
+        where, params = ["id < ?"], []
+        for clause, value in (('"user" = ?', user), (f"{self.dialect.find}(lower(title), lower(?)) > 0", title or None),
+                              (self.dialect.has_tag, tag or None)):
+            if value is not None:
+                where.append(clause)
+                params.append(value)
+        query = f"SELECT * FROM experiments WHERE {' AND '.join(where)} ORDER BY id DESC LIMIT ?"
+        # Status is derived, so filter after computing it, a page at a time (without a status
+        # filter the first page is the answer: count no more than that).
+        size = 500 if status or limit is None else max(limit, 1)
+        found: list[ExperimentRecord] = []
+        below = 2**62
+        while True:
+            page = cur.execute(query, (below, *params, size)).fetchall()
+            counts = self._status_counts(cur, [r["id"] for r in page])
+            for row in page:
+                record = self._experiment(row, counts.get(row["id"], {}))
+                if status and record.status.value != status.upper():
+                    continue
+                found.append(record)
+                if limit is not None and len(found) >= limit:
+                    return found
+            if len(page) < size:
+                return found
+            below = page[-1]["id"]
+
+    def _status_counts(self, cur: Cursor, experiment_ids: Sequence[int]) -> dict[int, dict[str, int]]:
+        counts: dict[int, dict[str, int]] = {}
+        plain = self.dialect.plain(cur)
+        for clause, params in self.dialect.in_chunks("experiment_id", experiment_ids):
+            for experiment, status, n in plain.execute(
+                f"SELECT experiment_id, status, COUNT(*) FROM work_units WHERE role = 'work_unit' AND {clause}"
+                " GROUP BY experiment_id, status", params):
+                counts.setdefault(experiment, {})[status] = n
+        return counts
+
+    @staticmethod
+    def _experiment(row: Any, counts: dict[str, int]) -> ExperimentRecord:
+        try:
+            return rows.experiment_record(row, counts)
+        except Exception as exc:  # noqa: BLE001 - one bad row must not hide the others
+            title = row["title"] if isinstance(row["title"], str) else ""
+            return ExperimentRecord(id=row["id"], title=title, created_at=_number(row["created_at"]),
+                                    status_counts=counts, unreadable=records.unreadable(exc))
+
+    # -- work units and jobs -------------------------------------------------------------
+
+    @_writes
+    def add_work_unit(self, cur: Cursor, retrying: bool, now: float, experiment_id: int, work_unit_id: int,
+                      role: str, args: Any, identity: str, jobs: Sequence[NewJob], *, lease_id: int | None = None,
+                      ) -> list[int]:
+        if retrying:  # the work unit is ours (its id comes from our launcher): did it commit?
+            row = cur.execute("SELECT created_at FROM work_units WHERE experiment_id = ? AND id = ?",
+                              (experiment_id, work_unit_id)).fetchone()
+            if row and row["created_at"] == now:
+                return [r["id"] for r in cur.execute("SELECT id FROM jobs WHERE experiment_id = ? AND"
+                                                     " work_unit_id = ? ORDER BY id", (experiment_id, work_unit_id))]
+        cur.execute(sql.INSERT_UNIT, (experiment_id, work_unit_id, role, json.dumps(args), identity, now))
+        return self._insert_jobs(cur, experiment_id, work_unit_id, jobs, now, lease_id)
+
+    @_writes
+    def add_jobs(self, cur: Cursor, retrying: bool, now: float, experiment_id: int, work_unit_id: int,
+                 jobs: Sequence[NewJob], *, lease_id: int | None = None, replace_unlaunched: bool = False,
+                 ) -> list[int]:
+        if retrying and jobs:
+            done = [r["id"] for r in cur.execute(
+                "SELECT id FROM jobs WHERE experiment_id = ? AND work_unit_id = ? AND created_at = ? ORDER BY id",
+                (experiment_id, work_unit_id, now))]
+            if len(done) == len(jobs):
+                return done
+        if replace_unlaunched:
+            self._drop_unlaunched(cur, experiment_id, work_unit_id)
+        ids = self._insert_jobs(cur, experiment_id, work_unit_id, jobs, now, lease_id)
+        cur.execute(sql.UNIT_LAUNCHING, (experiment_id, work_unit_id))
+        return ids
+
+    def record_adds(self, writes: Sequence[UnitWrite], *, lease_id: int | None = None) -> list[list[int]]:
+        """Many adds in one transaction, a few statements each. Job ids are drawn up front from
+        the dialect (SQLite's AUTOINCREMENT counter under the write lock, PostgreSQL's
+        sequence), so the rows go in by the dialect's bulk insert; each distinct executor and
+        executable is encoded to JSON and looked up in ``job_specs`` once per group. A retry
+        first looks for its own commit (the ids it drew, or the first unit's row)."""
+        return self._record_adds(writes, lease_id, []) if writes else []
+
+    @_writes
+    def _record_adds(self, cur: Cursor, retrying: bool, now: float, writes: Sequence[UnitWrite],
+                     lease_id: int | None, drawn: list[int]) -> list[list[int]]:
+        if retrying and drawn:  # did the first try commit? Its job ids are there
+            if len(self._rows_by_id(cur, drawn, "id")) == len(drawn):
+                return _split(writes, drawn)
+        elif retrying and writes[0].role is not None:  # (no job drawn) its first unit is there
+            row = cur.execute("SELECT created_at FROM work_units WHERE experiment_id = ? AND id = ?",
+                              (writes[0].experiment_id, writes[0].work_unit_id)).fetchone()
+            if row and row["created_at"] == now:
+                return _split(writes, [])
+        for w in writes:
+            if w.replace_unlaunched:
+                self._drop_unlaunched(cur, w.experiment_id, w.work_unit_id)
+        count = sum(len(w.jobs) for w in writes)
+        drawn[:] = ids = self.dialect.draw_job_ids(cur, count) if count else []
+        new = rows.add_rows(writes, ids, self._spec_ids(cur).of, now, lease_id)
+        self.dialect.insert_rows(cur, sql.INSERT_UNIT, new.units)
+        self.dialect.insert_rows(cur, sql.INSERT_JOBS, new.jobs)
+        # The group's first events are one statement, not one per job (in SQLite each statement
+        # lets go of the GIL and waits to get it back while the script adds on the main thread).
+        if ids and ids[-1] - ids[0] == len(ids) - 1:  # drawn in one run (always, in SQLite)
+            cur.execute(sql.ADDED_EVENTS.format("id BETWEEN ? AND ?"), (now, ids[0], ids[-1]))
+        else:
+            for clause, params in self.dialect.in_chunks("id", ids):
+                cur.execute(sql.ADDED_EVENTS.format(clause), (now, *params))
+        if new.more:
+            cur.executemany(sql.UNIT_LAUNCHING, new.more)
+        if new.links:
+            cur.executemany(sql.UPSERT_LINK, new.links)
+        return new.ids
+
+    def _drop_unlaunched(self, cur: Cursor, experiment_id: int, work_unit_id: int) -> None:
+        """An identity relaunch: forget the unit's jobs that ended without reaching a backend."""
+        old = [r["id"] for r in cur.execute(
+            "SELECT id FROM jobs WHERE experiment_id = ? AND work_unit_id = ? AND handle IS NULL"
+            f" AND status IN ('FAILED', 'CANCELLED') ORDER BY id{self.dialect.for_update}",
+            (experiment_id, work_unit_id)).fetchall()]
+        for clause, params in self.dialect.in_chunks("job_id", old):
+            cur.execute(f"DELETE FROM job_events WHERE {clause}", params)
+        for clause, params in self.dialect.in_chunks("id", old):
+            cur.execute(f"DELETE FROM jobs WHERE {clause}", params)
+
+    def _insert_jobs(self, cur: Cursor, experiment_id: int, work_unit_id: int, jobs: Sequence[NewJob], now: float,
+                     lease_id: int | None) -> list[int]:
+        spec = self._spec_ids(cur).of
+        return [self.dialect.insert_job(cur, (experiment_id, work_unit_id, job.name, job.executor_kind,
+                                              spec(job.executor), spec(job.executable), json.dumps(job.args),
+                                              json.dumps(job.env), now, lease_id), now) for job in jobs]
+
+    def mark_launched(self, launched: Sequence[tuple[int, str, dict[str, Any], str | None]], *,
+                      intent_id: int | None = None) -> None:
+        """Store handles and move the jobs from LAUNCHING to PENDING, in one transaction
+        (which also closes the submission intent, if given)."""
+        if launched or intent_id is not None:
+            with self.dialect.large_write(len(launched) >= _LARGE_LAUNCH):
+                self._settle(launched, [], intent_id)
+
+    def record_states(self, states: Sequence[tuple[int, JobState]], *, intent_id: int | None = None) -> None:
+        """Store the newest state of jobs; a change of status is appended to their history."""
+        if states or intent_id is not None:
+            self._settle([], states, intent_id)
+
+    @_writes
+    def _settle(self, cur: Cursor, retrying: bool, now: float,
+                launched: Sequence[tuple[int, str, dict[str, Any], str | None]],
+                states: Sequence[tuple[int, JobState]], intent_id: int | None) -> None:
+        """What a backend answered: handles of jobs launched, states of jobs; the intent closed."""
+        self._mark_launched(cur, launched, now)
+        self._record_states(cur, states, now)
+        if intent_id is not None:
+            cur.execute(sql.CLOSE_INTENT, (intent_id,))
+
+    def _mark_launched(self, cur: Cursor, launched: Sequence[tuple[int, str, dict[str, Any], str | None]],
+                       now: float) -> None:
+        """Set-based but for the handles (issue 14: a sweep's 10,000 jobs are one launch): the
+        history and the units' statuses are one statement per ``IN`` list of launched ids, in id
+        order, and nothing is read into Python first (a dialect with row locks locks the rows)."""
+        if not launched:
+            return
+        ids = sorted({job_id for job_id, *_ in launched})
+        if self.dialect.for_update:
+            self._rows_by_id(cur, ids, "id")
+        chunks = self.dialect.in_chunks("id", ids)
+        # Before the update: only a job still LAUNCHING gets the PENDING event (marking twice appends nothing).
+        for clause, params in chunks:
+            cur.execute(sql.LAUNCHED_EVENTS.format(clause), (now, *params))
+        cur.executemany(
+            sql.MARK_LAUNCHED,
+            # Encoded as the update goes: 10,000 handles' JSON is never held at once (3 MB at peak).
+            ((kind, rows.dumps(handle), log, now, job_id) for job_id, kind, handle, log in launched),
+        )
+        for clause, params in chunks:
+            cur.execute(sql.LAUNCHED_UNITS.format(clause), params)
+
+    def _record_states(self, cur: Cursor, states: Sequence[tuple[int, JobState]], now: float) -> None:
+        if not states:
+            return
+        found = self._rows_by_id(cur, [job_id for job_id, _ in states], "id, status, started_at, ended_at")
+        updates, events = rows.state_changes(found, states, now, self.dialect.where)
+        cur.executemany(sql.RECORD_STATE, updates)
+        cur.executemany(sql.INSERT_EVENT, events)
+        self._refresh_units(cur, [job_id for job_id, _ in states])
+
+    def _rows_by_id(self, cur: Cursor, job_ids: Sequence[int], columns: str) -> dict[int, Any]:
+        """The jobs' rows by id (locked in id order where the dialect locks rows)."""
+        wanted = set(job_ids)
+        ids = sorted(wanted)
+        clauses = self.dialect.in_chunks("id", ids)
+        if len(ids) > 500 and not self.dialect.for_update and ids[-1] - ids[0] < 2 * len(ids):
+            clauses = [("id BETWEEN ? AND ?", [ids[0], ids[-1]])]  # a launch's ids are dense: one range read
+        found: dict[int, Any] = {}
+        for clause, params in clauses:
+            for row in cur.execute(f"SELECT {columns} FROM jobs WHERE {clause} ORDER BY id{self.dialect.for_update}",
+                                   params).fetchall():
+                if row["id"] in wanted:
+                    found[row["id"]] = row
+        return found
+
+    def _refresh_units(self, cur: Cursor, job_ids: Sequence[int]) -> None:
+        """Recompute the status of every work unit these jobs belong to, from its jobs."""
+        found = self._rows_by_id(cur, job_ids, "id, experiment_id, work_unit_id").values()
+        units = {(r["experiment_id"], r["work_unit_id"]) for r in found}
+        plain = self.dialect.plain(cur)
+
+        def job_statuses() -> Any:
+            for experiment_id in {e for e, _ in units}:  # each experiment's units by one range read
+                ids = sorted(u for e, u in units if e == experiment_id)
+                query = "SELECT work_unit_id, status FROM jobs WHERE experiment_id = ? AND work_unit_id BETWEEN ? AND ?"
+                for unit, status in plain.execute(query, (experiment_id, ids[0], ids[-1])):
+                    yield (experiment_id, unit), status
+
+        # Consecutive units of one status are one range update: a launched sweep is one statement.
+        runs: list[list[Any]] = []  # [status, experiment, first unit, last unit, status]
+        for (e, u), status in sorted(rows.unit_statuses(units, job_statuses()).items()):
+            last = runs[-1] if runs else None
+            if last is not None and last[0] == status and last[1] == e and last[3] == u - 1:
+                last[3] = u
+            else:
+                runs.append([status, e, u, u, status])
+        cur.executemany(sql.UNIT_STATUSES, runs)
+
+    @_reads
+    def work_units(self, cur: Cursor, experiment_id: int,
+                   work_unit_ids: Sequence[int] | None = None) -> list[WorkUnitRecord]:
+        unit_filter, params = self._unit_filter("id", experiment_id, work_unit_ids)
+        job_filter, _ = self._unit_filter("work_unit_id", experiment_id, work_unit_ids)
+        units = {
+            row["id"]: WorkUnitRecord(experiment_id=experiment_id, id=row["id"], role=row["role"],
+                                      args=_json_or_reason(row["args"]), identity=row["identity"],
+                                      created_at=row["created_at"])
+            for row in cur.execute(f"SELECT * FROM work_units WHERE experiment_id = ?{unit_filter} ORDER BY id",
+                                   params).fetchall()
+        }
+        for row in cur.execute(f"{specs.select_jobs(_JOB_COLUMNS)} WHERE jobs.experiment_id = ?{job_filter}"
+                               " ORDER BY jobs.id", params):
+            unit = units.get(row["work_unit_id"])
+            if unit is not None:
+                unit.jobs.append(self._job(row))
+        return list(units.values())
+
+    @_reads
+    def unit_rows(self, cur: Cursor, experiment_id: int,
+                  work_unit_ids: Sequence[int] | None = None) -> list[dict[str, Any]]:
+        unit_filter, params = self._unit_filter("id", experiment_id, work_unit_ids)
+        job_filter, _ = self._unit_filter("work_unit_id", experiment_id, work_unit_ids)
+        statuses = {s.value for s in Status}
+        decoded = _Memo(_loads)  # a sweep's jobs often share their args or env text: decoded once
+        body_cursor = self.dialect.plain(cur)
+
+        def read_body(spec_id: int) -> str:
+            found = body_cursor.execute("SELECT body FROM job_specs WHERE id = ?", (spec_id,)).fetchone()
+            return found[0] if found else ""  # "": shown as unreadable, as any bad text
+
+        bodies = _Memo(read_body)  # spec id -> its text: read once per distinct spec, not joined per row
+        spec_values = _Memo(lambda spec_id: _shared_spec(bodies[spec_id]))  # spec id -> its decoded value
+        plain = self.dialect.plain(cur)  # plain tuples: no name lookups per field
+        units = {
+            row[0]: {"id": row[0], "role": row[1], "args": _json_or_reason(row[2], _loads), "identity": row[3],
+                     "created_at": row[4], "jobs": []}
+            for row in plain.execute(f"SELECT id, role, args, identity, created_at FROM work_units"
+                                     f" WHERE experiment_id = ?{unit_filter} ORDER BY id", params).fetchall()
+        }
+        # by unit, then id: each unit's jobs in id order, in the jobs_by_unit index's own order
+        # (ORDER BY id alone sorted every row, specs' ids and handles included, in a temp B-tree)
+        for row in plain.execute(f"SELECT {', '.join(_STORED_COLUMNS)} FROM jobs WHERE experiment_id = ?"
+                                 f"{job_filter} ORDER BY work_unit_id, id", params):
+            unit = units.get(row[2])
+            if unit is None:
+                continue
+            (job_id, experiment, work_unit, name, executor_kind, executor, executable, args, env, status, message,
+             exit_code, handle_kind, handle, log_path, created_at, launched_at, started_at, ended_at) = row
+            try:
+                if status not in statuses:
+                    raise ValueError(f"{status!r} is not a valid Status")
+                job = {  # JobRecord's fields, in its order
+                    "id": job_id, "experiment_id": experiment, "work_unit_id": work_unit, "name": name,
+                    "executor_kind": executor_kind, "executor": spec_values[executor],
+                    "executable": spec_values[executable], "args": decoded[args], "env": decoded[env],
+                    "status": status, "message": message, "exit_code": exit_code, "handle_kind": handle_kind,
+                    "handle": _loads(handle) if handle else None, "log_path": log_path, "created_at": created_at,
+                    "launched_at": launched_at, "started_at": started_at, "ended_at": ended_at,
+                }
+            except Exception:  # noqa: BLE001 - the record path says why, for this row only
+                fields = dict(zip(_COPIED_COLUMNS, row, strict=True))
+                fields["executor"], fields["executable"] = bodies[executor], bodies[executable]
+                record = self._job(fields)
+                job = {field: getattr(record, field) for field in _COPIED_COLUMNS}
+                job["status"] = record.status.value
+            unit["jobs"].append(job)
+        return list(units.values())
+
+    @_reads
+    def unit_summaries(self, cur: Cursor, experiment_id: int) -> list[UnitSummary]:
+        messages = self.dialect.messages.format(
+            "CASE WHEN j.status <> 'COMPLETED' AND j.message <> '' THEN j.message END")
+        statuses = {s.value: s for s in Status}
+        return [UnitSummary(row[0], row[1], _json_or_reason(row[2]), statuses.get(row[3], Status.UNKNOWN),
+                            _number(row[4]), row[5], row[6], row[7] or "")
+                for row in self.dialect.plain(cur).execute(
+                    "SELECT w.id, w.role, w.args, w.status, w.created_at, MIN(j.started_at), CASE WHEN COUNT(j.id) > 0"
+                    f" AND COUNT(j.ended_at) = COUNT(j.id) THEN MAX(j.ended_at) END, {messages} FROM work_units w"
+                    " LEFT JOIN jobs j ON j.experiment_id = w.experiment_id AND j.work_unit_id = w.id"
+                    " WHERE w.experiment_id = ? GROUP BY w.experiment_id, w.id ORDER BY w.id", (experiment_id,))]
+
+    @_reads
+    def active_jobs(self, cur: Cursor, experiment_ids: Sequence[int]) -> list[JobRecord]:
+        experiments, params = self.dialect.one_of("experiment_id", experiment_ids)
+        active, more = self.dialect.one_of("status", [s.value for s in Status if s.is_active])
+        return [self._job(row) for row in cur.execute(
+            f"SELECT {rows.LIGHT_JOB_COLUMNS} FROM jobs WHERE {experiments} AND {active} ORDER BY id", params + more)]
+
+    @_reads
+    def job_statuses(self, cur: Cursor, experiment_id: int,
+                     work_unit_ids: Sequence[int] | None = None) -> list[tuple[int, str, int | None, str | None]]:
+        unit_filter, params = self._unit_filter("u.id", experiment_id, work_unit_ids)
+        return list(self.dialect.plain(cur).execute(
+            "SELECT u.id, u.role, j.id, j.status FROM work_units u LEFT JOIN jobs j"
+            " ON j.experiment_id = u.experiment_id AND j.work_unit_id = u.id"
+            f" WHERE u.experiment_id = ?{unit_filter} ORDER BY u.id, j.id", params).fetchall())
+
+    @_reads
+    def job_history(self, cur: Cursor, job_id: int) -> list[StatusEvent]:
+        return [rows.status_event(r) for r in cur.execute(
+            f"SELECT * FROM job_events WHERE job_id = ? ORDER BY {self.dialect.event_order}", (job_id,)).fetchall()]
+
+    @staticmethod
+    def _job(row: Any) -> JobRecord:
+        try:
+            return rows.job_record(row, _shared_spec)
+        except Exception as exc:  # noqa: BLE001 - one bad row must not hide the others
+            return JobRecord(
+                id=row["id"], experiment_id=row["experiment_id"], work_unit_id=row["work_unit_id"],
+                name=str(row["name"]), executor_kind=str(row["executor_kind"]), executor={}, executable={},
+                args=[], env={}, status=Status.UNKNOWN, message=records.unreadable(exc),
+                created_at=_number(row["created_at"]),
+            )
+
+    # -- launcher leases -----------------------------------------------------------------
+
+    @_writes
+    def open_lease(self, cur: Cursor, retrying: bool, now: float, experiment_id: int, host: str, pid: int,
+                   proc_start: float | None) -> int:
+        if retrying:  # our earlier attempt may have committed: same process, same instant
+            row = cur.execute("SELECT id FROM launch_leases WHERE experiment_id = ? AND host = ? AND pid = ?"
+                              " AND heartbeat = ?", (experiment_id, host, pid, now)).fetchone()
+            if row is not None:
+                return int(row["id"])
+        return self.dialect.insert_id(cur, "INSERT INTO launch_leases (experiment_id, host, pid, proc_start,"
+                                      " heartbeat) VALUES (?, ?, ?, ?, ?)", (experiment_id, host, pid, proc_start, now))
+
+    @_writes
+    def heartbeat(self, cur: Cursor, retrying: bool, now: float, lease_id: int) -> None:
+        cur.execute("UPDATE launch_leases SET heartbeat = ? WHERE id = ?", (now, lease_id))
+
+    @_writes
+    def close_lease(self, cur: Cursor, retrying: bool, now: float, lease_id: int) -> None:
+        cur.execute("DELETE FROM launch_intents WHERE lease_id = ?", (lease_id,))
+        cur.execute("DELETE FROM launch_leases WHERE id = ?", (lease_id,))
+
+    @_writes
+    def begin_intent(self, cur: Cursor, retrying: bool, now: float, lease_id: int, executor_kind: str,
+                     job_ids: Sequence[int]) -> int:
+        ids = json.dumps(list(job_ids))
+        if retrying:
+            row = cur.execute("SELECT id FROM launch_intents WHERE lease_id = ? AND created_at = ? AND job_ids = ?",
+                              (lease_id, now, ids)).fetchone()
+            if row is not None:
+                return int(row["id"])
+        return self.dialect.insert_id(cur, "INSERT INTO launch_intents (lease_id, executor_kind, job_ids,"
+                                      " created_at) VALUES (?, ?, ?, ?)", (lease_id, executor_kind, ids, now))
+
+    @_reads
+    def leases(self, cur: Cursor) -> list[LeaseRecord]:
+        return [rows.lease_record(r) for r in cur.execute("SELECT * FROM launch_leases ORDER BY id").fetchall()]
+
+    @_writes
+    def claim_lease(self, cur: Cursor, retrying: bool, now: float, lease: LeaseRecord, host: str, pid: int,
+                    proc_start: float | None) -> bool:
+        """A conditional UPDATE: of two claimers, the second waits for the first's lock, then
+        finds the row changed and updates nothing."""
+        if retrying and cur.execute(  # our claim may have committed before the connection dropped
+                "SELECT 1 FROM launch_leases WHERE id = ? AND state = 'resolving' AND host = ? AND pid = ?"
+                " AND heartbeat = ?", (lease.id, host, pid, now)).fetchone():
+            return True
+        return bool(cur.execute(sql.CLAIM_LEASE, (host, pid, proc_start, now, lease.id, lease.pid, lease.host,
+                                                  lease.heartbeat)).rowcount == 1)
+
+    @_reads
+    def lease_orphans(self, cur: Cursor, lease_id: int) -> tuple[list[tuple[str, list[JobRecord]]], list[JobRecord]]:
+        jobs = {row["id"]: self._job(row) for row in cur.execute(
+            f"{specs.select_jobs(_JOB_COLUMNS)} WHERE jobs.lease_id = ? AND jobs.status = 'LAUNCHING'"
+            " AND jobs.handle IS NULL ORDER BY jobs.id", (lease_id,)).fetchall()}
+        intents = cur.execute("SELECT * FROM launch_intents WHERE lease_id = ? ORDER BY id", (lease_id,)).fetchall()
+        return rows.orphans_by_intent(jobs, intents)
+
+    @_writes
+    def resolve_lease(self, cur: Cursor, retrying: bool, now: float, lease_id: int,
+                      launched: Sequence[tuple[int, str, dict[str, Any], str | None]],
+                      failed: Sequence[tuple[int, JobState]], launch_error: str) -> None:
+        self._mark_launched(cur, launched, now)
+        self._record_states(cur, failed, now)
+        row = cur.execute("SELECT experiment_id FROM launch_leases WHERE id = ?", (lease_id,)).fetchone()
+        if row is not None and launch_error:
+            cur.execute(sql.LAUNCH_FAILED, (launch_error, row["experiment_id"]))
+        cur.execute("DELETE FROM launch_intents WHERE lease_id = ?", (lease_id,))
+        cur.execute("DELETE FROM launch_leases WHERE id = ?", (lease_id,))
+
+    # -- the store itself ----------------------------------------------------------------
+
+    @_reads
+    def info(self, cur: Cursor) -> StoreInfo:
+        c = cur.execute("SELECT (SELECT COUNT(*) FROM experiments) AS e, (SELECT COUNT(*) FROM work_units) AS w,"
+                        " (SELECT COUNT(*) FROM jobs) AS j, (SELECT COUNT(*) FROM job_events) AS v").fetchone()
+        return StoreInfo(self.dialect.url, self.dialect.backend, self.dialect.schema_version(cur), SCHEMA_VERSION,
+                         self._store_id(cur), c["e"], c["w"], c["j"], c["v"])
+
+    def export_history(self, experiment_id: int) -> ExperimentHistory:
+        return self._export(self.get_experiment(experiment_id), self.work_units(experiment_id))
+
+    @_reads
+    def _export(self, cur: Cursor, record: ExperimentRecord, units: list[WorkUnitRecord]) -> ExperimentHistory:
+        def ask(query: str) -> list[Any]:  # the experiment's rows
+            return list(cur.execute(query, (record.id,)).fetchall())
+
+        [row] = ask("SELECT origin FROM experiments WHERE id = ?")
+        events = rows.events_by_job(ask("SELECT e.* FROM job_events e JOIN jobs j ON j.id = e.job_id"
+                                        f" WHERE j.experiment_id = ? ORDER BY e.{self.dialect.event_order}"))
+        results = [(r["job_id"], r["name"], r["value"], r["at"]) for r in ask(
+            "SELECT job_id, name, value, at FROM job_results WHERE experiment_id = ? ORDER BY at, job_id, name")]
+        final = {r["id"]: r["results_at"] for r in ask(
+            "SELECT id, results_at FROM jobs WHERE experiment_id = ? AND results_at IS NOT NULL")}
+        links = [(r["job_id"], r["name"], r["url"]) for r in ask(
+            "SELECT job_id, name, url FROM job_links WHERE experiment_id = ? ORDER BY job_id, name")]
+        return ExperimentHistory(record, units, events, row["origin"] or f"{self._store_id(cur)}/{record.id}",
+                                 results, final, links)
+
+    @_writes
+    def import_history(self, cur: Cursor, retrying: bool, now: float, history: ExperimentHistory) -> Imported:
+        source = history.experiment
+        jobs = [job for unit in history.units for job in unit.jobs]
+        self.dialect.lock_experiments(cur)
+        home, _, home_id = history.origin.partition("/")
+        if cur.execute("SELECT 1 FROM experiments WHERE origin = ? OR (? AND id = ?)",
+                       (history.origin, home == self._store_id(cur),
+                        int(home_id) if home_id.isdigit() else -1)).fetchone():
+            return Imported(source.id, None)
+        row = cur.execute("SELECT EXISTS (SELECT 1 FROM experiments WHERE id = ?) AS taken,"
+                          " (SELECT COALESCE(MAX(id), 0) + 1 FROM experiments) AS next", (source.id,)).fetchone()
+        experiment_id = row["next"] if row["taken"] else source.id
+        cur.execute(sql.INSERT_EXPERIMENT, rows.copied_experiment_values(source, experiment_id, history.origin))
+        clash = False
+        if jobs:
+            self.dialect.keep_job_ids(cur, max(j.id for j in jobs))  # before any launcher draws one of them
+            clash = bool(self._rows_by_id(cur, [j.id for j in jobs], "id"))
+        cur.executemany(sql.COPY_UNIT, [rows.copied_unit_values(u, experiment_id) for u in history.units])
+        columns = _STORED_COLUMNS[1:] if clash else _STORED_COLUMNS
+        insert = f"INSERT INTO jobs ({', '.join(columns)}) VALUES ({','.join('?' * len(columns))})"
+        new_ids: dict[int, int] = {}
+        spec = self._spec_ids(cur).of
+        for job in jobs:  # a copied job has no launcher lease here
+            values = rows.copied_job_values(job, experiment_id, spec)
+            new_ids[job.id] = self.dialect.insert_id(cur, insert, values[1:] if clash else values)
+            cur.executemany(sql.INSERT_EVENT, rows.copied_events(history, job.id, new_ids[job.id]))
+        final, results, links = rows.copied_extras(history, new_ids, experiment_id)
+        cur.executemany(sql.SET_RESULTS_AT, final)
+        cur.executemany(sql.INSERT_RESULT, results)
+        cur.executemany(sql.INSERT_LINK, links)
+        return Imported(source.id, experiment_id, clash)
+
+    # -- results and links ---------------------------------------------------------------
+
+    @_writes
+    def record_results(self, cur: Cursor, retrying: bool, now: float, job_id: int,
+                       results: Mapping[str, float | None], *, final: bool = False) -> None:
+        row = cur.execute("SELECT experiment_id, work_unit_id FROM jobs WHERE id = ?", (job_id,)).fetchone()
+        if row is None:
+            raise NotFoundError(f"No job {job_id} in {self.dialect.where}.")
+        cur.executemany(sql.UPSERT_RESULT, [(job_id, row["experiment_id"], row["work_unit_id"], name, value, now)
+                                            for name, value in results.items()])
+        if final:
+            cur.execute(sql.SET_RESULTS_AT, (now, job_id))
+
+    def results(self, experiment_id: int,
+                work_unit_ids: Sequence[int] | None = None) -> dict[int, dict[str, float | None]]:
+        return self._named_by_unit("SELECT work_unit_id, name, value FROM job_results", "at, job_id",
+                                   experiment_id, work_unit_ids)
+
+    @_reads
+    def results_pending(self, cur: Cursor, experiment_id: int) -> list[int]:
+        terminal, params = self.dialect.one_of("status", [s.value for s in Status if s.is_terminal])
+        return [r["id"] for r in cur.execute(
+            "SELECT id FROM jobs WHERE experiment_id = ? AND results_at IS NULL AND handle IS NOT NULL"
+            f" AND {terminal} ORDER BY id", [experiment_id, *params]).fetchall()]
+
+    def record_links(self, links: Sequence[tuple[int, str, str]]) -> None:
+        if links:
+            self._record_links(links)
+
+    @_writes
+    def _record_links(self, cur: Cursor, retrying: bool, now: float, links: Sequence[tuple[int, str, str]]) -> None:
+        cur.executemany(sql.LINK_JOB, [(name, url, job_id) for job_id, name, url in links])
+
+    def links(self, experiment_id: int, work_unit_ids: Sequence[int] | None = None) -> dict[int, dict[str, str]]:
+        return self._named_by_unit("SELECT work_unit_id, name, url FROM job_links", "job_id, name",
+                                   experiment_id, work_unit_ids)
+
+    @_reads
+    def _named_by_unit(self, cur: Cursor, select: str, order: str, experiment_id: int,
+                       work_unit_ids: Sequence[int] | None) -> dict[int, dict[str, Any]]:
+        """``{work unit: {name: value}}`` from ``select``'s (work_unit_id, name, value) rows of one
+        experiment (of some of its units), in ``order``: a later row of a name wins."""
+        where, params = self._unit_filter("work_unit_id", experiment_id, work_unit_ids)
+        found: dict[int, dict[str, Any]] = {}
+        for unit, name, value in self.dialect.plain(cur).execute(
+                f"{select} WHERE experiment_id = ?{where} ORDER BY {order}", params):  # a result or a link per job
+            named = found.get(unit)
+            if named is None:
+                named = found[unit] = {}
+            named[name] = value
+        return found
+
+
+def _split(writes: Sequence[UnitWrite], ids: list[int]) -> list[list[int]]:
+    """``ids`` (drawn for the writes' jobs in order) as each write's job ids."""
+    out, at = [], 0
+    for w in writes:
+        out.append(ids[at : at + len(w.jobs)] if ids else [])
+        at += len(w.jobs)
+    return out
+
+class _Memo(dict[Any, Any]):
+    """A dict that makes a missing key's value once, with ``make``: a hit is a plain dict lookup
+    (no Python call per row), so a sweep's shared texts and specs are read and decoded once."""
+
+    def __init__(self, make: Callable[[Any], Any]) -> None:
+        super().__init__()
+        self._make = make
+
+    def __missing__(self, key: Any) -> Any:
+        value = self[key] = self._make(key)
+        return value
+
+
+def _number(value: Any) -> float:
+    return float(value) if isinstance(value, (int, float)) else 0.0
+
+
+def _json_or_reason(text: Any, loads: Any = json.loads) -> Any:
+    """A stored JSON value, or the reason it cannot be read (shown where the value would be)."""
+    try:
+        return loads(text)
+    except Exception as exc:  # noqa: BLE001 - shown in place of the value
+        return f"<{records.unreadable(exc)}>"
+
+
+_scan = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+
+
+def _loads(text: str) -> Any:
+    """``json.loads`` of a stored value, through the C scanner without the Python wrapper
+    around it (a quarter of the time for the small values jobs hold: 40,000 of them for
+    ``xcore show`` of 10,000 jobs). Anything unusual (whitespace, trailing text, an error)
+    goes to ``json.loads``, which decides and explains."""
+    try:
+        value, end = _scan(text, 0)
+    except Exception:  # noqa: BLE001 - json.loads raises the real error
+        return json.loads(text)
+    return value if end == len(text) else json.loads(text)
+
+
+@functools.lru_cache(maxsize=256)
+def _shared_spec(text: str) -> Any:
+    """An executor or executable decoded once per distinct text: a sweep's 10,000 jobs share
+    one executor, and reading them for ``xcore show`` held 10,000 equal copies (issue 14).
+    The records share the dict, so it is read-only, as every stored spec is."""
+    return json.loads(text)

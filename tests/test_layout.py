@@ -19,9 +19,9 @@ FLOORS: list[set[str]] = [
     {"plumbing", "store", "trackers"},        # backend helpers, the metadata store, tracker data
     {"hooks"},                                # the plugin host and the hook contract
     {"runtime", "plugin"},                    # what runs after add; the plugin authors' face
+    {"workspace"},                            # settings, plugin host and store of one session; its read model
     {"images", "launch"},                     # the container image builder; the launch API
     {"__init__"},                             # ``import xcore``: the launch API's names
-    {"workspace"},                            # settings, plugin host and store of one session
     {"cli", "ui"},                            # the command line and the dashboard
     {"testing"},                              # the plugin and store authors' test kit
 ]

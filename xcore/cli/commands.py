@@ -242,6 +242,7 @@ def _wait_experiment(store: MetadataStore, experiment_id: int, unit_id: int | No
     the first poll shows what the store says instead of asking the backends (nothing can
     have ended yet that the next poll, after the backend's wait for a change, misses)."""
     store.get_experiment(experiment_id)
+    workspace = current()
     progress = Progress()
 
     rows = store.job_statuses(experiment_id, None if unit_id is None else [unit_id])
@@ -281,7 +282,7 @@ def _wait_experiment(store: MetadataStore, experiment_id: int, unit_id: int | No
         if not ask_backends:  # the first poll of a launch that just recorded its jobs
             ask_backends = True
         else:
-            for job in refresh_jobs(store, current().host, list(polled.values()), handles):
+            for job in refresh_jobs(store, workspace.host, list(polled.values()), handles):
                 if job.status.is_terminal:
                     finished[job.id] = job
                     del polled[job.id]
@@ -303,7 +304,7 @@ def _wait_experiment(store: MetadataStore, experiment_id: int, unit_id: int | No
         progress.update(f"experiment {experiment_id}", done, len(jobs), _counts(jobs, total=False))
 
     try:
-        jobs = wait_for(fetch, store, current().host, timeout=timeout, on_poll=report, refresh=False, handles=handles)
+        jobs = wait_for(fetch, store, workspace.host, timeout=timeout, on_poll=report, refresh=False, handles=handles)
     except TimeoutError as exc:
         progress.clear()
         print(f"timeout: {exc}", file=sys.stderr)

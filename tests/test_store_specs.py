@@ -300,6 +300,7 @@ def test_show_json_is_byte_identical_after_the_migration(tmp_path, monkeypatch, 
     import argparse
 
     from xcore.cli import show as show_module
+    from xcore.workspace import Workspace
 
     old = _v4_module(tmp_path)
     if old is None:
@@ -311,7 +312,7 @@ def test_show_json_is_byte_identical_after_the_migration(tmp_path, monkeypatch, 
     assert _jobs(before, [1, 2]) == [attrs.asdict(j) for j in JOBS]  # the fixture is what xcore 4 reads
 
     def shown(store: Any) -> list[str]:
-        monkeypatch.setattr(show_module, "_store", lambda: store)
+        monkeypatch.setattr(show_module, "current", lambda: Workspace(store=store))
         out = []
         for experiment in ("1", "2", "1/3"):
             assert show_module.show(argparse.Namespace(experiment=experiment, json=True)) == 0

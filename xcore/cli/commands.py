@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections import Counter
 from pathlib import Path
@@ -11,25 +10,23 @@ from typing import Any
 
 import attrs
 
+from xcore.cli.output import print_json
 from xcore.cli.tables import format_time, plural, printable, render_table
+from xcore.cli.targets import parse_target
 from xcore.errors import NotFoundError, XcoreError
 from xcore.model.status import Status
 from xcore.progress import Progress
 from xcore.store import MetadataStore
-from xcore.store.records import ExperimentRecord, JobRecord, unreadable
+from xcore.store.records import JobRecord, unreadable
+from xcore.workspace import current
+from xcore.workspace.views import ExperimentView
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_TIMEOUT = 0, 1, 2, 124
 EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
 
 
-# The plugin host, the launcher and the trackers load on first need, so a command that needs
-# no plugin (e.g. `xcore list` on the built-in store) imports none of them.
-
-
-def get_host() -> Any:
-    from xcore.hooks.host import get_host as host
-
-    return host()
+# The plugin host (the workspace's), the launcher and the trackers load on first need, so a
+# command that needs no plugin (e.g. `xcore list` on the built-in store) imports none of them.
 
 
 def refresh_jobs(*args: Any, **kwargs: Any) -> list[JobRecord]:
@@ -45,51 +42,13 @@ def wait_for(*args: Any, **kwargs: Any) -> list[JobRecord]:
 
 
 def _store() -> MetadataStore:
-    from xcore import paths
-
-    url = paths.store_url()
-    if url.startswith("sqlite:"):  # the built-in store (the host would pick it too): no plugin needed
-        from xcore.store.sqlite import open_url
-
-        store: MetadataStore = open_url(url)
-    else:
-        store = get_host().open_store(url)  # the plugin that owns the URL's scheme
-    try:
-        leases = bool(store.leases())
-    except Exception:  # noqa: BLE001 - an old or unusual store: resolve_orphans decides
-        leases = True
-    if leases:  # work of launchers that were killed: adopt it or mark it failed
-        from xcore.runtime.orphans import resolve_orphans
-
-        resolve_orphans(store, get_host())
-    return store
-
-
-def _parse_target(text: str) -> tuple[int, int | None]:
-    experiment, _, unit = text.partition("/")
-    try:
-        return int(experiment), (int(unit) if unit else None)
-    except ValueError:
-        raise XcoreError(f"{text!r} is not an experiment reference: write EXP or EXP/WU, e.g. 3 or 3/7.") from None
-
-
-def _print_json(data: Any) -> None:
-    indent = 2 if sys.stdout.isatty() else None  # the C encoder is only used without indent
-    sys.stdout.write(json.dumps(data, indent=indent, default=_json_default, ensure_ascii=False))
-    sys.stdout.write("\n")  # not `+ "\n"`: that copies the whole text (10 MB for show --json of 10,000 jobs)
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, Status):
-        return value.value
-    if attrs.has(type(value)):
-        return attrs.asdict(value, recurse=False)
-    raise TypeError(type(value).__name__)
+    """The session's store, with the work of killed launchers adopted or marked failed."""
+    return current().settled_store()
 
 
 def _refresh_experiments(store: MetadataStore, experiment_ids: list[int]) -> None:
     if experiment_ids:
-        refresh_jobs(store, get_host(), store.active_jobs(experiment_ids))
+        refresh_jobs(store, current().host, store.active_jobs(experiment_ids))
 
 
 # -- launch ----------------------------------------------------------------------------------
@@ -231,15 +190,6 @@ def _report_launch_error(script: Path, error: BaseException, created: list[int],
 # -- list and show ---------------------------------------------------------------------------
 
 
-def _summary(record: ExperimentRecord) -> str:
-    counts = record.status_counts
-    total = sum(counts.values())
-    order = list(Status.__members__)
-    ranked = sorted(counts, key=lambda s: order.index(s) if s in order else len(order))
-    parts = [f"{counts[s]} {s.lower()}" for s in ranked]
-    return f"{total}: " + ", ".join(parts) if total else "0"
-
-
 def list_(args: argparse.Namespace) -> int:
     if args.limit < 0:
         raise XcoreError(f"--limit must be 0 (all) or more, got {args.limit}.")
@@ -256,23 +206,16 @@ def list_(args: argparse.Namespace) -> int:
     _refresh_experiments(store, [r.id for r in records if r.has_active_units][:200])
     records = store.list_experiments(status=args.status, title=args.title, tag=args.tag, user=user, limit=limit)
     if args.json:
-        _print_json([_experiment_json(r) for r in records])
+        print_json([ExperimentView(r).to_json() for r in records])
         return EXIT_OK
     if not records:
         print("No experiments yet. Launch one with: xcore launch LAUNCH_SCRIPT.py", file=sys.stderr)
         return EXIT_OK
-    rows = [(r.id, r.status.value, format_time(r.created_at), r.user, ",".join(r.tags), _summary(r),
+    rows = [(r.id, r.status.value, format_time(r.created_at), r.user, ",".join(r.tags), ExperimentView(r).summary,
              f"{r.title} ({r.unreadable})" if r.unreadable else r.title)
             for r in records]
     print(render_table(["ID", "STATUS", "CREATED", "USER", "TAGS", "WORK UNITS", "TITLE"], rows))
     return EXIT_OK
-
-
-def _experiment_json(record: ExperimentRecord) -> dict[str, Any]:
-    data = attrs.asdict(record)
-    data["status"] = record.status.value
-    data["work_unit_count"] = record.work_unit_count
-    return data
 
 
 def _job_json(job: JobRecord) -> dict[str, Any]:
@@ -282,17 +225,11 @@ def _job_json(job: JobRecord) -> dict[str, Any]:
     return data
 
 
-def show(args: argparse.Namespace) -> int:
-    from xcore.cli.show import show as show_command  # its own module: plain rows, streamed JSON
-
-    return show_command(args)
-
-
 # -- wait, cancel, logs ----------------------------------------------------------------------
 
 
 def wait(args: argparse.Namespace) -> int:
-    experiment_id, unit_id = _parse_target(args.experiment)
+    experiment_id, unit_id = parse_target(args.experiment)
     return _wait_experiment(_store(), experiment_id, unit_id, as_json=args.json, timeout=args.timeout)
 
 
@@ -305,6 +242,7 @@ def _wait_experiment(store: MetadataStore, experiment_id: int, unit_id: int | No
     the first poll shows what the store says instead of asking the backends (nothing can
     have ended yet that the next poll, after the backend's wait for a change, misses)."""
     store.get_experiment(experiment_id)
+    workspace = current()
     progress = Progress()
 
     rows = store.job_statuses(experiment_id, None if unit_id is None else [unit_id])
@@ -344,7 +282,7 @@ def _wait_experiment(store: MetadataStore, experiment_id: int, unit_id: int | No
         if not ask_backends:  # the first poll of a launch that just recorded its jobs
             ask_backends = True
         else:
-            for job in refresh_jobs(store, get_host(), list(polled.values()), handles):
+            for job in refresh_jobs(store, workspace.host, list(polled.values()), handles):
                 if job.status.is_terminal:
                     finished[job.id] = job
                     del polled[job.id]
@@ -366,7 +304,7 @@ def _wait_experiment(store: MetadataStore, experiment_id: int, unit_id: int | No
         progress.update(f"experiment {experiment_id}", done, len(jobs), _counts(jobs, total=False))
 
     try:
-        jobs = wait_for(fetch, store, get_host(), timeout=timeout, on_poll=report, refresh=False, handles=handles)
+        jobs = wait_for(fetch, store, workspace.host, timeout=timeout, on_poll=report, refresh=False, handles=handles)
     except TimeoutError as exc:
         progress.clear()
         print(f"timeout: {exc}", file=sys.stderr)
@@ -382,7 +320,7 @@ def _wait_experiment(store: MetadataStore, experiment_id: int, unit_id: int | No
     if len(jobs) < len(wanted):  # cannot happen by construction; never answer "all succeeded" on less
         raise XcoreError(f"experiment {experiment_id}: only {len(jobs)} of {len(wanted)} jobs could be read.")
     if as_json:
-        _print_json({"experiment": experiment_id, "ok": not failed, "jobs": [_job_json(j) for j in jobs]})
+        print_json({"experiment": experiment_id, "ok": not failed, "jobs": [_job_json(j) for j in jobs]})
     else:
         print(f"experiment {experiment_id}: {_counts(jobs)}")
         for job in failed[:20]:
@@ -406,20 +344,20 @@ def _counts(jobs: list[JobRecord], total: bool = True) -> str:
 def cancel(args: argparse.Namespace) -> int:
     from xcore.runtime.tracking import cancel_jobs
 
-    experiment_id, unit_id = _parse_target(args.target)
+    experiment_id, unit_id = parse_target(args.target)
     store = _store()
     store.get_experiment(experiment_id)
     units = store.work_units(experiment_id, None if unit_id is None else [unit_id])
     if unit_id is not None and not units:
         raise NotFoundError(f"Experiment {experiment_id} has no work unit {unit_id}.")
-    count = cancel_jobs(store, get_host(), [j for u in units for j in u.jobs])
+    count = cancel_jobs(store, current().host, [j for u in units for j in u.jobs])
     what = f"experiment {experiment_id}" if unit_id is None else f"work unit {experiment_id}/{unit_id}"
     print(f"cancelled {plural(count, 'job')} of {what}")
     return EXIT_OK
 
 
 def logs(args: argparse.Namespace) -> int:
-    experiment_id, unit_id = _parse_target(args.target)
+    experiment_id, unit_id = parse_target(args.target)
     if unit_id is None:
         raise XcoreError(f"Name a work unit: xcore logs {experiment_id}/WU (see `xcore show {experiment_id}`).")
     store = _store()
@@ -431,7 +369,7 @@ def logs(args: argparse.Namespace) -> int:
     if not jobs:
         names = ", ".join(j.name for j in units[0].jobs)
         raise NotFoundError(f"Work unit {args.target} has no job {args.job!r}; jobs: {names}.")
-    host = get_host()
+    host = current().host
     for job in jobs:
         if len(jobs) > 1:
             print(f"==> {printable(job.name)} <==", flush=True)
@@ -453,9 +391,9 @@ def logs(args: argparse.Namespace) -> int:
 
 
 def plugins(args: argparse.Namespace) -> int:
-    infos = get_host().plugins()
+    infos = current().host.plugins()
     if args.json:
-        _print_json([attrs.asdict(i) for i in infos])
+        print_json([attrs.asdict(i) for i in infos])
         return EXIT_OK
     rows = [(i.name, i.distribution or "(built in)", i.version or "", i.status,
              ", ".join(i.kinds) if i.status == "loaded" else (i.error or "").splitlines()[0] if i.error else "")

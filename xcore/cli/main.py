@@ -83,7 +83,7 @@ def build_parser(with_plugins: bool = True, command: str | None = None) -> argpa
     p.add_argument("--sort", help="order by a result or argument, e.g. loss (ascending) or -accuracy (descending)")
     p.add_argument("--top", type=int, help="only the first N work units (after --sort)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.set_defaults(func="xcore.cli.commands:show")
+    p.set_defaults(func="xcore.cli.show:show")
 
     p = sub.add_parser("wait", help="wait for an experiment to end; exit 0 only if all succeeded")
     p.add_argument("experiment", help="experiment id, or EXP/WU")
@@ -143,9 +143,9 @@ def build_parser(with_plugins: bool = True, command: str | None = None) -> argpa
             else:
                 sub.add_parser(name, help=f"(plugin {ep.distribution}: xcore {name} --help)")
         if command is None or (command and command not in sub.choices):  # maybe a plugin's, added by its hook
-            from xcore.hooks.host import get_host
+            from xcore.workspace import current
 
-            get_host().add_commands(sub)
+            current().host.add_commands(sub)
     return parser
 
 
@@ -179,8 +179,9 @@ def _command_of(argv: Sequence[str]) -> str | None:
 
 def _print_plugin_warnings() -> None:
     """Plugins that failed to load, once they were loaded (commands that need none load none)."""
-    plugins = sys.modules.get("xcore.hooks.host")  # never imported: no plugin was loaded
-    host = getattr(plugins, "_host", None)
+    from xcore.workspace import current
+
+    host = current().built_host()
     if host is not None and host.loaded:
         for warning in host.failure_warnings():
             print(warning, file=sys.stderr)

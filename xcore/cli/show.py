@@ -1,8 +1,9 @@
 """``xcore show``: one experiment's work units, as a table or as JSON.
 
-Read as plain rows (``MetadataStore.unit_rows``), not as a record object per job, and the JSON
-written one batch of work units at a time rather than as one string: at 10,000 jobs the records
-and the whole text were most of the time and memory (issue 14). Unfinished jobs are asked for
+Read through the session's workspace as plain rows (``MetadataStore.unit_rows``) rendered as the
+one read model (``xcore.workspace.views``), not as a record object per job, and the JSON written
+one batch of work units at a time rather than as one string: at 10,000 jobs the records and the
+whole text were most of the time and memory (issue 14). Unfinished jobs are asked for
 their state first (``refresh_jobs``, which records what changed); the plugins load only then,
 or when a finished job's results are still to be read.
 """
@@ -18,17 +19,18 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from xcore.cli.commands import _experiment_json, _parse_target, _store, _summary, get_host, refresh_jobs
+from xcore.cli.output import json_default
 from xcore.cli.tables import format_duration, format_time, printable, render_table
+from xcore.cli.targets import parse_target
 from xcore.errors import NotFoundError, XcoreError
-from xcore.model.status import Status, combine
-from xcore.store import MetadataStore
+from xcore.model.status import Status
 from xcore.store.records import JobRecord
+from xcore.workspace import Workspace, current
+from xcore.workspace.views import ExperimentView, UnitView, job_duration, unit_views
 
 EXIT_OK = 0
 _BATCH = 500  # work units per piece of JSON text: small pieces, few encoder calls
 _REFRESHED = ("status", "message", "exit_code", "started_at", "ended_at")
-_STATUSES = {s.value: s for s in Status}  # a dict lookup: Status(value) per job was a visible share
 
 
 def show(args: argparse.Namespace) -> int:
@@ -69,15 +71,16 @@ def _collector_resumed(was_on: bool) -> Iterator[None]:
 
 
 def _show(args: argparse.Namespace, collecting: bool) -> int:
-    experiment_id, unit_id = _parse_target(args.experiment)
-    store = _store()
+    experiment_id, unit_id = parse_target(args.experiment)
+    workspace = current()
+    store = workspace.settled_store()
     record = store.get_experiment(experiment_id)  # an unknown experiment is an error before any backend is asked
     wanted = None if unit_id is None else [unit_id]
     units = store.unit_rows(experiment_id, wanted)
     if unit_id is not None and not units:
         raise NotFoundError(
             f"Experiment {experiment_id} has no work unit {unit_id} (see `xcore show {experiment_id}`).")
-    refreshed = _refresh(store, [job for unit in units for job in unit["jobs"]], collecting)
+    refreshed = _refresh(workspace, [job for unit in units for job in unit["jobs"]], collecting)
     if refreshed:
         for unit in units:
             for job in unit["jobs"]:
@@ -89,22 +92,23 @@ def _show(args: argparse.Namespace, collecting: bool) -> int:
     from xcore.runtime import results as results_module
 
     pending = store.results_pending(experiment_id)
-    if pending and (unit_id is not None or _may_read(units, pending)):  # else no plugin needed
+    if pending and (unit_id is not None or _may_read(workspace, units, pending)):  # else no plugin needed
         with _collector_resumed(collecting):
-            results_module.collect(store, get_host(), experiment_id, rows=units if unit_id is None else None,
+            results_module.collect(store, workspace.host, experiment_id, rows=units if unit_id is None else None,
                                    pending=pending)
     if refreshed:  # states were recorded: the experiment's counts changed
         record = store.get_experiment(experiment_id)
     results, links = store.results(experiment_id, wanted), store.links(experiment_id, wanted)
     now = time.time()
-    views = [_UnitView(unit, now) for unit in units]
+    views = unit_views(units, results, links, now)
     del units
-    views = _sorted_units(views, results, getattr(args, "sort", None), getattr(args, "top", None))
+    views = _sorted_units(views, getattr(args, "sort", None), getattr(args, "top", None))
+    experiment = ExperimentView(record)
     if args.json:
-        _write_json(_experiment_json(record), views, results, links, now)
+        _write_json(experiment.to_json(), views, now)
         return EXIT_OK
     print(f"Experiment {record.id}: {printable(record.title)}")
-    print(f"  status   {record.status.value} ({_summary(record)})")
+    print(f"  status   {record.status.value} ({experiment.summary})")
     if record.unreadable:
         print(f"  record   {printable(record.unreadable)}")
     print(f"  created  {format_time(record.created_at)} by {printable(record.user)}@{printable(record.host)}")
@@ -123,7 +127,7 @@ def _show(args: argparse.Namespace, collecting: bool) -> int:
     names = results_module.result_names(results)
     completed = Status.COMPLETED.value
     for view in views:
-        values = tuple(_format_result(results.get(view.id, {}).get(n)) for n in names)
+        values = tuple(_format_result(view.results.get(n)) for n in names)
         arguments = _format_args(view.args)
         jobs = view.jobs
         if not jobs:
@@ -136,21 +140,21 @@ def _show(args: argparse.Namespace, collecting: bool) -> int:
                 name += " (aux)"
             exit_code = job["exit_code"]
             rows.append((name, job["status"], "-" if exit_code is None else exit_code,
-                         format_duration(_duration(job, now)), *values,
+                         format_duration(job_duration(job, now)), *values,
                          job["message"] if job["status"] != completed else "", arguments))
     if rows:
         print(render_table(["WU", "STATUS", "EXIT", "DURATION", *(n.upper() for n in names), "MESSAGE", "ARGS"],
                            rows))
     else:
         print("(no work units)")
-    link_rows = [(view.id, name, url) for view in views for name, url in links.get(view.id, {}).items()]
+    link_rows = [(view.id, name, url) for view in views for name, url in view.links.items()]
     if link_rows:
         print()
         print(render_table(["WU", "TRACKER", "LINK"], link_rows))
     return EXIT_OK
 
 
-def _refresh(store: MetadataStore, jobs: list[dict[str, Any]], collecting: bool) -> dict[int, JobRecord]:
+def _refresh(workspace: Workspace, jobs: list[dict[str, Any]], collecting: bool) -> dict[int, JobRecord]:
     """The unfinished jobs among ``jobs`` (UNKNOWN too: asking again may fix it) with the state
     their backends report now, by id; nothing to ask, no plugin loaded."""
     terminal = {s.value for s in Status if s.is_terminal}
@@ -159,16 +163,17 @@ def _refresh(store: MetadataStore, jobs: list[dict[str, Any]], collecting: bool)
     if not unfinished:
         return {}
     with _collector_resumed(collecting):
-        return {job.id: job for job in refresh_jobs(store, get_host(), unfinished)}
+        from xcore.runtime import tracking
+
+        return {job.id: job for job in tracking.refresh_jobs(workspace.store, workspace.host, unfinished)}
 
 
-def _may_read(units: list[dict[str, Any]], pending: list[int]) -> bool:
+def _may_read(workspace: Workspace, units: list[dict[str, Any]], pending: list[int]) -> bool:
     """Whether some plugin may read the logs of the ``pending`` jobs among ``units``: not when
     no installed plugin declares their handles' kinds (a sweep of a backend uninstalled since),
     which the metadata tells without building the plugin host (pluggy, every kind: 10% of
     ``show`` at 10,000 jobs). A host already built (tests, a launch) decides itself."""
-    host = sys.modules.get("xcore.hooks.host")
-    if getattr(host, "_host", None) is not None:
+    if workspace.built_host() is not None:
         return True
     from xcore.hooks.entry_points import may_provide
 
@@ -184,47 +189,7 @@ def _may_read(units: list[dict[str, Any]], pending: list[int]) -> bool:
     return may_provide(kinds)
 
 
-def _duration(job: dict[str, Any], now: float) -> float | None:
-    started = job["started_at"]
-    if started is None:
-        return None
-    ended = job["ended_at"]
-    return (ended if ended is not None else now) - started
-
-
-class _UnitView:
-    """A work unit of plain job dicts, with what ``WorkUnitRecord`` derives from its jobs."""
-
-    __slots__ = ("args", "duration", "ended_at", "exit_codes", "id", "identity", "jobs", "role", "started_at",
-                 "status")
-
-    def __init__(self, unit: dict[str, Any], now: float) -> None:
-        self.id: int = unit["id"]
-        self.role: str = unit["role"]
-        self.args: Any = unit["args"]
-        self.identity: str = unit["identity"]
-        jobs: list[dict[str, Any]] = unit["jobs"]
-        self.jobs = jobs
-        if len(jobs) == 1:  # the common case, without the generic folds
-            [job] = jobs
-            status = _STATUSES.get(job["status"])
-            self.status = Status(job["status"]) if status is None else status
-            self.exit_codes = [job["exit_code"]]
-            self.started_at: float | None = job["started_at"]
-            self.ended_at: float | None = job["ended_at"]
-        else:
-            self.status = combine(Status(j["status"]) for j in jobs)
-            self.exit_codes = [j["exit_code"] for j in jobs]
-            starts = [j["started_at"] for j in jobs if j["started_at"] is not None]
-            self.started_at = min(starts) if starts else None
-            ends = [j["ended_at"] for j in jobs]
-            self.ended_at = max(ends) if ends and all(e is not None for e in ends) else None
-        start = self.started_at
-        self.duration = None if start is None else (self.ended_at if self.ended_at is not None else now) - start
-
-
-def _sorted_units(units: list[_UnitView], results: dict[int, dict[str, float | None]], sort: str | None,
-                  top: int | None) -> list[_UnitView]:
+def _sorted_units(units: list[UnitView], sort: str | None, top: int | None) -> list[UnitView]:
     """``--sort NAME`` (ascending) or ``-NAME`` (descending) by a result, an argument, or
     ``id``/``status``/``duration``; units without the value come last. ``--top N`` keeps N."""
     if top is not None and top < 1:
@@ -232,15 +197,15 @@ def _sorted_units(units: list[_UnitView], results: dict[int, dict[str, float | N
     if sort:
         descending = sort.startswith("-")
         key = sort.lstrip("-+")
-        known = {n for values in results.values() for n in values}
+        known = {n for u in units for n in u.results}
         known |= {k for u in units if isinstance(u.args, dict) for k in u.args} | {"id", "status", "duration"}
         if key not in known:
             raise XcoreError(f"Cannot sort by {key!r}: use a result, an argument or id/status/duration "
                              f"({', '.join(sorted(known))}).")
 
-        def value(unit: _UnitView) -> Any:
-            if key in results.get(unit.id, {}):
-                return results[unit.id][key]
+        def value(unit: UnitView) -> Any:
+            if key in unit.results:
+                return unit.results[key]
             if isinstance(unit.args, dict) and key in unit.args:
                 return unit.args[key]
             return {"id": unit.id, "status": unit.status.value, "duration": unit.duration}.get(key)
@@ -255,25 +220,22 @@ def _sorted_units(units: list[_UnitView], results: dict[int, dict[str, float | N
     return units[:top] if top is not None else units
 
 
-def _write_json(head: dict[str, Any], units: list[_UnitView], results: dict[int, dict[str, float | None]],
-                links: dict[int, dict[str, str]], now: float) -> None:
+def _write_json(head: dict[str, Any], units: list[UnitView], now: float) -> None:
     """The experiment as one JSON document (the same text ``json.dumps`` of the whole would
     give), written in pieces. A sweep's jobs share one executor and one executable: each is
     written once, in top-level ``executors``/``executables`` tables keyed by id, and a job names
     it (``executor_id``, ``executable_id``) instead of repeating it."""
-    from xcore.cli.commands import _json_default
-
     indent = 2 if sys.stdout.isatty() else None  # the C encoder is only used without indent
     tables = _SpecTables()
-    pieces = _units_json(units, results, links, tables, now)
+    pieces = _units_json(units, tables, now)
     if indent is not None:  # a terminal: one indented document (small enough to read anyway)
         head["work_units"] = pieces
         head["executors"], head["executables"] = tables.executors, tables.executables
-        sys.stdout.write(json.dumps(head, indent=indent, default=_json_default, ensure_ascii=False))
+        sys.stdout.write(json.dumps(head, indent=indent, default=json_default, ensure_ascii=False))
         sys.stdout.write("\n")
         return
     # no cycle check: the values come from decoded JSON and plain rows, which cannot hold a cycle
-    encode = json.JSONEncoder(ensure_ascii=False, check_circular=False, default=_json_default).encode
+    encode = json.JSONEncoder(ensure_ascii=False, check_circular=False, default=json_default).encode
     write = sys.stdout.write
     opening = encode(head)
     write(opening[:-1] + (', "work_units": [' if head else '"work_units": ['))
@@ -309,14 +271,11 @@ class _SpecTables:
         return ref
 
 
-def _units_json(units: list[_UnitView], results: dict[int, dict[str, float | None]],
-                links: dict[int, dict[str, str]], tables: _SpecTables, now: float) -> list[dict[str, Any]]:
+def _units_json(units: list[UnitView], tables: _SpecTables, now: float) -> list[dict[str, Any]]:
     """Each unit as its JSON object, in one loop (10,000 calls were a visible share). A job's
     executor and executable become references; a sweep's jobs share the very same objects, so
     the last reference is reused when the object is (no lookup per job)."""
     ref = tables.ref
-    no_results: dict[str, float | None] = {}
-    no_links: dict[str, str] = {}
     executor: Any = None
     executable: Any = None
     executor_id = executable_id = ""
@@ -332,7 +291,7 @@ def _units_json(units: list[_UnitView], results: dict[int, dict[str, float | Non
             if value is not executable or not executable_id:
                 executable, executable_id = value, ref(value, True)
             # one job: the unit's duration is the job's, from the same times
-            job["duration"] = unit.duration if single else _duration(job, now)
+            job["duration"] = unit.duration if single else job_duration(job, now)
             job["executor_id"] = executor_id
             job["executable_id"] = executable_id
         unit_id = unit.id
@@ -340,7 +299,7 @@ def _units_json(units: list[_UnitView], results: dict[int, dict[str, float | Non
             "id": unit_id, "role": unit.role, "args": unit.args, "identity": unit.identity,
             "status": unit.status.value, "exit_codes": unit.exit_codes, "duration": unit.duration,
             "started_at": unit.started_at, "ended_at": unit.ended_at, "jobs": jobs,
-            "results": results.get(unit_id, no_results), "links": links.get(unit_id, no_links),
+            "results": unit.results, "links": unit.links,
         })
     return pieces
 

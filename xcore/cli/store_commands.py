@@ -7,7 +7,7 @@ import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # `xcore --help` builds this parser: keep its imports light (not even typing)
-    from xcore.store import MetadataStore
+    from xcore.workspace import Workspace
 
 EXIT_OK, EXIT_FAILED = 0, 1
 
@@ -32,20 +32,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     q.set_defaults(func="xcore.cli.store_commands:copy")
 
 
-def _open(url: str | None, *, migrate: bool | None = None) -> MetadataStore:
-    from xcore import paths
-    from xcore.hooks.host import get_host
+def _open(url: str | None, *, migrate: bool | None = None) -> Workspace:
+    """A workspace of its own over the store at ``url`` (default: XCORE_STORE), closed after."""
+    from xcore.workspace import Workspace
 
-    options = {} if migrate is None else {"migrate": migrate}
-    return get_host().open_store(url or paths.store_url(), options)
+    return Workspace(url or None, store_options={} if migrate is None else {"migrate": migrate})
 
 
 def info(args: argparse.Namespace) -> int:
-    store = _open(args.url)
-    try:
-        data = store.info()
-    finally:
-        store.close()
+    with _open(args.url) as workspace:
+        data = workspace.store.info()
     if args.json:
         import json
 
@@ -63,12 +59,9 @@ def info(args: argparse.Namespace) -> int:
 
 
 def migrate(args: argparse.Namespace) -> int:
-    store = _open(args.url, migrate=True)
-    try:
-        data = store.info()
-        before = getattr(store, "migrated_from", None)
-    finally:
-        store.close()
+    with _open(args.url, migrate=True) as workspace:
+        data = workspace.store.info()
+        before = getattr(workspace.store, "migrated_from", None)
     if before is None:
         print(f"{data.url}: schema version {data.schema_version} is current; nothing to do.")
     else:
@@ -80,17 +73,12 @@ def migrate(args: argparse.Namespace) -> int:
 def copy(args: argparse.Namespace) -> int:
     from xcore.store.copy import copy_store
 
-    source = _open(args.source)
-    destination = _open(args.destination)
-    try:
-        src, dst = source.info(), destination.info()
+    with _open(args.source) as source, _open(args.destination) as destination:
+        src, dst = source.store.info(), destination.store.info()
         if src.store_id == dst.store_id:
             print(f"error: {src.url} and {dst.url} are the same store.", file=sys.stderr)
             return EXIT_FAILED
-        report = copy_store(source, destination)
-    finally:
-        source.close()
-        destination.close()
+        report = copy_store(source.store, destination.store)
     for imported in report.copied:
         if imported.experiment_id != imported.source_id:
             print(f"experiment {imported.source_id} -> {imported.experiment_id} (id taken in the destination)")

@@ -555,6 +555,11 @@ def get_host() -> PluginHost:
     return _host
 
 
+def built_host() -> PluginHost | None:
+    """The process's plugin host if it was built, without building one."""
+    return _host
+
+
 def reset_host(host: PluginHost | None = None) -> None:
     """Replace the process's host (tests, or after installing a plugin)."""
     global _host

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from xcore import paths
 from xcore.errors import ConfigurationError
-from xcore.hooks.host import PluginHost, get_host
+from xcore.hooks.host import PluginHost
 from xcore.launch import vcs
 from xcore.launch.experiment import Experiment, created_experiment_ids
 from xcore.launch.units import (
@@ -24,6 +24,7 @@ from xcore.launch.units import (
 from xcore.runtime.launcher import hostname
 from xcore.store import MetadataStore
 from xcore.store.records import ExperimentRecord
+from xcore.workspace import Workspace, current
 
 _launch_script: Path | None = None
 
@@ -56,7 +57,11 @@ def _sha256(data: bytes) -> str:
 
 
 def open_store(host: PluginHost | None = None) -> MetadataStore:
-    return (host or get_host()).open_store(paths.store_url())
+    """The store of this process's workspace (opened once); with ``host``, as that host opens it."""
+    workspace = current()
+    if host is not None and host is not workspace.host:
+        workspace = Workspace(host=host)
+    return workspace.store
 
 
 def create_experiment(
@@ -66,8 +71,8 @@ def create_experiment(
     running = paths.launch_script()
     if running is not None and paths.stdlib_shadowing(running):  # `python secrets.py`
         raise ConfigurationError(paths.stdlib_shadowing(running))
-    host = get_host()
-    store = open_store(host)
+    workspace = current()
+    host, store = workspace.host, workspace.store
     script = _script_path()
     git = vcs.git_state(script.parent if script else Path.cwd())
     record = store.create_experiment(
@@ -87,12 +92,10 @@ def create_experiment(
 
 def get_experiment(experiment_id: int) -> Experiment:
     """Reopen a recorded experiment to inspect it or add more work units."""
-    from xcore.runtime.orphans import resolve_orphans
-
-    host = get_host()
-    store = open_store(host)
+    workspace = current()
+    host, store = workspace.host, workspace.store
     record = store.get_experiment(int(experiment_id))
-    resolve_orphans(store, host)  # a killed launcher's units become relaunchable by identity
+    workspace.resolve_orphans()  # a killed launcher's units become relaunchable by identity
     units = store.work_units(record.id)
     experiment = Experiment(record, store, host, next_unit_id=max((u.id for u in units), default=0) + 1)
     for stored in units:
@@ -109,4 +112,4 @@ def get_experiment(experiment_id: int) -> Experiment:
 
 def list_experiments(*, status: str | None = None, title: str | None = None, tag: str | None = None,
                      limit: int | None = 20) -> list[ExperimentRecord]:
-    return open_store().list_experiments(status=status, title=title, tag=tag, limit=limit)
+    return current().store.list_experiments(status=status, title=title, tag=tag, limit=limit)

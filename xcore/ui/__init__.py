@@ -2,6 +2,7 @@
 
 An optional extra (``pip install 'xcore-core[ui]'``: Starlette, Uvicorn, Jinja2 and Plotly,
 whose wheel ships the chart library served from this machine). Nothing here is imported
-unless ``xcore ui`` runs. ``xcore.ui.app`` builds the ASGI app, ``xcore.ui.data`` turns the
-store's records into the pages' rows, ``xcore.ui.server`` runs it.
+unless ``xcore ui`` runs. ``xcore.ui.server`` takes the store and plugin host from the
+session's workspace and runs the ASGI app that ``xcore.ui.app`` builds; ``xcore.ui.data`` sorts,
+filters and pages the workspace's read model (``xcore.workspace.views``) for its pages.
 """

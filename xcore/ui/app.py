@@ -28,6 +28,7 @@ from xcore.model.status import Status
 from xcore.settings import env_number
 from xcore.store import MetadataStore
 from xcore.ui import data
+from xcore.workspace.views import ExperimentView, UnitView, read_units
 
 HERE = Path(__file__).resolve().parent
 LOOPBACK = ["127.0.0.1", "localhost", "::1", "[::1]"]
@@ -115,10 +116,10 @@ def create_app(store: MetadataStore, host: PluginHost, *, read_only: bool = Fals
                        read_only=read_only, poll_ms=int(poll_seconds * 1000), statuses=list(Status.__members__))
     csrf = secrets.token_urlsafe(32)
     cache_secs = env_number("XCORE_UI_CACHE_SECS", 2)
-    cache: dict[int, tuple[float, list[data.UnitRow]]] = {}
+    cache: dict[int, tuple[float, list[UnitView]]] = {}
     cache_lock = threading.Lock()
 
-    def rows_of(experiment_id: int, fresh: bool = False) -> list[data.UnitRow]:
+    def rows_of(experiment_id: int, fresh: bool = False) -> list[UnitView]:
         """An experiment's rows, read at most every XCORE_UI_CACHE_SECS (default 2 s) however
         many pages, sorts and polls ask: a 10,000-trial sweep is read once per interval."""
         now = time.monotonic()
@@ -126,7 +127,7 @@ def create_app(store: MetadataStore, host: PluginHost, *, read_only: bool = Fals
             hit = cache.get(experiment_id)
         if hit is not None and not fresh and now - hit[0] < cache_secs:
             return hit[1]
-        rows = data.unit_rows(store, experiment_id)
+        rows = read_units(store, experiment_id)
         with cache_lock:
             cache[experiment_id] = (now, rows)
             for old in sorted(cache, key=lambda k: cache[k][0])[:-16]:  # keep the 16 most recent
@@ -145,7 +146,7 @@ def create_app(store: MetadataStore, host: PluginHost, *, read_only: bool = Fals
                                      user=params.get("user", ""), page=_int(params.get("page"), 1))
         return render(request, "list.html", {"page": page, "q": params.get("q", ""),
                                              "status": params.get("status", ""), "user": params.get("user", ""),
-                                             "counts": data.status_counts, "query": _query(request)})
+                                             "query": _query(request)})
 
     def _units_view(request: Request, experiment_id: int) -> dict[str, Any]:
         params = request.query_params
@@ -165,7 +166,7 @@ def create_app(store: MetadataStore, host: PluginHost, *, read_only: bool = Fals
         except NotFoundError:
             return not_found(request, f"No experiment {experiment_id}.")
         view = _units_view(request, experiment_id)
-        return render(request, "experiment.html", {"record": record, "counts": data.status_counts(record), **view})
+        return render(request, "experiment.html", {"record": record, "counts": ExperimentView(record).counts, **view})
 
     def table(request: Request) -> Response:
         experiment_id = request.path_params["experiment_id"]
@@ -178,9 +179,9 @@ def create_app(store: MetadataStore, host: PluginHost, *, read_only: bool = Fals
         except NotFoundError:
             return JSONResponse({"error": "not found"}, status_code=404)
         rows = rows_of(experiment_id)  # the rows the table is rendered from, so a change is never missed
-        version = json.dumps([sorted(Counter(r.status for r in rows).items()), sum(len(r.results) for r in rows),
+        version = json.dumps([sorted(Counter(r.status.value for r in rows).items()), sum(len(r.results) for r in rows),
                               sum(len(r.message) for r in rows), len(rows)])
-        return JSONResponse({"status": record.status.value, "counts": dict(data.status_counts(record)),
+        return JSONResponse({"status": record.status.value, "counts": dict(ExperimentView(record).counts),
                              "version": version})
 
     def chart(request: Request) -> Response:
@@ -189,7 +190,7 @@ def create_app(store: MetadataStore, host: PluginHost, *, read_only: bool = Fals
         arg_names, result_names = data.columns(rows)
         return JSONResponse({
             "args": arg_names, "results": result_names,
-            "units": [{"id": r.id, "status": r.status, "args": r.args, "results": r.results,
+            "units": [{"id": r.id, "status": r.status.value, "args": r.named_args, "results": r.results,
                        "created": r.created_at, "started": r.started_at, "ended": r.ended_at}
                       for r in rows if r.role == "work_unit"],
         })
@@ -203,7 +204,7 @@ def create_app(store: MetadataStore, host: PluginHost, *, read_only: bool = Fals
         units = store.work_units(experiment_id, [unit_id])
         if not units:
             return not_found(request, f"Experiment {experiment_id} has no work unit {unit_id}.")
-        [row] = data.unit_rows(store, experiment_id, [unit_id])
+        [row] = read_units(store, experiment_id, [unit_id])
         history = {job.id: store.job_history(job.id) for job in units[0].jobs}
         return render(request, "unit.html", {"record": record, "unit": units[0], "row": row, "history": history})
 

@@ -51,9 +51,8 @@ def run(args: argparse.Namespace) -> int:
         from xcore.ui.app import LOOPBACK, create_app
     except ImportError as exc:
         raise XcoreError(f"{EXTRA_HINT} ({exc}).") from None
-    from xcore.cli.commands import _store
-    from xcore.hooks.host import get_host
     from xcore.runtime import results
+    from xcore.workspace import current
 
     token = args.token or os.environ.get("XCORE_UI_TOKEN") or None
     exposed = not is_loopback(args.host)
@@ -62,8 +61,8 @@ def run(args: argparse.Namespace) -> int:
         token = secrets.token_urlsafe(24)  # printed once in the URL: the only way to hand it over
     if token is not None and len(token) < 16:
         raise XcoreError("--token must be at least 16 characters (or leave it out to get a random one).")
-    store = _store()
-    host = get_host()
+    workspace = current()
+    store, host = workspace.settled_store(), workspace.host
     for record in store.list_experiments(limit=50):
         results.collect(store, host, record.id)  # what ended while no one looked
     app = create_app(store, host, read_only=args.read_only, token=token,

@@ -17,7 +17,7 @@ from typing import Any
 import attrs
 
 from xcore.hooks.kinds import CATEGORIES, KindRegistry
-from xcore.model.args import SequentialArgs, _Positional, plain_escaper
+from xcore.model.args import SequentialArgs, plain_escaper
 from xcore.model.resources import JobRequirements
 from xcore.model.utils import ShellSafeArg
 
@@ -33,24 +33,15 @@ def _json_value(value: Any) -> Any:
 
 def args_to_json(args: SequentialArgs) -> list[Any]:
     """Positional args stay values; keyword args become one-key dicts, in order."""
-    out: list[Any] = []
-    for item in args._items:
-        if isinstance(item, _Positional):
-            out.append({"_": _json_value(args.regular_args[item.index])})
-        else:
-            out.append({item.name: _json_value(args.keyword_args[item.name])})
-    return out
+    return [{"_" if name is None else name: _json_value(value)} for name, value in args.entries()]
 
 
 def args_from_json(data: list[Any]) -> SequentialArgs:
-    args = SequentialArgs()
-    for entry in data:
-        ((key, value),) = entry.items()
-        if key == "_":
-            args._add_positional(value)
-        else:
-            args._set_keyword(key, value)
-    return args
+    def entry(item: dict[str, Any]) -> tuple[str | None, Any]:
+        ((key, value),) = item.items()
+        return (None if key == "_" else key, value)
+
+    return SequentialArgs.from_entries(entry(item) for item in data)
 
 
 _SCALARS = (str, int, float, bool)

@@ -32,6 +32,25 @@ def get_current_experiment_unit() -> Any:
     return _current_experiment_unit.get()
 
 
+def enter_experiment(experiment: Any) -> contextvars.Token[Any]:
+    """Make ``experiment`` the current one (its ``with`` block opens); returns the token to leave it."""
+    return _current_experiment.set(experiment)
+
+
+def leave_experiment(token: contextvars.Token[Any]) -> None:
+    """Undo ``enter_experiment``; a block left in another context (another task) just clears it."""
+    try:
+        _current_experiment.reset(token)
+    except ValueError:
+        _current_experiment.set(None)
+
+
+def enter_unit(experiment: Any, unit: Any) -> None:
+    """Inside a job generator's task: its experiment and unit are the current ones."""
+    _current_experiment.set(experiment)
+    _current_experiment_unit.set(unit)
+
+
 def get_xid_from_context() -> int:
     """The id of the experiment whose context is active, or -1 outside any."""
     experiment = _current_experiment.get()

@@ -52,7 +52,7 @@ from xcore.runtime.recorder import PendingAdd
 from xcore.runtime.tracker_links import tracking_for
 from xcore.runtime.tracking import cancel_jobs, refresh_jobs, wait_for
 from xcore.store import MetadataStore
-from xcore.store.records import ExperimentRecord, JobRecord, NewJob, UnitWrite
+from xcore.store.records import ExperimentRecord, JobRecord, NewJob, UnitWrite, WorkUnitRecord
 from xcore.store.redaction import redact_env, redact_nested
 
 if TYPE_CHECKING:
@@ -90,6 +90,23 @@ class Experiment:
         self.context = MetadataContext(ContextAnnotations(store, record))
 
     # identity
+    @classmethod
+    def reopen(cls, record: ExperimentRecord, store: MetadataStore, host: PluginHost,
+               units: Sequence[WorkUnitRecord]) -> Experiment:
+        """An experiment recorded earlier, with its units as the store holds them, ready to be
+        inspected or added to (new units take the ids after the last one)."""
+        experiment = cls(record, store, host, next_unit_id=max((u.id for u in units), default=0) + 1)
+        for stored in units:
+            auxiliary = stored.role == "auxiliary"
+            unit_cls = AuxiliaryUnit if auxiliary else WorkUnit
+            role: ExperimentUnitRole = AuxiliaryUnitRole() if auxiliary else WorkUnitRole()
+            unit = unit_cls(experiment, stored.id, role, stored.args, identity=stored.identity,
+                            job_names=tuple(j.name for j in stored.jobs))
+            experiment._units[stored.id] = unit
+            if stored.identity:
+                experiment._identities[stored.identity] = unit
+        return experiment
+
     @property
     def experiment_id(self) -> int:
         return self._record.id
@@ -106,7 +123,7 @@ class Experiment:
     def __enter__(self) -> Experiment:
         if _in_coroutine():
             raise RuntimeError("When using an experiment from a coroutine use `async with`, not `with`.")
-        self._context_tokens.append(core._current_experiment.set(self))
+        self._context_tokens.append(core.enter_experiment(self))
         collector.block_opened()
         return self
 
@@ -122,7 +139,7 @@ class Experiment:
 
         # Job generators run on this loop, the script's own, as in XManager.
         self._generator_loop = asyncio.get_running_loop()
-        self._context_tokens.append(core._current_experiment.set(self))
+        self._context_tokens.append(core.enter_experiment(self))
         collector.block_opened()
         return self
 
@@ -140,11 +157,7 @@ class Experiment:
 
     def _reset_context(self) -> None:
         if self._context_tokens:
-            token = self._context_tokens.pop()
-            try:
-                core._current_experiment.reset(token)
-            except ValueError:  # exited in another context (e.g. another task): just clear it
-                core._current_experiment.set(None)
+            core.leave_experiment(self._context_tokens.pop())
 
     def _finish(self, exc: BaseException | None) -> None:
 
@@ -240,13 +253,12 @@ class Experiment:
             unit_id = self._next_id
             self._next_id += 1
         unit_cls = AuxiliaryUnit if isinstance(role, AuxiliaryUnitRole) else WorkUnit
-        unit = unit_cls(self, unit_id, role, args)
+        unit = unit_cls(self, unit_id, role, args, identity=identity)
         role_name = "auxiliary" if unit_cls is AuxiliaryUnit else "work_unit"
         stored_args = _stored_unit_args(job, args) if isinstance(job, (Job, JobGroup)) else _redacted(_jsonable(args))
         self._units[unit_id] = unit
         if identity:
             self._identities[identity] = unit
-            unit._identity = identity
         if is_generator:
             self._launcher.record(PendingAdd(
                 UnitWrite(self.experiment_id, unit_id, role_name, stored_args, identity, []), [], None))
@@ -259,19 +271,19 @@ class Experiment:
         with the same identity makes a new unit)."""
         for unit_id in unit_ids:
             unit = self._units.pop(unit_id, None)
-            if unit is not None and unit._identity and self._identities.get(unit._identity) is unit:
-                del self._identities[unit._identity]
+            if unit is not None and unit.identity and self._identities.get(unit.identity) is unit:
+                del self._identities[unit.identity]
 
     def _never_launched(self, unit: ExperimentUnit) -> bool:
         """A unit from an earlier launch whose jobs all ended without reaching a backend (the
         launcher was killed or interrupted first)."""
-        jobs = unit._jobs()
+        jobs = self.unit_jobs(unit.work_unit_id)
         return bool(jobs) and all(j.handle is None and j.status.is_terminal for j in jobs)
 
     def add_jobs(self, unit: ExperimentUnit, job: Job | JobGroup, args: Mapping[str, Any] | None) -> LaunchFuture:
         if isinstance(job, JobConfig):
             job = job.expand()
-        prepared = self._prepare(job, args, prefix="", taken=unit._job_names)
+        prepared = self._prepare(job, args, prefix="", taken=unit.job_names)
         return self._record_and_queue(unit, prepared, None, None, "")
 
     def _record_and_queue(
@@ -300,7 +312,7 @@ class Experiment:
             jobs.append((name, job.executable, job.executor, args, env, kind))
         write = UnitWrite(self._record.id, unit.work_unit_id, role_name, stored_args, identity, new_jobs, links,
                           replace_unlaunched)
-        unit._job_names += (prepared[0][0],) if len(prepared) == 1 else tuple([entry[0] for entry in prepared])
+        unit.note_job_names((prepared[0][0],) if len(prepared) == 1 else tuple([entry[0] for entry in prepared]))
         future: concurrent.futures.Future = LazyFuture()
         # Recorded with its group (xcore.runtime.recorder): at the latest when the future is
         # waited for, the experiment ends, or before any job is handed to a backend.
@@ -377,8 +389,7 @@ class Experiment:
             self._owns_generator_loop = True
 
         async def run() -> ExperimentUnit:
-            core._current_experiment.set(self)
-            core._current_experiment_unit.set(unit)
+            core.enter_unit(self, unit)
             try:
                 await generator(unit, **kwargs)
             except DebugInterrupt:  # XManager: stop this unit, keep the experiment going

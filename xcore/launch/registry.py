@@ -13,14 +13,7 @@ from xcore.errors import ConfigurationError
 from xcore.hooks.host import PluginHost
 from xcore.launch import vcs
 from xcore.launch.experiment import Experiment, created_experiment_ids
-from xcore.launch.units import (
-    AuxiliaryUnit,
-    AuxiliaryUnitRole,
-    ExperimentUnitRole,
-    WorkUnit,
-    WorkUnitRole,
-    current_user,
-)
+from xcore.launch.units import current_user
 from xcore.runtime.launcher import hostname
 from xcore.store import MetadataStore
 from xcore.store.records import ExperimentRecord
@@ -96,18 +89,7 @@ def get_experiment(experiment_id: int) -> Experiment:
     host, store = workspace.host, workspace.store
     record = store.get_experiment(int(experiment_id))
     workspace.resolve_orphans()  # a killed launcher's units become relaunchable by identity
-    units = store.work_units(record.id)
-    experiment = Experiment(record, store, host, next_unit_id=max((u.id for u in units), default=0) + 1)
-    for stored in units:
-        cls = AuxiliaryUnit if stored.role == "auxiliary" else WorkUnit
-        role: ExperimentUnitRole = AuxiliaryUnitRole() if cls is AuxiliaryUnit else WorkUnitRole()
-        unit = cls(experiment, stored.id, role, stored.args)
-        unit._job_names = tuple(j.name for j in stored.jobs)
-        experiment._units[stored.id] = unit
-        if stored.identity:
-            experiment._identities[stored.identity] = unit
-            unit._identity = stored.identity
-    return experiment
+    return Experiment.reopen(record, store, host, store.work_units(record.id))
 
 
 def list_experiments(*, status: str | None = None, title: str | None = None, tag: str | None = None,

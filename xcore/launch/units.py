@@ -209,14 +209,15 @@ class UnitOwner(Protocol):
 class ExperimentUnit:
     """One work unit or auxiliary unit of an experiment."""
 
-    def __init__(self, experiment: UnitOwner, unit_id: int, role: ExperimentUnitRole, args: Any) -> None:
+    def __init__(self, experiment: UnitOwner, unit_id: int, role: ExperimentUnitRole, args: Any, *,
+                 identity: str = "", job_names: tuple[str, ...] = ()) -> None:
         self.experiment = experiment
         self.experiment_id = experiment.experiment_id
         self._id = unit_id
         self.role = role
         self.args = args
-        self._job_names: tuple[str, ...] = ()  # its jobs' names (a tuple: no set per unit in a sweep)
-        self._identity = ""
+        self._job_names = job_names  # its jobs' names (a tuple: no set per unit in a sweep)
+        self._identity = identity
 
     @property
     def work_unit_id(self) -> int:
@@ -238,6 +239,15 @@ class ExperimentUnit:
     def identity(self) -> str:
         """The identity given to ``experiment.add(..., identity=...)``, else ''."""
         return self._identity
+
+    @property
+    def job_names(self) -> tuple[str, ...]:
+        """The names of the jobs added to this unit so far (a job generator may add more)."""
+        return self._job_names
+
+    def note_job_names(self, names: tuple[str, ...]) -> None:
+        """Remember the names of jobs just added, so a later ``add`` cannot reuse them."""
+        self._job_names += names
 
     def add(self, job: Job | JobGroup, args: Mapping[str, Any] | None = None, *, identity: str = "") -> LaunchFuture:
         """Add jobs to this unit (from inside a job generator). ``identity`` is accepted for

@@ -195,6 +195,23 @@ class SequentialArgs:
             self._items.append(_keyword(name))
         self.keyword_args[name] = value
 
+    def entries(self) -> list[tuple[str | None, Any]]:
+        """Every argument in order: ``(None, value)`` for a positional one, ``(name, value)``
+        for a keyword (how the store writes args, ``xcore.hooks.serialization``)."""
+        return [(None, self.regular_args[item.index]) if isinstance(item, _Positional)
+                else (item.name, self.keyword_args[item.name]) for item in self._items]
+
+    @classmethod
+    def from_entries(cls, entries: Iterable[tuple[str | None, Any]]) -> SequentialArgs:
+        """The inverse of ``entries``."""
+        result = cls()
+        for name, value in entries:
+            if name is None:
+                result._add_positional(value)
+            else:
+                result._set_keyword(name, value)
+        return result
+
     def merge(self, other: SequentialArgs) -> SequentialArgs:
         """Append ``other``'s positional args; its keyword args override ours in place."""
         if not self._items:  # nothing to override or append to: a copy (the usual first merge of an add)

@@ -59,8 +59,8 @@ and test it with the contract suite: a ``xcore_contract_target`` fixture returni
 ``xcore.testing.contract``). ``xcore plugin new NAME`` generates all of this;
 ``docs/plugins.md`` is the tutorial and the rules of the contract (what a forgotten job reads
 as, which exceptions hooks may raise, log decoding, cancel, env, exit codes);
-``xcore/hooks/specs.py`` documents every hook (each ``Backend`` method is the hook of the same
-name). Module-level hook functions (``@xp.hookimpl def xcore_launch(executor_kind, ...)``,
+``xcore/hooks/specs.py`` documents every hook (each ``Backend`` method's docstring names its
+hook). Module-level hook functions (``@xp.hookimpl def xcore_launch(executor_kind, ...)``,
 plugin API 1.0) still work.
 
 What this module exports:

@@ -143,7 +143,7 @@ def test_the_plugin_api_exports_resolve():
     for name in xp.__all__:
         assert getattr(xp, name) is not None, name
     assert xp.KindRegistrar is importlib.import_module("xcore.hooks.kinds").KindRegistrar  # re-exported, not copied
-    assert xp.PLUGIN_API_VERSION == "1.0"
+    assert xp.PLUGIN_API_VERSION == "1.1"
 
 
 def test_in_memory_store_behaves_like_the_store():

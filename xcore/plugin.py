@@ -1,12 +1,13 @@
 """The plugin API: everything a backend plugin imports, from one module.
 
-Quick start, a complete executor in one file (``myplugin/hooks.py``)::
+Quick start, a complete executor in one file (``myplugin/hooks.py``): one ``Backend`` object
+serves the kinds it lists, and the plugin hands it to the core when its kinds are needed::
 
     import subprocess, sys
     import attrs
     from xcore import plugin as xp
 
-    XCORE_PLUGIN_API = "1.0"              # the plugin API this module is written for
+    XCORE_PLUGIN_API = "1.1"              # the plugin API this module is written for
 
     @attrs.frozen
     class MySpec(xp.ExecutorSpec): ...
@@ -24,44 +25,47 @@ Quick start, a complete executor in one file (``myplugin/hooks.py``)::
         pid: int
         rc_path: str
 
+    class MyBackend(xp.Backend):
+        kinds = (My, MySpec, MyExecutable, MyHandle)   # each is the kind "my.<ClassName>"
+
+        def package(self, packageable, context):       # called for MySpec only
+            spec = packageable.executable_spec
+            if isinstance(spec, xp.PythonModule):
+                return MyExecutable(name=spec.name, command=[sys.executable, "-m", spec.module])
+            raise xp.PackagingError(f"my: cannot run {type(spec).__name__}; use xm.python_module.")
+
+        def launch(self, requests, context):
+            ...  # start each request; return one MyHandle (log_path=...) or LaunchFailure(reason) each
+
+        def states(self, handles): ...      # -> [xp.exit_state(rc, started_at=..., ended_at=...) ...]
+        def cancel(self, handles): ...      # mark_cancelled(...), then signal
+        def logs(self, handle, follow):     # -> iterator of str
+            return xp.follow_file(handle.log_path, follow=follow, finished=lambda: ...)
+
     @xp.hookimpl
     def xcore_register_kinds(registry: xp.KindRegistrar) -> None:
-        for cls in (My, MySpec, MyExecutable, MyHandle):
-            registry.add(f"my.{cls.__name__}", cls)
+        registry.add_backend(MyBackend())
 
-    @xp.hookimpl
-    def xcore_package(packageable, context):   # only called for executor specs you own
-        spec = packageable.executable_spec
-        if isinstance(spec, xp.PythonModule):
-            return MyExecutable(name=spec.name, command=[sys.executable, "-m", spec.module])
-        raise xp.PackagingError(f"my: cannot run {type(spec).__name__}; use xm.python_module.")
-
-    @xp.hookimpl
-    def xcore_launch(executor_kind, requests, context):
-        ...  # start each request; return one MyHandle (log_path=...) or LaunchFailure(reason) each
-
-    @xp.hookimpl
-    def xcore_job_states(handle_kind, handles): ...     # -> [xp.exit_state(rc) or RUNNING ...]
-    @xp.hookimpl
-    def xcore_cancel(handle_kind, handles): ...         # mark_cancelled(...), signal; -> True
-    @xp.hookimpl
-    def xcore_job_logs(handle_kind, handle, follow):    # -> iterator of str
-        return xp.follow_file(handle.log_path, follow=follow, finished=lambda: ...)
-
-Name the module in your ``pyproject.toml``::
+Name the module in your ``pyproject.toml``, with the kinds it serves::
 
     [project.entry-points.xcore]
     my = "myplugin.hooks"
 
-and test it with the contract suite (``pytest_plugins = ["xcore.testing.contract"]`` and a
-``xcore_contract_target`` fixture; see ``xcore.testing.contract``). ``xcore plugin new NAME``
-generates all of this; ``docs/plugins.md`` is the tutorial and the rules of the contract
-(what a forgotten job reads as, which exceptions hooks may raise, log decoding, cancel, env,
-exit codes); ``xcore/hooks/specs.py`` documents every hook.
+    [project.entry-points."xcore.kinds"]
+    "my.My" = "my"                         # ... and my.MySpec, my.MyExecutable, my.MyHandle
+
+and test it with the contract suite: a ``xcore_contract_target`` fixture returning a
+``ContractTarget`` and a ``class TestContract(ContractSuite): pass`` in your tests (see
+``xcore.testing.contract``). ``xcore plugin new NAME`` generates all of this;
+``docs/plugins.md`` is the tutorial and the rules of the contract (what a forgotten job reads
+as, which exceptions hooks may raise, log decoding, cancel, env, exit codes);
+``xcore/hooks/specs.py`` documents every hook (each ``Backend`` method's docstring names its
+hook). Module-level hook functions (``@xp.hookimpl def xcore_launch(executor_kind, ...)``,
+plugin API 1.0) still work.
 
 What this module exports:
 
-- hooks and registration: ``hookimpl``, ``KindRegistrar``, ``PLUGIN_API_VERSION``,
+- hooks and registration: ``Backend``, ``hookimpl``, ``KindRegistrar``, ``PLUGIN_API_VERSION``,
   ``XcorePluginDeprecationWarning``;
 - the model a plugin subclasses or receives: ``Executor``, ``ExecutorSpec``, ``Executable``,
   ``ExecutableSpec``, ``Packageable``, ``JobRequirements``, ``ResourceType``,
@@ -95,6 +99,7 @@ from typing import TYPE_CHECKING
 from xcore.lazy import lazy_exports
 
 _EXPORTS = {
+    "Backend": "xcore.hooks.backend",
     "hookimpl": "xcore.hooks.markers",
     "KindRegistrar": "xcore.hooks.kinds",
     "PLUGIN_API_VERSION": "xcore.hooks.host",
@@ -199,6 +204,7 @@ if TYPE_CHECKING:
         UnknownKindError,
         XcoreError,
     )
+    from xcore.hooks.backend import Backend
     from xcore.hooks.host import PLUGIN_API_VERSION
     from xcore.hooks.kinds import KindRegistrar
     from xcore.hooks.markers import hookimpl

@@ -169,6 +169,8 @@ def _add_plugin_authoring(sub: argparse._SubParsersAction) -> None:
                               "tests that run the plugin contract suite.")
     new.add_argument("name", help="the plugin's name: its kinds are NAME.*, its package NAME")
     new.add_argument("--dir", default=".", help="where to create xcore-NAME/ (default: here)")
+    new.add_argument("--executor", metavar="CLASS", help="the executor's class name, e.g. Tmux (then TmuxSpec, "
+                     "TmuxHandle, ...; default: CamelNAMEExecutor)")
     new.set_defaults(func="xcore.cli.plugin_template:new_command")
 
 

@@ -1,8 +1,12 @@
 """``xcore plugin new NAME``: generate a plugin distribution whose tests pass out of the box.
 
-The distribution holds a working executor (``NAME/hooks.py``, local detached processes, on
-the public plugin API only), a README, a pyproject with the ``xcore`` entry point
-and tests that run the plugin contract suite (``xcore.testing.contract``).
+The distribution holds a working executor (``NAME/hooks.py``: a ``Backend`` running local
+detached processes, on the public plugin API only), a README, a pyproject with the ``xcore``
+entry point and the kinds it declares, a ``.gitignore`` and tests that run the plugin
+contract suite (``xcore.testing.contract``). The executor class is named after the plugin
+(``myplugin`` -> ``Myplugin``) or by ``--executor Tmux``, and the other classes after it
+(``TmuxSpec``, ``TmuxExecutable``, ``TmuxHandle``, ``TmuxBackend``) in every file, so no
+rename is left to do by hand.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from xcore.errors import ConfigurationError
 FILES = {  # template -> path in the distribution
     "pyproject.toml.tmpl": "pyproject.toml",
     "README.md.tmpl": "README.md",
+    "gitignore.tmpl": ".gitignore",
     "init.py.tmpl": "__NAME__/__init__.py",
     "hooks.py.tmpl": "__NAME__/hooks.py",
     "test_contract.py.tmpl": "tests/test_contract.py",
@@ -34,18 +39,24 @@ def core_requirement() -> str:
     return f"{dist}>={major}.{minor},<{major}.{int(minor) + 1}"
 
 
-def render(text: str, name: str) -> str:
-    camel = "".join(part.capitalize() for part in name.split("_"))
+def render(text: str, name: str, executor: str | None = None) -> str:
+    """The template with the plugin's names: ``__NAME__`` the package, ``__EXECUTOR__`` the
+    executor class and the start of the others' (default: the name in CamelCase)."""
+    executor = executor or "".join(part.capitalize() for part in name.split("_"))
     return (text.replace("__CORE_REQUIREMENT__", core_requirement())
-            .replace("__CAMEL__", camel).replace("__NAME__", name))
+            .replace("__EXECUTOR__", executor).replace("__NAME__", name))
 
 
-def generate(name: str, parent: Path) -> Path:
+def generate(name: str, parent: Path, executor: str | None = None) -> Path:
     """Write the distribution ``xcore-NAME`` under ``parent``; return its directory."""
     if not re.fullmatch(r"[a-z][a-z0-9_]*", name) or keyword.iskeyword(name) or name in ("xcore", "test", "tests"):
         raise ConfigurationError(
             f"Plugin name {name!r} is not usable: write a lowercase Python identifier "
             "(letters, digits, underscores), e.g. `xcore plugin new mycluster`.")
+    if executor is not None and not re.fullmatch(r"[A-Z][a-z][A-Za-z0-9]*", executor):
+        raise ConfigurationError(
+            f"Executor name {executor!r} is not usable: write a class name in CamelCase (an uppercase letter, "
+            "a lowercase one, then letters and digits), e.g. `--executor Tmux`.")
     target = parent / f"xcore-{name}"
     if target.exists():
         raise ConfigurationError(f"{target} exists already: choose another name or remove it.")
@@ -53,23 +64,11 @@ def generate(name: str, parent: Path) -> Path:
     for template, relpath in FILES.items():
         path = target / relpath.replace("__NAME__", name)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(render((templates / template).read_text(encoding="utf-8"), name), encoding="utf-8")
+        path.write_text(render((templates / template).read_text(encoding="utf-8"), name, executor), encoding="utf-8")
     return target
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    plugin = sub.add_parser("plugin", help="tools for plugin authors")
-    commands = plugin.add_subparsers(dest="plugin_command", metavar="COMMAND")
-    plugin.set_defaults(func=lambda args: plugin.print_help() or 2)
-    new = commands.add_parser("new", help="generate a new plugin distribution (xcore-NAME/)",
-                              description="Generate xcore-NAME/: a working executor, its entry point and "
-                              "tests that run the plugin contract suite.")
-    new.add_argument("name", help="the plugin's name: its kinds are NAME.*, its package NAME")
-    new.add_argument("--dir", default=".", help="where to create xcore-NAME/ (default: here)")
-    new.set_defaults(func="xcore.cli.plugin_template:new_command")
-
-
 def new_command(args: argparse.Namespace) -> int:
-    target = generate(args.name, Path(args.dir))
+    target = generate(args.name, Path(args.dir), getattr(args, "executor", None))
     print(f"created {target}\nnext:\n  cd {target}\n  pip install -e '.[test]'\n  pytest")
     return 0

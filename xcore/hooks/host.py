@@ -1,5 +1,7 @@
 """The plugin host: loads plugins, knows who owns which kind, and calls hooks through a
-small typed facade so the rest of xcore never touches pluggy directly.
+small typed facade so the rest of xcore never touches pluggy directly. Each facade call goes
+to the one object serving the job's kind: the ``Backend`` that declared it (plugin API 1.1),
+or else the hook implementations of the plugin that registered it (1.0).
 
 Environment switches (read when the host is created):
 
@@ -53,6 +55,7 @@ from xcore.model import datamodel
 if TYPE_CHECKING:
     import argparse
 
+    from xcore.hooks.backend import Backend
     from xcore.hooks.serialization import Serializer
     from xcore.model.execution import JobHandle, LaunchContext, LaunchFailure, LaunchRequest, PackagingContext
     from xcore.model.job_blocks import Executable, Packageable
@@ -61,10 +64,11 @@ if TYPE_CHECKING:
 
 ENTRY_POINT_GROUP = PLUGINS_GROUP
 
-PLUGIN_API_VERSION = "1.0"
+PLUGIN_API_VERSION = "1.1"
 """The hook contract this core implements: ``MAJOR.MINOR``. A plugin declares the version it
-was written for as ``XCORE_PLUGIN_API = "1.0"`` in its hook module; the core loads it when the
-majors match and the plugin's minor is not newer than the core's."""
+was written for as ``XCORE_PLUGIN_API = "1.1"`` in its hook module; the core loads it when the
+majors match and the plugin's minor is not newer than the core's. 1.1 added ``Backend`` (the
+class form of the execution hooks, ``KindRegistrar.add_backend``); 1.0 plugins still load."""
 
 
 def api_version_problem(plugin: object) -> str | None:
@@ -350,7 +354,11 @@ class PluginHost:
                 if self._pm.has_plugin(name):
                     self._pm.unregister(name=name)
             raise
-        self._infos[name].kinds = sorted(registered)
+        from xcore.hooks.backend import served_hooks
+
+        info = self._infos[name]
+        info.kinds = sorted(registered)
+        info.hooks = sorted(set(info.hooks).union(*(served_hooks(b) for b in registry.backends_of(name))))
 
     # What the registry calls when it lacks a kind (KindLoader): import the plugin(s) that can
     # have it, never the others.
@@ -419,24 +427,35 @@ class PluginHost:
             return f"Plugin {info.label} is installed but disabled by XCORE_PLUGINS/XCORE_DISABLE_PLUGINS."
         return f"Plugin {info.label} is loaded but does not register this kind; upgrade it."
 
-    def _owner_caller(self, hook_name: str, kind: str) -> Any:
-        """A hook caller that reaches only the plugin owning ``kind``."""
-        owner = self.kinds.owner(kind)  # imports the plugin that owns it (only that one, if declared)
+    def _server(self, kind: str) -> tuple[Backend | None, str]:
+        """Who serves ``kind``: the ``Backend`` object that declared it (None for a plugin that
+        implements module-level hooks, plugin API 1.0), and the plugin's name. Imports the
+        plugin that owns the kind (only that one, if declared)."""
+        entry = self.kinds.entry(kind)
+        return entry.backend, entry.plugin
+
+    def _owner_hook(self, hook_name: str, owner: str) -> Any:
+        """A hook caller that reaches only the plugin ``owner`` (plugin API 1.0 routing)."""
         with self._lock:  # not while another thread is registering a plugin
             others = [p for name, p in self._pm.list_name_plugin() if name != owner]
-            return self._pm.subset_hook_caller(hook_name, remove_plugins=others), owner
+            return self._pm.subset_hook_caller(hook_name, remove_plugins=others)
 
-    # -- facade --------------------------------------------------------------------------
+    # -- facade: each call goes to the one backend (or plugin) serving the kind ------------
 
     def package(self, packageable: Packageable, context: PackagingContext) -> Executable:
-        """Ask the plugin that owns the executor spec's kind (so plugins never check kinds; a
-        spec no plugin registered is an error), then attach the packageable's args and env to
-        the result, so plugins need not."""
+        """Ask who owns the executor spec's kind (so plugins never check kinds; a spec no plugin
+        registered is an error), then attach the packageable's args and env to the result, so
+        plugins need not."""
+        executable = None
         try:
-            caller, _owner = self._owner_caller("xcore_package", self.kinds.kind_of(packageable.executor_spec))
+            backend, owner = self._server(self.kinds.kind_of(packageable.executor_spec))
         except UnknownKindError:
-            caller = None
-        executable = None if caller is None else caller(packageable=packageable, context=context)
+            pass
+        else:
+            if backend is not None:
+                executable = backend.package(packageable, context)
+            else:
+                executable = self._owner_hook("xcore_package", owner)(packageable=packageable, context=context)
         if executable is None:
             spec_kind = self._kind_or_name(packageable.executable_spec)
             executor_kind = self._kind_or_name(packageable.executor_spec)
@@ -459,8 +478,12 @@ class PluginHost:
         """One handle, or one ``LaunchFailure``, per request, in order."""
         from xcore.model.execution import JobHandle, LaunchFailure
 
-        caller, owner = self._owner_caller("xcore_launch", executor_kind)
-        handles = caller(executor_kind=executor_kind, requests=list(requests), context=context)
+        backend, owner = self._server(executor_kind)
+        if backend is not None:
+            handles = backend.launch(list(requests), context)
+        else:
+            handles = self._owner_hook("xcore_launch", owner)(
+                executor_kind=executor_kind, requests=list(requests), context=context)
         if handles is None:
             raise LaunchError(f"Plugin {owner!r} registers executor kind {executor_kind!r} but does not launch it.")
         handles = list(handles)
@@ -476,8 +499,12 @@ class PluginHost:
               ) -> list[JobHandle | None] | None:
         """Handles for the requests a dead launcher got to the backend (None: it did not);
         None when the owning plugin cannot tell."""
-        caller, owner = self._owner_caller("xcore_adopt", executor_kind)
-        found = caller(executor_kind=executor_kind, requests=list(requests), context=context)
+        backend, owner = self._server(executor_kind)
+        if backend is not None:
+            found = backend.adopt(list(requests), context)
+        else:
+            found = self._owner_hook("xcore_adopt", owner)(
+                executor_kind=executor_kind, requests=list(requests), context=context)
         if found is None:
             return None
         found = list(found)
@@ -486,26 +513,38 @@ class PluginHost:
         return found
 
     def job_states(self, handle_kind: str, handles: Sequence[JobHandle]) -> list[JobState]:
-        caller, owner = self._owner_caller("xcore_job_states", handle_kind)
-        states = caller(handle_kind=handle_kind, handles=list(handles))
+        backend, owner = self._server(handle_kind)
+        if backend is not None:
+            states = backend.states(list(handles))
+        else:
+            states = self._owner_hook("xcore_job_states", owner)(handle_kind=handle_kind, handles=list(handles))
         if states is None or len(states) != len(handles):
-            raise UnknownKindError(f"Plugin {owner!r} does not report states for {handle_kind!r}.")
+            raise UnknownKindError(f"Plugin {owner!r} does not report states for {handle_kind!r}"
+                                   + ("." if states is None else f": {len(states)} states for {len(handles)} jobs."))
         return list(states)
 
     def wait_for_change(self, handle_kind: str, handles: Sequence[JobHandle], timeout: float) -> bool:
         """Let the owning plugin block until some job may have changed (``xcore_wait_for_change``);
         False if it cannot tell, and the caller sleeps instead."""
-        caller, _owner = self._owner_caller("xcore_wait_for_change", handle_kind)
+        backend, owner = self._server(handle_kind)
+        if backend is not None:
+            return bool(backend.wait_for_change(list(handles), timeout))
+        caller = self._owner_hook("xcore_wait_for_change", owner)
         return caller(handle_kind=handle_kind, handles=list(handles), timeout=timeout) is not None
 
     def cancel(self, handle_kind: str, handles: Sequence[JobHandle]) -> None:
-        caller, owner = self._owner_caller("xcore_cancel", handle_kind)
-        if caller(handle_kind=handle_kind, handles=list(handles)) is None:
+        backend, owner = self._server(handle_kind)
+        if backend is not None:
+            backend.cancel(list(handles))
+        elif self._owner_hook("xcore_cancel", owner)(handle_kind=handle_kind, handles=list(handles)) is None:
             raise UnknownKindError(f"Plugin {owner!r} cannot cancel jobs of kind {handle_kind!r}.")
 
     def job_logs(self, handle_kind: str, handle: JobHandle, follow: bool) -> Iterator[str]:
-        caller, owner = self._owner_caller("xcore_job_logs", handle_kind)
-        chunks = caller(handle_kind=handle_kind, handle=handle, follow=follow)
+        backend, owner = self._server(handle_kind)
+        if backend is not None:
+            chunks = backend.logs(handle, follow)
+        else:
+            chunks = self._owner_hook("xcore_job_logs", owner)(handle_kind=handle_kind, handle=handle, follow=follow)
         if chunks is None:
             raise UnknownKindError(f"Plugin {owner!r} cannot show logs of {handle_kind!r} jobs.")
         return chunks

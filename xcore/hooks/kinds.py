@@ -21,8 +21,10 @@ from xcore.model import datamodel
 from xcore.model.execution import JobHandle
 from xcore.model.job_blocks import Executable, ExecutableSpec, Executor, ExecutorSpec
 
-if TYPE_CHECKING:  # only annotations use it
+if TYPE_CHECKING:  # only annotations use them
     from attrs import AttrsInstance
+
+    from xcore.hooks.backend import Backend
 
 CATEGORIES: dict[type, str] = {
     Executor: "executor",
@@ -39,6 +41,7 @@ class KindEntry:
     cls: type[AttrsInstance]  # add() accepts attrs classes only
     plugin: str
     category: str
+    backend: Backend | None = None  # the object serving this kind (plugin API 1.1), else the plugin's hooks
 
 
 def category_of(cls: type) -> str:
@@ -73,7 +76,7 @@ class KindRegistry:
     def scoped(self, plugin: str) -> KindRegistrar:
         return KindRegistrar(self, plugin)
 
-    def add(self, kind: str, cls: type, plugin: str) -> None:
+    def add(self, kind: str, cls: type, plugin: str, backend: Backend | None = None) -> None:
         category = category_of(cls)
         if not attrs.has(cls):
             raise TypeError(f"Kind {kind!r}: {cls.__qualname__} must be an attrs class so it can be stored.")
@@ -96,7 +99,7 @@ class KindRegistry:
             raise DuplicateKindError(
                 f"{cls.__qualname__} is registered twice, as {self._by_class[cls].kind!r} and {kind!r}.")
         attrs.resolve_types(cls)
-        entry = KindEntry(kind, cls, plugin, category)
+        entry = KindEntry(kind, cls, plugin, category, backend)
         self._by_kind[kind] = entry
         self._by_class[cls] = entry
 
@@ -131,6 +134,14 @@ class KindRegistry:
         """The kinds ``plugin`` registered (without loading anything)."""
         return {kind for kind, entry in self._by_kind.items() if entry.plugin == plugin}
 
+    def backends_of(self, plugin: str) -> list[Backend]:
+        """The backend objects serving ``plugin``'s kinds, in the order they were added."""
+        found: dict[int, Backend] = {}
+        for entry in self._by_kind.values():
+            if entry.plugin == plugin and entry.backend is not None:
+                found.setdefault(id(entry.backend), entry.backend)
+        return list(found.values())
+
     def remove_plugin(self, plugin: str) -> None:
         """Forget what ``plugin`` registered (it failed to register all of them correctly)."""
         for kind in self.kinds_of(plugin):
@@ -161,6 +172,8 @@ class KindRegistrar:
 
     - ``add(kind, cls)``: register an attrs subclass of ``Executor``, ``ExecutorSpec``,
       ``ExecutableSpec``, ``Executable`` or ``JobHandle`` under ``kind`` (``"<plugin>.<Name>"``).
+    - ``add_backend(backend)``: register the classes of a ``xcore.plugin.Backend`` (its
+      ``kinds``), each as ``"<plugin>.<ClassName>"``, and let that object serve their jobs.
     - ``plugin``: the name your plugin was loaded under (its entry-point name).
     """
 
@@ -169,3 +182,23 @@ class KindRegistrar:
 
     def add(self, kind: str, cls: type) -> None:
         self._registry.add(kind, cls, self.plugin)
+
+    def add_backend(self, backend: Backend) -> None:
+        """Register ``backend.kinds``; the host then calls ``backend``'s methods for their jobs.
+        A backend lacking a method one of its kinds needs (``launch`` for an executor, ...)
+        is refused here, when the plugin loads, rather than at the first job."""
+        from xcore.hooks.backend import Backend, missing_methods
+
+        if not isinstance(backend, Backend):
+            raise TypeError(f"add_backend takes a Backend instance, not {backend!r}.")
+        name = type(backend).__qualname__
+        if not backend.kinds:
+            raise TypeError(f"{name} declares no kinds: list its classes in {name}.kinds.")
+        for cls in backend.kinds:
+            missing = missing_methods(backend, category_of(cls))
+            if missing:
+                raise TypeError(f"{name} serves the {category_of(cls)} {cls.__qualname__} but does not "
+                                f"implement {', '.join(missing)}: write those methods, or move the class "
+                                "to a backend that has them.")
+        for cls in backend.kinds:
+            self._registry.add(f"{self.plugin}.{cls.__name__}", cls, self.plugin, backend)

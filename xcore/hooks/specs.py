@@ -6,7 +6,7 @@ class that your distribution names under the ``xcore`` entry-point group::
     [project.entry-points.xcore]
     myplugin = "myplugin.hooks"
 
-and declare the plugin API you target in that module: ``XCORE_PLUGIN_API = "1.0"``. A plugin
+and declare the plugin API you target in that module: ``XCORE_PLUGIN_API = "1.1"``. A plugin
 whose major version differs from the core's ``PLUGIN_API_VERSION``, or whose minor version is
 newer, is not loaded; ``xcore plugins`` shows it as failed with a one-line reason.
 
@@ -18,6 +18,13 @@ is registered, naming the replacement, for at least one minor version before rem
 Routing: every hook that takes a kind, packaging included, is called only on the plugin
 that registered that kind (for ``xcore_package``, the executor spec's kind). A plugin never
 needs to check kind strings; returning None from a routed hook is an error the core reports.
+
+Backends (plugin API 1.1): the execution hooks (``xcore_package`` to ``xcore_job_logs``) are
+best written as the methods of an ``xcore.plugin.Backend`` (``package``, ``launch``,
+``adopt``, ``states``, ``wait_for_change``, ``cancel``, ``logs``: the same arguments without
+the kind), which ``xcore_register_kinds`` hands to the core with ``registry.add_backend``; the
+host then calls the one backend that declared a job's kind. The docstrings below are the
+reference for both forms.
 
 The rules, the same for every backend
 -------------------------------------

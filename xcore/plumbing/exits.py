@@ -64,11 +64,14 @@ def exit_state(code: int | None, *, cancelled: bool = False, signalled: bool | N
     return JobState(Status.FAILED, describe_exit(code, signalled=signalled), normalized, started_at, ended_at)
 
 
-def lost_state(why: str = "") -> JobState:
+def lost_state(why: str = "", *, started_at: float | None = None, ended_at: float | None = None) -> JobState:
     """What a job the backend no longer knows reads as: FAILED, ``"lost: <why>"``, no exit code.
 
     Use it when the backend answered but has no record of the job (purged from the
     scheduler's accounting, container removed, state files deleted). UNKNOWN is only for a
-    backend that cannot be asked right now (unreachable host, missing plugin).
+    backend that cannot be asked right now (unreachable host, missing plugin). Pass the times
+    you still know (a start kept in the handle): without them the core can only use the time
+    it first saw the job, and its duration reads 0.
     """
-    return JobState(Status.FAILED, f"lost: {why or 'the backend no longer knows this job'}")
+    return JobState(Status.FAILED, f"lost: {why or 'the backend no longer knows this job'}", None, started_at,
+                    ended_at)

@@ -22,7 +22,9 @@ silently: see ``ContractTarget``.
 
 The module is also registered as a pytest plugin (entry point ``pytest11: xcore-contract``)
 that provides the kit fixtures ``xcore_fake_target`` (the fake backend as a target),
-``xcore_memory_store`` and ``xcore_silent_progress``.
+``xcore_memory_store`` and ``xcore_silent_progress``. So do not list it in ``pytest_plugins``
+(pytest refuses a plugin registered twice, and that alone runs no check): the class above is
+the whole recipe. ``xcore plugin new`` generates it.
 """
 
 from __future__ import annotations
@@ -90,7 +92,9 @@ class ContractTarget:
     - ``held_executor``: makes an executor whose jobs stay active until cancelled (for
       backends that can hold jobs, like the fake); default: ``executor`` running a probe that
       sleeps for ``timeout_secs``.
-    - ``forget``: makes the backend forget a launched job (deletes its record, purges it);
+    - ``forget``: given the handle of a finished job, makes the backend lose every trace of it,
+      as a scheduler purging old accounting or a user deleting state would (delete its record,
+      its state directory); the job must then read FAILED ``lost: ...`` without an exit code.
       None: the forgotten-job check is skipped with ``forget_skip_reason``.
     - ``plugins``: ``{name: module path}`` of plugins to register that have no installed entry
       point (the fake backend); they are registered in this process and in fresh processes.

@@ -183,11 +183,12 @@ def test_python_module_packaging_explains_what_to_do(xcore_home):
         experiment.package([xm.python_module(xgcp.Vertex.Spec(), "train", path=".")])
 
 
-def test_package_leaves_executor_specs_it_does_not_own_to_others(tmp_path):
-    """The core asks every plugin when no plugin owns an executor spec: xgcp must answer None
-    (not its own "cannot run" error), so the user gets the core's error."""
+def test_package_answers_for_vertex_specs_and_others_get_the_cores_error(tmp_path):
+    """The core asks xgcp only for its own executor spec; a spec no plugin owns gets the core's
+    error (naming the spec), not xgcp's "cannot run"."""
     import attrs
 
+    from xcore.hooks.host import PluginHost
     from xcore.testing import make_packaging_context
     from xgcp import hooks
 
@@ -196,11 +197,12 @@ def test_package_leaves_executor_specs_it_does_not_own_to_others(tmp_path):
         pass
 
     context = make_packaging_context(tmp_path)
-    assert hooks.xcore_package(xm.binary(OtherSpec(), "/bin/true"), context) is None
+    with pytest.raises(xm.PackagingError, match=r"No installed plugin can package 'xcore.Binary' for \S*OtherSpec"):
+        PluginHost().package(xm.binary(OtherSpec(), "/bin/true"), context)
     with pytest.raises(xm.PackagingError, match="xgcp cannot run Binary"):
-        hooks.xcore_package(xm.binary(xgcp.Vertex.Spec(), "/bin/true"), context)
-    made = hooks.xcore_package(xm.container(xgcp.Vertex.Spec(), "us-docker.pkg.dev/p/r/img:1"), context)
-    assert (made.image_uri, made.command) == ("us-docker.pkg.dev/p/r/img:1", [])
+        hooks.VertexBackend().package(xm.binary(xgcp.Vertex.Spec(), "/bin/true"), context)
+    made = hooks.VertexBackend().package(xm.container(xgcp.Vertex.Spec(), "us-docker.pkg.dev/p/r/img:1"), context)
+    assert made is not None and (made.image_uri, made.command) == ("us-docker.pkg.dev/p/r/img:1", [])
 
 
 @pytest.mark.parametrize(("requirements", "machine", "topology", "hosts", "accelerator"), [

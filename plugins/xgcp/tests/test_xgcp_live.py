@@ -48,7 +48,7 @@ def test_live_status_of_an_unknown_job_is_lost(live_env):
     from xgcp.executors import VertexHandle
 
     name = f"projects/{PROJECT}/locations/{LOCATION}/customJobs/1"
-    [state] = hooks.xcore_job_states("xgcp.VertexHandle", [VertexHandle(PROJECT, LOCATION, name, 0, "r", "s", "1")])
+    [state] = hooks.VertexBackend().states([VertexHandle(PROJECT, LOCATION, name, 0, "r", "s", "1")])
     assert state.message.startswith("lost: "), state
 
 

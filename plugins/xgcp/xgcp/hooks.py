@@ -1,4 +1,5 @@
-"""xgcp's hooks: package container images, launch CustomJobs, status, cancel and logs."""
+"""xgcp's backend (``VertexBackend``): package container images, launch CustomJobs, status, cancel
+and logs."""
 
 from __future__ import annotations
 
@@ -9,40 +10,11 @@ from typing import Any
 from xcore import plugin as xp
 from xgcp.executors import Vertex, VertexExecutable, VertexHandle, VertexSpec, console_url
 
-XCORE_PLUGIN_API = "1.0"
+XCORE_PLUGIN_API = "1.1"
 
 STORE_FILE = "store-id"
 # aiplatform_v1.JobState values (stable wire numbers), so this module needs no Google import.
 QUEUED, PENDING, RUNNING, SUCCEEDED, FAILED, CANCELLING, CANCELLED, PAUSED, EXPIRED, UPDATING, PARTIAL = range(1, 12)
-
-
-@xp.hookimpl
-def xcore_register_kinds(registry: xp.KindRegistrar) -> None:
-    for cls in (Vertex, VertexSpec, VertexExecutable, VertexHandle):  # TensorboardCapability: a typed field
-        registry.add(f"xgcp.{cls.__name__}", cls)
-
-
-@xp.hookimpl
-def xcore_add_commands(subparsers: Any) -> None:
-    from xgcp import cli
-
-    cli.add_commands(subparsers)
-
-
-@xp.hookimpl
-def xcore_package(packageable: xp.Packageable, context: xp.PackagingContext) -> VertexExecutable | None:
-    if not isinstance(packageable.executor_spec, VertexSpec):
-        return None  # asked because no plugin owns the executor spec: not ours either
-    spec = packageable.executable_spec
-    if isinstance(spec, xp.Container):
-        return VertexExecutable(name=spec.name, image_uri=spec.image_path)
-    if isinstance(spec, (xp.PythonContainer, xp.Dockerfile)):
-        from xgcp import packaging
-
-        return packaging.build_and_push(packageable, spec, context)
-    raise xp.PackagingError(
-        f"xgcp cannot run {type(spec).__name__}: use xm.container(xgcp.Vertex.Spec(), "
-        "'REGION-docker.pkg.dev/PROJECT/REPO/IMAGE:TAG'), xm.python_container(...) or xm.dockerfile_container(...).")
 
 
 def store_id(state_dir: Any) -> str:
@@ -58,49 +30,6 @@ def store_id(state_dir: Any) -> str:
         xp.private_dir(path.parent)
         xp.atomic_write(path, secrets.token_hex(6))
         return path.read_text().strip()
-
-
-@xp.hookimpl
-def xcore_launch(executor_kind: str, requests: Sequence[xp.LaunchRequest],
-                 context: xp.LaunchContext) -> list[VertexHandle | xp.LaunchFailure]:
-    import concurrent.futures
-
-    from xgcp import api, build, config
-
-    store = store_id(context.state_dir)
-    planned = build.plan(requests, store, context.experiment_title, config.resolve)
-    results: dict[int, VertexHandle | xp.LaunchFailure] = {}
-    jobs = [p for p in planned if isinstance(p, build.PlannedJob)]
-    for item in planned:
-        if not isinstance(item, build.PlannedJob):
-            unit, reason = item
-            for request in unit:
-                results[request.job_id] = xp.LaunchFailure(reason)
-    parallel = min((r.executor.create_parallelism for r in requests), default=8)  # type: ignore[attr-defined]
-    done = 0
-
-    def submit(job: build.PlannedJob) -> Any:
-        return api.create(api.client(job.location, job.target), job.project, job.location, job.body, job.request_id)
-
-    with concurrent.futures.ThreadPoolExecutor(max_workers=parallel) as pool:
-        futures = {pool.submit(submit, job): job for job in jobs}
-        for future in concurrent.futures.as_completed(futures):
-            job = futures[future]
-            try:
-                created = future.result()
-            except Exception as exc:  # noqa: BLE001  (each unit fails alone; the others stay recorded)
-                reason = api.explain(exc, job.project)
-                for request, _ in job.requests:
-                    results[request.job_id] = xp.LaunchFailure(reason)
-            else:
-                job_id = created.name.rsplit("/", 1)[-1]
-                for request, pool_index in job.requests:
-                    results[request.job_id] = VertexHandle(
-                        job.project, job.location, created.name, pool_index, job.request_id, store,
-                        str(request.experiment_id), log_path=console_url(job.project, job.location, job_id))
-            done += 1
-            context.progress.update("vertex: creating custom jobs", done, len(jobs))
-    return [results[r.job_id] for r in requests]
 
 
 def _timestamp(value: Any) -> float | None:
@@ -177,50 +106,115 @@ def _get_missing(handles: Sequence[VertexHandle], found: dict[str, Any]) -> None
             raise api.VertexError(f"cannot ask Vertex: {api.explain(exc, handle.project)}") from None
 
 
-@xp.hookimpl
-def xcore_job_states(handle_kind: str, handles: Sequence[VertexHandle]) -> list[xp.JobState]:
-    found = fetch_jobs(handles)
-    _get_missing(handles, found)
-    states = []
-    for handle in handles:
-        job = found.get(handle.name)
-        states.append(xp.lost_state(f"Vertex has no CustomJob {handle.name} (deleted?)") if job is None
-                      else job_state(job, handle))
-    return states
+class VertexBackend(xp.Backend):
+    """Vertex AI CustomJobs: images built and pushed, sweeps created concurrently, status by label."""
+
+    kinds = (Vertex, VertexSpec, VertexExecutable, VertexHandle)  # TensorboardCapability: a typed field
+
+    def package(self, packageable: xp.Packageable, context: xp.PackagingContext) -> VertexExecutable | None:
+        spec = packageable.executable_spec
+        if isinstance(spec, xp.Container):
+            return VertexExecutable(name=spec.name, image_uri=spec.image_path)
+        if isinstance(spec, (xp.PythonContainer, xp.Dockerfile)):
+            from xgcp import packaging
+
+            return packaging.build_and_push(packageable, spec, context)
+        raise xp.PackagingError(
+            f"xgcp cannot run {type(spec).__name__}: use xm.container(xgcp.Vertex.Spec(), "
+            "'REGION-docker.pkg.dev/PROJECT/REPO/IMAGE:TAG'), xm.python_container(...) or "
+            "xm.dockerfile_container(...).")
+
+    def launch(self, requests: Sequence[xp.LaunchRequest],
+               context: xp.LaunchContext) -> list[VertexHandle | xp.LaunchFailure]:
+        import concurrent.futures
+
+        from xgcp import api, build, config
+
+        store = store_id(context.state_dir)
+        planned = build.plan(requests, store, context.experiment_title, config.resolve)
+        results: dict[int, VertexHandle | xp.LaunchFailure] = {}
+        jobs = [p for p in planned if isinstance(p, build.PlannedJob)]
+        for item in planned:
+            if not isinstance(item, build.PlannedJob):
+                unit, reason = item
+                for request in unit:
+                    results[request.job_id] = xp.LaunchFailure(reason)
+        parallel = min((r.executor.create_parallelism for r in requests), default=8)  # type: ignore[attr-defined]
+        done = 0
+
+        def submit(job: build.PlannedJob) -> Any:
+            return api.create(api.client(job.location, job.target), job.project, job.location, job.body, job.request_id)
+
+        with concurrent.futures.ThreadPoolExecutor(max_workers=parallel) as pool:
+            futures = {pool.submit(submit, job): job for job in jobs}
+            for future in concurrent.futures.as_completed(futures):
+                job = futures[future]
+                try:
+                    created = future.result()
+                except Exception as exc:  # noqa: BLE001  (each unit fails alone; the others stay recorded)
+                    reason = api.explain(exc, job.project)
+                    for request, _ in job.requests:
+                        results[request.job_id] = xp.LaunchFailure(reason)
+                else:
+                    job_id = created.name.rsplit("/", 1)[-1]
+                    for request, pool_index in job.requests:
+                        results[request.job_id] = VertexHandle(
+                            job.project, job.location, created.name, pool_index, job.request_id, store,
+                            str(request.experiment_id), log_path=console_url(job.project, job.location, job_id))
+                done += 1
+                context.progress.update("vertex: creating custom jobs", done, len(jobs))
+        return [results[r.job_id] for r in requests]
+
+    def states(self, handles: Sequence[VertexHandle]) -> list[xp.JobState]:
+        found = fetch_jobs(handles)
+        _get_missing(handles, found)
+        states = []
+        for handle in handles:
+            job = found.get(handle.name)
+            states.append(xp.lost_state(f"Vertex has no CustomJob {handle.name} (deleted?)") if job is None
+                          else job_state(job, handle))
+        return states
+
+    def cancel(self, handles: Sequence[VertexHandle]) -> None:
+        """Ask Vertex to cancel each CustomJob once (a JobGroup's jobs share one), 8 at a time.
+        Vertex answers 400 FAILED_PRECONDITION for an ended job: it is left as it is."""
+        import concurrent.futures
+
+        from xgcp import api
+
+        errors = api._errors()
+
+        def cancel_one(handle: VertexHandle) -> str | None:
+            try:
+                api.client(handle.location).cancel_custom_job(name=handle.name)
+            except (errors.FailedPrecondition, errors.NotFound, errors.BadRequest):
+                return None  # already ended, or forgotten
+            except Exception as exc:  # noqa: BLE001  (reported below, after the other cancels were sent)
+                return f"cannot cancel {handle.name}: {api.explain(exc, handle.project)}"
+            return None
+
+        unique = list({h.name: h for h in handles}.values())
+        with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
+            problems = [p for p in pool.map(cancel_one, unique) if p]
+        if problems:
+            raise api.VertexError(problems[0] + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))
+
+    def logs(self, handle: VertexHandle, follow: bool) -> Iterator[str]:
+        from xgcp import api
+
+        def finished() -> bool:
+            return self.states([handle])[0].status.is_terminal
+
+        return api.log_entries(handle.project, handle.job_id, handle.pool, follow=follow, finished=finished)
 
 
 @xp.hookimpl
-def xcore_cancel(handle_kind: str, handles: Sequence[VertexHandle]) -> bool:
-    """Ask Vertex to cancel each CustomJob once (a JobGroup's jobs share one), 8 at a time.
-    Vertex answers 400 FAILED_PRECONDITION for an ended job: it is left as it is."""
-    import concurrent.futures
-
-    from xgcp import api
-
-    errors = api._errors()
-
-    def cancel(handle: VertexHandle) -> str | None:
-        try:
-            api.client(handle.location).cancel_custom_job(name=handle.name)
-        except (errors.FailedPrecondition, errors.NotFound, errors.BadRequest):
-            return None  # already ended, or forgotten
-        except Exception as exc:  # noqa: BLE001  (reported below, after the other cancels were sent)
-            return f"cannot cancel {handle.name}: {api.explain(exc, handle.project)}"
-        return None
-
-    unique = list({h.name: h for h in handles}.values())
-    with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
-        problems = [p for p in pool.map(cancel, unique) if p]
-    if problems:
-        raise api.VertexError(problems[0] + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))
-    return True
+def xcore_register_kinds(registry: xp.KindRegistrar) -> None:
+    registry.add_backend(VertexBackend())
 
 
 @xp.hookimpl
-def xcore_job_logs(handle_kind: str, handle: VertexHandle, follow: bool) -> Iterator[str]:
-    from xgcp import api
+def xcore_add_commands(subparsers: Any) -> None:
+    from xgcp import cli
 
-    def finished() -> bool:
-        return xcore_job_states(handle_kind, [handle])[0].status.is_terminal
-
-    return api.log_entries(handle.project, handle.job_id, handle.pool, follow=follow, finished=finished)
+    cli.add_commands(subparsers)

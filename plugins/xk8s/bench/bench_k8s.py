@@ -68,7 +68,7 @@ def main() -> None:
                 for i in range(n)]
     fake.requests.clear()
     started = time.perf_counter()
-    handles = hooks.xcore_launch("xk8s.Kubernetes", requests, make_launch_context(tmp / "state"))
+    handles = hooks.KubernetesBackend().launch(requests, make_launch_context(tmp / "state"))
     launch_secs = time.perf_counter() - started
     creates = fake.calls("POST")
     print(f"launch a {n}-trial sweep: {launch_secs:.2f} s, {fake.calls()} API calls ({creates} creates: "
@@ -84,7 +84,7 @@ def main() -> None:
                 fake.finish(name, i, 0 if i % 10 else 1)
     fake.requests.clear()
     started = time.perf_counter()
-    states = hooks.xcore_job_states("xk8s.KubernetesHandle", handles)
+    states = hooks.KubernetesBackend().states(handles)
     status_secs = time.perf_counter() - started
     counts: dict[str, int] = {}
     for s in states:
@@ -94,11 +94,11 @@ def main() -> None:
 
     queued = [make_request(exe, xk8s.Kubernetes(queue="lab-queue"), [f"--seed={i}"], experiment_id=2)
               for i in range(n)]
-    waiting = hooks.xcore_launch("xk8s.Kubernetes", queued, make_launch_context(tmp / "state"))
+    waiting = hooks.KubernetesBackend().launch(queued, make_launch_context(tmp / "state"))
     fake.workload(waiting[0].name)  # Kueue has made its Workload
     fake.requests.clear()
     started = time.perf_counter()
-    states = hooks.xcore_job_states("xk8s.KubernetesHandle", waiting)
+    states = hooks.KubernetesBackend().states(waiting)
     status_secs = time.perf_counter() - started
     print(f"status of {n} trials waiting for Kueue: {status_secs:.2f} s, {fake.calls()} API calls (Jobs, Pods, "
           f"Workloads); reason: {states[0].message!r}   [target: the Kueue reason, 1 call more only while waiting]")
@@ -129,11 +129,11 @@ def relaunch(tmp: Path) -> None:
                                       xm.ModuleName("bench_pkg"), path=str(project), base_image="xcore-python:3.11")
     context = make_packaging_context(tmp / "cache")
     started = time.perf_counter()
-    hooks.xcore_package(packageable, context)
+    hooks.KubernetesBackend().package(packageable, context)
     first = time.perf_counter() - started
     builds, pushes = len(images.BUILDS), len(images.PUSHES)
     started = time.perf_counter()
-    hooks.xcore_package(packageable, context)
+    hooks.KubernetesBackend().package(packageable, context)
     again = time.perf_counter() - started
     print(f"containerised project: first package {first:.2f} s (1 build, 1 push); unchanged relaunch {again:.2f} s, "
           f"{len(images.BUILDS) - builds} builds, {len(images.PUSHES) - pushes} pushes   [target: no build, no push]")

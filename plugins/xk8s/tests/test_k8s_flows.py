@@ -23,11 +23,11 @@ def exe(command=("python3", "-m", "train")):
 
 
 def launch(tmp_path, requests):
-    return hooks.xcore_launch("xk8s.Kubernetes", requests, make_launch_context(tmp_path / "state"))
+    return hooks.KubernetesBackend().launch(requests, make_launch_context(tmp_path / "state"))
 
 
 def states(handles):
-    return hooks.xcore_job_states("xk8s.KubernetesHandle", handles)
+    return hooks.KubernetesBackend().states(handles)
 
 
 def sweep(n, executor=None, experiment_id=1):
@@ -231,7 +231,7 @@ def test_cancel_one_trial_leaves_the_others_running(fake_k8s, tmp_path):
     name = handles[0].name
     for i in range(3):
         fake_k8s.start(name, i)
-    assert hooks.xcore_cancel("xk8s.KubernetesHandle", [handles[1]]) is True
+    hooks.KubernetesBackend().cancel([handles[1]])
     s = states(handles)
     assert [x.status for x in s] == [xp.Status.RUNNING, xp.Status.CANCELLED, xp.Status.RUNNING]
     assert json.loads(fake_k8s.get("ConfigMap", "default", name)["data"]["cancelled"]) == [1]
@@ -251,14 +251,14 @@ def test_cancel_whole_sweep_deletes_the_job_in_background_and_reads_cancelled_la
     fake_k8s.start(handles[0].name, 0)
     fake_k8s.finish(handles[0].name, 0, 0)
     fake_k8s.requests.clear()
-    hooks.xcore_cancel("xk8s.KubernetesHandle", handles)
+    hooks.KubernetesBackend().cancel(handles)
     assert ("DELETE", f"/apis/batch/v1/namespaces/default/jobs/{handles[0].name}") in fake_k8s.requests
     assert fake_k8s.list("Job", "default") == [] and fake_k8s.list("ConfigMap", "default") == []
     assert fake_k8s.list("Pod", "default") == []
     s = states(handles)
     assert [x.status for x in s] == [xp.Status.COMPLETED, xp.Status.CANCELLED, xp.Status.CANCELLED]
     assert s[0].exit_code == 0  # kept from before the deletion
-    hooks.xcore_cancel("xk8s.KubernetesHandle", handles)  # harmless
+    hooks.KubernetesBackend().cancel(handles)  # harmless
 
 
 def test_forgotten_job_reads_lost(fake_k8s, tmp_path):
@@ -275,9 +275,9 @@ def test_logs_of_the_right_pod_with_follow(fake_k8s, tmp_path):
     fake_k8s.start(name, 1)
     fake_k8s.write_log(fake_k8s.pod(name, 1)["metadata"]["name"], "trial one ✓\n".encode())
     fake_k8s.write_log(fake_k8s.pod(name, 0)["metadata"]["name"], b"trial zero\n")
-    assert "".join(hooks.xcore_job_logs("xk8s.KubernetesHandle", handles[1], False)) == "trial one ✓\n"
+    assert "".join(hooks.KubernetesBackend().logs(handles[1], False)) == "trial one ✓\n"
     chunks = []
-    follower = hooks.xcore_job_logs("xk8s.KubernetesHandle", handles[0], True)
+    follower = hooks.KubernetesBackend().logs(handles[0], True)
     chunks.append(next(follower))
     fake_k8s.write_log(fake_k8s.pod(name, 0)["metadata"]["name"], "more ✓\n".encode()[:4])
     fake_k8s.write_log(fake_k8s.pod(name, 0)["metadata"]["name"], "more ✓\n".encode()[4:])
@@ -293,7 +293,7 @@ def test_status_from_a_later_process(fake_k8s, tmp_path):
     payload = json.dumps([[h.context, h.namespace, h.name, h.index, h.launch] for h in handles])
     code = ("import json, sys; from xk8s import hooks; from xk8s.handles import KubernetesHandle as H\n"
             "hs = [H(*row) for row in json.loads(sys.argv[1])]\n"
-            "print(json.dumps([[s.status.name, s.exit_code] for s in hooks.xcore_job_states('k', hs)]))")
+            "print(json.dumps([[s.status.name, s.exit_code] for s in hooks.KubernetesBackend().states(hs)]))")
     out = subprocess.run([sys.executable, "-c", code, payload], capture_output=True, text=True, check=True)
     assert json.loads(out.stdout) == [["PENDING", None], ["PENDING", None], ["FAILED", 5]]
 
@@ -309,8 +309,8 @@ def test_a_trial_cancelled_elsewhere_reads_cancelled_from_a_fresh_process_and_st
     def process(action):  # another machine: its own XCORE_HOME, nothing shared but the cluster
         code = ("import json, sys; from xk8s import hooks; from xk8s.handles import KubernetesHandle as H\n"
                 "hs = [H(*row) for row in json.loads(sys.argv[1])]\n"
-                "if sys.argv[2] == 'cancel': hooks.xcore_cancel('k', hs[1:2])\n"
-                "print(json.dumps([s.status.name for s in hooks.xcore_job_states('k', hs)]))")
+                "if sys.argv[2] == 'cancel': hooks.KubernetesBackend().cancel(hs[1:2])\n"
+                "print(json.dumps([s.status.name for s in hooks.KubernetesBackend().states(hs)]))")
         env = {**os.environ, "XCORE_HOME": str(tmp_path / f"home-{action}")}
         out = subprocess.run([sys.executable, "-c", code, payload, action], capture_output=True, text=True,
                              env=env, check=True, timeout=120)

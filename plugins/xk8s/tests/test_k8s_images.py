@@ -43,7 +43,7 @@ def package(root, registry=f"{REGISTRY}/xcore-test", **spec):
                                       path=str(root), base_image="xcore-python:3.11")
     from xk8s import hooks
 
-    return hooks.xcore_package(packageable, make_packaging_context(root.parent / "cache"))
+    return hooks.KubernetesBackend().package(packageable, make_packaging_context(root.parent / "cache"))
 
 
 def test_build_push_and_relaunch_without_rebuild_or_push(project):
@@ -94,7 +94,7 @@ def test_no_registry_is_a_packaging_error_with_the_fix(tmp_path, monkeypatch):
     monkeypatch.delenv("XK8S_REGISTRY", raising=False)
     packageable = xm.python_container(xk8s.KubernetesSpec(), xm.ModuleName("hello"), path=str(tmp_path))
     with pytest.raises(xp.PackagingError, match="needs a registry"):
-        hooks.xcore_package(packageable, make_packaging_context(tmp_path / "cache"))
+        hooks.KubernetesBackend().package(packageable, make_packaging_context(tmp_path / "cache"))
 
 
 def test_registry_down_launches_and_records_nothing(project, fake_k8s, tmp_path, monkeypatch):

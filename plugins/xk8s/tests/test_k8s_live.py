@@ -39,13 +39,13 @@ def _launch(tmp_path, program: str, args: list[list[str]], **executor: object) -
     ex = xk8s.Kubernetes(namespace=os.environ.get("XK8S_LIVE_NAMESPACE", "default"), ttl_after_finished_secs=600,
                          **executor)
     requests = [make_request(exe, ex, a) for a in args]
-    return hooks.xcore_launch("xk8s.Kubernetes", requests, make_launch_context(tmp_path))
+    return hooks.KubernetesBackend().launch(requests, make_launch_context(tmp_path))
 
 
 def _wait(handles: list, until=lambda s: s.status.is_terminal, timeout: float = 600) -> list:
     deadline = time.monotonic() + timeout
     while True:
-        result = hooks.xcore_job_states("k", handles)
+        result = hooks.KubernetesBackend().states(handles)
         if all(until(s) for s in result):
             return result
         assert time.monotonic() < deadline, result
@@ -62,9 +62,9 @@ def test_live_sweep(tmp_path, monkeypatch, live_cluster):
         result = _wait(handles)
         assert [(s.status, s.exit_code) for s in result] == [(xp.Status.COMPLETED, 0), (xp.Status.FAILED, 3),
                                                              (xp.Status.COMPLETED, 0)]
-        assert "it's $HOME" in "".join(hooks.xcore_job_logs("k", handles[1], False))
+        assert "it's $HOME" in "".join(hooks.KubernetesBackend().logs(handles[1], False))
     finally:
-        hooks.xcore_cancel("k", handles)
+        hooks.KubernetesBackend().cancel(handles)
 
 
 @pytest.mark.live_tier("kubernetes")
@@ -78,9 +78,9 @@ def test_live_per_trial_time_limit_and_cancel_of_one_trial(tmp_path, monkeypatch
     handles = _launch(tmp_path, program, [["600"], ["1"], ["600"], ["5"]], time_limit_secs=limit, max_parallel=4)
     try:
         _wait(handles[2:3], until=lambda s: s.status is xp.Status.RUNNING)
-        hooks.xcore_cancel("k", handles[2:3])
+        hooks.KubernetesBackend().cancel(handles[2:3])
         result = _wait(handles)
         assert result[0].status is xp.Status.FAILED and result[0].message.startswith("DeadlineExceeded"), result[0]
         assert [s.status for s in result[1:]] == [xp.Status.COMPLETED, xp.Status.CANCELLED, xp.Status.COMPLETED]
     finally:
-        hooks.xcore_cancel("k", handles)
+        hooks.KubernetesBackend().cancel(handles)

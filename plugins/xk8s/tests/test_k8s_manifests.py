@@ -163,7 +163,7 @@ def test_the_fakes_workload_is_valid_and_the_validator_rejects_a_misspelled_one(
     from xk8s import hooks
 
     exe = xk8s.KubernetesExecutable(name="t", image="img", command=["python3", "-m", "t"])
-    [handle] = hooks.xcore_launch("xk8s.Kubernetes", [make_request(exe, xk8s.Kubernetes(queue="q"))],
+    [handle] = hooks.KubernetesBackend().launch([make_request(exe, xk8s.Kubernetes(queue="q"))],
                                   make_launch_context(tmp_path))
     workload = {k: v for k, v in fake_k8s.workload(handle.name).items() if not k.startswith("_")}
     crd_schemas.validate(workload)

@@ -20,21 +20,21 @@ ECHO = ["python3", "-c", "import json, os, sys; print(json.dumps([sys.argv[1:], 
 def wait(handles, timeout=60):
     deadline = time.monotonic() + timeout
     while True:
-        result = hooks.xcore_job_states("xk8s.KubernetesHandle", handles)
+        result = hooks.KubernetesBackend().states(handles)
         if all(s.status.is_terminal for s in result) or time.monotonic() > deadline:
             return result
         time.sleep(0.2)
 
 
 def logs(handle):
-    return "".join(hooks.xcore_job_logs("xk8s.KubernetesHandle", handle, False))
+    return "".join(hooks.KubernetesBackend().logs(handle, False))
 
 
 def test_hostile_arguments_and_env_reach_every_trial_of_a_sweep_byte_for_byte(fake_k8s_run, tmp_path):
     exe = xk8s.KubernetesExecutable(name="echo", image="img", command=ECHO)
     reqs = [make_request(exe, xk8s.Kubernetes(), [*HOSTILE_ARGS, str(i)], {"H": HOSTILE_ENV + str(i)})
             for i in range(3)]
-    handles = hooks.xcore_launch("xk8s.Kubernetes", reqs, make_launch_context(tmp_path))
+    handles = hooks.KubernetesBackend().launch(reqs, make_launch_context(tmp_path))
     assert len({h.name for h in handles}) == 1  # one Indexed Job
     assert all(s.status is xp.Status.COMPLETED for s in wait(handles))
     for i, h in enumerate(handles):
@@ -45,12 +45,12 @@ def test_job_group_is_one_jobset_with_a_job_per_role(fake_k8s_run, tmp_path):
     exe = xk8s.KubernetesExecutable(name="echo", image="img", command=ECHO)
     reqs = [make_request(exe, xk8s.Kubernetes(), [role], {"H": role}, work_unit_id=1, job_name=role)
             for role in ("server", "worker")]
-    handles = hooks.xcore_launch("xk8s.Kubernetes", reqs, make_launch_context(tmp_path))
+    handles = hooks.KubernetesBackend().launch(reqs, make_launch_context(tmp_path))
     assert [(h.shape, h.role) for h in handles] == [("jobset", "server"), ("jobset", "worker")]
     assert fake_k8s_run.calls("POST") == 1 and len(fake_k8s_run.list("JobSet", "default")) == 1
     assert all(s.status is xp.Status.COMPLETED for s in wait(handles))
     assert json.loads(logs(handles[1])) == [["worker"], "worker"]
-    hooks.xcore_cancel("xk8s.KubernetesHandle", handles)  # ended: left alone
+    hooks.KubernetesBackend().cancel(handles)  # ended: left alone
     assert len(fake_k8s_run.list("JobSet", "default")) == 1
 
 
@@ -58,12 +58,12 @@ def test_cancel_one_running_trial_of_a_live_sweep(fake_k8s_run, tmp_path):
     program = "import sys, time; time.sleep(float(sys.argv[1]))"
     exe = xk8s.KubernetesExecutable(name="sleep", image="img", command=["python3", "-c", program])
     reqs = [make_request(exe, xk8s.Kubernetes(retries=3), [seconds]) for seconds in ("0.5", "60")]
-    handles = hooks.xcore_launch("xk8s.Kubernetes", reqs, make_launch_context(tmp_path))
+    handles = hooks.KubernetesBackend().launch(reqs, make_launch_context(tmp_path))
     deadline = time.monotonic() + 30
-    while hooks.xcore_job_states("k", handles[1:])[0].status is not xp.Status.RUNNING:
+    while hooks.KubernetesBackend().states(handles[1:])[0].status is not xp.Status.RUNNING:
         assert time.monotonic() < deadline
         time.sleep(0.1)
-    hooks.xcore_cancel("xk8s.KubernetesHandle", [handles[1]])
+    hooks.KubernetesBackend().cancel([handles[1]])
     result = wait(handles)
     assert [s.status for s in result] == [xp.Status.COMPLETED, xp.Status.CANCELLED]
     # the replacement pod saw the cancel mark and exited without running the trial again
@@ -79,7 +79,7 @@ def test_a_running_trial_over_its_time_limit_is_killed_and_the_others_finish(fak
     exe = xk8s.KubernetesExecutable(name="sleep", image="img", command=["python3", "-c", program])
     # the limit leaves room for two interpreter starts (entrypoint, then the trial) on a loaded machine
     reqs = [make_request(exe, xk8s.Kubernetes(time_limit_secs=8), [seconds]) for seconds in ("120", "0", "0")]
-    handles = hooks.xcore_launch("xk8s.Kubernetes", reqs, make_launch_context(tmp_path))
+    handles = hooks.KubernetesBackend().launch(reqs, make_launch_context(tmp_path))
     started = time.monotonic()
     result = wait(handles, timeout=60)
     assert time.monotonic() - started < 60  # not the 120 s the first trial wanted

@@ -1,4 +1,4 @@
-"""xk8s's hooks: package, launch, status, cancel and logs on Kubernetes.
+"""xk8s's backend (``KubernetesBackend``): package, launch, status, cancel and logs on Kubernetes.
 
 Shapes: work units with one job each, sharing an executable and executor, become ONE
 Indexed Job (per-trial argv/env in a ConfigMap); a work unit with several jobs (a
@@ -27,36 +27,10 @@ from xk8s.executables import Image, KubernetesExecutable
 from xk8s.executors import Kubernetes, KubernetesSpec
 from xk8s.handles import KubernetesHandle
 
-XCORE_PLUGIN_API = "1.0"
+XCORE_PLUGIN_API = "1.1"
 
 
-@xp.hookimpl
-def xcore_register_kinds(registry: xp.KindRegistrar) -> None:
-    for cls in (Kubernetes, KubernetesSpec, KubernetesExecutable, KubernetesHandle, Image):
-        registry.add(f"xk8s.{cls.__name__}", cls)
-
-
-@xp.hookimpl
-def xcore_add_commands(subparsers: Any) -> None:
-    from xk8s import cli
-
-    cli.add_commands(subparsers)
-
-
-@xp.hookimpl
-def xcore_package(packageable: xp.Packageable, context: xp.PackagingContext) -> KubernetesExecutable | None:
-    if not isinstance(packageable.executor_spec, KubernetesSpec):
-        return None  # the core also asks every plugin about specs nobody registered
-    spec = packageable.executable_spec
-    if isinstance(spec, Image):
-        return KubernetesExecutable(name=spec.name, image=spec.image, command=list(spec.command))
-    if isinstance(spec, xp.Container):
-        return KubernetesExecutable(name=spec.name, image=spec.image_path)
-    if isinstance(spec, (xp.PythonContainer, xp.Dockerfile)):
-        return _build(packageable, spec, context)
-    raise xp.PackagingError(
-        f"xk8s cannot run {type(spec).__name__}: use xm.container(IMAGE), xk8s.image(IMAGE, command=[...]), "
-        "xm.python_container(...) or xm.dockerfile_container(...).")
+# -- package ------------------------------------------------------------------------------
 
 
 def _registry(executor_spec: Any) -> str:
@@ -172,76 +146,6 @@ def _plan(requests: Sequence[xp.LaunchRequest]) -> list[list[int]]:
             sweeps[key] = list(positions)
             groups.append(sweeps[key])
     return groups
-
-
-@xp.hookimpl
-def xcore_launch(executor_kind: str, requests: Sequence[xp.LaunchRequest],
-                 context: xp.LaunchContext) -> list[KubernetesHandle | xp.LaunchFailure]:
-    from xk8s import client
-
-    results: list[KubernetesHandle | xp.LaunchFailure | None] = [None] * len(requests)
-    errors: list[str] = []
-    resolved = [targets.resolve(r.executor) for r in requests]
-    plan = _plan(requests)
-    for group in plan:  # every check that can refuse the batch runs before anything is created
-        if len({requests[i].work_unit_id for i in group}) == 1 and len(group) > 1:
-            [_role(requests[i].job_name) for i in group]
-        else:
-            mf.chunk_trials([(_argv(requests[i]), requests[i].env) for i in group])
-    for group in plan:
-        token = secrets.token_hex(4)
-        first = requests[group[0]]
-        executor, ctx, namespace = resolved[group[0]]
-        is_set = len({requests[i].job_name for i in group}) > 1 or (
-            len(group) > 1 and first.work_unit_id == requests[group[-1]].work_unit_id)
-        try:
-            if is_set:
-                name = _name(first, token)
-                roles = [(_role(requests[i].job_name), resolved[i][0], _exe(requests[i]).image,
-                          _argv(requests[i]), requests[i].env) for i in group]
-                manifest = mf.jobset(name, namespace, roles, _labels(first, token),
-                                     has_command=[bool(_exe(requests[i]).command) for i in group])
-                client.count("create_jobset")
-                client.custom(ctx).create_namespaced_custom_object("jobset.x-k8s.io", "v1alpha2", namespace,
-                                                                   "jobsets", manifest, _preload_content=False)
-                for i, (role, *_rest) in zip(group, roles, strict=True):
-                    results[i] = KubernetesHandle(ctx, namespace, name, 0, token, "jobset", role,
-                                                  log_path=f"k8s://{ctx or ''}/{namespace}/jobset/{name}/{role}")
-                continue
-            trials = [(_argv(requests[i]), requests[i].env) for i in group]
-            has_command = bool(_exe(first).command)
-            for chunk_no, chunk in enumerate(mf.chunk_trials(trials)):
-                name = _name(first, token, chunk_no)
-                inline = len(chunk) == 1
-                job, configmap = mf.indexed_job(name, namespace, executor, _exe(first).image,
-                                                _labels(first, token), trials=[trials[c] for c in chunk],
-                                                inline=inline, has_command=has_command)
-                try:
-                    _submit_job(ctx, namespace, job, configmap)
-                except Exception as exc:
-                    if not isinstance(exc, (client.api_exception(), xp.XcoreError, OSError)):
-                        raise
-                    reason = f"creating Job {name} in namespace {namespace}: {client.describe(exc)}"
-                    errors.append(reason)
-                    for c in chunk:
-                        results[group[c]] = xp.LaunchFailure(reason)
-                    continue
-                for index, c in enumerate(chunk):
-                    results[group[c]] = KubernetesHandle(
-                        ctx, namespace, name, index, token, "job",
-                        log_path=f"k8s://{ctx or ''}/{namespace}/job/{name}/{index}")
-        except xp.ConfigurationError:
-            raise
-        except client.api_exception() as exc:
-            reason = f"creating JobSet in namespace {namespace}: {client.describe(exc)}"
-            errors.append(reason)
-            for i in group:
-                results[i] = xp.LaunchFailure(reason)
-    if errors and all(isinstance(r, xp.LaunchFailure) for r in results):
-        raise xp.LaunchError(f"xk8s: nothing was submitted: {errors[0]}")
-    objects = len({h.name for h in results if isinstance(h, KubernetesHandle)})
-    context.progress.message(f"xk8s: submitted {len(requests)} job(s) as {objects} Kubernetes object(s)")
-    return results  # type: ignore[return-value]
 
 
 # -- status -------------------------------------------------------------------------------
@@ -406,71 +310,6 @@ def _ask(handles: Sequence[KubernetesHandle]) -> list[xp.JobState]:
     return out
 
 
-@xp.hookimpl
-def xcore_job_states(handle_kind: str, handles: Sequence[KubernetesHandle]) -> list[xp.JobState]:
-    return _ask(handles)
-
-
-# -- cancel -------------------------------------------------------------------------------
-
-
-@xp.hookimpl
-def xcore_cancel(handle_kind: str, handles: Sequence[KubernetesHandle]) -> bool:
-    """Stop the trials: a whole Job (or JobSet) is deleted with background propagation; some
-    indexes of a sweep are marked cancelled (Job annotation, ConfigMap) and their pods deleted."""
-    from xk8s import client
-
-    current = _ask(handles)
-    live = [h for h, s in zip(handles, current, strict=True) if not s.status.is_terminal]
-    by_object: dict[tuple[str | None, str, str], list[KubernetesHandle]] = defaultdict(list)
-    for h in live:
-        xp.mark_cancelled(cancel_marker(h))  # first: the trial reads CANCELLED from now on
-        by_object[(h.context, h.namespace, h.name)].append(h)
-    for (ctx, namespace, name), group in by_object.items():
-        snap = snapshot(ctx, namespace, group)
-        kind = group[0].shape
-        ApiException = client.api_exception()
-        try:
-            if kind == "jobset":
-                client.count("delete_jobset")
-                client.custom(ctx).delete_namespaced_custom_object(
-                    "jobset.x-k8s.io", "v1alpha2", namespace, "jobsets", name,
-                    propagation_policy="Background", _preload_content=False)
-                continue
-            job = snap.jobs.get(name)
-            completions = (job or {}).get("spec", {}).get("completions", 1)
-            open_indexes = {i for i in range(completions) if not snap.index_done(name, i)}
-            wanted = {h.index for h in group}
-            if job is None:
-                continue
-            if open_indexes <= wanted:
-                _keep_final_states(ctx, namespace, name, snap, completions, open_indexes)
-                client.count("delete_job")
-                client.batch(ctx).delete_namespaced_job(name, namespace, propagation_policy="Background",
-                                                        _preload_content=False)
-                continue
-            cancelled = sorted(set(states.cancelled_indexes(job)) | wanted)
-            client.count("patch_job")
-            client.batch(ctx).patch_namespaced_job(
-                name, namespace, {"metadata": {"annotations": {mf.ANNOTATION_CANCELLED: json.dumps(cancelled)}}},
-                _preload_content=False)
-            client.count("patch_configmap")
-            client.core(ctx).patch_namespaced_config_map(
-                name, namespace, {"data": {mf.CANCELLED_KEY: json.dumps(cancelled)}}, _preload_content=False)
-            for pod in snap.pods_of(name, wanted):
-                client.count("delete_pod")
-                try:
-                    client.core(ctx).delete_namespaced_pod(pod["metadata"]["name"], namespace,
-                                                           _preload_content=False)
-                except ApiException as exc:
-                    if exc.status != 404:
-                        raise
-        except ApiException as exc:
-            if exc.status != 404:  # already gone: nothing left to stop
-                raise xp.LaunchError(f"xk8s: cannot cancel {name} in {namespace}: {client.describe(exc)}") from None
-    return True
-
-
 # -- logs ---------------------------------------------------------------------------------
 
 
@@ -503,6 +342,162 @@ def _pod_lines(handle: KubernetesHandle, follow: bool) -> Iterator[bytes]:
         time.sleep(0.2)
 
 
+# -- the backend --------------------------------------------------------------------------
+
+
+class KubernetesBackend(xp.Backend):
+    """Kubernetes jobs: images packaged and pushed, sweeps as Indexed Jobs, JobGroups as JobSets."""
+
+    kinds = (Kubernetes, KubernetesSpec, KubernetesExecutable, KubernetesHandle, Image)
+
+    def package(self, packageable: xp.Packageable, context: xp.PackagingContext) -> KubernetesExecutable | None:
+        spec = packageable.executable_spec
+        if isinstance(spec, Image):
+            return KubernetesExecutable(name=spec.name, image=spec.image, command=list(spec.command))
+        if isinstance(spec, xp.Container):
+            return KubernetesExecutable(name=spec.name, image=spec.image_path)
+        if isinstance(spec, (xp.PythonContainer, xp.Dockerfile)):
+            return _build(packageable, spec, context)
+        raise xp.PackagingError(
+            f"xk8s cannot run {type(spec).__name__}: use xm.container(IMAGE), xk8s.image(IMAGE, command=[...]), "
+            "xm.python_container(...) or xm.dockerfile_container(...).")
+
+    def launch(self, requests: Sequence[xp.LaunchRequest],
+               context: xp.LaunchContext) -> list[KubernetesHandle | xp.LaunchFailure]:
+        from xk8s import client
+
+        results: list[KubernetesHandle | xp.LaunchFailure | None] = [None] * len(requests)
+        errors: list[str] = []
+        resolved = [targets.resolve(r.executor) for r in requests]
+        plan = _plan(requests)
+        for group in plan:  # every check that can refuse the batch runs before anything is created
+            if len({requests[i].work_unit_id for i in group}) == 1 and len(group) > 1:
+                [_role(requests[i].job_name) for i in group]
+            else:
+                mf.chunk_trials([(_argv(requests[i]), requests[i].env) for i in group])
+        for group in plan:
+            token = secrets.token_hex(4)
+            first = requests[group[0]]
+            executor, ctx, namespace = resolved[group[0]]
+            is_set = len({requests[i].job_name for i in group}) > 1 or (
+                len(group) > 1 and first.work_unit_id == requests[group[-1]].work_unit_id)
+            try:
+                if is_set:
+                    name = _name(first, token)
+                    roles = [(_role(requests[i].job_name), resolved[i][0], _exe(requests[i]).image,
+                              _argv(requests[i]), requests[i].env) for i in group]
+                    manifest = mf.jobset(name, namespace, roles, _labels(first, token),
+                                         has_command=[bool(_exe(requests[i]).command) for i in group])
+                    client.count("create_jobset")
+                    client.custom(ctx).create_namespaced_custom_object("jobset.x-k8s.io", "v1alpha2", namespace,
+                                                                       "jobsets", manifest, _preload_content=False)
+                    for i, (role, *_rest) in zip(group, roles, strict=True):
+                        results[i] = KubernetesHandle(ctx, namespace, name, 0, token, "jobset", role,
+                                                      log_path=f"k8s://{ctx or ''}/{namespace}/jobset/{name}/{role}")
+                    continue
+                trials = [(_argv(requests[i]), requests[i].env) for i in group]
+                has_command = bool(_exe(first).command)
+                for chunk_no, chunk in enumerate(mf.chunk_trials(trials)):
+                    name = _name(first, token, chunk_no)
+                    inline = len(chunk) == 1
+                    job, configmap = mf.indexed_job(name, namespace, executor, _exe(first).image,
+                                                    _labels(first, token), trials=[trials[c] for c in chunk],
+                                                    inline=inline, has_command=has_command)
+                    try:
+                        _submit_job(ctx, namespace, job, configmap)
+                    except Exception as exc:
+                        if not isinstance(exc, (client.api_exception(), xp.XcoreError, OSError)):
+                            raise
+                        reason = f"creating Job {name} in namespace {namespace}: {client.describe(exc)}"
+                        errors.append(reason)
+                        for c in chunk:
+                            results[group[c]] = xp.LaunchFailure(reason)
+                        continue
+                    for index, c in enumerate(chunk):
+                        results[group[c]] = KubernetesHandle(
+                            ctx, namespace, name, index, token, "job",
+                            log_path=f"k8s://{ctx or ''}/{namespace}/job/{name}/{index}")
+            except xp.ConfigurationError:
+                raise
+            except client.api_exception() as exc:
+                reason = f"creating JobSet in namespace {namespace}: {client.describe(exc)}"
+                errors.append(reason)
+                for i in group:
+                    results[i] = xp.LaunchFailure(reason)
+        if errors and all(isinstance(r, xp.LaunchFailure) for r in results):
+            raise xp.LaunchError(f"xk8s: nothing was submitted: {errors[0]}")
+        objects = len({h.name for h in results if isinstance(h, KubernetesHandle)})
+        context.progress.message(f"xk8s: submitted {len(requests)} job(s) as {objects} Kubernetes object(s)")
+        return results  # type: ignore[return-value]
+
+    def states(self, handles: Sequence[KubernetesHandle]) -> list[xp.JobState]:
+        return _ask(handles)
+
+    def cancel(self, handles: Sequence[KubernetesHandle]) -> None:
+        """Stop the trials: a whole Job (or JobSet) is deleted with background propagation; some
+        indexes of a sweep are marked cancelled (Job annotation, ConfigMap) and their pods deleted."""
+        from xk8s import client
+
+        current = _ask(handles)
+        live = [h for h, s in zip(handles, current, strict=True) if not s.status.is_terminal]
+        by_object: dict[tuple[str | None, str, str], list[KubernetesHandle]] = defaultdict(list)
+        for h in live:
+            xp.mark_cancelled(cancel_marker(h))  # first: the trial reads CANCELLED from now on
+            by_object[(h.context, h.namespace, h.name)].append(h)
+        for (ctx, namespace, name), group in by_object.items():
+            snap = snapshot(ctx, namespace, group)
+            kind = group[0].shape
+            ApiException = client.api_exception()
+            try:
+                if kind == "jobset":
+                    client.count("delete_jobset")
+                    client.custom(ctx).delete_namespaced_custom_object(
+                        "jobset.x-k8s.io", "v1alpha2", namespace, "jobsets", name,
+                        propagation_policy="Background", _preload_content=False)
+                    continue
+                job = snap.jobs.get(name)
+                completions = (job or {}).get("spec", {}).get("completions", 1)
+                open_indexes = {i for i in range(completions) if not snap.index_done(name, i)}
+                wanted = {h.index for h in group}
+                if job is None:
+                    continue
+                if open_indexes <= wanted:
+                    _keep_final_states(ctx, namespace, name, snap, completions, open_indexes)
+                    client.count("delete_job")
+                    client.batch(ctx).delete_namespaced_job(name, namespace, propagation_policy="Background",
+                                                            _preload_content=False)
+                    continue
+                cancelled = sorted(set(states.cancelled_indexes(job)) | wanted)
+                client.count("patch_job")
+                client.batch(ctx).patch_namespaced_job(
+                    name, namespace, {"metadata": {"annotations": {mf.ANNOTATION_CANCELLED: json.dumps(cancelled)}}},
+                    _preload_content=False)
+                client.count("patch_configmap")
+                client.core(ctx).patch_namespaced_config_map(
+                    name, namespace, {"data": {mf.CANCELLED_KEY: json.dumps(cancelled)}}, _preload_content=False)
+                for pod in snap.pods_of(name, wanted):
+                    client.count("delete_pod")
+                    try:
+                        client.core(ctx).delete_namespaced_pod(pod["metadata"]["name"], namespace,
+                                                               _preload_content=False)
+                    except ApiException as exc:
+                        if exc.status != 404:
+                            raise
+            except ApiException as exc:
+                if exc.status != 404:  # already gone: nothing left to stop
+                    raise xp.LaunchError(f"xk8s: cannot cancel {name} in {namespace}: {client.describe(exc)}") from None
+
+    def logs(self, handle: KubernetesHandle, follow: bool) -> Iterator[str]:
+        return xp.decode_chunks(_pod_lines(handle, follow))
+
+
 @xp.hookimpl
-def xcore_job_logs(handle_kind: str, handle: KubernetesHandle, follow: bool) -> Iterator[str]:
-    return xp.decode_chunks(_pod_lines(handle, follow))
+def xcore_register_kinds(registry: xp.KindRegistrar) -> None:
+    registry.add_backend(KubernetesBackend())
+
+
+@xp.hookimpl
+def xcore_add_commands(subparsers: Any) -> None:
+    from xk8s import cli
+
+    cli.add_commands(subparsers)

@@ -1,0 +1,56 @@
+"""xhpc's backend: Slurm and Grid Engine jobs, on the cluster or over SSH. Thin on purpose: the
+work happens in the modules imported inside each method (``packaging``, ``launch``,
+``adoption``, ``tracking``), which group a batch by scheduler and cluster themselves."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
+
+from xcore.plugin import Backend
+from xhpc import executables, executors, handles
+
+if TYPE_CHECKING:
+    from xcore.plugin import JobState, LaunchContext, LaunchFailure, LaunchRequest, Packageable, PackagingContext
+    from xhpc.executables import ClusterExecutable
+    from xhpc.handles import ClusterHandle
+
+
+class Clusters(Backend):
+    """The ``Slurm`` and ``GridEngine`` executors and their jobs."""
+
+    kinds = (executors.Slurm, executors.GridEngine, executors.SlurmSpec, executors.GridEngineSpec,
+             executables.PythonPackage, executables.UniversalPackage, executables.Fileset,
+             executables.SingularityContainer, executables.Command, executables.ClusterExecutable,
+             handles.SlurmHandle, handles.GridEngineHandle)
+
+    def package(self, packageable: Packageable, context: PackagingContext) -> ClusterExecutable | None:
+        from xhpc import packaging
+
+        return packaging.package(packageable, context)
+
+    def launch(self, requests: Sequence[LaunchRequest],
+               context: LaunchContext) -> Sequence[ClusterHandle | LaunchFailure]:
+        from xhpc import launch
+
+        return launch.launch(requests, context)
+
+    def adopt(self, requests: Sequence[LaunchRequest], context: LaunchContext) -> Sequence[ClusterHandle | None]:
+        from xhpc import adoption
+
+        return adoption.adopt(requests)
+
+    def states(self, handles: Sequence[ClusterHandle]) -> list[JobState]:
+        from xhpc import tracking
+
+        return tracking.states(handles)
+
+    def cancel(self, handles: Sequence[ClusterHandle]) -> None:
+        from xhpc import tracking
+
+        tracking.cancel(handles)
+
+    def logs(self, handle: ClusterHandle, follow: bool) -> Iterator[str]:
+        from xhpc import tracking
+
+        return tracking.logs(handle, follow)

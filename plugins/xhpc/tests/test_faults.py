@@ -146,11 +146,16 @@ def _cancel_ids(scheduler: str, job_ids: set[str]) -> None:
 
 @pytest.mark.parametrize("scheduler,tasks", [("slurm", 500), ("sge", 60)])
 def test_link_cut_mid_submission_neither_duplicates_nor_loses(
-        xcore_env: Path, tmp_path: Path, scheduler: str, tasks: int) -> None:
+        xcore_env: Path, tmp_path: Path, scheduler: str, tasks: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """The SSH link is cut for real (a relay in front of sshd closes both sockets) while the
     cluster-side loop is part-way through submitting chunks of 2 tasks; the launcher reconnects
-    and retries. Every chunk must be in the scheduler exactly once and recorded in the store."""
+    and retries. Every chunk must be in the scheduler exactly once and recorded in the store.
+
+    The cluster-side loop waits before chunk ``cut_after`` until the link is cut (a gate file the
+    test creates right after the cut): on a loaded machine the whole loop could otherwise end
+    before the cut, and the test would cut an idle link."""
     import xhpc
+    from xhpc import schedulers
 
     require_service(scheduler, lambda: service_up(scheduler), HOW)
     require_service("sshd", lambda: service_up("sshd"), HOW)
@@ -165,6 +170,17 @@ def test_link_cut_mid_submission_neither_duplicates_nor_loses(
     chunks = tasks // 2
     cut_after = 3  # chunks submitted before the link goes down
     injected: dict[str, object] = {}
+    gate = f"{staging}/cut-done"
+    scheduler_class = schedulers.SlurmScheduler if scheduler == "slurm" else schedulers.GridEngineScheduler
+    submit_command = scheduler_class.submit_command
+
+    def gated(self: object, script: str, chunk: schedulers.Chunk, max_parallel: int | None) -> str:
+        command = submit_command(self, script, chunk, max_parallel)  # type: ignore[arg-type]
+        if chunk.index != cut_after:
+            return command
+        return f"{{ while [ ! -e {gate} ]; do sleep 0.05; done; {command}; }}"
+
+    monkeypatch.setattr(scheduler_class, "submit_command", gated)
 
     def cut_when_submitting() -> None:
         end = time.monotonic() + 60
@@ -173,6 +189,7 @@ def test_link_cut_mid_submission_neither_duplicates_nor_loses(
             if len(done) >= cut_after:
                 proxy.cut()
                 injected.update(cut_at_chunk_ids=len(done), connections_before=proxy.connections)
+                Path(gate).touch()  # the cluster-side loop goes on only now
                 return
             time.sleep(0.005)
 

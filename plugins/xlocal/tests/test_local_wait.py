@@ -12,12 +12,16 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 import xcore as xm
 import xlocal
 from xcore.hooks.host import get_host
 from xcore.model.status import Status
 from xcore.runtime import tracking
 from xlocal import processes
+
+pytestmark = pytest.mark.usefixtures("xcore_home")  # the isolation the core's tests get from conftest
 
 
 def _launch(command: list[str], units: int = 1) -> tuple[xm.Experiment, list]:

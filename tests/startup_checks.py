@@ -10,8 +10,10 @@ import sys
 import textwrap
 from pathlib import Path
 
-# The fake backend registered before the CLI starts (it has no entry point).
+# The fake backend registered before the CLI starts (it has no entry point), with the installed
+# plugins (FAKE_BACKEND) or alone (FAKE_ONLY: what the core itself imports, whatever is installed).
 FAKE_BACKEND = "from xcore.testing import fake, plugin_host; plugin_host({'fake': fake}, entry_points=True)"
+FAKE_ONLY = "from xcore.testing import fake, plugin_host; plugin_host({'fake': fake})"
 
 
 def modules_after(argv: list[str], home: Path, prelude: str = "",

@@ -9,22 +9,13 @@ import pytest
 # their asserts too, so a failing check shows its values (before anything imports them).
 pytest.register_assert_rewrite("xcore.testing.contract", "xcore.testing.store_contract")
 
-from xcore.hooks.host import reset_host  # noqa: E402
+from core_helpers import isolated_home  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
 def xcore_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """Every test gets its own state root, config dir and plugin host."""
-    home = tmp_path / "xcore-home"
-    monkeypatch.setenv("XCORE_HOME", str(home))
-    monkeypatch.setenv("XCORE_CONFIG_DIR", str(tmp_path / "xcore-config"))
-    monkeypatch.delenv("XCORE_STORE", raising=False)
-    monkeypatch.delenv("XCORE_PLUGINS", raising=False)
-    monkeypatch.delenv("XCORE_DISABLE_PLUGINS", raising=False)
-    monkeypatch.setenv("XCORE_QUIET", "1")
-    reset_host()
-    yield home
-    reset_host()
+    yield from isolated_home(tmp_path, monkeypatch)
 
 
 # Store fixtures shared by the store test modules (real PostgreSQL server, both stores).

@@ -1,4 +1,7 @@
-"""Property: any argument and environment string reaches the program byte-for-byte."""
+"""Property: any argument and environment string reaches the program byte-for-byte.
+
+Through the core to the fake backend, which starts the program with the argv list and environment
+it is given (xlocal's own delivery: plugins/xlocal/tests/test_local_arguments.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import xcore as xm
-import xlocal
+from xcore.testing import fake, plugin_host
 
 # Everything a process can receive in argv/env: any unicode except NUL and lone surrogates.
 arg_text = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=40)
@@ -21,11 +24,12 @@ ECHO = ("import json, os, sys\n"
 
 
 def _run(cases, tmp_path):
+    plugin_host({"fake": fake})
     with xm.create_experiment("roundtrip") as experiment:
-        [exe] = experiment.package([xm.binary(xlocal.Local.Spec(), sys.executable, args=["-c", ECHO])])
+        [exe] = experiment.package([xm.binary(fake.FakeSpec(), sys.executable, args=["-c", ECHO])])
         for i, (args, env) in enumerate(cases):
             env_vars = {"XCORE_T": env, "OUT": str(tmp_path / f"{i}.json")}
-            experiment.add(xm.Job(exe, xlocal.Local(), args=args, env_vars=env_vars))
+            experiment.add(xm.Job(exe, fake.FakeExecutor(), args=args, env_vars=env_vars))
     experiment.wait_until_complete()
     return [json.loads((tmp_path / f"{i}.json").read_text(encoding="utf-8")) for i in range(len(cases))]
 

@@ -1,4 +1,8 @@
-"""The batching rule (``xcore.runtime.launcher``): submissions follow what the script does, not timing."""
+"""The batching rule (``xcore.runtime.launcher``): submissions follow what the script does, not timing.
+
+Run on the fake backend; its executor is given the batching class attributes of the executor
+it stands for (``LOCAL_LIKE``: ``xlocal.Local``'s), so each test names the rule it checks.
+"""
 
 from __future__ import annotations
 
@@ -10,16 +14,29 @@ from pathlib import Path
 import pytest
 
 import xcore as xm
-import xlocal
+from xcore.testing import fake, plugin_host
+
+# xlocal.Local's batching class attributes (plugins/xlocal/tests/test_local_batching.py checks them there).
+LOCAL_LIKE = {"batch_first_max_age": 0.0, "batch_max_age": 0.05}
 
 
-def _runs(home: Path) -> list[Path]:
-    return sorted((home / "plugins" / "xlocal" / "runs").glob("*/batch.json"))
+@pytest.fixture(autouse=True)
+def fake_backend(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fake backend installed, its executor batching like ``xlocal.Local``, its batches counted anew."""
+    plugin_host({"fake": fake})
+    for name, value in LOCAL_LIKE.items():
+        monkeypatch.setattr(fake.FakeExecutor, name, value, raising=False)
+    monkeypatch.setattr(fake, "LAUNCH_BATCHES", [])
+
+
+def _runs(home: Path) -> list[int]:
+    """The submissions the backend got so far (one ``xcore_launch`` call each; ``home`` unused)."""
+    return list(fake.LAUNCH_BATCHES)
 
 
 def _job(experiment: xm.Experiment) -> xm.Job:
-    [exe] = experiment.package([xm.binary(xlocal.Local.Spec(), sys.executable, args=["-c", "pass"])])
-    return xm.Job(exe, xlocal.Local())
+    [exe] = experiment.package([xm.binary(fake.FakeSpec(), sys.executable, args=["-c", "pass"])])
+    return xm.Job(exe, fake.FakeExecutor(hold=True))
 
 
 def test_async_loop_of_adds_is_one_submission_made_at_the_first_await(xcore_home: Path,
@@ -65,12 +82,12 @@ def _poll_runs(home: Path, count: int, secs: float) -> int:
 
 def test_local_hands_its_first_committed_group_over_at_once_then_by_max_age(xcore_home: Path,
                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    """``batch_first_max_age`` (xlocal.Local: 0): a sweep's first committed jobs go to the
+    """``batch_first_max_age`` (xlocal.Local's: 0): a sweep's first committed jobs go to the
     runner before the ``with`` block ends, however long ``batch_max_age`` is; the next ones
     wait for their age (here longer than the test) or the block's end."""
     monkeypatch.delenv("XCORE_BATCH_MAX_AGE", raising=False)
     monkeypatch.setenv("XCORE_RECORD_GROUP", "16")
-    monkeypatch.setattr(xlocal.Local, "batch_max_age", 600.0)
+    monkeypatch.setattr(fake.FakeExecutor, "batch_max_age", 600.0)
     with xm.create_experiment("early") as experiment:
         job = _job(experiment)
         for i in range(16):
@@ -88,7 +105,7 @@ def test_an_executor_without_batch_max_age_is_submitted_at_the_end_only(xcore_ho
     alone does not hand anything over early; the ``with`` block's end submits one batch."""
     monkeypatch.delenv("XCORE_BATCH_MAX_AGE", raising=False)
     monkeypatch.setenv("XCORE_RECORD_GROUP", "16")
-    monkeypatch.setattr(xlocal.Local, "batch_max_age", None)
+    monkeypatch.setattr(fake.FakeExecutor, "batch_max_age", None)
     with xm.create_experiment("batch only") as experiment:
         job = _job(experiment)
         for i in range(40):

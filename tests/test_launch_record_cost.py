@@ -131,18 +131,18 @@ def test_xcore_launch_collects_less_often_and_leaves_the_sweep_to_the_exit(tmp_p
     live to the end; walking them every 700 allocations was a sixth of the CPU at 10,000),
     and once the launch is recorded freezes what exists: the interpreter's last collection
     does not walk every unit again on the way out."""
-    from core_helpers import run_xcore, write_script
+    from core_helpers import run_xcore_fake, write_fake_script
 
-    script = write_script(tmp_path / "launch.py", f"""
+    script = write_fake_script(tmp_path / "launch.py", f"""
 import atexit
 import gc
 atexit.register(lambda: print("FROZEN", gc.get_freeze_count() > 1000, flush=True))
 print("THRESHOLDS", gc.get_threshold(), flush=True)
 with xm.create_experiment("freeze") as e:
-    [exe] = e.package([xm.binary(xlocal.Local.Spec(), {sys.executable!r}, args=["-c", "pass"])])
-    e.add(xm.Job(exe, xlocal.Local()))
+    [exe] = e.package([xm.binary(fake.FakeSpec(), {sys.executable!r}, args=["-c", "pass"])])
+    e.add(xm.Job(exe, fake.FakeExecutor()))
 """)
-    result = run_xcore("launch", "--wait", str(script))
+    result = run_xcore_fake("launch", "--wait", str(script))
     assert result.returncode == 0, result.stderr
     assert "FROZEN True" in result.stdout
     # The script's young objects are collected every 20,000 allocations, not every 700.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
-from core_helpers import run_xcore, write_script
+from core_helpers import run_xcore_fake, write_fake_script
 
 PY = sys.executable
 
@@ -13,20 +13,20 @@ PY = sys.executable
 def test_launch_wait_show_on_postgres_with_secrets_redacted(tmp_path, pg_url):
     out = tmp_path / "env.json"
     code = f"import json, os; json.dump({{k: os.environ[k] for k in ('API_TOKEN', 'DB')}}, open({str(out)!r}, 'w'))"
-    script = write_script(tmp_path / "launch.py", f"""
+    script = write_fake_script(tmp_path / "launch.py", f"""
 with xm.create_experiment("team sweep", tags=["pg"]) as e:
-    [exe, ok] = e.package([xm.binary(xlocal.Local.Spec(), {PY!r}, args=["-c", {code!r}]),
-                           xm.binary(xlocal.Local.Spec(), {PY!r}, args=["-c", "pass"])])
-    e.add(xm.Job(exe, xlocal.Local(), args={{"i": 0}},
+    [exe, ok] = e.package([xm.binary(fake.FakeSpec(), {PY!r}, args=["-c", {code!r}]),
+                           xm.binary(fake.FakeSpec(), {PY!r}, args=["-c", "pass"])])
+    e.add(xm.Job(exe, fake.FakeExecutor(), args={{"i": 0}},
                  env_vars={{"API_TOKEN": "s3cr3t-value", "DB": "postgresql://u:hunter2@db/x"}}))
     for i in range(1, 3):
-        e.add(xm.Job(ok, xlocal.Local(), args={{"i": i}}))
+        e.add(xm.Job(ok, fake.FakeExecutor(), args={{"i": i}}))
 """)
     env = {"XCORE_STORE": pg_url}
-    result = run_xcore("launch", "--wait", str(script), env=env)
+    result = run_xcore_fake("launch", "--wait", str(script), env=env)
     assert result.returncode == 0, result.stderr
     assert json.loads(out.read_text()) == {"API_TOKEN": "s3cr3t-value", "DB": "postgresql://u:hunter2@db/x"}
-    shown = json.loads(run_xcore("show", "1", "--json", env=env).stdout)
+    shown = json.loads(run_xcore_fake("show", "1", "--json", env=env).stdout)
     assert shown["status"] == "COMPLETED" and [u["status"] for u in shown["work_units"]] == ["COMPLETED"] * 3
     assert shown["work_units"][0]["jobs"][0]["env"] == {"API_TOKEN": "<redacted>",
                                                        "DB": "postgresql://u:<redacted>@db/x"}
@@ -39,5 +39,5 @@ with xm.create_experiment("team sweep", tags=["pg"]) as e:
             " UNION ALL SELECT json_agg(s) FROM job_specs s"
         ).fetchall())
     assert "s3cr3t" not in dump and "hunter2" not in dump
-    listing = run_xcore("list", env=env)
+    listing = run_xcore_fake("list", env=env)
     assert "team sweep" in listing.stdout and "3: 3 completed" in listing.stdout

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from core_helpers import run_xcore, write_script
+from core_helpers import run_xcore, run_xcore_fake, write_fake_script
 
 
 @pytest.fixture
@@ -38,18 +38,20 @@ def _nobody_can_read(path: Path) -> bool:
     return result.returncode == 0
 
 
-def test_local_launch_leaves_only_private_files(open_parent, tmp_path):
+def test_a_launch_leaves_only_private_files(open_parent, tmp_path):
+    """The store and a backend's state (the fake's job records and logs, written through the plugin
+    API's helpers); xlocal's run directories: plugins/xlocal/tests/test_local_private_files.py."""
     home = open_parent / "xcore-home"
-    script = write_script(tmp_path / "launch.py", """
+    script = write_fake_script(tmp_path / "launch.py", """
 with xm.create_experiment("private") as e:
-    [exe] = e.package([xm.binary(xlocal.Local.Spec(), sys.executable, args=["-c", "print('hello')"])])
-    e.add(xm.Job(exe, xlocal.Local(), env_vars={"WANDB_API_KEY": "k-123"}))
+    [exe] = e.package([xm.binary(fake.FakeSpec(), sys.executable, args=["-c", "print('hello')"])])
+    e.add(xm.Job(exe, fake.FakeExecutor(), env_vars={"WANDB_API_KEY": "k-123"}))
 """)
     env = {"XCORE_HOME": str(home)}
-    assert run_xcore("launch", str(script), env=env).returncode == 0
-    assert run_xcore("wait", "1", "--timeout", "30", env=env).returncode == 0
+    assert run_xcore_fake("launch", str(script), env=env).returncode == 0
+    assert run_xcore_fake("wait", "1", "--timeout", "30", env=env).returncode == 0
     modes = _modes(home)
-    assert any(name.endswith(".log") for name in modes) and any("runs/" in name for name in modes), modes
+    assert any(name.endswith(".log") for name in modes) and any("jobs/" in name for name in modes), modes
     loose = {}
     for name, mode in modes.items():
         path = home / name if name != "." else home
@@ -103,19 +105,6 @@ def test_image_build_log_and_digest_cache_are_private(open_parent):
     assert oct(stat.S_IMODE((open_parent / "cache").stat().st_mode)) == "0o700"
     assert oct(stat.S_IMODE((open_parent / "cache" / "xlocal-images" / "digests.json").stat().st_mode)) == "0o600"
     assert oct(stat.S_IMODE((open_parent / "build.log").stat().st_mode)) == "0o600"
-
-
-def test_cluster_build_cache_is_private(open_parent):
-    from xhpc.packaging import Cache
-
-    source = open_parent / "f.txt"
-    source.write_text("data")
-    cache = Cache(open_parent / "cache" / "xhpc")
-    cache.remember("k", cache.store_bytes(b"archive"))
-    cache.file_artifact(source)
-    files = [p for p in (open_parent / "cache").rglob("*")]
-    assert files and {oct(stat.S_IMODE(p.stat().st_mode)) for p in files} <= {"0o700", "0o600"}
-    assert {oct(stat.S_IMODE(p.stat().st_mode)) for p in files if p.is_file()} == {"0o600"}
 
 
 def test_store_wal_and_shm_files_are_private_while_open(open_parent, monkeypatch):

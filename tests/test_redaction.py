@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from core_helpers import run_xcore, write_script
+from core_helpers import run_xcore_fake, write_fake_script
 from xcore.store.redaction import REDACTED, is_secret_name, mask_url_passwords, redact_nested
 
 SECRET_NAMES = [
@@ -52,23 +52,23 @@ def test_secrets_reach_the_job_but_not_the_store_or_show(tmp_path):
         "GH_TOKEN_RO": "v-token-4", "DATABASE_URL": "postgres://me:v-urlpw-5@db/x",
     }
     names = sorted([*secrets, "JOB_SECRET", "OVERRIDE_TOKEN", "PLAIN"])
-    script = write_script(tmp_path / "launch.py", f"""
+    script = write_fake_script(tmp_path / "launch.py", f"""
 import json, os
 code = "import json, os; json.dump({{k: os.environ[k] for k in {names!r}}}, open({str(out)!r}, 'w'))"
 with xm.create_experiment("secrets") as e:
-    [exe] = e.package([xm.binary(xlocal.Local.Spec(), sys.executable, args=["-c", code], env_vars={secrets!r})])
-    job = xm.Job(exe, xlocal.Local(), env_vars={{"JOB_SECRET": "v-job-6", "PLAIN": "visible"}})
+    [exe] = e.package([xm.binary(fake.FakeSpec(), sys.executable, args=["-c", code], env_vars={secrets!r})])
+    job = xm.Job(exe, fake.FakeExecutor(), env_vars={{"JOB_SECRET": "v-job-6", "PLAIN": "visible"}})
     e.add(job, args={{"env_vars": {{"OVERRIDE_TOKEN": "v-override-7"}}}})
 """)
-    assert run_xcore("launch", str(script)).returncode == 0
-    assert run_xcore("wait", "1", "--timeout", "30").returncode == 0
+    assert run_xcore_fake("launch", str(script)).returncode == 0
+    assert run_xcore_fake("wait", "1", "--timeout", "30").returncode == 0
     seen = json.loads(out.read_text())
     assert seen == {**secrets, "JOB_SECRET": "v-job-6", "OVERRIDE_TOKEN": "v-override-7", "PLAIN": "visible"}
-    show = run_xcore("show", "1", "--json")
+    show = run_xcore_fake("show", "1", "--json")
     assert show.returncode == 0
     home = Path(os.environ["XCORE_HOME"])
     db = b"".join(p.read_bytes() for p in home.glob("xcore.db*"))
-    plain = run_xcore("show", "1")
+    plain = run_xcore_fake("show", "1")
     assert plain.returncode == 0
     for value in ("v-dbpass-1", "v-openai-2", "v-secret-3", "v-token-4", "v-urlpw-5", "v-job-6", "v-override-7"):
         assert value not in show.stdout, value

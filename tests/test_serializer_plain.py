@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import attrs
+from class_checks import dumped_as_cattrs_dumps
 
 from xcore.hooks.kinds import KindRegistry
 from xcore.hooks.serialization import Serializer
@@ -64,26 +65,21 @@ assert "cattrs" not in sys.modules and "asyncio" not in sys.modules, sorted(sys.
 
 
 def _real_samples() -> list[object]:
-    """Executors, executables, specs and handles of the core and xlocal as a launch builds them."""
+    """Executors, executables, specs and handles of the core (and of the fake backend) as a launch
+    builds them; xlocal's: plugins/xlocal/tests/test_local_classes.py."""
     import xcore as xm
-    import xlocal
     from xcore.model import executables as core
-    from xlocal.executables import LocalContainer, LocalProcess
-    from xlocal.executors import DockerOptions, LocalSpec
-    from xlocal.handles import ContainerHandle, ProcessHandle
+    from xcore.testing import fake
 
     args = xm.SequentialArgs.from_collection({"seed": 3, "name": "a b $x\n", "flag": True})
     return [
-        xlocal.Local(),
-        xlocal.Local(xm.JobRequirements(cpu=2, ram=3 * xm.GiB, location="here", replicas=2), max_parallel=2, cwd="/tmp",
-                     inherit_env=False, kill_grace_secs=1.5, experimental_stream_output=True),
-        xlocal.Local(docker_options=DockerOptions(ports={8080: 80}, volumes={"/a": "/b:ro"})),  # via cattrs
-        LocalSpec(),
-        LocalProcess(name="true", command=["/bin/true", "--x=é"], cwd=None),
-        LocalProcess(name="p", command=["python3", "-m", "m"], cwd="/w", args=args, env_vars={"K": "v w"}),
-        LocalContainer(name="c", image="img:1", entrypoint=None, image_id="sha256:ab"),
-        ProcessHandle(run_dir="/r", index=4, log_path="/r/4.log"),
-        ContainerHandle(container_id="c1", name="n", base_url="unix:///s", cancel_marker="/m", error="boom"),
+        fake.FakeExecutor(),
+        fake.FakeExecutor(requirements=xm.JobRequirements(cpu=2, ram=3 * xm.GiB, location="here", replicas=2),
+                          hold=True, fail_launch="no", pause_after_launch="/p"),
+        fake.FakeSpec(),
+        fake.FakeExecutable(name="true", command=["/bin/true", "--x=é"], cwd=None),
+        fake.FakeExecutable(name="p", command=["python3", "-m", "m"], cwd="/w", args=args, env_vars={"K": "v w"}),
+        fake.FakeHandle(record="/r/4.json", log_path="/r/4.log"),
         core.Binary(path="/bin/true"),
         core.PythonContainer(entrypoint=core.ModuleName("m"), docker_instructions=["RUN x"]),  # via cattrs
         core.Container(image_path="img:2"),
@@ -92,27 +88,14 @@ def _real_samples() -> list[object]:
 
 
 def test_plain_dump_is_byte_identical_to_cattrs_for_the_real_classes():
-    """Written without cattrs where every value is plain (the two local samples that are
-    not: taken by cattrs as before); the stored JSON is the same bytes either way."""
-    import json
+    """Written without cattrs where every value is plain (the samples that are not: taken by
+    cattrs as before); the stored JSON is the same bytes either way."""
+    from xcore.testing import fake, plugin_host
 
-    from xcore.hooks.host import get_host
-    from xcore.hooks.serialization import _NeedsCattrs
-
-    serializer = get_host().serializer
-    plain_taken = []
-    for obj in _real_samples():
-        by_cattrs = serializer._conv.unstructure(obj)
-        dumped = serializer.dump(obj)
-        assert json.dumps(dumped) == json.dumps(by_cattrs), obj
-        assert dumped == by_cattrs
-        try:
-            serializer._dump_tagged_plain(obj)
-            plain_taken.append(type(obj).__name__)
-        except _NeedsCattrs:
-            pass
-        assert serializer.load(json.loads(json.dumps(dumped))) == obj
-    assert plain_taken.count("Local") == 2 and "LocalProcess" in plain_taken and "ProcessHandle" in plain_taken
+    plugin_host({"fake": fake}, entry_points=True)
+    plain_taken = dumped_as_cattrs_dumps(_real_samples())
+    assert plain_taken.count("FakeExecutor") == 2 and plain_taken.count("FakeExecutable") == 2
+    assert "FakeHandle" in plain_taken
     assert "PythonContainer" not in plain_taken  # a tuple and an untagged attrs value: cattrs
 
 
@@ -129,13 +112,13 @@ def test_plain_dump_falls_back_to_cattrs_for_values_it_does_not_know():
 
 
 def test_every_installed_kind_built_from_defaults_dumps_as_cattrs_does():
-    """Each registered class (every installed plugin's) built from its defaults, required
-    text fields filled: the same data with or without cattrs."""
+    """Each registered class (the core's, the fake backend's and every installed plugin's) built
+    from its defaults, required text fields filled: the same data with or without cattrs."""
     import json
 
-    from xcore.hooks.host import get_host
+    from xcore.testing import fake, plugin_host
 
-    serializer = get_host().serializer
+    serializer = plugin_host({"fake": fake}, entry_points=True).serializer
     checked = 0
     for entry in serializer.registry:
         required = [f for f in attrs.fields(entry.cls) if f.init and f.default is attrs.NOTHING]

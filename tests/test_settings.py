@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from core_helpers import run_xcore, write_script
+from core_helpers import run_xcore, run_xcore_fake, write_fake_script
 from xcore.errors import ConfigurationError
 from xcore.settings import env_int, env_number
 
@@ -39,12 +39,12 @@ def test_a_bad_count_names_the_variable(monkeypatch: pytest.MonkeyPatch, text: s
 
 
 def test_a_launch_with_a_bad_group_size_fails_cleanly_and_records_nothing(tmp_path: Path, xcore_home: Path) -> None:
-    script = write_script(tmp_path / "launch.py", """
+    script = write_fake_script(tmp_path / "launch.py", """
 with xm.create_experiment("bad env") as e:
-    [exe] = e.package([xm.binary(xlocal.Local.Spec(), "/bin/true")])
-    e.add(xm.Job(exe, xlocal.Local()))
+    [exe] = e.package([xm.binary(fake.FakeSpec(), "/bin/true")])
+    e.add(xm.Job(exe, fake.FakeExecutor()))
 """)
-    out = run_xcore("launch", str(script), env={"XCORE_RECORD_GROUP": "lots"})
+    out = run_xcore_fake("launch", str(script), env={"XCORE_RECORD_GROUP": "lots"})
     assert out.returncode != 0
     assert "XCORE_RECORD_GROUP='lots' is not a whole number" in out.stderr, out.stderr
     assert "Traceback" not in out.stderr, out.stderr

@@ -13,6 +13,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+from startup_checks import FAKE_ONLY, modules_after, offenders
+
 from core_helpers import run_xcore
 
 HEAVY = ("typing", "asyncio", "attrs", "cattrs", "pluggy", "importlib.metadata", "email", "zipfile", "shutil", "bz2",
@@ -21,68 +23,68 @@ HEAVY = ("typing", "asyncio", "attrs", "cattrs", "pluggy", "importlib.metadata",
 PLUGINS = ("xlocal", "xhpc", "xinline")
 
 
-def _modules_after(argv: list[str], home: Path) -> tuple[set[str], str]:
-    """Run ``xcore ARGV`` in a fresh interpreter; the modules loaded when it ended, and its stdout."""
-    code = textwrap.dedent(f"""
-        import json, os, sys
-        from xcore.cli.main import main
-        try:
-            code = main({argv!r})
-        except SystemExit as exc:
-            code = exc.code
-        with open(os.environ["MODULES_OUT"], "w") as f:
-            json.dump(sorted(sys.modules), f)
-        sys.exit(code)
-    """)
-    out = home / "modules.json"
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
-                            env={**os.environ, "XCORE_HOME": str(home), "MODULES_OUT": str(out)})
-    assert result.returncode == 0, result.stderr
-    return set(json.loads(out.read_text())), result.stdout
+# A plugin made for these tests, installed by putting its module and metadata on PYTHONPATH.
+_HOOKY = """
+from xcore.hooks.markers import hookimpl
 
 
-def _at_interpreter_start() -> set[str]:
-    """What the interpreter loads before any xcore code (site, and e.g. setuptools' editable-install
-    finders, which import typing): not the CLI's doing, so not counted against it."""
-    code = "import json, sys; print(json.dumps(sorted(sys.modules)))"
-    return set(json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                                         timeout=60, check=True).stdout))
+def add_parser(subparsers):
+    p = subparsers.add_parser("hooky-hello", help="say hello")
+    p.set_defaults(func=lambda args: print("hello from hooky") or 0)
 
 
-def _offenders(modules: set[str], names: tuple[str, ...]) -> list[str]:
-    modules = modules - _at_interpreter_start()
-    return sorted(m for m in modules if any(m == n or m.startswith(n + ".") for n in names))
+@hookimpl
+def xcore_add_commands(subparsers):
+    add_parser(subparsers)
+"""
+
+
+def _site_with_hooky(tmp_path: Path, entry_points: str) -> dict[str, str]:
+    """A directory holding the plugin ``hooky`` with these entry points; the environment that installs it."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "hooky.py").write_text(_HOOKY)
+    info = site / "xcore_hooky-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: xcore-hooky\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(entry_points)
+    return {"PYTHONPATH": str(site)}
 
 
 def test_help_imports_no_plugin_and_no_heavy_module(tmp_path):
-    modules, out = _modules_after(["--help"], tmp_path)
-    assert _offenders(modules, PLUGINS) == []
-    assert _offenders(modules, HEAVY) == []
+    modules, out = modules_after(["--help"], tmp_path)
+    assert offenders(modules, PLUGINS) == []
+    assert offenders(modules, HEAVY) == []
     assert "launch" in out and "list" in out
 
 
+DECLARED = "[xcore]\nhooky = hooky\n[xcore.commands]\nhooky-hello = hooky:add_parser\n"
+
+
 def test_help_lists_plugin_commands_declared_in_metadata_without_importing_them(tmp_path):
-    modules, out = _modules_after(["--help"], tmp_path)
-    assert "cluster" in out  # xhpc declares `cluster` in its xcore.commands entry points
-    assert _offenders(modules, ("xhpc",)) == []
+    """(xhpc's `cluster`, the same way: plugins/xhpc/tests/test_xhpc_startup.py.)"""
+    env = _site_with_hooky(tmp_path, DECLARED)
+    modules, out = modules_after(["--help"], tmp_path, env=env)
+    assert "hooky-hello" in out  # hooky declares it in its xcore.commands entry points
+    assert offenders(modules, ("hooky",)) == []
 
 
 def test_list_on_empty_store_imports_no_plugin_and_no_asyncio(tmp_path):
-    modules, _ = _modules_after(["list"], tmp_path)
-    assert _offenders(modules, PLUGINS) == []
+    modules, _ = modules_after(["list"], tmp_path)
+    assert offenders(modules, PLUGINS) == []
     heavy = ("asyncio", "cattrs", "pluggy", "importlib.metadata", "xcore.launch.experiment", "bz2")
-    assert _offenders(modules, heavy) == []
+    assert offenders(modules, heavy) == []
 
 
 def test_list_on_existing_empty_store_reads_it_without_the_store_code(tmp_path):
     """Issue 14: the common first command answers from one read-only query: no attrs, no
     records, no schema check or migration through the store module."""
-    _modules_after(["list"], tmp_path)  # creates the store, through the usual path
+    modules_after(["list"], tmp_path)  # creates the store, through the usual path
     store = tmp_path / "xcore.db"
     before = store.stat().st_mtime_ns
-    modules, out = _modules_after(["list", "--json"], tmp_path)
+    modules, out = modules_after(["list", "--json"], tmp_path)
     assert json.loads(out) == []
-    assert _offenders(modules, ("attrs", "xcore.store.sqlite", "xcore.store.records", "xcore.store.base")) == []
+    assert offenders(modules, ("attrs", "xcore.store.sqlite", "xcore.store.records", "xcore.store.base")) == []
     assert store.stat().st_mtime_ns == before  # read, not written
 
 
@@ -110,35 +112,22 @@ def test_list_with_an_experiment_takes_the_usual_path(tmp_path):
     from xcore.store.sqlite import SqliteStore
 
     SqliteStore(tmp_path / "xcore.db").create_experiment("shown")
-    modules, out = _modules_after(["list", "--json"], tmp_path)
+    modules, out = modules_after(["list", "--json"], tmp_path)
     assert [e["title"] for e in json.loads(out)] == ["shown"]
     assert "xcore.store.sqlite" in modules
 
 
 def test_declared_plugin_command_runs_and_imports_its_plugin(tmp_path):
-    result = run_xcore("cluster", "--help", env={"XCORE_HOME": str(tmp_path)})
+    env = {"XCORE_HOME": str(tmp_path / "home"), **_site_with_hooky(tmp_path, DECLARED)}
+    result = run_xcore("hooky-hello", env=env)
     assert result.returncode == 0, result.stderr
-    assert "list" in result.stdout and "check" in result.stdout
+    assert "hello from hooky" in result.stdout
 
 
 def test_plugin_command_added_only_by_hook_still_runs(tmp_path, monkeypatch):
     """A plugin that declares no ``xcore.commands`` entry point: its command is found by
     loading the plugins when the command is not a known one."""
-    site = tmp_path / "site"
-    site.mkdir()
-    (site / "hooky.py").write_text(textwrap.dedent("""
-        from xcore.hooks.markers import hookimpl
-
-        @hookimpl
-        def xcore_add_commands(subparsers):
-            p = subparsers.add_parser("hooky-hello", help="say hello")
-            p.set_defaults(func=lambda args: print("hello from hooky") or 0)
-    """))
-    info = site / "xcore_hooky-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: xcore-hooky\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text("[xcore]\nhooky = hooky\n")
-    env = {"XCORE_HOME": str(tmp_path / "home"), "PYTHONPATH": str(site)}
+    env = {"XCORE_HOME": str(tmp_path / "home"), **_site_with_hooky(tmp_path, "[xcore]\nhooky = hooky\n")}
     result = run_xcore("hooky-hello", env=env)
     assert result.returncode == 0, result.stderr
     assert "hello from hooky" in result.stdout
@@ -165,26 +154,25 @@ def test_cli_remembers_gettext_lookups_only_while_parsing(tmp_path, monkeypatch,
     assert 0 < len(calls) <= 3  # one search per (domain, directory), not one per string
 
 
-def test_a_plain_local_launch_imports_no_asyncio_nor_archive_modules(tmp_path):
-    """`xcore launch --wait` of a plain (not async) local sweep: none of the modules it used
-    to import for nothing (asyncio with ssl, shutil with bz2 and lzma, tempfile, difflib)."""
+def test_a_plain_launch_imports_no_asyncio_nor_archive_modules(tmp_path):
+    """`xcore launch --wait` of a plain (not async) sweep: none of the modules it used to import
+    for nothing (asyncio with ssl, shutil with bz2 and lzma, tempfile, difflib). On the fake
+    backend alone (an installed plugin's hook module is imported by the tracker hook: its imports
+    are its own); with xlocal's processes: plugins/xlocal/tests/test_local_startup.py; that the
+    tracker hook builds no other plugin's kinds: plugins/xhpc/tests/test_xhpc_startup.py."""
     script = tmp_path / "sweep.py"
     script.write_text(textwrap.dedent("""
         import xcore as xm
-        import xlocal
+        from xcore.testing import fake
         with xm.create_experiment("plain") as experiment:
-            [exe] = experiment.package([xm.binary(xlocal.Local.Spec(), "/bin/true")])
+            [exe] = experiment.package([xm.binary(fake.FakeSpec(), "/bin/true")])
             for i in range(2):
-                experiment.add(xm.Job(exe, xlocal.Local(), args={"seed": i}))
+                experiment.add(xm.Job(exe, fake.FakeExecutor(), args={"seed": i}))
     """))
-    modules, _ = _modules_after(["launch", "--wait", str(script)], tmp_path)
-    assert _offenders(modules, ("asyncio", "ssl", "shutil", "bz2", "lzma", "tempfile", "difflib")) == []
+    modules, _ = modules_after(["launch", "--wait", str(script)], tmp_path, prelude=FAKE_ONLY)
+    assert offenders(modules, ("asyncio", "ssl", "shutil", "bz2", "lzma", "tempfile", "difflib")) == []
     # The executor, executable and handles are plain: written without cattrs (hooks/serialization.py).
-    assert _offenders(modules, ("cattrs",)) == []
-    # The tracker hook imports every plugin's hook module, but only the kinds used are registered:
-    # xhpc's executor, executable and handle classes (17 attrs classes) are not built (issue 14).
-    assert "xhpc.hooks" in modules
-    assert _offenders(modules, ("xhpc.executors", "xhpc.executables", "xhpc.handles")) == []
+    assert offenders(modules, ("cattrs",)) == []
 
 
 def test_launch_imports_with_the_collector_off_and_freezes_what_it_imported(tmp_path):
@@ -217,16 +205,15 @@ def test_launch_imports_with_the_collector_off_and_freezes_what_it_imported(tmp_
     assert at_script["enabled"] and at_script["frozen"] > 10_000
 
 
-def test_the_core_and_xlocal_classes_build_without_tokenizing_a_builtin_signature():
+def test_the_core_classes_build_without_tokenizing_a_builtin_signature():
     """attrs reads each converter's signature; for a builtin (``converter=tuple``) that means
     tokenizing its text signature, compiling tokenize's patterns (~2 ms of every launch)."""
     code = textwrap.dedent("""
         import tokenize
         import xcore as xm
-        import xlocal
-        import xlocal.executables, xlocal.handles
         from xcore.model import bazel, executables, packagables
-        xm.binary(xlocal.Local.Spec(), "/bin/true")
+        from xcore.testing import fake
+        xm.binary(fake.FakeSpec(), "/bin/true")  # xlocal's classes: plugins/xlocal/tests/test_local_classes.py
         assert tokenize._compile.cache_info().currsize == 0, "a builtin converter's signature was tokenized"
     """)
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

@@ -1,6 +1,8 @@
 """What a wait (`xcore wait`, `launch --wait`) costs per poll, and that its answer stays the
 stored final states: records of active jobs are read once, each poll reads only the stored
-statuses and asks the backend about the jobs still active (issue 14)."""
+statuses and asks the backend about the jobs still active (issue 14).
+
+On the fake backend: its jobs are held and each ends, with its exit code, after its seconds."""
 
 from __future__ import annotations
 
@@ -12,22 +14,38 @@ from typing import Any
 import pytest
 
 import xcore as xm
-import xlocal
 from xcore.cli import commands
 from xcore.hooks.host import get_host
 from xcore.model.status import JobState, Status
+from xcore.plugin import exit_state
 from xcore.runtime import tracking
+from xcore.testing import fake, plugin_host
 
 
 def open_store() -> Any:
     return commands._store()
 
 
-def _launch(commands_: list[str]) -> int:
+@pytest.fixture(autouse=True)
+def fake_backend() -> None:
+    plugin_host({"fake": fake})
+
+
+def _launch(jobs: list[tuple[float, int]]) -> int:
+    """An experiment of one job per ``(seconds, exit code)``: each ends so, that long after the launch."""
     with xm.create_experiment("polls") as experiment:
-        for command in commands_:
-            [exe] = experiment.package([xm.binary(xlocal.Local.Spec(), "/bin/sh", args=["-c", command])])
-            experiment.add(xm.Job(exe, xlocal.Local()))
+        [exe] = experiment.package([xm.binary(fake.FakeSpec(), "/bin/true")])
+        for secs, code in jobs:
+            experiment.add(xm.Job(exe, fake.FakeExecutor(hold=True), args={"secs": secs, "code": code}))
+    serializer = get_host().serializer
+    for unit in open_store().work_units(experiment.experiment_id):
+        for job in unit.jobs:
+            secs, code = (float(arg.split("=")[1]) for arg in job.args)
+            state = exit_state(int(code))
+            ended = threading.Timer(secs, fake.set_state, (serializer.load(job.handle), state.status, state.message,
+                                                             state.exit_code))
+            ended.daemon = True
+            ended.start()
     return experiment.experiment_id
 
 
@@ -57,7 +75,7 @@ def _wait_json(store: Any, experiment_id: int, capsys: pytest.CaptureFixture[str
 
 def test_each_poll_reads_statuses_not_the_records_of_active_jobs(monkeypatch, capsys):
     monkeypatch.setattr(tracking, "NOTIFIED_MAX_INTERVAL", 0.1)  # several polls while the jobs run
-    experiment_id = _launch(["sleep 0.8", "sleep 0.8; exit 3", "true"])
+    experiment_id = _launch([(0.8, 0), (0.8, 3), (0, 0)])
     store = _CountingStore(open_store())
     code, answer = _wait_json(store, experiment_id, capsys)
     assert store.calls.count("job_statuses") >= 3, store.calls  # the start, then one per poll after the first
@@ -79,7 +97,7 @@ def test_a_job_another_process_saw_end_is_answered_as_stored(monkeypatch, capsys
     words, while the job still runs): the wait answers what the store says, not what it
     would have asked the backend about a record kept from an earlier poll."""
     monkeypatch.setattr(tracking, "NOTIFIED_MAX_INTERVAL", 0.1)
-    experiment_id = _launch(["sleep 1.2", "sleep 1.2"])
+    experiment_id = _launch([(1.2, 0), (1.2, 0)])
     store = open_store()
     first_job = min(j.id for u in store.work_units(experiment_id) for j in u.jobs)
     polled = threading.Event()
@@ -122,13 +140,13 @@ def test_launch_wait_does_not_ask_the_backend_before_its_first_pause(monkeypatch
     """Right after a launch every job is pending as recorded: the first poll draws the
     progress from the store and waits for a change; `xcore wait` (perhaps with --timeout 0)
     still asks the backend first."""
-    experiment_id = _launch(["sleep 0.3", "sleep 0.3"])
+    experiment_id = _launch([(0.3, 0), (0.3, 0)])
     calls = _order_of_backend_calls(monkeypatch)
     code, answer = _wait_json(open_store(), experiment_id, capsys, just_launched=True)
     assert code == 0 and [j["status"] for j in answer["jobs"]] == ["COMPLETED"] * 2
     assert calls[0] == "wait_for_change" and "job_states" in calls, calls
 
-    experiment_id = _launch(["sleep 0.3"])
+    experiment_id = _launch([(0.3, 0)])
     calls.clear()
     code, answer = _wait_json(open_store(), experiment_id, capsys)
     assert code == 0 and calls[0] == "job_states", calls
@@ -136,7 +154,7 @@ def test_launch_wait_does_not_ask_the_backend_before_its_first_pause(monkeypatch
 
 def test_handles_are_loaded_once_per_wait(monkeypatch, capsys):
     monkeypatch.setattr(tracking, "NOTIFIED_MAX_INTERVAL", 0.1)
-    experiment_id = _launch(["sleep 0.6", "sleep 0.6", "sleep 0.6"])
+    experiment_id = _launch([(0.6, 0), (0.6, 0), (0.6, 0)])
     serializer = get_host().serializer
     loads: list[int] = []
     real = serializer.load

@@ -235,9 +235,9 @@ def test_job_requirements_round_trip_keeps_topology_tier_and_architecture():
 
 
 def _executor():
-    import xlocal
+    from xcore.testing import fake
 
-    return xlocal.Local()
+    return fake.FakeExecutor()
 
 
 def test_an_empty_job_group_can_be_filled_later():
@@ -323,28 +323,3 @@ def test_bazel_without_a_workspace_says_what_to_do(tmp_path, monkeypatch):
     monkeypatch.delenv("XCORE_BAZEL_WORKSPACE", raising=False)
     with pytest.raises(PackagingError, match="XCORE_BAZEL_WORKSPACE"):
         bazel.find_workspace(tmp_path)
-
-
-# -- xm_local's surface on xlocal ----------------------------------------------------------------
-
-
-def test_local_takes_xmanagers_positional_fields():
-    import xlocal
-
-    options = xlocal.DockerOptions({8080: 8080}, {"/tmp": "/data"}, False, False)
-    local = xlocal.Local(xm.JobRequirements(cpu=1), options, True)
-    assert local.requirements == xm.JobRequirements(cpu=1)
-    assert local.docker_options.ports == {8080: 8080} and local.docker_options.mount_gcs_path is False
-    assert local.experimental_stream_output is True
-    assert xlocal.Local().experimental_stream_output is False
-    assert xlocal.DockerOptions(ports=None, volumes=None).ports == {}
-    with pytest.raises(TypeError):
-        xlocal.Local(xm.JobRequirements(), None, False, 4)  # max_parallel and the rest are keyword-only
-
-
-def test_xlocal_has_xm_locals_experiment_functions():
-    import xlocal
-
-    assert xlocal.create_experiment is xm.create_experiment
-    assert xlocal.get_experiment is xm.get_experiment and xlocal.list_experiments is xm.list_experiments
-    assert isinstance(xlocal.Local().Spec(), xlocal.LocalSpec)

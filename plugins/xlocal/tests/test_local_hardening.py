@@ -9,12 +9,16 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 import xcore as xm
 import xlocal
 from xcore.hooks.host import get_host
 from xcore.model.status import Status
 from xlocal import processes
 from xlocal.handles import ProcessHandle
+
+pytestmark = pytest.mark.usefixtures("xcore_home")  # the isolation the core's tests get from conftest
 
 PY = sys.executable
 
@@ -131,7 +135,7 @@ def test_missing_cwd_fails_the_job_at_once_naming_the_directory(tmp_path):
 
 
 def test_missing_cwd_through_the_cli(tmp_path):
-    from core_helpers import run_xcore, write_script
+    from xlocal_helpers import run_xcore, write_script
 
     missing = tmp_path / "gone"
     script = write_script(tmp_path / "launch.py", f"""

@@ -10,12 +10,14 @@ import time
 from pathlib import Path
 
 import pytest
+from xlocal_helpers import run_xcore, write_script
 
 import xcore as xm
 import xlocal
-from core_helpers import run_xcore, write_script
 from xcore.errors import ExperimentUnitFailedError, PackagingError, UnknownKindError
 from xcore.model.status import Status
+
+pytestmark = pytest.mark.usefixtures("xcore_home")  # the isolation the core's tests get from conftest
 
 PY = sys.executable
 

@@ -8,11 +8,13 @@ import sys
 import time
 
 import pytest
+from xlocal_helpers import run_xcore, write_script
 
 import xcore as xm
 import xlocal
-from core_helpers import run_xcore, write_script
 from xcore.model.status import Status
+
+pytestmark = pytest.mark.usefixtures("xcore_home")  # the isolation the core's tests get from conftest
 
 PY = sys.executable
 

@@ -23,8 +23,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from xlocal_helpers import run_xcore
 
-from core_helpers import run_xcore
+pytestmark = pytest.mark.usefixtures("xcore_home")  # the isolation the core's tests get from conftest
 
 N = 30  # units per group: A (launched and recorded), B (in flight at the fault), C (queued)
 

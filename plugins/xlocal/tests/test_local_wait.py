@@ -12,12 +12,16 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 import xcore as xm
 import xlocal
 from xcore.hooks.host import get_host
 from xcore.model.status import Status
 from xcore.runtime import tracking
 from xlocal import processes
+
+pytestmark = pytest.mark.usefixtures("xcore_home")  # the isolation the core's tests get from conftest
 
 
 def _launch(command: list[str], units: int = 1) -> tuple[xm.Experiment, list]:
@@ -93,6 +97,15 @@ def test_wait_returns_soon_after_the_last_job_with_few_polls():
     assert polls <= 5, f"{polls} polls for one 2 s job"
 
 
+def _runner_pid(run_dir: str) -> int:
+    """The pid of the runner serving a batch: it writes runner.json when it takes the batch,
+    which may be a moment after the launch returned."""
+    path, deadline = Path(run_dir, "runner.json"), time.monotonic() + 30
+    while not path.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return json.loads(path.read_text())["pid"]
+
+
 def _events(run_dir: str) -> list[dict]:
     """The run's events so far (none yet: the runner acknowledges a batch before it opens its log)."""
     path = Path(run_dir, "events.jsonl")
@@ -105,7 +118,7 @@ def test_one_runner_serves_every_batch_and_lets_go_of_each_when_it_ends():
     _, first = _launch(["/bin/true"], units=2)
     _, second = _launch(["/bin/sleep", "60"])  # outlives any wait below: held would mean 60 s
     assert first[0].run_dir != second[0].run_dir
-    pids = {json.loads(Path(h.run_dir, "runner.json").read_text())["pid"] for h in (first[0], second[0])}
+    pids = {_runner_pid(h.run_dir) for h in (first[0], second[0])}
     assert len(pids) == 1, "each batch got a runner of its own"
     started = time.monotonic()
     processes.wait_for_change(first, 30)

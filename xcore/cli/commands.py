@@ -114,9 +114,9 @@ def _skip_last_collection() -> None:
     spares the interpreter's last garbage collection a walk over the sweep's objects (0.05 to
     0.1 s at 10,000 work units, issue 14); they go with the process. Objects made later (while
     ``--wait`` polls) are still collected."""
-    import gc
+    from xcore.runtime import collector
 
-    gc.freeze()
+    collector.freeze_survivors()
 
 
 def _refuse_stdlib_name(script: Path) -> None:

@@ -7,6 +7,7 @@ import os
 import sys
 
 from xcore import __version__
+from xcore.runtime import collector  # light (gc, contextlib): launch turns the collector off before importing more
 
 TYPE_CHECKING = False  # not typing's: importing typing costs every command ~10 ms
 if TYPE_CHECKING:
@@ -218,20 +219,9 @@ def _remembered(find: Any) -> Any:
 
 
 def collect_less_often() -> None:
-    """Called by ``launch`` just before the script runs.
-
-    What xcore imported until then (modules, classes, tables: ~100,000 objects) lives to the
-    end, so ``main`` keeps the collector off while ``launch`` imports them (otherwise 38
-    collections walk them, ~5 ms) and they are frozen here, out of every later collection's way
-    (enabling the collector with them still young costs one 6 ms walk finding nothing). The
-    script runs with the sweep's thresholds (``xcore.runtime.collector``)."""
-    import gc
-
-    from xcore.runtime.collector import SWEEP_THRESHOLDS
-
-    gc.set_threshold(*SWEEP_THRESHOLDS)
-    gc.freeze()
-    gc.enable()
+    """Called by ``launch`` just before the script runs: what xcore imported is frozen and the
+    script runs with the sweep's thresholds (``xcore.runtime.collector.script_starting``)."""
+    collector.script_starting()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -239,8 +229,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     import gc
 
     collecting = gc.isenabled()
-    if _command_of(argv) == "launch":
-        gc.disable()  # until the script runs: see collect_less_often
+    if _command_of(argv) == "launch":  # no collection until the script runs: see collect_less_often
+        collector.launch_imports()
     import gettext
 
     find = gettext.find  # restored before the command runs (a launch script may use gettext)

@@ -11,12 +11,9 @@ or when a finished job's results are still to be read.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import gc
 import json
 import sys
 import time
-from collections.abc import Iterator
 from typing import Any
 
 from xcore.cli.output import json_default
@@ -24,6 +21,7 @@ from xcore.cli.tables import format_duration, format_time, printable, render_tab
 from xcore.cli.targets import parse_target
 from xcore.errors import NotFoundError, XcoreError
 from xcore.model.status import Status
+from xcore.runtime import collector
 from xcore.store.records import JobRecord
 from xcore.workspace import Workspace, current
 from xcore.workspace.views import ExperimentView, UnitView, job_duration, unit_views
@@ -39,35 +37,8 @@ def show(args: argparse.Namespace) -> int:
     at every threshold (about a tenth of ``show --json``'s CPU at 10,000 jobs, issue 14). They are
     freed by reference counting when ``_show`` returns, before collection resumes; plugin code
     (asking backends, reading logs) runs with the collector on."""
-    with _collector_paused() as was_on:
+    with collector.paused() as was_on:
         return _show(args, was_on)
-
-
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[bool]:
-    """The cyclic collector off inside the block; yields whether it was on (and is on again after)."""
-    was_on = gc.isenabled()
-    gc.disable()
-    try:
-        yield was_on
-    finally:
-        if was_on:
-            gc.enable()
-
-
-@contextlib.contextmanager
-def _collector_resumed(was_on: bool) -> Iterator[None]:
-    """Inside ``_collector_paused``: the collector as it was before, for plugin code. What was
-    made meanwhile is frozen first (moved out of every generation, at no cost), else the first
-    collection would walk all of it: the rows of 10,000 jobs, one 70 ms walk. Frozen objects are
-    still freed when unreferenced; only a cycle among them would wait for the process to end."""
-    if was_on:
-        gc.freeze()
-        gc.enable()
-    try:
-        yield
-    finally:
-        gc.disable()
 
 
 def _show(args: argparse.Namespace, collecting: bool) -> int:
@@ -93,7 +64,7 @@ def _show(args: argparse.Namespace, collecting: bool) -> int:
 
     pending = store.results_pending(experiment_id)
     if pending and (unit_id is not None or _may_read(workspace, units, pending)):  # else no plugin needed
-        with _collector_resumed(collecting):
+        with collector.resumed(collecting):
             results_module.collect(store, workspace.host, experiment_id, rows=units if unit_id is None else None,
                                    pending=pending)
     if refreshed:  # states were recorded: the experiment's counts changed
@@ -162,7 +133,7 @@ def _refresh(workspace: Workspace, jobs: list[dict[str, Any]], collecting: bool)
                   if job["status"] not in terminal and job["handle_kind"] and job["handle"] is not None]
     if not unfinished:
         return {}
-    with _collector_resumed(collecting):
+    with collector.resumed(collecting):
         from xcore.runtime import tracking
 
         return {job.id: job for job in tracking.refresh_jobs(workspace.store, workspace.host, unfinished)}

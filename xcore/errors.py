@@ -33,6 +33,19 @@ class LaunchError(XcoreError):
     """A job could not be submitted to its backend."""
 
 
+class BackendUnavailableError(XcoreError):
+    """The backend could not be asked right now (its host unreachable, its service restarting):
+    a passing outage, not an answer. ``xcore wait`` keeps waiting through it (with a warning)
+    instead of reading the jobs' states as UNKNOWN and giving up.
+
+    A status hook that reached some of its jobs (one cluster of two is down) passes what it
+    knows as ``states``: one entry per handle, in order, None for those out of reach."""
+
+    def __init__(self, message: str, states: list[object | None] | None = None) -> None:
+        super().__init__(message)
+        self.states = states
+
+
 class NotFoundError(XcoreError, KeyError):
     """An experiment, work unit or job does not exist in the store."""
 

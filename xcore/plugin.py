@@ -80,7 +80,8 @@ What this module exports:
 - requests, contexts and results: ``LaunchRequest``, ``LaunchContext``, ``PackagingContext``,
   ``JobHandle``, ``LaunchFailure``, ``JobState``, ``Status``, ``Progress``, ``MetadataStore``;
 - errors: ``XcoreError``, ``ConfigurationError``, ``PackagingError``, ``LaunchError``,
-  ``UnknownKindError``, ``PluginLoadError``, ``ResourceSpecError``;
+  ``UnknownKindError``, ``PluginLoadError``, ``ResourceSpecError``, ``BackendUnavailableError``
+  (raise it from ``states`` when the backend is out of reach for now: a wait keeps waiting);
 - places: ``xcore_home``, ``config_dir``, ``plugin_state_dir``; ``from_launch_dir`` (a
   relative path in a launch script, taken from the script's directory); ``lazy_exports`` for
   cheap package imports;
@@ -148,6 +149,7 @@ _EXPORTS = {
     "UnknownKindError": "xcore.errors",
     "PluginLoadError": "xcore.errors",
     "ResourceSpecError": "xcore.errors",
+    "BackendUnavailableError": "xcore.errors",
     # places
     "xcore_home": "xcore.paths",
     "config_dir": "xcore.paths",
@@ -196,6 +198,7 @@ def __getattr__(name: str) -> object:
 
 if TYPE_CHECKING:
     from xcore.errors import (
+        BackendUnavailableError,
         ConfigurationError,
         LaunchError,
         PackagingError,

@@ -260,6 +260,7 @@ def _wait_experiment(store: MetadataStore, experiment_id: int, unit_id: int | No
                         for j in u.jobs if j.status.is_terminal)
     polled: dict[int, JobRecord] = {}  # the active jobs: id -> record, read once, updated in place by each poll
     handles: dict[int, Any] = {}  # job id -> its loaded handle, shared by the polls and the pauses
+    unavailable: dict[int, str] = {}  # job id -> why its backend is out of reach now: still waiting for it
     ask_backends = not just_launched
 
     def fetch() -> list[JobRecord]:
@@ -282,7 +283,7 @@ def _wait_experiment(store: MetadataStore, experiment_id: int, unit_id: int | No
         if not ask_backends:  # the first poll of a launch that just recorded its jobs
             ask_backends = True
         else:
-            for job in refresh_jobs(store, workspace.host, list(polled.values()), handles):
+            for job in refresh_jobs(store, workspace.host, list(polled.values()), handles, unavailable):
                 if job.status.is_terminal:
                     finished[job.id] = job
                     del polled[job.id]
@@ -297,6 +298,13 @@ def _wait_experiment(store: MetadataStore, experiment_id: int, unit_id: int | No
 
     last: list[JobRecord] = []
 
+    def warn_outage(out_of_reach: dict[int, str]) -> None:
+        """A warning even under XCORE_QUIET: the wait goes on, but the user should know why."""
+        from xcore.runtime.tracking import outage_line
+
+        progress.clear()
+        print(f"xcore wait: {outage_line(out_of_reach)}", file=sys.stderr)
+
     def report(jobs: list[JobRecord]) -> None:
         last[:] = jobs
         counts = Counter(j.status.value for j in jobs)
@@ -304,7 +312,8 @@ def _wait_experiment(store: MetadataStore, experiment_id: int, unit_id: int | No
         progress.update(f"experiment {experiment_id}", done, len(jobs), _counts(jobs, total=False))
 
     try:
-        jobs = wait_for(fetch, store, workspace.host, timeout=timeout, on_poll=report, refresh=False, handles=handles)
+        jobs = wait_for(fetch, store, workspace.host, timeout=timeout, on_poll=report, refresh=False, handles=handles,
+                        unavailable=unavailable, on_outage=warn_outage)
     except TimeoutError as exc:
         progress.clear()
         print(f"timeout: {exc}", file=sys.stderr)

@@ -12,7 +12,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from xcore.errors import XcoreError
+from xcore.errors import BackendUnavailableError, XcoreError
 from xcore.hooks.host import PluginHost
 from xcore.model.status import JobState, Status, recorded_times
 from xcore.store import MetadataStore
@@ -20,13 +20,15 @@ from xcore.store.records import JobRecord, unreadable
 
 
 def refresh_jobs(store: MetadataStore, host: PluginHost, jobs: Sequence[JobRecord],
-                 cache: dict[int, Any] | None = None) -> list[JobRecord]:
+                 cache: dict[int, Any] | None = None, unavailable: dict[int, str] | None = None) -> list[JobRecord]:
     """Update the non-terminal ``jobs`` in place from their backends and record changes.
 
     A backend that cannot be asked (plugin missing, host unreachable) leaves the stored
     state as it is and marks the in-memory record UNKNOWN with the reason. ``cache`` (job
     id -> loaded handle) keeps the handles loaded by one poll for the next (a wait polls the
-    same thousands of jobs again and again).
+    same thousands of jobs again and again). ``unavailable``, when given, tracks the jobs whose
+    backend is out of reach for now (``BackendUnavailableError``, an ``OSError``): their records
+    are left as they are and their ids map to the reason until a poll reaches them again.
     """
     by_kind: dict[str, list[JobRecord]] = defaultdict(list)
     for job in jobs:
@@ -38,18 +40,28 @@ def refresh_jobs(store: MetadataStore, host: PluginHost, jobs: Sequence[JobRecor
         group, handles = [job for job, _ in loaded], [handle for _, handle in loaded]
         if not group:
             continue
+        reached: list[tuple[JobRecord, JobState]]
         try:
-            states = host.job_states(kind, handles)
+            reached = list(zip(group, host.job_states(kind, handles), strict=True))
+        except (BackendUnavailableError, OSError) as exc:
+            known = getattr(exc, "states", None) or [None] * len(group)
+            reason = f"backend unreachable: {str(exc).split('. ')[0]}"
+            reached = []
+            for job, state in zip(group, known, strict=True):
+                if isinstance(state, JobState):
+                    reached.append((job, state))
+                elif unavailable is None:
+                    job.status, job.message = Status.UNKNOWN, reason
+                else:  # a passing outage: the record stays as the store has it
+                    unavailable[job.id] = reason
         except XcoreError as exc:
             for job in group:
                 job.status, job.message = Status.UNKNOWN, str(exc).split(". ")[0]
             continue
-        except OSError as exc:
-            for job in group:
-                job.status, job.message = Status.UNKNOWN, f"backend unreachable: {exc}"
-            continue
         now = time.time()
-        for job, state in zip(group, states, strict=True):
+        for job, state in reached:
+            if unavailable:
+                unavailable.pop(job.id, None)
             changed = (job.status, job.message, job.exit_code) != (state.status, state.message, state.exit_code)
             # The times the store will record, with the same rule and clock: the records returned
             # (e.g. by wait_until_complete) then say what `xcore show` says, an end included.
@@ -100,6 +112,8 @@ def wait_for(
     max_interval: float = 0.25,
     refresh: bool = True,
     handles: dict[int, Any] | None = None,
+    unavailable: dict[int, str] | None = None,
+    on_outage: Callable[[dict[int, str]], None] | None = None,
 ) -> list[JobRecord]:
     """Poll until every fetched job is terminal (or UNKNOWN, which polling cannot fix).
 
@@ -108,23 +122,58 @@ def wait_for(
     poll every ``NOTIFIED_MAX_INTERVAL`` is enough (for progress reports), and each poll of
     thousands of jobs costs the jobs CPU time. Else a sleep that grows from ``interval`` to
     ``max_interval``.
-    ``refresh=False`` when ``fetch`` already asks the backends itself (sharing ``handles``).
+    A backend out of reach for now (``unavailable``: job id -> reason, filled by
+    ``refresh_jobs``) is no answer: its jobs keep the wait going, polled with a backoff from
+    1 to ``OUTAGE_MAX_PAUSE`` seconds, until they are reached again or the timeout passes;
+    ``on_outage`` hears of each change of that set (by default a line on stderr).
+    ``refresh=False`` when ``fetch`` already asks the backends itself (sharing ``handles``
+    and ``unavailable``).
     """
     deadline = None if timeout is None else time.monotonic() + timeout
     if handles is None:
         handles = {}  # job id -> loaded handle, rebuilt once per wait, not per poll
+    if unavailable is None:
+        unavailable = {}
+    report_outage = on_outage or _warn_outage
+    outage_pause, out_of_reach = 1.0, frozenset[int]()
     while True:
-        jobs = refresh_jobs(store, host, fetch(), handles) if refresh else fetch()
+        jobs = refresh_jobs(store, host, fetch(), handles, unavailable) if refresh else fetch()
         if on_poll:
             on_poll(jobs)
-        if all(j.status.is_terminal or j.status is Status.UNKNOWN for j in jobs):
+        if out_of_reach != unavailable.keys():
+            out_of_reach = frozenset(unavailable)
+            report_outage(dict(unavailable))
+        if not unavailable and all(j.status.is_terminal or j.status is Status.UNKNOWN for j in jobs):
             return jobs
         if deadline is not None and time.monotonic() >= deadline:
             active = sum(not j.status.is_terminal for j in jobs)
             raise TimeoutError(f"{active} job{'' if active == 1 else 's'} still active after {timeout} s.")
         left = float("inf") if deadline is None else max(0.0, deadline - time.monotonic())
+        if unavailable:
+            time.sleep(min(outage_pause, left))
+            outage_pause = min(outage_pause * 2, OUTAGE_MAX_PAUSE)
+            continue
+        outage_pause = 1.0
         if not _pause(host, jobs, min(interval, left), min(max(max_interval, NOTIFIED_MAX_INTERVAL), left), handles):
             interval = min(interval * 1.5, max_interval)
+
+
+OUTAGE_MAX_PAUSE = 30.0  # seconds between polls of a backend that has been out of reach for a while
+
+
+def outage_line(unavailable: dict[int, str]) -> str:
+    """What a wait says when the jobs out of reach change."""
+    if not unavailable:
+        return "the backend answers again"
+    count = len(unavailable)
+    return (f"warning: {count} job{'' if count == 1 else 's'} out of reach "
+            f"({next(iter(unavailable.values()))}); still waiting")
+
+
+def _warn_outage(unavailable: dict[int, str]) -> None:
+    import sys
+
+    print(f"xcore: {outage_line(unavailable)}", file=sys.stderr)
 
 
 def _pause(host: PluginHost, jobs: Sequence[JobRecord], seconds: float, notified_seconds: float,

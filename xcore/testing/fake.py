@@ -14,6 +14,8 @@ execution hook through the public plugin API, so it doubles as a reference execu
   backend and then waits (up to a minute) before returning: kill the launcher then to
   leave submitted but unrecorded jobs, which a later command adopts (``xcore_adopt``).
 - ``forget(handle)`` makes the backend forget a job (it then reads ``lost: ...``).
+- ``set_unreachable("reason")`` puts the whole backend out of reach (its status hook raises
+  ``BackendUnavailableError``) until ``set_unreachable(None)``.
 
 State lives in one JSON file per job in the plugin's state directory, so status, cancel and
 logs work from any process, exactly as for a real backend.
@@ -34,6 +36,7 @@ from typing import Any, ClassVar
 import attrs
 
 from xcore.plugin import (
+    BackendUnavailableError,
     Binary,
     Executable,
     Executor,
@@ -174,6 +177,9 @@ def _read(handle: FakeHandle) -> dict[str, Any] | None:
 
 @hookimpl
 def xcore_job_states(handle_kind: str, handles: Sequence[FakeHandle]) -> list[JobState]:
+    outage = _outage_file()
+    if outage.exists():
+        raise BackendUnavailableError(f"fake: {outage.read_text()}")
     states = []
     for handle in handles:
         record = _read(handle)
@@ -247,6 +253,20 @@ def _list_jobs(args: Any) -> int:
 
 
 # -- control, for tests ------------------------------------------------------------------
+
+
+def _outage_file() -> Path:
+    from xcore.plugin import plugin_state_dir
+
+    return plugin_state_dir("fake") / "unreachable"
+
+
+def set_unreachable(reason: str | None) -> None:
+    """Put the backend out of reach, as a cluster whose network is down (None: back again)."""
+    if reason is None:
+        _outage_file().unlink(missing_ok=True)
+    else:
+        atomic_write(_outage_file(), reason)
 
 
 def set_state(handle: FakeHandle, status: Status, message: str = "", exit_code: int | None = None) -> None:

@@ -126,10 +126,12 @@ class LinkProxy:
         self._live: list[object] = []
         self._lock = threading.Lock()
         self._closed = False
+        self.refusing = False
         threading.Thread(target=self._accept, daemon=True, name="link-proxy").start()
 
     def _accept(self) -> None:
         import socket
+        import struct
         import threading
 
         while not self._closed:
@@ -137,6 +139,10 @@ class LinkProxy:
                 client, _ = self.server.accept()
             except OSError:
                 return
+            if self.refusing:  # reset at once: the client reads "connection reset", never a banner
+                client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                client.close()
+                continue
             upstream = socket.create_connection(self.target)
             with self._lock:
                 self.connections += 1
@@ -171,6 +177,16 @@ class LinkProxy:
                 sock.close()  # type: ignore[attr-defined]
             except OSError:
                 pass
+
+    def refuse(self) -> None:
+        """The link goes down: every connection is cut, and each new one is reset as soon as it
+        is accepted (no SSH server answers), until ``accept_again``."""
+        self.refusing = True
+        self.cut()
+
+    def accept_again(self) -> None:
+        """The link is back: new connections are relayed again."""
+        self.refusing = False
 
     def known_hosts(self, path: Path) -> Path:
         """A known_hosts with the real server's key under the relay's address."""

@@ -11,7 +11,7 @@ import time
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 
-from xcore.plugin import JobState, Status, XcoreError, follow_bytes, lost_state
+from xcore.plugin import BackendUnavailableError, JobState, Status, XcoreError, follow_bytes, lost_state
 from xhpc import config
 from xhpc.handles import ClusterHandle, GridEngineHandle
 from xhpc.schedulers import ANY_TASK, SCHEDULERS
@@ -38,15 +38,24 @@ def states(handles: Sequence[ClusterHandle]) -> list[JobState]:
             result[i] = JobState(Status.FAILED, handle.error)
         else:
             groups[(handle.cluster, handle.local, _scheduler_name(handle))].append(i)
+    out_of_reach: list[str] = []
     for (_cluster, _local, scheduler_name), indices in groups.items():
         group = [handles[i] for i in indices]
         try:
             found = _query_asking_again(group, scheduler_name)
+        except ClusterConnectionError as exc:
+            if not exc.retryable:  # refused (auth, host key): asking again cannot help
+                found = [JobState(Status.UNKNOWN, str(exc).split("\n")[0]) for _ in group]
+            else:  # the link is down for now: no answer, so these jobs stay as recorded
+                out_of_reach.append(str(exc).split("\n")[0])
+                continue
         except XcoreError as exc:
             message = str(exc).split("\n")[0]
             found = [JobState(Status.UNKNOWN, message) for _ in group]
         for i, state in zip(indices, found, strict=True):
             result[i] = state
+    if out_of_reach:  # what the reachable clusters said, None for the others
+        raise BackendUnavailableError("; ".join(out_of_reach), states=list(result))
     return [r if r is not None else JobState(Status.UNKNOWN, "no state") for r in result]
 
 

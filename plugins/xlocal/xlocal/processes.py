@@ -34,7 +34,7 @@ from xcore.plugin import (
     private_dir,
 )
 from xlocal import gpus
-from xlocal.executables import LocalProcess
+from xlocal.executables import LocalContainer, LocalProcess
 from xlocal.executors import Local
 from xlocal.handles import ProcessHandle
 from xlocal.runner import process_start_time, write_json_atomic
@@ -68,15 +68,20 @@ def launch(requests: Sequence[LaunchRequest], context: LaunchContext) -> list[Pr
     handles: list[ProcessHandle] = []
     for index, request in enumerate(requests):
         executable = request.executable
-        if not isinstance(executable, LocalProcess):
-            raise LaunchError(f"Local processes cannot run a {type(executable).__name__}; package it for xlocal.Local.")
         executor: Local = request.executor  # type: ignore[assignment]
         log_path = os.path.join(log_dir, f"{request.work_unit_id}-{request.job_name}.log")
+        if isinstance(executable, LocalProcess):
+            argv, env, inherit, cwd = [*executable.command, *request.args], request.env, executor.inherit_env, (
+                executor.cwd or executable.cwd or here)
+        elif isinstance(executable, LocalContainer) and _containers().asks_for_gpus(request):
+            argv, env, inherit, cwd = _containers().gpu_job(request, context), {}, True, here
+        else:
+            raise LaunchError(f"Local processes cannot run a {type(executable).__name__}; package it for xlocal.Local.")
         job = {
-            "argv": [*executable.command, *request.args],
-            "env": request.env,
-            "inherit_env": executor.inherit_env,
-            "cwd": executor.cwd or executable.cwd or here,
+            "argv": argv,
+            "env": env,
+            "inherit_env": inherit,
+            "cwd": cwd,
             "log_path": log_path,
             "job_id": request.job_id,  # lets a later process adopt the job if the launcher dies (adopt)
         }
@@ -115,6 +120,12 @@ def launch(requests: Sequence[LaunchRequest], context: LaunchContext) -> list[Pr
     jobs_text = "1 job" if len(requests) == 1 else f"{len(requests)} jobs"
     context.progress.update(f"started runner for {jobs_text}", detail=str(run_dir))
     return handles
+
+
+def _containers() -> Any:
+    from xlocal import containers  # the Docker SDK's code: only for a GPU container
+
+    return containers
 
 
 class _GpuPlan:

@@ -20,12 +20,9 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 from collections.abc import Sequence
-from typing import Any
-
-import attrs
+from typing import Any, NamedTuple
 
 from xcore.plugin import JobRequirements, LaunchError, ResourceType
 
@@ -33,8 +30,7 @@ NVIDIA_ENV, AMD_ENV = "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES"
 _QUERY_SECS = 10.0
 
 
-@attrs.frozen
-class Gpu:
+class Gpu(NamedTuple):  # not attrs, nor shutil below: a launch without GPUs should not pay for them
     """One device: ``key`` names its lock, ``id`` is what the job's ``env`` variable lists."""
 
     key: str
@@ -43,8 +39,7 @@ class Gpu:
     memory_mib: int | None = None
 
 
-@attrs.frozen
-class Inventory:
+class Inventory(NamedTuple):
     """The devices jobs may get, the variable that tells a job its devices, and where they came from."""
 
     gpus: tuple[Gpu, ...] = ()
@@ -167,8 +162,12 @@ def _amd() -> list[Gpu]:
     return found
 
 
+def _on_path(program: str) -> bool:
+    return any(os.access(os.path.join(d, program), os.X_OK) for d in os.get_exec_path())
+
+
 def _run(argv: list[str]) -> str:
-    if shutil.which(argv[0]) is None:
+    if not _on_path(argv[0]):
         return ""
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=_QUERY_SECS, check=False)

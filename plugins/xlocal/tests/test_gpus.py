@@ -299,3 +299,16 @@ def test_a_killed_job_frees_its_device_and_the_waiting_job_says_why(home, out, m
         never.touch()  # a holder left running by a failed assertion ends
     [(devices, _, _, _)] = _records(out)
     assert devices == "7"
+
+
+def test_without_gpus_jobs_see_the_launchers_environment_and_a_gpu_job_fails_to_launch(home, out, monkeypatch):
+    monkeypatch.setenv("XLOCAL_GPUS", "none")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "5")
+    with xm.create_experiment("no gpus") as experiment:
+        experiment.add(xm.Job(_job(experiment, out, "0"), xlocal.Local()))
+        experiment.wait_until_complete()
+    [(devices, order, _, _)] = _records(out)
+    assert (devices, order) == ("5", None)  # nothing to hide: the launcher's own value
+    with pytest.raises(xm.ExperimentUnitError, match=r"asks for 1 GPU, but xlocal found no GPUs \(XLOCAL_GPUS\)"):
+        with xm.create_experiment("gpu without gpus") as experiment:
+            experiment.add(xm.Job(_job(experiment, out, "0"), xlocal.Local(requirements=xm.JobRequirements(gpu=1))))

@@ -272,7 +272,6 @@ class GpuPool:
                 fcntl.flock(self.fds[f"gpu-{key}.lock"], fcntl.LOCK_UN)
 
 
-
 class LogOpener:
     """Opens (creates) the log files of a run's next jobs ahead of their start, at most AHEAD,
     in the runner's idle moments: while every slot is busy and no job has ended yet. Creating

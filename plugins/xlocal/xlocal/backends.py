@@ -69,6 +69,10 @@ class Processes(Backend):
     def launch(self, requests: Sequence[LaunchRequest],
                context: LaunchContext) -> Sequence[JobHandle | LaunchFailure]:
         containers = [i for i, r in enumerate(requests) if isinstance(r.executable, LocalContainer)]
+        if containers:  # a container that asks for GPUs is a runner job (see xlocal.gpu_container)
+            from xlocal.containers import asks_for_gpus
+
+            containers = [i for i in containers if not asks_for_gpus(requests[i])]
         handles: Sequence[JobHandle | LaunchFailure]
         if not containers:
             from xlocal import processes
@@ -83,7 +87,10 @@ class Processes(Backend):
         from xlocal import processes
 
         if any(isinstance(r.executable, LocalContainer) for r in requests):
-            return None  # containers: not adoptable yet (the engine's labels would tell; see README)
+            from xlocal.containers import asks_for_gpus
+
+            if not all(asks_for_gpus(r) for r in requests if isinstance(r.executable, LocalContainer)):
+                return None  # containers: not adoptable yet (the engine's labels would tell; see README)
         return processes.adopt(requests, context)
 
     def states(self, handles: Sequence[ProcessHandle]) -> list[JobState]:

@@ -9,15 +9,19 @@ exit code, OOM flag and logs stay readable; clean up with
 
 Containers start as soon as they are launched: the machine-wide slot limit of local processes
 (``XLOCAL_SLOTS``) and ``Local(max_parallel=...)`` do not apply to them; use the requirements'
-CPU and memory limits to share the machine.
+CPU and memory limits to share the machine. A container that asks for GPUs is the exception:
+it runs as a runner job (``gpu_job``, see xlocal.gpu_container) so that it waits for its
+devices and gets exactly those.
 """
 
 from __future__ import annotations
 
 import calendar
+import json
 import os
 import re
 import secrets
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -105,7 +109,7 @@ def create_options(client: Any, request: LaunchRequest, name: str) -> dict[str, 
     if requirements.accelerator is not None:
         if not requirements.accelerator.is_gpu:
             raise LaunchError(f"Local containers cannot use {requirements.accelerator.name}: only GPUs are supported.")
-        host["device_requests"] = [
+        host["device_requests"] = [  # replaced by the devices the runner chose (gpu_job)
             docker.types.DeviceRequest(count=requirements.accelerator_count, capabilities=[["gpu"]])]
     binds: dict[str, dict[str, str]] = {}
     for source, target in options.volumes.items():
@@ -148,6 +152,29 @@ def create_options(client: Any, request: LaunchRequest, name: str) -> dict[str, 
     if options.working_dir:
         create["working_dir"] = options.working_dir
     return create
+
+
+def asks_for_gpus(request: LaunchRequest) -> bool:
+    requirements = getattr(request.executor, "requirements", None)
+    return isinstance(request.executable, LocalContainer) and requirements is not None and bool(
+        requirements.accelerator is not None and requirements.accelerator.is_gpu and requirements.accelerator_count)
+
+
+def gpu_job(request: LaunchRequest, context: LaunchContext) -> list[str]:
+    """The command of a runner job that runs this GPU container on the devices it is given
+    (see xlocal.gpu_container); its create options go to a private file it reads."""
+    try:
+        client = connect()
+    except Exception as exc:
+        raise LaunchError(str(exc)) from exc
+    name = container_name(request)
+    spec = {"base_url": engine_url(), "create": create_options(client, request, name),
+            "grace": float(getattr(request.executor, "kill_grace_secs", 5.0))}
+    path = private_dir(context.state_dir / "containers") / f"{name}.json"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)  # holds the container's env
+    with os.fdopen(fd, "w") as file:
+        json.dump(spec, file)
+    return [sys.executable, "-m", "xlocal.gpu_container", str(path)]
 
 
 def launch(requests: Sequence[LaunchRequest], context: LaunchContext) -> list[ContainerHandle | LaunchFailure]:

@@ -83,6 +83,13 @@ class Local(Executor):
     machine together never run more than ``XLOCAL_SLOTS`` jobs (default: CPU count).
     ``inherit_env`` passes the launcher's environment to jobs (as a shell would).
 
+    GPUs (see ``xlocal.gpus`` for how the machine's are found): a job whose requirements ask
+    for N GPUs (``a100=2``, ``local_gpu=1``) waits until N devices are free machine-wide and
+    gets exactly those (``CUDA_VISIBLE_DEVICES``), holding no CPU slot. ``gpu_share=2`` lets
+    up to two such jobs share a device. ``hide_gpus`` (default True): jobs that ask for no
+    GPU see none while the machine has some, so they never land on a device a GPU job owns;
+    False lets them see what the launcher sees.
+
     Containers (executables packaged from ``xm.python_container``, ``xm.container`` or
     ``xm.dockerfile_container``) start at once, detached, on the engine named by
     ``DOCKER_HOST``: ``max_parallel``, ``XLOCAL_SLOTS``, ``cwd`` and ``inherit_env`` apply to
@@ -109,3 +116,5 @@ class Local(Executor):
     cwd: str | None = attrs.field(default=None, converter=_optional_path, kw_only=True)
     inherit_env: bool = attrs.field(default=True, kw_only=True)
     kill_grace_secs: float = attrs.field(default=5.0, kw_only=True)
+    gpu_share: int = attrs.field(default=1, validator=_positive_or_none, kw_only=True)
+    hide_gpus: bool = attrs.field(default=True, kw_only=True)

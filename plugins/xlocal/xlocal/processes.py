@@ -19,6 +19,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 from xcore.plugin import (
     JobState,
     LaunchContext,
@@ -31,7 +33,8 @@ from xcore.plugin import (
     mark_cancelled,
     private_dir,
 )
-from xlocal.executables import LocalProcess
+from xlocal import gpus
+from xlocal.executables import LocalContainer, LocalProcess
 from xlocal.executors import Local
 from xlocal.handles import ProcessHandle
 from xlocal.runner import process_start_time, write_json_atomic
@@ -55,32 +58,47 @@ def launch(requests: Sequence[LaunchRequest], context: LaunchContext) -> list[Pr
     max_parallel = min((r.executor.max_parallel or 10**9) for r in requests if isinstance(r.executor, Local))
     log_dir = str(private_dir(context.state_dir / "logs" / str(first.experiment_id)))
     run_dir_text, here = str(run_dir), os.getcwd()
+    slots_dir = str(private_dir(context.state_dir / "slots"))
+    devices = _GpuPlan(gpus.inventory())
+    base_env = dict(os.environ)
+    hidden_in_base = devices.hide_in_base_env(requests)
+    if hidden_in_base:
+        base_env[devices.found.env] = devices.hidden_value
     jobs: list[dict[str, Any]] = []
     handles: list[ProcessHandle] = []
     for index, request in enumerate(requests):
         executable = request.executable
-        if not isinstance(executable, LocalProcess):
-            raise LaunchError(f"Local processes cannot run a {type(executable).__name__}; package it for xlocal.Local.")
         executor: Local = request.executor  # type: ignore[assignment]
         log_path = os.path.join(log_dir, f"{request.work_unit_id}-{request.job_name}.log")
-        jobs.append({
-            "argv": [*executable.command, *request.args],
-            "env": request.env,
-            "inherit_env": executor.inherit_env,
-            "cwd": executor.cwd or executable.cwd or here,
+        if isinstance(executable, LocalProcess):
+            argv, env, inherit, cwd = [*executable.command, *request.args], request.env, executor.inherit_env, (
+                executor.cwd or executable.cwd or here)
+        elif isinstance(executable, LocalContainer) and _containers().asks_for_gpus(request):
+            argv, env, inherit, cwd = _containers().gpu_job(request, context), {}, True, here
+        else:
+            raise LaunchError(f"Local processes cannot run a {type(executable).__name__}; package it for xlocal.Local.")
+        job = {
+            "argv": argv,
+            "env": env,
+            "inherit_env": inherit,
+            "cwd": cwd,
             "log_path": log_path,
             "job_id": request.job_id,  # lets a later process adopt the job if the launcher dies (adopt)
-        })
+        }
+        devices.plan(job, request, executor, hidden_in_base)
+        jobs.append(job)
         handles.append(ProcessHandle(run_dir_text, index, executor.kill_grace_secs, log_path=log_path))
     cwds = {job["cwd"] for job in jobs}
     batch = {
         "cwd": cwds.pop() if len(cwds) == 1 else None,  # the runner works there, so jobs start without chdir
-        "base_env": dict(os.environ),
+        "base_env": base_env,
         "jobs": jobs,
         "slots": machine_slots(),
-        "slots_dir": str(private_dir(context.state_dir / "slots")),
+        "slots_dir": slots_dir,
         "max_parallel": None if max_parallel >= 10**9 else max_parallel,
     }
+    if devices.sets:
+        batch["gpus"] = {"dir": slots_dir, "env": devices.found.env, "sets": devices.sets}
     # 0600: holds env values, secrets included. Renamed into place, not fsynced: the runner reads
     # it at once, and after a crash of the machine its jobs are gone anyway.
     write_json_atomic(str(run_dir / "batch.json"), batch)
@@ -102,6 +120,51 @@ def launch(requests: Sequence[LaunchRequest], context: LaunchContext) -> list[Pr
     jobs_text = "1 job" if len(requests) == 1 else f"{len(requests)} jobs"
     context.progress.update(f"started runner for {jobs_text}", detail=str(run_dir))
     return handles
+
+
+def _containers() -> Any:
+    from xlocal import containers  # the Docker SDK's code: only for a GPU container
+
+    return containers
+
+
+class _GpuPlan:
+    """Which devices each job of a batch may get (see xlocal.gpus and xlocal.runner), and
+    hiding the machine's GPUs from jobs that ask for none."""
+
+    def __init__(self, found: gpus.Inventory) -> None:
+        self.found = found
+        self.hidden_value = "" if found.env == gpus.NVIDIA_ENV else "-1"  # HIP: an invalid index ends the list
+        self.sets: list[list[list[str]]] = []  # device sets: [[key, id], ...]
+        self._set_index: dict[tuple[str, ...], int] = {}
+        self._asks: dict[int, tuple[int, Any]] = {}  # id(requirements) -> (count, type): a sweep shares them
+
+    def _asked(self, executor: Local) -> tuple[int, Any]:
+        key = id(executor.requirements)
+        if key not in self._asks:
+            self._asks[key] = gpus.requested(executor.requirements)
+        return self._asks[key]
+
+    def hide_in_base_env(self, requests: Sequence[LaunchRequest]) -> bool:
+        """Hide the GPUs in the environment all jobs share? Yes when the machine has some and
+        no job without a GPU request opted out (``hide_gpus=False``)."""
+        if not self.found.gpus:
+            return False
+        return all(getattr(r.executor, "hide_gpus", True) or self._asked(r.executor)[0]  # type: ignore[arg-type]
+                   for r in requests)
+
+    def plan(self, job: dict[str, Any], request: LaunchRequest, executor: Local, hidden_in_base: bool) -> None:
+        count, gpu_type = self._asked(executor)
+        if count:
+            label = f"Job {request.work_unit_id}/{request.job_name}"
+            fitting = tuple(g.key for g in gpus.eligible(self.found, count, gpu_type, label))
+            if fitting not in self._set_index:
+                by_key = {g.key: g for g in self.found.gpus}
+                self._set_index[fitting] = len(self.sets)
+                self.sets.append([[key, by_key[key].id] for key in fitting])
+            job["gpu"] = [count, self._set_index[fitting], executor.gpu_share]
+        elif self.found.gpus and executor.hide_gpus and not (hidden_in_base and executor.inherit_env):
+            job["env"] = {self.found.env: self.hidden_value, **job["env"]}  # the job's own value wins
 
 
 def _start_runner(run_dir: Path, lock_fd: int, done_fd: int) -> None:
@@ -494,19 +557,28 @@ def _state(handle: ProcessHandle, job: dict[str, Any], run: _RunView) -> JobStat
     cancelled = not succeeded and run.cancel_requested(handle.index)
     start_time = started["t"] if started else None
     if ended is not None:
-        return _final_state(ended, cancelled, start_time)
+        final = _final_state(ended, cancelled, start_time)
+        if started is not None and started.get("gpus"):
+            final = attrs.evolve(final, message=f"{final.message}{_on_gpus(started)}")
+        return final
     if started is not None:
         if _alive(started):
-            return JobState(Status.RUNNING, f"pid {started['pid']}", started_at=start_time)
+            return JobState(Status.RUNNING, f"pid {started['pid']}{_on_gpus(started)}", started_at=start_time)
         if run.runner_alive():
             return JobState(Status.RUNNING, "finishing", started_at=start_time)
         return JobState(Status.CANCELLED if cancelled else Status.FAILED,
                         "exit status lost: the xlocal runner was killed", started_at=start_time)
     if run.runner_alive():
-        return JobState(Status.CANCELLED if cancelled else Status.PENDING,
-                        "cancelled" if cancelled else "waiting for a free slot")
+        waiting = job["wait"]["why"] if "wait" in job else "waiting for a free slot"
+        return JobState(Status.CANCELLED if cancelled else Status.PENDING, "cancelled" if cancelled else waiting)
     return JobState(Status.CANCELLED if cancelled else Status.FAILED,
                     "the xlocal runner exited before starting the job")
+
+
+def _on_gpus(started: dict[str, Any]) -> str:
+    """`` on GPU 0,1``: the devices a job got (their index, or id when no index is known)."""
+    devices = started.get("gpus")
+    return f" on GPU {','.join(devices)}" if devices else ""
 
 
 def _final_state(ended: dict[str, Any], cancelled: bool, started_at: float | None) -> JobState:

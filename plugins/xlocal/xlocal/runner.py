@@ -33,6 +33,12 @@ not start).
 Machine-wide, at most ``slots`` jobs run at once across all runners: a job holds an
 exclusive ``flock`` on one of ``SLOTS_DIR/slot-K.lock`` while it runs. The kernel releases
 the lock if the runner dies, so a crash never leaks a slot.
+
+A job that asks for GPUs (``"gpu": [count, device set, share]`` in batch.json, the devices
+under ``"gpus"``) holds device locks instead of a slot (``GpuPool``), gets the devices'
+ids in ``CUDA_VISIBLE_DEVICES`` (or the batch's variable), and its start event lists them;
+while they are busy it waits in order, and a ``wait`` event gives the reason
+(``waiting for 2 GPUs (4 busy)``). Jobs without GPUs never touch the device locks.
 """
 
 from __future__ import annotations
@@ -118,7 +124,10 @@ class EventLog:
 
     # The two lines written per job, formatted directly: the very text ``write`` gives them
     # (json.dumps writes a float as its repr), without a dict and the encoder per event.
-    def started(self, index: int, pid: int, when: float) -> None:
+    def started(self, index: int, pid: int, when: float, gpus: list[str] | None = None) -> None:
+        if gpus:
+            self.write(i=index, e="start", pid=pid, t=when, gpus=gpus)
+            return
         os.write(self._fd, f'{{"i": {index:d}, "e": "start", "pid": {pid:d}, "t": {when!r}}}\n'.encode())
 
     def ended(self, index: int, returncode: int, when: float) -> None:
@@ -184,6 +193,85 @@ class SlotPool:
         fcntl.flock(self.fds[slot], fcntl.LOCK_UN)
 
 
+class GpuPool:
+    """The machine's GPUs (those in batch.json), locked per device in ``lock_dir`` like the slots.
+
+    ``gpu-KEY.lock``: an exclusive job holds it exclusively; jobs that share devices hold it
+    shared, plus one of ``gpu-KEY.share-K.lock`` (K < the job's ``gpu_share``) exclusively,
+    so at most that many share a device and never with an exclusive job. Each file is opened
+    once; this runner never takes a device it holds in one mode in the other (``flock`` would
+    convert the lock), and counts its own shared holders so the last one unlocks."""
+
+    def __init__(self, lock_dir: str) -> None:
+        os.makedirs(lock_dir, mode=0o700, exist_ok=True)
+        self.dir = lock_dir
+        self.fds: dict[str, int] = {}  # lock file name -> its open file
+        self.exclusive: set[str] = set()  # device keys this runner holds exclusively
+        self.sharers: dict[str, int] = {}  # device key -> how many of this runner's jobs share it
+        self.share_slots: set[tuple[str, int]] = set()
+        self.others_busy = False  # did the last failed acquire meet a device another process holds?
+        self.busy = 0  # how many of the devices asked for the last failed acquire could not get
+
+    def _try(self, name: str, mode: int) -> bool:
+        fd = self.fds.get(name)
+        if fd is None:
+            fd = self.fds[name] = os.open(os.path.join(self.dir, name), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, mode | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno in (errno.EAGAIN, errno.EACCES):
+                self.others_busy = True
+                return False
+            raise
+        return True
+
+    def _take(self, key: str, share: int, slot: int) -> bool:
+        if key in self.exclusive:
+            return False
+        if share <= 1:
+            if key in self.sharers or not self._try(f"gpu-{key}.lock", fcntl.LOCK_EX):
+                return False
+            self.exclusive.add(key)
+            return True
+        if (key, slot) in self.share_slots or not self._try(f"gpu-{key}.share-{slot}.lock", fcntl.LOCK_EX):
+            return False
+        if key not in self.sharers and not self._try(f"gpu-{key}.lock", fcntl.LOCK_SH):
+            fcntl.flock(self.fds[f"gpu-{key}.share-{slot}.lock"], fcntl.LOCK_UN)
+            return False
+        self.sharers[key] = self.sharers.get(key, 0) + 1
+        self.share_slots.add((key, slot))
+        return True
+
+    def acquire(self, keys: list[str], count: int, share: int) -> list[tuple[str, int]] | None:
+        """``count`` of the devices ``keys`` as ``(key, share slot)``, or None (nothing held)
+        if fewer are free. Sharing jobs spread out: the first share slot of every device is
+        tried before the second of any."""
+        self.others_busy = False
+        taken: list[tuple[str, int]] = []
+        for slot in range(max(1, share)):
+            for key in keys:
+                if len(taken) < count and all(key != k for k, _ in taken) and self._take(key, share, slot):
+                    taken.append((key, slot))
+        if len(taken) == count:
+            return taken
+        self.busy = len(keys) - len(taken)  # a failed acquire tried every device in every slot
+        self.release(taken)
+        return None
+
+    def release(self, taken: list[tuple[str, int]]) -> None:
+        for key, slot in taken:
+            if key in self.exclusive:
+                self.exclusive.remove(key)
+                fcntl.flock(self.fds[f"gpu-{key}.lock"], fcntl.LOCK_UN)
+                continue
+            self.share_slots.remove((key, slot))
+            fcntl.flock(self.fds[f"gpu-{key}.share-{slot}.lock"], fcntl.LOCK_UN)
+            self.sharers[key] -= 1
+            if not self.sharers[key]:
+                del self.sharers[key]
+                fcntl.flock(self.fds[f"gpu-{key}.lock"], fcntl.LOCK_UN)
+
+
 class LogOpener:
     """Opens (creates) the log files of a run's next jobs ahead of their start, at most AHEAD,
     in the runner's idle moments: while every slot is busy and no job has ended yet. Creating
@@ -245,8 +333,11 @@ class Run:
         self.events = EventLog(os.path.join(run_dir, "events.jsonl"))
         self.base_env = self.batch.get("base_env") or {}
         self.slots = (self.batch["slots_dir"], int(self.batch["slots"]))
-        self.limit = int(self.batch.get("max_parallel") or self.batch["slots"])
+        # Without max_parallel, the slots bound CPU jobs and the devices GPU jobs (which hold no slot).
+        self.limit = int(self.batch.get("max_parallel") or (1 << 62 if "gpus" in self.batch else self.batch["slots"]))
         self.count, self.next, self.running = len(self.batch["jobs"]), 0, 0
+        self.gpus: dict[str, Any] | None = self.batch.get("gpus")  # the devices, if a job asks for some
+        self.waiting: tuple[int, int] | None = None  # (job, busy devices) of the last "wait" event
         self.opener = LogOpener(self.batch["jobs"])
         me = {"pid": os.getpid(), "t": process_start_time(os.getpid())}
         write_json_atomic(os.path.join(run_dir, "runner.json"), me)
@@ -283,7 +374,8 @@ def serve(runs: list[Run], channel: Any) -> None:
 
 def _serve(runs: list[Run], channel: Any) -> None:
     pools: dict[tuple[str, int], SlotPool] = {}
-    running: dict[int, tuple[SpawnedJob, Run, int, SlotPool, int]] = {}  # pidfd -> (job, run, index, slot)
+    gpu_pools: dict[str, GpuPool] = {}
+    running: dict[int, tuple[SpawnedJob, Run, int, Any, Any]] = {}  # pidfd -> (job, run, index, pool, held)
     poller = select.poll()
     if channel is not None:
         poller.register(channel.fileno(), select.POLLIN)
@@ -300,23 +392,32 @@ def _serve(runs: list[Run], channel: Any) -> None:
                     run_.events.write(i=index, e="exit", rc=None, t=time.time(), error="cancelled before it started")
                     run_.next += 1
                     continue
-                slot = pool.acquire()
-                if slot is None:
-                    blocked = blocked or len(pool.held) < len(pool.paths)
-                    break
+                spec = run_.batch["jobs"][index]
+                gpu, gpu_env = spec.get("gpu"), None
+                holder: Any = pool
+                if gpu is None:  # the common case: a CPU slot
+                    slot: Any = pool.acquire()
+                    if slot is None:
+                        blocked = blocked or len(pool.held) < len(pool.paths)
+                        break
+                else:  # GPUs instead of a slot
+                    holder, slot, gpu_env = _take_gpus(run_, index, gpu, gpu_pools)
+                    if slot is None:
+                        blocked = blocked or holder.others_busy
+                        break
                 slot_wait = SLOT_WAIT_MIN
                 if run_.cwd != here:
                     here = _enter(run_.cwd)
                 log_fd = run_.opener.take(index)
-                started = start_job(run_.batch["jobs"][index], index, run_.base_env, run_.events, log_fd)
+                started = start_job(spec, index, run_.base_env, run_.events, log_fd, gpu_env)
                 run_.next += 1
                 if started is None:
-                    pool.release(slot)
+                    holder.release(slot)
                     continue
                 run_.running += 1
                 pidfd = os.pidfd_open(started.pid)
                 poller.register(pidfd, select.POLLIN)
-                running[pidfd] = (started, run_, index, pool, slot)
+                running[pidfd] = (started, run_, index, holder, slot)
             if blocked:
                 break
         # Every slot is busy: until a job ends, open the logs of the jobs that start next (of
@@ -351,13 +452,35 @@ def _serve(runs: list[Run], channel: Any) -> None:
                 elif (new_run := _open_run(*received)) is not None:
                     runs.append(new_run)
                 continue
-            job, job_run, index, pool, slot = running.pop(fd)
+            job, job_run, index, holder, held = running.pop(fd)
             poller.unregister(fd)
             returncode = job.wait()
             os.close(fd)
             job_run.events.ended(index, returncode, time.time())
-            pool.release(slot)
+            holder.release(held)
             job_run.running -= 1
+
+
+def _take_gpus(run_: Run, index: int, gpu: list[int], pools: dict[str, GpuPool],
+               ) -> tuple[GpuPool, list[tuple[str, int]] | None, tuple[str, str, list[str]] | None]:
+    """The devices for job ``index`` (``gpu``: count, device set, share) as ``(pool, held,
+    (variable, value, keys))``; held is None if they are busy, and then the job's PENDING
+    reason is written (again when the number of busy devices changes)."""
+    count, device_set, share = gpu
+    info: dict[str, Any] = run_.gpus  # type: ignore[assignment]  # a job with "gpu" comes with "gpus"
+    pool = pools.get(info["dir"]) or pools.setdefault(info["dir"], GpuPool(info["dir"]))
+    devices = info["sets"][device_set]  # [[key, id], ...]
+    held = pool.acquire([key for key, _ in devices], count, share)
+    if held is None:
+        if run_.waiting != (index, pool.busy):
+            run_.waiting = (index, pool.busy)
+            gpus = "1 GPU" if count == 1 else f"{count} GPUs"
+            shared = f", shared {share} ways" if share > 1 else ""
+            run_.events.write(i=index, e="wait", why=f"waiting for {gpus} ({pool.busy} busy{shared})", t=time.time())
+        return pool, None, None
+    ids = dict(devices)
+    keys = [key for key, _ in held]
+    return pool, held, (info["env"], ",".join(ids[key] for key in keys), keys)
 
 
 def _enter(directory: str) -> str:
@@ -426,17 +549,26 @@ class SpawnedJob:
 
 
 def start_job(job: dict[str, Any], index: int, base_env: dict[str, str], events: EventLog,
-              log_fd: int | None = None) -> SpawnedJob | None:
+              log_fd: int | None = None, gpu_env: tuple[str, str, list[str]] | None = None) -> SpawnedJob | None:
     """Start a job in its own session with output to its log (``log_fd`` if the log was opened
     ahead, closed here; else the job opens it). ``posix_spawn`` (vfork) is far cheaper than
     fork+exec from Python; a job that must change directory uses Popen.
 
     A job that cannot start (missing program or directory, a NUL byte or ``=`` where the OS
-    refuses one) is recorded as failed with the reason; the rest of the batch runs on."""
+    refuses one) is recorded as failed with the reason; the rest of the batch runs on.
+
+    ``gpu_env``: the devices it got, ``(variable, their ids, their keys)``; the variable
+    overrides the job's own, and ids given as indexes come with PCI bus order (the order
+    nvidia-smi counts in) unless the job chose an order."""
     try:
         env = job["env"]
         if job.get("inherit_env", True):
             env = {**base_env, **env} if env else base_env  # shared when a job adds nothing: no copy per job
+        if gpu_env is not None:
+            variable, ids = gpu_env[0], gpu_env[1]
+            env = {**env, variable: ids}
+            if variable == "CUDA_VISIBLE_DEVICES" and "CUDA_DEVICE_ORDER" not in env and ids.replace(",", "").isdigit():
+                env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
         argv, cwd = job["argv"], job.get("cwd") or None
         if cwd is None or _is_here(cwd):
             stdout = ((os.POSIX_SPAWN_OPEN, 1, job["log_path"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
@@ -476,7 +608,7 @@ def start_job(job: dict[str, Any], index: int, base_env: dict[str, str], events:
         return None
     if log_fd is not None:
         os.close(log_fd)
-    events.started(index, started.pid, time.time())
+    events.started(index, started.pid, time.time(), gpu_env[2] if gpu_env is not None else None)
     return started
 
 

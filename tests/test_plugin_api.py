@@ -218,3 +218,16 @@ def test_in_memory_store_replaces_jobs_that_never_reached_a_backend():
     [unit] = store.work_units(experiment.id)
     assert [j.id for j in unit.jobs] == [launched, again] and again not in (launched, never)
     assert store.job_history(never) == [] and [e.status for e in store.job_history(again)] == [xp.Status.LAUNCHING]
+
+
+def test_the_datamodel_decorators_are_deprecated_for_plugins():
+    """The core's attrs fast path is not part of the plugin API any more: plugins use attrs."""
+    import subprocess
+    import sys
+
+    code = ("import warnings; warnings.simplefilter('always')\n"
+            "with warnings.catch_warnings(record=True) as caught:\n"
+            "    from xcore.plugin import define\n"
+            "print([type(w.message).__name__ for w in caught], caught[0].message if caught else '')")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True).stdout
+    assert out.startswith("['XcorePluginDeprecationWarning']") and "attrs.define" in out, out

@@ -73,8 +73,9 @@ What this module exports:
   ``PythonContainer``, ``Dockerfile``, ``ModuleName``, ``CommandList``, and
   ``entrypoint_argv`` (the argv prefix a ``ModuleName`` or ``CommandList`` entrypoint runs);
   ``to_requirements`` (a ``JobRequirements`` from any form an executor field accepts);
-  ``define`` and ``frozen``, attrs' decorators whose classes share one repr, eq and hash
-  (quicker to create: see ``xcore.model.datamodel``);
+  write your own classes with plain ``attrs`` (``define`` and ``frozen`` here are deprecated:
+  the core's fast path saved a plugin's few classes about a millisecond, see
+  ``bench/bench_seams.py``);
 - Bazel targets: the specs ``BazelBinary`` and ``BazelContainer``, and ``bazel_workspace``,
   ``bazel_build`` and ``bazel_output`` to build them with the ``bazel`` on PATH;
 - requests, contexts and results: ``LaunchRequest``, ``LaunchContext``, ``PackagingContext``,
@@ -188,6 +189,12 @@ _getattr, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 
 def __getattr__(name: str) -> object:
+    if name in ("define", "frozen"):
+        import warnings
+
+        warnings.warn(f"xcore.plugin.{name} is deprecated: use attrs.{name} (the core's own fast path "
+                      "saves a plugin's few classes no measurable time).", _getattr("XcorePluginDeprecationWarning"),
+                      stacklevel=2)
     if name == "xcore_home":  # paths.home under a name that says whose home it is
         from xcore.paths import home
 

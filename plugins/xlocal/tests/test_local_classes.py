@@ -19,13 +19,6 @@ pytestmark = pytest.mark.usefixtures("xcore_home")
 checks = core_test_module("class_checks")  # tests/class_checks.py: the same checks as the core's
 
 
-def test_xlocal_classes_print_compare_and_hash_as_attrs_made_them():
-    classes = checks.datamodel_classes(xlocal)
-    assert {c.__name__ for c in classes} >= {"Local", "ProcessHandle"}
-    for cls in classes:
-        checks.assert_made_as_attrs_makes_it(cls)
-
-
 def test_plain_dump_is_byte_identical_to_cattrs_for_xlocals_classes():
     """Written without cattrs where every value is plain (the two samples that are not: taken by
     cattrs as before); the stored JSON is the same bytes either way."""

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from xcore.plugin import Executable, define
+import attrs
+
+from xcore.plugin import Executable
 
 
-@define(kw_only=True)
+@attrs.define(kw_only=True)
 class LocalProcess(Executable):
     """An argv prefix to execute directly (never through a shell); job args are appended."""
 
@@ -13,7 +15,7 @@ class LocalProcess(Executable):
     cwd: str | None = None
 
 
-@define(kw_only=True)
+@attrs.define(kw_only=True)
 class LocalContainer(Executable):
     """An image to run as a container on this machine's engine.
 

@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 
 import attrs
 
-from xcore.plugin import Executor, ExecutorSpec, JobRequirements, define, frozen, to_requirements
+from xcore.plugin import Executor, ExecutorSpec, JobRequirements, to_requirements
 
 
 def _requirements(value: JobRequirements | Mapping[str, Any] | None) -> JobRequirements:
@@ -16,7 +16,7 @@ def _requirements(value: JobRequirements | Mapping[str, Any] | None) -> JobRequi
     return to_requirements(value)
 
 
-@frozen
+@attrs.frozen
 class LocalSpec(ExecutorSpec):
     """Package for this machine."""
 
@@ -33,7 +33,7 @@ def _volume_paths(volumes: object) -> dict[object, object]:
     return {_optional_path(host): _optional_path(target) for host, target in _dict_or_empty(volumes).items()}
 
 
-@frozen
+@attrs.frozen
 class DockerOptions:
     """How containers run (used when the executable is a container).
 
@@ -75,7 +75,7 @@ def _positive_or_none(instance: object, attribute: attrs.Attribute, value: int |
         raise ValueError(f"Local({attribute.name}=...) must be a whole number >= 1, got {value!r}.")
 
 
-@define
+@attrs.define
 class Local(Executor):
     """Run jobs as detached processes (or containers) on this machine.
 

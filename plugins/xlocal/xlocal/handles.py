@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from xcore.plugin import JobHandle, define
+import attrs
+
+from xcore.plugin import JobHandle
 
 
-@define
+@attrs.define
 class ProcessHandle(JobHandle):
     """Job ``index`` of the runner batch in ``run_dir``; its output goes to ``log_path``."""
 
@@ -14,7 +16,7 @@ class ProcessHandle(JobHandle):
     kill_grace_secs: float = 5.0
 
 
-@define
+@attrs.define
 class ContainerHandle(JobHandle):
     """A container on the engine at ``base_url``, found by ``container_id`` (or ``name``).
 

@@ -25,12 +25,29 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def catch_up(store: object, host: object, stop: threading.Event, experiments: int = 50) -> None:
+    """Read the results of the newest experiments' jobs that ended while no one looked. Run by
+    the refresher after the server listens: over SSH that is a command per unread job, which
+    took 5-25 s before the dashboard answered when it ran first."""
+    from xcore.runtime import results
+
+    for record in store.list_experiments(limit=experiments):  # type: ignore[attr-defined]
+        if stop.is_set():
+            return
+        try:
+            results.collect(store, host, record.id)  # type: ignore[arg-type]
+        except Exception as exc:  # noqa: BLE001 - keep serving; say why
+            print(f"xcore ui: reading the results of experiment {record.id} failed: {exc}", file=sys.stderr)
+
+
 def refresh_forever(store: object, host: object, stop: threading.Event, interval: float) -> None:
-    """Every ``interval`` s: ask the backends about the active jobs of the newest experiments
-    and read the results of jobs that ended, so pages show what the backends know."""
+    """First ``catch_up``; then every ``interval`` s: ask the backends about the active jobs of
+    the newest experiments and read the results of jobs that ended, so pages show what the
+    backends know."""
     from xcore.runtime import results
     from xcore.runtime.tracking import refresh_jobs
 
+    catch_up(store, host, stop)
     watched: set[int] = set()
     while not stop.wait(interval):
         try:
@@ -51,7 +68,6 @@ def run(args: argparse.Namespace) -> int:
         from xcore.ui.app import LOOPBACK, create_app
     except ImportError as exc:
         raise XcoreError(f"{EXTRA_HINT} ({exc}).") from None
-    from xcore.runtime import results
     from xcore.workspace import current
 
     token = args.token or os.environ.get("XCORE_UI_TOKEN") or None
@@ -63,8 +79,6 @@ def run(args: argparse.Namespace) -> int:
         raise XcoreError("--token must be at least 16 characters (or leave it out to get a random one).")
     workspace = current()
     store, host = workspace.settled_store(), workspace.host
-    for record in store.list_experiments(limit=50):
-        results.collect(store, host, record.id)  # what ended while no one looked
     app = create_app(store, host, read_only=args.read_only, token=token,
                      allowed_hosts=["*"] if exposed else LOOPBACK, poll_seconds=args.poll)
     family = socket.AF_INET6 if ":" in args.host else socket.AF_INET

@@ -116,7 +116,7 @@ def test_xcore_ui_on_a_public_address_requires_a_token(xcore_home):
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         line = ui.stdout.readline()
-        match = re.search(r"http://0\.0\.0\.0:(\d+)/\?token=(\S+)", line)
+        match = re.search(r"http://[^:/]+:(\d+)/\?token=(\S+)", line)
         assert match, line
         base = f"http://127.0.0.1:{match.group(1)}/"
         with pytest.raises(urllib.error.HTTPError) as refused:
@@ -141,4 +141,74 @@ def test_a_token_you_give_is_never_printed(xcore_home):
     finally:
         ui.terminate()
         ui.wait(10)
-    assert "http://0.0.0.0:" in line and "my-own-secret" not in line + ui.stderr.read() + ui.stdout.read()
+    assert "http://" in line and "0.0.0.0" not in line  # the machine's name, which a colleague can open
+    assert "my-own-secret" not in line + ui.stderr.read() + ui.stdout.read()
+
+
+def _ui(*args: str, env: dict[str, str] | None = None):
+    import subprocess
+
+    return subprocess.Popen([sys.executable, "-m", "xcore.cli.main", "ui", "--port", "0", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+
+def test_xcore_ui_on_loopback_requires_its_token_too_static_files_included(xcore_home):
+    """Other users of a shared machine reach 127.0.0.1 as well (issue 30): a token by default,
+    printed once in the URL as Jupyter does; the cookie is named by port (cookies ignore ports)."""
+    import http.cookiejar
+    import urllib.error
+    import urllib.request
+
+    ui = _ui()
+    try:
+        line = ui.stdout.readline()
+        match = re.search(r"http://127\.0\.0\.1:(\d+)/\?token=(\S+)", line)
+        assert match, line
+        port, token = match.groups()
+        for path in ("/", "/static/ui.js", "/api/experiments/1/summary"):
+            with pytest.raises(urllib.error.HTTPError) as refused:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}{path}")
+            assert refused.value.code == 401, path
+        jar = http.cookiejar.CookieJar()
+        opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+        assert opener.open(f"http://127.0.0.1:{port}/?token={token}").status == 200
+        assert [cookie.name for cookie in jar] == [f"xcore_ui_token_{port}"]
+        assert opener.open(f"http://127.0.0.1:{port}/static/ui.js").status == 200
+    finally:
+        ui.terminate()
+        ui.wait(10)
+
+
+def test_no_token_is_for_loopback_only_and_serves_without_one(xcore_home):
+    import subprocess
+    import urllib.request
+
+    refused = subprocess.run([sys.executable, "-m", "xcore.cli.main", "ui", "--host", "0.0.0.0", "--no-token"],
+                             capture_output=True, text=True, timeout=60)
+    assert refused.returncode != 0 and "only on a loopback address" in refused.stderr
+    ui = _ui("--no-token")
+    try:
+        line = ui.stdout.readline()
+        match = re.search(r"http://127\.0\.0\.1:(\d+)/$", line.strip())
+        assert match, line
+        assert urllib.request.urlopen(f"http://127.0.0.1:{match.group(1)}/").status == 200
+    finally:
+        ui.terminate()
+        ui.wait(10)
+
+
+def test_any_loopback_address_is_served(xcore_home):
+    """`--host 127.0.0.2` answered 400 to everything: its own name was not an allowed Host."""
+    import urllib.request
+
+    ui = _ui("--host", "127.0.0.2")
+    try:
+        line = ui.stdout.readline()
+        match = re.search(r"http://127\.0\.0\.2:(\d+)/\?token=(\S+)", line)
+        assert match, line
+        request = urllib.request.Request(f"http://127.0.0.2:{match.group(1)}/",
+                                         headers={"Authorization": f"Bearer {match.group(2)}"})
+        assert urllib.request.urlopen(request).status == 200
+    finally:
+        ui.terminate()
+        ui.wait(10)

@@ -76,9 +76,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, objec
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         line = ui.stdout.readline() if ui.stdout else ""
-        match = re.search(r"(http://\S+)", line)
-        assert match, f"xcore ui printed no URL: {line!r}"
-        yield {"url": match.group(1).rstrip("/"), "sweep": sweep_id, "live": sweep_id + 1, "env": env}
+        match = re.search(r"(http://[^/\s]+)/\?token=(\S+)", line)  # a token on loopback too
+        assert match, f"xcore ui printed no URL with its token: {line!r}"
+        yield {"url": match.group(1), "token": match.group(2), "sweep": sweep_id, "live": sweep_id + 1, "env": env}
     finally:
         ui.terminate()
         ui.wait(10)
@@ -87,7 +87,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, objec
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
+def browser(server: dict[str, object]) -> Iterator[object]:
+    """Chromium that opened the printed URL once, so it holds the dashboard's token cookie."""
     require_service("browser", bool(CHROMIUM and CHROMEDRIVER),
                     "run `sudo bash scripts/infra/setup.sh browser` (Debian chromium + chromium-driver)")
     from selenium import webdriver
@@ -101,6 +102,7 @@ def browser() -> Iterator[object]:
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
     driver.set_page_load_timeout(30)
     try:
+        driver.get(f"{server['url']}/?token={server['token']}")
         yield driver
     finally:
         driver.quit()

@@ -46,12 +46,13 @@ def test_the_dashboard_answers_while_the_results_are_still_being_read(tmp_path: 
         ready, _, _ = select.select([ui.stdout], [], [], 30)  # it used to read everything first
         line = ui.stdout.readline() if ready else ""
         assert "http://" in line, (line, ui.stderr.read() if ui.poll() is not None and ui.stderr else "")
-        url = line.split()[-1]
+        base, _, token = line.split()[-1].partition("?token=")
         deadline = time.monotonic() + 30
         while not entered.exists() and time.monotonic() < deadline:
             time.sleep(0.05)
         assert entered.exists(), "the results were never read"
-        with urllib.request.urlopen(url, timeout=10) as response:  # answered while reading is under way
+        request = urllib.request.Request(base, headers={"Authorization": f"Bearer {token}"})
+        with urllib.request.urlopen(request, timeout=10) as response:  # answered while reading is under way
             assert response.status == 200
         assert ui.poll() is None
     finally:

@@ -106,9 +106,12 @@ def build_parser(with_plugins: bool = True, command: str | None = None) -> argpa
                        description="Serve a web dashboard over the metadata store: experiments, work units with "
                        "their results, plots, timelines, logs, cancel.")
     p.add_argument("--host", default="127.0.0.1",
-                   help="address to listen on (default 127.0.0.1; any other needs a token, generated if not given)")
+                   help="address to listen on (default 127.0.0.1; other machines reach any other address)")
     p.add_argument("--port", type=int, default=8765, help="port (default 8765; 0 picks a free one)")
-    p.add_argument("--token", help="require this token (also XCORE_UI_TOKEN); open the printed URL once")
+    p.add_argument("--token", help="require this token (also XCORE_UI_TOKEN); by default a random one is made "
+                   "and printed once, in the URL to open")
+    p.add_argument("--no-token", action="store_true",
+                   help="serve without a token: only for a single-user machine, on a loopback address")
     p.add_argument("--read-only", action="store_true", help="hide cancel: look, don't touch")
     p.add_argument("--poll", type=float, default=3.0, help="seconds between status refreshes (default 3)")
     p.set_defaults(func="xcore.ui.server:run")

@@ -32,7 +32,7 @@ from xcore.workspace.views import ExperimentView, UnitView, read_units
 
 HERE = Path(__file__).resolve().parent
 LOOPBACK = ["127.0.0.1", "localhost", "::1", "[::1]"]
-COOKIE = "xcore_ui_token"
+COOKIE = "xcore_ui_token"  # the default cookie name; `xcore ui` names one per port (cookies ignore ports)
 LOG_LIMIT = 2 * 1024 * 1024  # characters of a log sent at once
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
        "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
@@ -47,9 +47,9 @@ def _plotly_js() -> Path:
 class _Security(BaseHTTPMiddleware):
     """Token check (when set) and security headers on every response."""
 
-    def __init__(self, app: Any, token: str | None) -> None:
+    def __init__(self, app: Any, token: str | None, cookie: str = COOKIE) -> None:
         super().__init__(app)
-        self.token = token
+        self.token, self.cookie = token, cookie
 
     async def dispatch(self, request: Request, call_next: Any) -> Response:
         if self.token:
@@ -58,9 +58,9 @@ class _Security(BaseHTTPMiddleware):
                 query = {k: v for k, v in request.query_params.items() if k != "token"}
                 target = request.url.path + (f"?{urlencode(query)}" if query else "")
                 response: Response = RedirectResponse(target, status_code=303)
-                response.set_cookie(COOKIE, self.token, httponly=True, samesite="strict")
+                response.set_cookie(self.cookie, self.token, httponly=True, samesite="strict")
                 return self._headers(response)
-            cookie = request.cookies.get(COOKIE, "")
+            cookie = request.cookies.get(self.cookie, "")
             bearer = request.headers.get("authorization", "").removeprefix("Bearer ")
             if not (hmac.compare_digest(cookie, self.token) or hmac.compare_digest(bearer, self.token)):
                 return self._headers(PlainTextResponse(
@@ -104,10 +104,10 @@ def _is_web_link(url: str) -> bool:
 
 
 def create_app(store: MetadataStore, host: PluginHost, *, read_only: bool = False, token: str | None = None,
-               allowed_hosts: list[str] | None = None, poll_seconds: float = 3.0) -> Starlette:
-    """The dashboard over ``store``. ``token``: required on every request (cookie after the
-    first ``?token=``). ``allowed_hosts``: Host headers accepted (loopback names by default,
-    against DNS rebinding)."""
+               allowed_hosts: list[str] | None = None, poll_seconds: float = 3.0, cookie: str = COOKIE) -> Starlette:
+    """The dashboard over ``store``. ``token``: required on every request, static files
+    included (the ``cookie`` after the first ``?token=``). ``allowed_hosts``: Host headers
+    accepted (loopback names by default, against DNS rebinding)."""
     import jinja2
 
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(HERE / "templates")), autoescape=True)
@@ -280,7 +280,7 @@ def create_app(store: MetadataStore, host: PluginHost, *, read_only: bool = Fals
     ]
     middleware = [
         Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts or LOOPBACK),
-        Middleware(_Security, token=token),
+        Middleware(_Security, token=token, cookie=cookie),
     ]
     return Starlette(routes=routes, middleware=middleware)
 

@@ -61,6 +61,15 @@ def refresh_forever(store: object, host: object, stop: threading.Event, interval
             print(f"xcore ui: refreshing status failed: {exc}", file=sys.stderr)
 
 
+def _shown_host(host: str) -> str:
+    """The host for the printed URL: a wildcard address is this machine's name, which a
+    colleague can open (0.0.0.0 only works on this machine)."""
+    bare = host.strip("[]")
+    if bare in ("0.0.0.0", "::"):
+        return socket.getfqdn() or socket.gethostname()
+    return f"[{bare}]" if ":" in bare else bare
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         import uvicorn
@@ -72,15 +81,20 @@ def run(args: argparse.Namespace) -> int:
 
     token = args.token or os.environ.get("XCORE_UI_TOKEN") or None
     exposed = not is_loopback(args.host)
-    generated = exposed and not token
+    if getattr(args, "no_token", False):
+        if exposed:
+            raise XcoreError("--no-token serves without a token, so only on a loopback address (127.0.0.1); "
+                             f"{args.host} is reachable from other machines.")
+        if token:
+            raise XcoreError("--no-token and a token (--token or XCORE_UI_TOKEN) contradict each other; choose one.")
+    # A token by default, loopback too: other users of a shared machine can reach 127.0.0.1.
+    generated = not token and not getattr(args, "no_token", False)
     if generated:
         token = secrets.token_urlsafe(24)  # printed once in the URL: the only way to hand it over
     if token is not None and len(token) < 16:
         raise XcoreError("--token must be at least 16 characters (or leave it out to get a random one).")
     workspace = current()
     store, host = workspace.settled_store(), workspace.host
-    app = create_app(store, host, read_only=args.read_only, token=token,
-                     allowed_hosts=["*"] if exposed else LOOPBACK, poll_seconds=args.poll)
     family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -91,7 +105,10 @@ def run(args: argparse.Namespace) -> int:
                          f"Choose another --port (0 picks a free one).") from None
     sock.listen(2048)  # connections queue from now on, so the printed URL works at once
     port = sock.getsockname()[1]
-    shown = f"[{args.host}]" if ":" in args.host and not args.host.startswith("[") else args.host
+    allowed = ["*"] if exposed else [*LOOPBACK, args.host.strip("[]"), f"[{args.host.strip('[]')}]"]
+    app = create_app(store, host, read_only=args.read_only, token=token, allowed_hosts=allowed,
+                     poll_seconds=args.poll, cookie=f"xcore_ui_token_{port}")
+    shown = _shown_host(args.host)
     url = f"http://{shown}:{port}/" + (f"?token={token}" if generated else "")  # a token you chose is never echoed
     mode = " (read-only)" if args.read_only else ""
     print(f"xcore ui{mode}: {url}", flush=True)

@@ -5,8 +5,9 @@ import pytest
 
 from xcore.errors import ConfigurationError, NotFoundError
 from xcore.model.status import JobState, Status
+from xcore.store.migrations import SCHEMA_VERSION
 from xcore.store.records import NewJob
-from xcore.store.sqlite import SCHEMA_VERSION, SqliteStore
+from xcore.store.sqlite import SqliteStore
 
 
 def _job(name="main"):

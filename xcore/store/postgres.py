@@ -34,7 +34,6 @@ from psycopg.rows import dict_row, tuple_row
 
 from xcore.errors import ConfigurationError, XcoreError
 from xcore.settings import env_number
-from xcore.store import migrations as store_migrations
 from xcore.store import schema, statements
 from xcore.store.dialect import Cursor, Dialect, T, Work
 from xcore.store.redaction import redact_text, redact_url
@@ -42,8 +41,6 @@ from xcore.store.specs import KnownSpecs
 from xcore.store.sql import SqlStore
 
 MIGRATIONS: list[str] = schema.migrations(schema.POSTGRES)
-SCHEMA_VERSION = store_migrations.SCHEMA_VERSION  # one number for every dialect
-assert len(MIGRATIONS) == SCHEMA_VERSION
 
 _EXPERIMENT_LOCK = 0x78636F7265  # advisory lock key ("xcore"): held while allocating experiment ids
 _MIGRATION_LOCK = _EXPERIMENT_LOCK + 1
@@ -77,6 +74,8 @@ def _placeholders(query: str) -> str:
 class PostgresDialect(Dialect):
     backend = "postgresql"
     for_update = " FOR UPDATE"
+    migrations = MIGRATIONS
+    set_version = "UPDATE schema_version SET version = {}"
 
     def __init__(self, url: str, retry_secs: float) -> None:
         self.url = self.where = redact_url(url)
@@ -144,36 +143,16 @@ class PostgresDialect(Dialect):
                     # e.g. a work unit id recorded twice: the caller's mistake, as with SQLite
                     raise ValueError(redact_text(str(exc).splitlines()[0], [self._password or ""])) from None
 
-    def migrate(self, migrate: bool) -> int | None:
-        """A shared server is migrated only when asked (``xcore store migrate``), so one person
-        decides when every teammate's xcore must be new enough; an empty one is created."""
-        def current(cur: Cursor) -> int:
-            # A catalog query (not to_regclass, whose cache may predate a concurrent migration).
-            if not cur.execute("SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_tables WHERE tablename = 'schema_version'"
-                               " AND schemaname = current_schema()) AS present").fetchone()["present"]:
-                return 0
-            row = cur.execute("SELECT version FROM schema_version").fetchone()
-            return int(row["version"]) if row else 0
-
-        found = self.run(lambda cur, _: current(cur), write=False, specs=KnownSpecs())
-        if not store_migrations.check_version(found, self.url, will_migrate=migrate or found == 0,
-                                              current=SCHEMA_VERSION):
-            return None
-
-        def run(cur: Cursor, _: bool) -> int:
-            cur.execute("SELECT pg_advisory_xact_lock(?)", (_MIGRATION_LOCK,))
-            version = current(cur)  # another process may have migrated meanwhile
-            store_migrations.check_version(version, self.url, will_migrate=True, current=SCHEMA_VERSION)
-            for number in range(version, SCHEMA_VERSION):
-                cur.execute(MIGRATIONS[number])
-            cur.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))
-            return version
-
-        version = self.run(run, write=True, specs=KnownSpecs())
-        return version if 0 < version < SCHEMA_VERSION else None
-
     def schema_version(self, cursor: Cursor) -> int:
-        return int(cursor.execute("SELECT version FROM schema_version").fetchone()["version"])
+        # A catalog query (not to_regclass, whose cache may predate a concurrent migration).
+        if not cursor.execute("SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_tables WHERE tablename = 'schema_version'"
+                              " AND schemaname = current_schema()) AS present").fetchone()["present"]:
+            return 0
+        row = cursor.execute("SELECT version FROM schema_version").fetchone()
+        return int(row["version"]) if row else 0
+
+    def lock_schema(self, cursor: Cursor) -> None:
+        cursor.execute("SELECT pg_advisory_xact_lock(?)", (_MIGRATION_LOCK,))
 
     def plain(self, cursor: Cursor) -> Cursor:
         return cursor.connection.cursor(row_factory=tuple_row)

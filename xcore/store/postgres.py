@@ -198,14 +198,6 @@ class PostgresStore(SqlStore):
         super().__init__(PostgresDialect(url, retry_secs), migrate=migrate)  # connects (retrying while it starts)
 
     @property
-    def url(self) -> str:
-        return self.dialect.url
-
-    @property
-    def retry_secs(self) -> float:
-        return self.dialect.retry_secs
-
-    @property
     def retries(self) -> int:
         return self.dialect.retries
 

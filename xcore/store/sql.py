@@ -22,9 +22,9 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 from xcore.errors import NotFoundError
 from xcore.model.status import JobState, Status
 from xcore.store import ExperimentHistory, Imported, MetadataStore, StoreInfo, records, rows, specs
-from xcore.store import migrations as store_migrations
 from xcore.store import statements as sql
 from xcore.store.dialect import Cursor, Dialect, Work
+from xcore.store.migrations import SCHEMA_VERSION
 from xcore.store.records import (
     ExperimentRecord,
     JobRecord,
@@ -38,7 +38,6 @@ from xcore.store.records import (
 
 T = TypeVar("T")
 P = ParamSpec("P")
-SCHEMA_VERSION = store_migrations.SCHEMA_VERSION  # one number for every dialect
 _JOB_COLUMNS = rows.JOB_COLUMNS
 _COPIED_COLUMNS = rows.COPIED_JOB_COLUMNS
 _STORED_COLUMNS = rows.STORED_JOB_COLUMNS  # specs by id in the table

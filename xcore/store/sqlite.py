@@ -335,10 +335,6 @@ class SqliteStore(SqlStore):
     def _db(self) -> sqlite3.Connection:
         return self.dialect.db
 
-    @property
-    def _checkpointer(self) -> threading.Thread | None:
-        return self.dialect.checkpointer
-
 
 @functools.lru_cache(maxsize=64)
 def _rows_statement(insert: str, count: int) -> str:

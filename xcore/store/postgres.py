@@ -6,17 +6,11 @@ only here). Connection settings come from the URL, the ``PG*`` environment varia
 ``~/.pgpass`` exactly as libpq reads them; TLS options (``?sslmode=verify-full&sslrootcert=...``)
 pass through. The password never reaches any message: URLs are shown redacted.
 
-Semantics match the SQLite store: every method is one transaction; experiment ids are allocated
-under a transaction-scoped advisory lock (no gaps); jobs a poller records are locked
-(``FOR UPDATE``, in id order) so pollers on many machines append each status change once.
-Launcher leases too: ``claim_lease`` is one conditional ``UPDATE``, so of two processes that
-read the same expired lease the second waits for the first's row lock, finds the row changed
-and claims nothing.
-
-A dropped connection or a restarting server is retried until ``XCORE_STORE_RETRY_SECS``
-(default 60 s) passes; then the caller gets ``StoreUnavailableError``. A retried write first
-checks whether its earlier attempt committed (the commit may succeed while its reply is lost),
-by the natural key of what it writes, so nothing is recorded twice (see ``xcore.store.sql``).
+Where SQLite has one write lock for the whole file, PostgreSQL locks less: experiment ids are
+allocated under a transaction-scoped advisory lock (no gaps), and jobs a poller records are
+locked ``FOR UPDATE`` in id order. A dropped connection or a restarting server is retried until
+``XCORE_STORE_RETRY_SECS`` (default 60 s) passes, each retry first looking for its own earlier
+commit (see ``xcore.store.sql``); then the caller gets ``StoreUnavailableError``.
 """
 
 from __future__ import annotations

@@ -289,14 +289,11 @@ class SqlStore(MetadataStore):
 
     def mark_launched(self, launched: Sequence[tuple[int, str, dict[str, Any], str | None]], *,
                       intent_id: int | None = None) -> None:
-        """Store handles and move the jobs from LAUNCHING to PENDING, in one transaction
-        (which also closes the submission intent, if given)."""
         if launched or intent_id is not None:
             with self.dialect.large_write(len(launched) >= _LARGE_LAUNCH):
                 self._settle(launched, [], intent_id)
 
     def record_states(self, states: Sequence[tuple[int, JobState]], *, intent_id: int | None = None) -> None:
-        """Store the newest state of jobs; a change of status is appended to their history."""
         if states or intent_id is not None:
             self._settle([], states, intent_id)
 

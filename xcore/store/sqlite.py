@@ -177,42 +177,31 @@ class SqliteDialect(Dialect):
         """A read runs as it is (WAL: it never waits for a writer); a write is one ``BEGIN
         IMMEDIATE`` transaction (it waits for the write lock up to the busy timeout), or part
         of the ``group`` around it. SQLite never loses a commit's reply: no retries."""
-        with self._lock, self._errors("write" if write else "read"):
-            if not write or self._in_transaction:  # inside group(): its end commits
+        if write:
+            with self.group(specs):
                 return work(self.db.cursor(), False)
-            with self._begin(specs):
-                return work(self.db.cursor(), False)
-
-    @contextmanager
-    def _begin(self, specs: KnownSpecs) -> Iterator[None]:
-        self.db.execute("BEGIN IMMEDIATE")
-        committed = False
-        try:
-            yield
-            self.db.execute("COMMIT")
-            committed = True
-        except BaseException:
-            with contextlib.suppress(sqlite3.Error):  # SQLite rolled back already (e.g. disk full)
-                self.db.execute("ROLLBACK")
-            raise
-        finally:
-            if committed:
-                specs.committed()
-            else:
-                specs.discarded()
+        with self._lock, self._errors("read"):
+            return work(self.db.cursor(), False)
 
     @contextmanager
     def group(self, specs: KnownSpecs) -> Iterator[None]:
         with self._lock, self._errors("write"):
-            if self._in_transaction:
+            if self._in_transaction:  # inside another group: its end commits
                 yield
                 return
-            with self._begin(specs):
-                self._in_transaction = True  # read only by the thread holding self._lock
-                try:
-                    yield
-                finally:
-                    self._in_transaction = False
+            self.db.execute("BEGIN IMMEDIATE")
+            self._in_transaction = True  # read only by the thread holding self._lock
+            try:
+                yield
+                self.db.execute("COMMIT")
+            except BaseException:
+                specs.discarded()
+                with contextlib.suppress(sqlite3.Error):  # SQLite rolled back already (e.g. disk full)
+                    self.db.execute("ROLLBACK")
+                raise
+            finally:
+                self._in_transaction = False
+            specs.committed()
 
     @contextmanager
     def migrating(self) -> Iterator[None]:

@@ -46,6 +46,7 @@ class Dialect(abc.ABC):
     messages = "string_agg({}, '; ' ORDER BY j.id)"  # a unit's job messages joined (unit_summaries)
     migrations: list[str]  # each schema version's DDL, version 1 first (``xcore.store.schema.migrations``)
     set_version: str  # the statement recording schema version ``{}``
+    lock_jobs = ""  # a statement keeping other transactions from changing jobs until the commit, if needed
 
     @abc.abstractmethod
     def run(self, work: Work[T], *, write: bool, specs: KnownSpecs) -> T:
@@ -76,8 +77,11 @@ class Dialect(abc.ABC):
     def _migrate(self, cur: Cursor) -> int:
         self.lock_schema(cur)
         version = self.schema_version(cur)  # another process may have migrated meanwhile
-        check_version(version, self.where, will_migrate=True)
-        count = "SELECT COUNT(*) AS n FROM jobs"
+        if not check_version(version, self.where, will_migrate=True):
+            return version
+        count = "SELECT COUNT(*) AS n FROM jobs"  # before and after: only the migration changes jobs
+        if version and self.lock_jobs:
+            cur.execute(self.lock_jobs)
         jobs = cur.execute(count).fetchone()["n"] if version else 0
         for migration in self.migrations[version:]:
             self.execute_script(cur, migration)

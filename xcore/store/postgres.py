@@ -70,6 +70,7 @@ class PostgresDialect(Dialect):
     for_update = " FOR UPDATE"
     migrations = MIGRATIONS
     set_version = "UPDATE schema_version SET version = {}"
+    lock_jobs = "LOCK TABLE jobs IN SHARE MODE"  # launchers of an older xcore may still write
 
     def __init__(self, url: str, retry_secs: float) -> None:
         self.url = self.where = redact_url(url)

@@ -5,8 +5,9 @@ import pytest
 
 from xcore.errors import ConfigurationError, NotFoundError
 from xcore.model.status import JobState, Status
+from xcore.store.migrations import SCHEMA_VERSION
 from xcore.store.records import NewJob
-from xcore.store.sqlite import SCHEMA_VERSION, SqliteStore
+from xcore.store.sqlite import SqliteStore
 
 
 def _job(name="main"):
@@ -159,10 +160,11 @@ def test_automatic_checkpoints_are_back_once_the_background_checkpoint_is_done(t
     exp = store.create_experiment("big").id
     ids = [store.add_work_unit(exp, u, "work_unit", {}, "", [_job()])[0] for u in range(1, 1002)]
     store.mark_launched([(j, "k", {"i": i}, None) for i, j in enumerate(ids)])
-    assert store._checkpointer is not None
-    store._checkpointer.join()
+    checkpointer = store.dialect.checkpointer
+    assert checkpointer is not None
+    checkpointer.join()
     assert store._db.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 1000
     store.mark_launched([(ids[0], "k", {"i": 0}, None)])  # small: checkpointed by SQLite as usual, no thread
-    assert not store._checkpointer.is_alive()
+    assert not checkpointer.is_alive() and store.dialect.checkpointer is checkpointer
     store.close()
     assert {u.status for u in SqliteStore(tmp_path / "s.db").work_units(exp)} == {Status.PENDING}

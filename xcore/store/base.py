@@ -192,8 +192,6 @@ class MetadataStore(abc.ABC):
         the string: what ``xcore show`` prints, without a record object per job (10,000 of them
         were most of its time). This default converts ``work_units``; a store may read it faster.
         Values (specs, args, env) may be shared between jobs: read-only; the job dicts are not."""
-        import attrs
-
         rows = []
         for unit in self.work_units(experiment_id, work_unit_ids):
             jobs = []

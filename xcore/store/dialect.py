@@ -21,7 +21,9 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+from xcore.errors import StoreError
 from xcore.store import statements
+from xcore.store.migrations import SCHEMA_VERSION, check_version
 from xcore.store.specs import KnownSpecs
 
 T = TypeVar("T")
@@ -42,6 +44,9 @@ class Dialect(abc.ABC):
     find = "strpos"  # the SQL function finding a substring: f(haystack, needle) > 0 when found
     has_tag = "jsonb_exists(experiments.tags::jsonb, ?)"  # the experiment's JSON tags hold ``?``
     messages = "string_agg({}, '; ' ORDER BY j.id)"  # a unit's job messages joined (unit_summaries)
+    migrations: list[str]  # each schema version's DDL, version 1 first (``xcore.store.schema.migrations``)
+    set_version: str  # the statement recording schema version ``{}``
+    lock_jobs = ""  # a statement keeping other transactions from changing jobs until the commit, if needed
 
     @abc.abstractmethod
     def run(self, work: Work[T], *, write: bool, specs: KnownSpecs) -> T:
@@ -58,13 +63,48 @@ class Dialect(abc.ABC):
         """Around a write of many rows (``mark_launched`` of a sweep): what the database does after it."""
         return contextlib.nullcontext()
 
-    @abc.abstractmethod
     def migrate(self, migrate: bool) -> int | None:
-        """Create or migrate the tables (``migrate``: an older schema may be migrated); return the
-        version migrated from, if this open migrated an existing store."""
+        """Create or migrate the tables (``migrate``: an older schema may be migrated), in one
+        transaction that keeps every job; return the version migrated from, if this open
+        migrated an existing store."""
+        found = self.run(lambda cur, _: self.schema_version(cur), write=False, specs=KnownSpecs())
+        if not check_version(found, self.where, will_migrate=migrate or found == 0):
+            return None
+        with self.migrating():
+            version = self.run(lambda cur, _: self._migrate(cur), write=True, specs=KnownSpecs())
+        return version if 0 < version < SCHEMA_VERSION else None
+
+    def _migrate(self, cur: Cursor) -> int:
+        self.lock_schema(cur)
+        version = self.schema_version(cur)  # another process may have migrated meanwhile
+        if not check_version(version, self.where, will_migrate=True):
+            return version
+        count = "SELECT COUNT(*) AS n FROM jobs"  # before and after: only the migration changes jobs
+        if version and self.lock_jobs:
+            cur.execute(self.lock_jobs)
+        jobs = cur.execute(count).fetchone()["n"] if version else 0
+        for migration in self.migrations[version:]:
+            self.execute_script(cur, migration)
+        if cur.execute(count).fetchone()["n"] != jobs:
+            raise StoreError(f"Migrating the metadata store {self.where} to schema version {SCHEMA_VERSION} "
+                             f"would lose jobs; nothing was changed. Please report this.")
+        cur.execute(self.set_version.format(SCHEMA_VERSION))
+        return version
+
+    def migrating(self) -> contextlib.AbstractContextManager[None]:
+        """Around the migration's transaction: what the database needs set for it."""
+        return contextlib.nullcontext()
+
+    def lock_schema(self, cursor: Cursor) -> None:  # noqa: B027 - a database-wide write lock needs none
+        """Until the commit, no other transaction migrates."""
+
+    def execute_script(self, cursor: Cursor, script: str) -> None:
+        """Run the statements of a migration."""
+        cursor.execute(script)
 
     @abc.abstractmethod
-    def schema_version(self, cursor: Cursor) -> int: ...
+    def schema_version(self, cursor: Cursor) -> int:
+        """The stored schema's version (0: no tables yet)."""
 
     @abc.abstractmethod
     def plain(self, cursor: Cursor) -> Cursor:

@@ -6,17 +6,11 @@ only here). Connection settings come from the URL, the ``PG*`` environment varia
 ``~/.pgpass`` exactly as libpq reads them; TLS options (``?sslmode=verify-full&sslrootcert=...``)
 pass through. The password never reaches any message: URLs are shown redacted.
 
-Semantics match the SQLite store: every method is one transaction; experiment ids are allocated
-under a transaction-scoped advisory lock (no gaps); jobs a poller records are locked
-(``FOR UPDATE``, in id order) so pollers on many machines append each status change once.
-Launcher leases too: ``claim_lease`` is one conditional ``UPDATE``, so of two processes that
-read the same expired lease the second waits for the first's row lock, finds the row changed
-and claims nothing.
-
-A dropped connection or a restarting server is retried until ``XCORE_STORE_RETRY_SECS``
-(default 60 s) passes; then the caller gets ``StoreUnavailableError``. A retried write first
-checks whether its earlier attempt committed (the commit may succeed while its reply is lost),
-by the natural key of what it writes, so nothing is recorded twice (see ``xcore.store.sql``).
+Where SQLite has one write lock for the whole file, PostgreSQL locks less: experiment ids are
+allocated under a transaction-scoped advisory lock (no gaps), and jobs a poller records are
+locked ``FOR UPDATE`` in id order. A dropped connection or a restarting server is retried until
+``XCORE_STORE_RETRY_SECS`` (default 60 s) passes, each retry first looking for its own earlier
+commit (see ``xcore.store.sql``); then the caller gets ``StoreUnavailableError``.
 """
 
 from __future__ import annotations
@@ -34,7 +28,6 @@ from psycopg.rows import dict_row, tuple_row
 
 from xcore.errors import ConfigurationError, XcoreError
 from xcore.settings import env_number
-from xcore.store import migrations as store_migrations
 from xcore.store import schema, statements
 from xcore.store.dialect import Cursor, Dialect, T, Work
 from xcore.store.redaction import redact_text, redact_url
@@ -42,8 +35,6 @@ from xcore.store.specs import KnownSpecs
 from xcore.store.sql import SqlStore
 
 MIGRATIONS: list[str] = schema.migrations(schema.POSTGRES)
-SCHEMA_VERSION = store_migrations.SCHEMA_VERSION  # one number for every dialect
-assert len(MIGRATIONS) == SCHEMA_VERSION
 
 _EXPERIMENT_LOCK = 0x78636F7265  # advisory lock key ("xcore"): held while allocating experiment ids
 _MIGRATION_LOCK = _EXPERIMENT_LOCK + 1
@@ -77,6 +68,9 @@ def _placeholders(query: str) -> str:
 class PostgresDialect(Dialect):
     backend = "postgresql"
     for_update = " FOR UPDATE"
+    migrations = MIGRATIONS
+    set_version = "UPDATE schema_version SET version = {}"
+    lock_jobs = "LOCK TABLE jobs IN SHARE MODE"  # launchers of an older xcore may still write
 
     def __init__(self, url: str, retry_secs: float) -> None:
         self.url = self.where = redact_url(url)
@@ -144,36 +138,16 @@ class PostgresDialect(Dialect):
                     # e.g. a work unit id recorded twice: the caller's mistake, as with SQLite
                     raise ValueError(redact_text(str(exc).splitlines()[0], [self._password or ""])) from None
 
-    def migrate(self, migrate: bool) -> int | None:
-        """A shared server is migrated only when asked (``xcore store migrate``), so one person
-        decides when every teammate's xcore must be new enough; an empty one is created."""
-        def current(cur: Cursor) -> int:
-            # A catalog query (not to_regclass, whose cache may predate a concurrent migration).
-            if not cur.execute("SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_tables WHERE tablename = 'schema_version'"
-                               " AND schemaname = current_schema()) AS present").fetchone()["present"]:
-                return 0
-            row = cur.execute("SELECT version FROM schema_version").fetchone()
-            return int(row["version"]) if row else 0
-
-        found = self.run(lambda cur, _: current(cur), write=False, specs=KnownSpecs())
-        if not store_migrations.check_version(found, self.url, will_migrate=migrate or found == 0,
-                                              current=SCHEMA_VERSION):
-            return None
-
-        def run(cur: Cursor, _: bool) -> int:
-            cur.execute("SELECT pg_advisory_xact_lock(?)", (_MIGRATION_LOCK,))
-            version = current(cur)  # another process may have migrated meanwhile
-            store_migrations.check_version(version, self.url, will_migrate=True, current=SCHEMA_VERSION)
-            for number in range(version, SCHEMA_VERSION):
-                cur.execute(MIGRATIONS[number])
-            cur.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))
-            return version
-
-        version = self.run(run, write=True, specs=KnownSpecs())
-        return version if 0 < version < SCHEMA_VERSION else None
-
     def schema_version(self, cursor: Cursor) -> int:
-        return int(cursor.execute("SELECT version FROM schema_version").fetchone()["version"])
+        # A catalog query (not to_regclass, whose cache may predate a concurrent migration).
+        if not cursor.execute("SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_tables WHERE tablename = 'schema_version'"
+                              " AND schemaname = current_schema()) AS present").fetchone()["present"]:
+            return 0
+        row = cursor.execute("SELECT version FROM schema_version").fetchone()
+        return int(row["version"]) if row else 0
+
+    def lock_schema(self, cursor: Cursor) -> None:
+        cursor.execute("SELECT pg_advisory_xact_lock(?)", (_MIGRATION_LOCK,))
 
     def plain(self, cursor: Cursor) -> Cursor:
         return cursor.connection.cursor(row_factory=tuple_row)
@@ -217,14 +191,6 @@ class PostgresStore(SqlStore):
         if retry_secs is None:
             retry_secs = env_number("XCORE_STORE_RETRY_SECS", 60)
         super().__init__(PostgresDialect(url, retry_secs), migrate=migrate)  # connects (retrying while it starts)
-
-    @property
-    def url(self) -> str:
-        return self.dialect.url
-
-    @property
-    def retry_secs(self) -> float:
-        return self.dialect.retry_secs
 
     @property
     def retries(self) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import attrs
@@ -176,13 +177,7 @@ def _elapsed(start: float | None, end: float | None) -> float | None:
     """Seconds from ``start`` to ``end``, or to now while it runs; None before it started."""
     if start is None:
         return None
-    return (end if end is not None else _now()) - start
-
-
-def _now() -> float:
-    import time
-
-    return time.time()
+    return (end if end is not None else time.time()) - start
 
 
 @datamodel.define(slots=True)

@@ -1,10 +1,6 @@
-"""Rows as both stores read and write them: the one mapping between table rows and records.
-
-The SQLite and PostgreSQL stores keep the same tables (the same schema version), so what a row
-means does not depend on the store: only how it is fetched (the driver's placeholder, cursor
-and locking) does. The stores run their own SQL and pass rows here to become records, and
-records here to become the tuples they write. A row is anything indexed by column name
-(``sqlite3.Row`` or psycopg's dict row).
+"""Rows and records of the SQL store (``xcore.store.sql``), as plain functions without SQL: the
+job columns it reads, the records a row becomes, and the rows its bulk writes and status updates
+write. A row is anything indexed by column name (``sqlite3.Row`` or psycopg's dict row).
 """
 
 from __future__ import annotations
@@ -12,23 +8,12 @@ from __future__ import annotations
 import json
 import json.encoder
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from xcore.errors import NotFoundError
 from xcore.model.status import JobState, Status, combine, recorded_times
-from xcore.store.records import (
-    ExperimentRecord,
-    JobRecord,
-    LeaseRecord,
-    StatusEvent,
-    UnitWrite,
-    WorkUnitRecord,
-)
+from xcore.store.records import ExperimentRecord, JobRecord, StatusEvent, UnitWrite
 from xcore.store.specs import SPEC_COLUMNS
-
-if TYPE_CHECKING:
-    from xcore.store.base import ExperimentHistory
-
 
 # ``json.dumps`` without its Python layers: the C encoder json.dumps builds on each call, built
 # once (the same text: the default separators, ASCII, NaN allowed). A 10,000-unit sweep encodes
@@ -69,20 +54,6 @@ STORED_JOB_COLUMNS = tuple(SPEC_COLUMNS.get(c, c) for c in COPIED_JOB_COLUMNS)
 LIGHT_JOB_COLUMNS = (", ".join(c for c in JOB_COLUMNS if c not in ("executor", "executable", "args", "env"))
                      + ", '{}' AS executor, '{}' AS executable, '[]' AS args, '{}' AS env")
 
-EXPERIMENT_FIELDS = {"title", "tags", "notes", "launch_status", "launch_error"}
-
-
-def experiment_changes(changes: dict[str, Any]) -> dict[str, Any]:
-    """``update_experiment``'s changes as stored (tags as JSON); a clear error for a field that
-    cannot change."""
-    unknown = set(changes) - EXPERIMENT_FIELDS
-    if unknown:
-        raise ValueError(f"Cannot update experiment fields {sorted(unknown)}.")
-    if "tags" in changes:
-        changes = {**changes, "tags": json.dumps(list(changes["tags"]))}
-    return changes
-
-
 def experiment_record(row: Row, counts: dict[str, int]) -> ExperimentRecord:
     """An ``experiments`` row with its work units counted by status (``git_dirty`` is an
     integer in SQLite, a boolean in PostgreSQL)."""
@@ -93,15 +64,6 @@ def experiment_record(row: Row, counts: dict[str, int]) -> ExperimentRecord:
         host=row["host"], created_at=row["created_at"], launch_status=row["launch_status"],
         launch_error=row["launch_error"], status_counts=counts,
     )
-
-
-def copied_experiment_values(source: ExperimentRecord, experiment_id: int | None, origin: str) -> tuple[Any, ...]:
-    """The values ``import_history`` inserts for a copied experiment: id (None: SQLite picks the
-    next), title, tags, notes, script_path, script_sha256, git_commit, git_dirty, user, host,
-    created_at, launch_status, launch_error, origin."""
-    return (experiment_id, source.title, json.dumps(source.tags), source.notes, source.script_path,
-            source.script_sha256, source.git_commit, source.git_dirty, source.user, source.host,
-            source.created_at, source.launch_status, source.launch_error, origin)
 
 
 def job_record(row: Row, spec: Callable[[str], Any] = json.loads) -> JobRecord:
@@ -118,32 +80,9 @@ def job_record(row: Row, spec: Callable[[str], Any] = json.loads) -> JobRecord:
     )
 
 
-def copied_job_values(job: JobRecord, experiment_id: int, spec: Callable[[object], int]) -> tuple[Any, ...]:
-    """A copied job as ``import_history`` inserts it, in ``STORED_JOB_COLUMNS`` order (``spec``
-    gives a spec's id in this store)."""
-    return (job.id, experiment_id, job.work_unit_id, job.name, job.executor_kind, spec(job.executor),
-            spec(job.executable), json.dumps(job.args), json.dumps(job.env), job.status.value, job.message,
-            job.exit_code, job.handle_kind, None if job.handle is None else json.dumps(job.handle), job.log_path,
-            job.created_at, job.launched_at, job.started_at, job.ended_at)
-
-
 def status_event(row: Row) -> StatusEvent:
     """A ``job_events`` row."""
     return StatusEvent(row["job_id"], Status(row["status"]), row["message"], row["exit_code"], row["at"])
-
-
-def events_by_job(event_rows: Iterable[Row]) -> dict[int, list[StatusEvent]]:
-    """``job_events`` rows (oldest first) as ``ExperimentHistory.events``: each job's history."""
-    events: dict[int, list[StatusEvent]] = {}
-    for row in event_rows:
-        events.setdefault(row["job_id"], []).append(status_event(row))
-    return events
-
-
-def lease_record(row: Row) -> LeaseRecord:
-    """A ``launch_leases`` row."""
-    return LeaseRecord(row["id"], row["experiment_id"], row["host"], row["pid"], row["proc_start"], row["heartbeat"],
-                       row["state"])
 
 
 def orphans_by_intent(jobs: dict[int, JobRecord], intents: Iterable[Row]
@@ -248,27 +187,3 @@ def unit_statuses(units: Iterable[tuple[int, int]], job_statuses: Iterable[tuple
             found[key] = {seen, status}
     return {key: seen if isinstance(seen, str) else combine(Status(s) for s in seen or ()).value
             for key, seen in found.items()}
-
-
-def copied_unit_values(unit: WorkUnitRecord, experiment_id: int) -> tuple[Any, ...]:
-    """A copied work unit as ``import_history`` inserts it, with the status its jobs give it."""
-    return (experiment_id, unit.id, unit.role, json.dumps(unit.args), unit.identity, unit.status.value,
-            unit.created_at)
-
-
-def copied_events(history: ExperimentHistory, source_id: int, job_id: int) -> list[tuple[Any, ...]]:
-    """The status history of copied job ``source_id``, as rows of job ``job_id`` here."""
-    return [(job_id, e.status.value, e.message, e.exit_code, e.at) for e in history.events.get(source_id, [])]
-
-
-def copied_extras(history: ExperimentHistory, new_ids: Mapping[int, int], experiment_id: int
-                  ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], list[tuple[Any, ...]]]:
-    """A copied experiment's results and links as ``import_history`` writes them, under the
-    job ids they got here (``new_ids``, by the source's id): ``(results_at updates (at, id),
-    job_results rows, job_links rows)``."""
-    units = {job.id: job.work_unit_id for unit in history.units for job in unit.jobs}
-    final = [(at, new_ids[j]) for j, at in history.results_final.items() if j in new_ids]
-    results = [(new_ids[j], experiment_id, units[j], name, value, at)
-               for j, name, value, at in history.results if j in new_ids]
-    links = [(new_ids[j], experiment_id, units[j], name, url) for j, name, url in history.links if j in new_ids]
-    return final, results, links

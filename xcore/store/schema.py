@@ -9,6 +9,8 @@ a new store and a migrated one have the same tables.
 
 from __future__ import annotations
 
+from xcore.store.migrations import SCHEMA_VERSION
+
 _V1_TO_V4 = [
     # 1: initial schema
     """
@@ -153,4 +155,6 @@ POSTGRES = {
 def migrations(types: dict[str, str]) -> list[str]:
     """Every migration's statements in one dialect (``SQLITE`` or ``POSTGRES``), version 1 first."""
     fifth = _SQLITE_V5 if types is SQLITE else _POSTGRES_V5
-    return [migration.format(**types) for migration in _V1_TO_V4] + [fifth]
+    found = [migration.format(**types) for migration in _V1_TO_V4] + [fifth]
+    assert len(found) == SCHEMA_VERSION
+    return found

@@ -63,20 +63,14 @@ class SpecIds:
         self.used: dict[str, int] = {}  # text -> id, every spec this transaction named
         self._by_object: dict[int, tuple[object, int]] = {}  # id(spec) -> (spec, spec id): holds spec
 
-    def of_text(self, body: str) -> int:
-        found = self.used.get(body)
-        if found is None:
-            found = self._known.get(body)
-            if found is None:
-                found = self._store_one(digest(body), body)
-            self.used[body] = found
-        return found
-
     def of(self, spec: object) -> int:
         """The id of a spec (a JSON value), by identity first: a sweep's jobs share one object."""
         hit = self._by_object.get(id(spec))
         if hit is None or hit[0] is not spec:
-            hit = self._by_object[id(spec)] = (spec, self.of_text(json.dumps(spec)))
+            body = json.dumps(spec)
+            # named in this transaction, known to the store object, or recorded now (ids are never 0)
+            self.used[body] = self.used.get(body) or self._known.get(body) or self._store_one(digest(body), body)
+            hit = self._by_object[id(spec)] = (spec, self.used[body])
         return hit[1]
 
 

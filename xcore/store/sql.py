@@ -22,9 +22,9 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 from xcore.errors import NotFoundError
 from xcore.model.status import JobState, Status
 from xcore.store import ExperimentHistory, Imported, MetadataStore, StoreInfo, records, rows, specs
-from xcore.store import migrations as store_migrations
 from xcore.store import statements as sql
 from xcore.store.dialect import Cursor, Dialect, Work
+from xcore.store.migrations import SCHEMA_VERSION
 from xcore.store.records import (
     ExperimentRecord,
     JobRecord,
@@ -38,10 +38,6 @@ from xcore.store.records import (
 
 T = TypeVar("T")
 P = ParamSpec("P")
-SCHEMA_VERSION = store_migrations.SCHEMA_VERSION  # one number for every dialect
-_JOB_COLUMNS = rows.JOB_COLUMNS
-_COPIED_COLUMNS = rows.COPIED_JOB_COLUMNS
-_STORED_COLUMNS = rows.STORED_JOB_COLUMNS  # specs by id in the table
 _LARGE_LAUNCH = 1000  # mark_launched of this many jobs is a large write (Dialect.large_write)
 _EXPERIMENT_COLUMNS = 'title, tags, notes, script_path, script_sha256, git_commit, git_dirty, "user", host, created_at'
 
@@ -116,6 +112,20 @@ class SqlStore(MetadataStore):
     def _store_id(cur: Cursor) -> str:
         return str(cur.execute("SELECT value FROM store_meta WHERE key = 'store_id'").fetchone()["value"])
 
+    def _insert_once(self, cur: Cursor, retrying: bool, mine: str, key: Sequence[Any], insert: str,
+                     values: Sequence[Any]) -> int:
+        """The id of the row ``insert`` adds, or on a retry of the row ``mine`` finds by ``key``
+        (the same values, the same instant): our earlier try committed it."""
+        row = cur.execute(mine, key).fetchone() if retrying else None
+        return int(row["id"]) if row is not None else self.dialect.insert_id(cur, insert, values)
+
+    @staticmethod
+    def _unit_is_mine(cur: Cursor, experiment_id: int, work_unit_id: int, now: float) -> bool:
+        """On a retry: did our earlier try commit this unit (its id comes from our launcher)?"""
+        row = cur.execute("SELECT created_at FROM work_units WHERE experiment_id = ? AND id = ?",
+                          (experiment_id, work_unit_id)).fetchone()
+        return bool(row and row["created_at"] == now)
+
     # -- experiments ---------------------------------------------------------------------
 
     def create_experiment(self, title: str, *, tags: Sequence[str] = (), notes: str = "",
@@ -129,19 +139,20 @@ class SqlStore(MetadataStore):
     @_writes
     def _create_experiment(self, cur: Cursor, retrying: bool, now: float, values: tuple[Any, ...]) -> int:
         """``values``: the columns of ``_EXPERIMENT_COLUMNS`` but the last, ``created_at`` (``now``)."""
-        if retrying:  # our earlier attempt may have committed: same title, user and host, same instant
-            row = cur.execute('SELECT id FROM experiments WHERE title = ? AND "user" = ? AND host = ?'
-                              " AND created_at = ?", (values[0], *values[-2:], now)).fetchone()
-            if row is not None:
-                return int(row["id"])
         self.dialect.lock_experiments(cur)
-        return self.dialect.insert_id(
-            cur, f"INSERT INTO experiments (id, {_EXPERIMENT_COLUMNS}) SELECT COALESCE(MAX(id), 0) + 1,"
+        return self._insert_once(  # a retry finds ours by title, user and host at the same instant
+            cur, retrying, 'SELECT id FROM experiments WHERE title = ? AND "user" = ? AND host = ? AND created_at = ?',
+            (values[0], *values[-2:], now),
+            f"INSERT INTO experiments (id, {_EXPERIMENT_COLUMNS}) SELECT COALESCE(MAX(id), 0) + 1,"
             " ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM experiments", (*values, now))
 
     @_writes
     def update_experiment(self, cur: Cursor, retrying: bool, now: float, experiment_id: int, **changes: Any) -> None:
-        changes = rows.experiment_changes(changes)
+        unknown = set(changes) - {"title", "tags", "notes", "launch_status", "launch_error"}
+        if unknown:
+            raise ValueError(f"Cannot update experiment fields {sorted(unknown)}.")
+        if "tags" in changes:
+            changes = {**changes, "tags": json.dumps(list(changes["tags"]))}
         if changes and cur.execute(f"UPDATE experiments SET {', '.join(f'{name} = ?' for name in changes)}"
                                    " WHERE id = ?", (*changes.values(), experiment_id)).rowcount == 0:
             raise NotFoundError(f"No experiment {experiment_id} in {self.dialect.where}.")
@@ -209,30 +220,20 @@ class SqlStore(MetadataStore):
     def add_work_unit(self, cur: Cursor, retrying: bool, now: float, experiment_id: int, work_unit_id: int,
                       role: str, args: Any, identity: str, jobs: Sequence[NewJob], *, lease_id: int | None = None,
                       ) -> list[int]:
-        if retrying:  # the work unit is ours (its id comes from our launcher): did it commit?
-            row = cur.execute("SELECT created_at FROM work_units WHERE experiment_id = ? AND id = ?",
-                              (experiment_id, work_unit_id)).fetchone()
-            if row and row["created_at"] == now:
-                return [r["id"] for r in cur.execute("SELECT id FROM jobs WHERE experiment_id = ? AND"
-                                                     " work_unit_id = ? ORDER BY id", (experiment_id, work_unit_id))]
+        if retrying and self._unit_is_mine(cur, experiment_id, work_unit_id, now):
+            return [r["id"] for r in cur.execute("SELECT id FROM jobs WHERE experiment_id = ? AND work_unit_id = ?"
+                                                 " ORDER BY id", (experiment_id, work_unit_id))]
         cur.execute(sql.INSERT_UNIT, (experiment_id, work_unit_id, role, json.dumps(args), identity, now))
-        return self._insert_jobs(cur, experiment_id, work_unit_id, jobs, now, lease_id)
+        spec = self._spec_ids(cur).of
+        return [self.dialect.insert_job(cur, (experiment_id, work_unit_id, job.name, job.executor_kind,
+                                              spec(job.executor), spec(job.executable), json.dumps(job.args),
+                                              json.dumps(job.env), now, lease_id), now) for job in jobs]
 
-    @_writes
-    def add_jobs(self, cur: Cursor, retrying: bool, now: float, experiment_id: int, work_unit_id: int,
-                 jobs: Sequence[NewJob], *, lease_id: int | None = None, replace_unlaunched: bool = False,
-                 ) -> list[int]:
-        if retrying and jobs:
-            done = [r["id"] for r in cur.execute(
-                "SELECT id FROM jobs WHERE experiment_id = ? AND work_unit_id = ? AND created_at = ? ORDER BY id",
-                (experiment_id, work_unit_id, now))]
-            if len(done) == len(jobs):
-                return done
-        if replace_unlaunched:
-            self._drop_unlaunched(cur, experiment_id, work_unit_id)
-        ids = self._insert_jobs(cur, experiment_id, work_unit_id, jobs, now, lease_id)
-        cur.execute(sql.UNIT_LAUNCHING, (experiment_id, work_unit_id))
-        return ids
+    def add_jobs(self, experiment_id: int, work_unit_id: int, jobs: Sequence[NewJob], *,
+                 lease_id: int | None = None, replace_unlaunched: bool = False) -> list[int]:
+        """One write of ``record_adds`` (role None: more jobs of a recorded unit)."""
+        return self.record_adds([UnitWrite(experiment_id, work_unit_id, None, None, "", list(jobs),
+                                           replace_unlaunched=replace_unlaunched)], lease_id=lease_id)[0]
 
     def record_adds(self, writes: Sequence[UnitWrite], *, lease_id: int | None = None) -> list[list[int]]:
         """Many adds in one transaction, a few statements each. Job ids are drawn up front from
@@ -249,9 +250,7 @@ class SqlStore(MetadataStore):
             if len(self._rows_by_id(cur, drawn, "id")) == len(drawn):
                 return _split(writes, drawn)
         elif retrying and writes[0].role is not None:  # (no job drawn) its first unit is there
-            row = cur.execute("SELECT created_at FROM work_units WHERE experiment_id = ? AND id = ?",
-                              (writes[0].experiment_id, writes[0].work_unit_id)).fetchone()
-            if row and row["created_at"] == now:
+            if self._unit_is_mine(cur, writes[0].experiment_id, writes[0].work_unit_id, now):
                 return _split(writes, [])
         for w in writes:
             if w.replace_unlaunched:
@@ -285,23 +284,13 @@ class SqlStore(MetadataStore):
         for clause, params in self.dialect.in_chunks("id", old):
             cur.execute(f"DELETE FROM jobs WHERE {clause}", params)
 
-    def _insert_jobs(self, cur: Cursor, experiment_id: int, work_unit_id: int, jobs: Sequence[NewJob], now: float,
-                     lease_id: int | None) -> list[int]:
-        spec = self._spec_ids(cur).of
-        return [self.dialect.insert_job(cur, (experiment_id, work_unit_id, job.name, job.executor_kind,
-                                              spec(job.executor), spec(job.executable), json.dumps(job.args),
-                                              json.dumps(job.env), now, lease_id), now) for job in jobs]
-
     def mark_launched(self, launched: Sequence[tuple[int, str, dict[str, Any], str | None]], *,
                       intent_id: int | None = None) -> None:
-        """Store handles and move the jobs from LAUNCHING to PENDING, in one transaction
-        (which also closes the submission intent, if given)."""
         if launched or intent_id is not None:
             with self.dialect.large_write(len(launched) >= _LARGE_LAUNCH):
                 self._settle(launched, [], intent_id)
 
     def record_states(self, states: Sequence[tuple[int, JobState]], *, intent_id: int | None = None) -> None:
-        """Store the newest state of jobs; a change of status is appended to their history."""
         if states or intent_id is not None:
             self._settle([], states, intent_id)
 
@@ -384,24 +373,14 @@ class SqlStore(MetadataStore):
                 runs.append([status, e, u, u, status])
         cur.executemany(sql.UNIT_STATUSES, runs)
 
-    @_reads
-    def work_units(self, cur: Cursor, experiment_id: int,
-                   work_unit_ids: Sequence[int] | None = None) -> list[WorkUnitRecord]:
-        unit_filter, params = self._unit_filter("id", experiment_id, work_unit_ids)
-        job_filter, _ = self._unit_filter("work_unit_id", experiment_id, work_unit_ids)
-        units = {
-            row["id"]: WorkUnitRecord(experiment_id=experiment_id, id=row["id"], role=row["role"],
-                                      args=_json_or_reason(row["args"]), identity=row["identity"],
-                                      created_at=row["created_at"])
-            for row in cur.execute(f"SELECT * FROM work_units WHERE experiment_id = ?{unit_filter} ORDER BY id",
-                                   params).fetchall()
-        }
-        for row in cur.execute(f"{specs.select_jobs(_JOB_COLUMNS)} WHERE jobs.experiment_id = ?{job_filter}"
-                               " ORDER BY jobs.id", params):
-            unit = units.get(row["work_unit_id"])
-            if unit is not None:
-                unit.jobs.append(self._job(row))
-        return list(units.values())
+    def work_units(self, experiment_id: int, work_unit_ids: Sequence[int] | None = None) -> list[WorkUnitRecord]:
+        """``unit_rows`` as records (the same reading, and no slower): jobs of one answer may share
+        their decoded values, which are read-only, as their specs always were."""
+        units = []
+        for unit in self.unit_rows(experiment_id, work_unit_ids):
+            jobs = [JobRecord(**{**job, "status": Status(job["status"])}) for job in unit.pop("jobs")]
+            units.append(WorkUnitRecord(experiment_id=experiment_id, **unit, jobs=jobs))
+        return units
 
     @_reads
     def unit_rows(self, cur: Cursor, experiment_id: int,
@@ -427,7 +406,7 @@ class SqlStore(MetadataStore):
         }
         # by unit, then id: each unit's jobs in id order, in the jobs_by_unit index's own order
         # (ORDER BY id alone sorted every row, specs' ids and handles included, in a temp B-tree)
-        for row in plain.execute(f"SELECT {', '.join(_STORED_COLUMNS)} FROM jobs WHERE experiment_id = ?"
+        for row in plain.execute(f"SELECT {', '.join(rows.STORED_JOB_COLUMNS)} FROM jobs WHERE experiment_id = ?"
                                  f"{job_filter} ORDER BY work_unit_id, id", params):
             unit = units.get(row[2])
             if unit is None:
@@ -446,10 +425,10 @@ class SqlStore(MetadataStore):
                     "launched_at": launched_at, "started_at": started_at, "ended_at": ended_at,
                 }
             except Exception:  # noqa: BLE001 - the record path says why, for this row only
-                fields = dict(zip(_COPIED_COLUMNS, row, strict=True))
+                fields = dict(zip(rows.COPIED_JOB_COLUMNS, row, strict=True))
                 fields["executor"], fields["executable"] = bodies[executor], bodies[executable]
                 record = self._job(fields)
-                job = {field: getattr(record, field) for field in _COPIED_COLUMNS}
+                job = {field: getattr(record, field) for field in rows.COPIED_JOB_COLUMNS}
                 job["status"] = record.status.value
             unit["jobs"].append(job)
         return list(units.values())
@@ -505,13 +484,12 @@ class SqlStore(MetadataStore):
     @_writes
     def open_lease(self, cur: Cursor, retrying: bool, now: float, experiment_id: int, host: str, pid: int,
                    proc_start: float | None) -> int:
-        if retrying:  # our earlier attempt may have committed: same process, same instant
-            row = cur.execute("SELECT id FROM launch_leases WHERE experiment_id = ? AND host = ? AND pid = ?"
-                              " AND heartbeat = ?", (experiment_id, host, pid, now)).fetchone()
-            if row is not None:
-                return int(row["id"])
-        return self.dialect.insert_id(cur, "INSERT INTO launch_leases (experiment_id, host, pid, proc_start,"
-                                      " heartbeat) VALUES (?, ?, ?, ?, ?)", (experiment_id, host, pid, proc_start, now))
+        return self._insert_once(  # a retry finds our lease by the same process at the same instant
+            cur, retrying,
+            "SELECT id FROM launch_leases WHERE experiment_id = ? AND host = ? AND pid = ? AND heartbeat = ?",
+            (experiment_id, host, pid, now),
+            "INSERT INTO launch_leases (experiment_id, host, pid, proc_start, heartbeat) VALUES (?, ?, ?, ?, ?)",
+            (experiment_id, host, pid, proc_start, now))
 
     @_writes
     def heartbeat(self, cur: Cursor, retrying: bool, now: float, lease_id: int) -> None:
@@ -526,17 +504,16 @@ class SqlStore(MetadataStore):
     def begin_intent(self, cur: Cursor, retrying: bool, now: float, lease_id: int, executor_kind: str,
                      job_ids: Sequence[int]) -> int:
         ids = json.dumps(list(job_ids))
-        if retrying:
-            row = cur.execute("SELECT id FROM launch_intents WHERE lease_id = ? AND created_at = ? AND job_ids = ?",
-                              (lease_id, now, ids)).fetchone()
-            if row is not None:
-                return int(row["id"])
-        return self.dialect.insert_id(cur, "INSERT INTO launch_intents (lease_id, executor_kind, job_ids,"
-                                      " created_at) VALUES (?, ?, ?, ?)", (lease_id, executor_kind, ids, now))
+        return self._insert_once(
+            cur, retrying, "SELECT id FROM launch_intents WHERE lease_id = ? AND created_at = ? AND job_ids = ?",
+            (lease_id, now, ids),
+            "INSERT INTO launch_intents (lease_id, executor_kind, job_ids, created_at) VALUES (?, ?, ?, ?)",
+            (lease_id, executor_kind, ids, now))
 
     @_reads
     def leases(self, cur: Cursor) -> list[LeaseRecord]:
-        return [rows.lease_record(r) for r in cur.execute("SELECT * FROM launch_leases ORDER BY id").fetchall()]
+        return [LeaseRecord(*row) for row in self.dialect.plain(cur).execute(
+            "SELECT id, experiment_id, host, pid, proc_start, heartbeat, state FROM launch_leases ORDER BY id")]
 
     @_writes
     def claim_lease(self, cur: Cursor, retrying: bool, now: float, lease: LeaseRecord, host: str, pid: int,
@@ -553,7 +530,7 @@ class SqlStore(MetadataStore):
     @_reads
     def lease_orphans(self, cur: Cursor, lease_id: int) -> tuple[list[tuple[str, list[JobRecord]]], list[JobRecord]]:
         jobs = {row["id"]: self._job(row) for row in cur.execute(
-            f"{specs.select_jobs(_JOB_COLUMNS)} WHERE jobs.lease_id = ? AND jobs.status = 'LAUNCHING'"
+            f"{specs.select_jobs(rows.JOB_COLUMNS)} WHERE jobs.lease_id = ? AND jobs.status = 'LAUNCHING'"
             " AND jobs.handle IS NULL ORDER BY jobs.id", (lease_id,)).fetchall()}
         intents = cur.execute("SELECT * FROM launch_intents WHERE lease_id = ? ORDER BY id", (lease_id,)).fetchall()
         return rows.orphans_by_intent(jobs, intents)
@@ -588,8 +565,10 @@ class SqlStore(MetadataStore):
             return list(cur.execute(query, (record.id,)).fetchall())
 
         [row] = ask("SELECT origin FROM experiments WHERE id = ?")
-        events = rows.events_by_job(ask("SELECT e.* FROM job_events e JOIN jobs j ON j.id = e.job_id"
-                                        f" WHERE j.experiment_id = ? ORDER BY e.{self.dialect.event_order}"))
+        events: dict[int, list[StatusEvent]] = {}  # each job's history, oldest first
+        for event in ask("SELECT e.* FROM job_events e JOIN jobs j ON j.id = e.job_id"
+                         f" WHERE j.experiment_id = ? ORDER BY e.{self.dialect.event_order}"):
+            events.setdefault(event["job_id"], []).append(rows.status_event(event))
         results = [(r["job_id"], r["name"], r["value"], r["at"]) for r in ask(
             "SELECT job_id, name, value, at FROM job_results WHERE experiment_id = ? ORDER BY at, job_id, name")]
         final = {r["id"]: r["results_at"] for r in ask(
@@ -612,24 +591,33 @@ class SqlStore(MetadataStore):
         row = cur.execute("SELECT EXISTS (SELECT 1 FROM experiments WHERE id = ?) AS taken,"
                           " (SELECT COALESCE(MAX(id), 0) + 1 FROM experiments) AS next", (source.id,)).fetchone()
         experiment_id = row["next"] if row["taken"] else source.id
-        cur.execute(sql.INSERT_EXPERIMENT, rows.copied_experiment_values(source, experiment_id, history.origin))
+        cur.execute(sql.INSERT_EXPERIMENT, (
+            experiment_id, source.title, json.dumps(source.tags), source.notes, source.script_path,
+            source.script_sha256, source.git_commit, source.git_dirty, source.user, source.host, source.created_at,
+            source.launch_status, source.launch_error, history.origin))
         clash = False
         if jobs:
             self.dialect.keep_job_ids(cur, max(j.id for j in jobs))  # before any launcher draws one of them
             clash = bool(self._rows_by_id(cur, [j.id for j in jobs], "id"))
-        cur.executemany(sql.COPY_UNIT, [rows.copied_unit_values(u, experiment_id) for u in history.units])
-        columns = _STORED_COLUMNS[1:] if clash else _STORED_COLUMNS
+        cur.executemany(sql.COPY_UNIT, [(experiment_id, u.id, u.role, json.dumps(u.args), u.identity, u.status.value,
+                                         u.created_at) for u in history.units])  # the status its jobs give it
+        columns = rows.STORED_JOB_COLUMNS[1:] if clash else rows.STORED_JOB_COLUMNS
         insert = f"INSERT INTO jobs ({', '.join(columns)}) VALUES ({','.join('?' * len(columns))})"
-        new_ids: dict[int, int] = {}
+        here: dict[int, tuple[int, int, int]] = {}  # by the source's job id: (job id, experiment, unit) here
         spec = self._spec_ids(cur).of
-        for job in jobs:  # a copied job has no launcher lease here
-            values = rows.copied_job_values(job, experiment_id, spec)
-            new_ids[job.id] = self.dialect.insert_id(cur, insert, values[1:] if clash else values)
-            cur.executemany(sql.INSERT_EVENT, rows.copied_events(history, job.id, new_ids[job.id]))
-        final, results, links = rows.copied_extras(history, new_ids, experiment_id)
-        cur.executemany(sql.SET_RESULTS_AT, final)
-        cur.executemany(sql.INSERT_RESULT, results)
-        cur.executemany(sql.INSERT_LINK, links)
+        for job in jobs:  # in rows.STORED_JOB_COLUMNS' order; a copied job has no launcher lease here
+            values = (job.id, experiment_id, job.work_unit_id, job.name, job.executor_kind, spec(job.executor),
+                      spec(job.executable), json.dumps(job.args), json.dumps(job.env), job.status.value, job.message,
+                      job.exit_code, job.handle_kind, None if job.handle is None else json.dumps(job.handle),
+                      job.log_path, job.created_at, job.launched_at, job.started_at, job.ended_at)
+            job_id = self.dialect.insert_id(cur, insert, values[1:] if clash else values)
+            here[job.id] = (job_id, experiment_id, job.work_unit_id)
+            cur.executemany(sql.INSERT_EVENT, [(job_id, e.status.value, e.message, e.exit_code, e.at)
+                                               for e in history.events.get(job.id, [])])
+        cur.executemany(sql.SET_RESULTS_AT, [(at, here[j][0]) for j, at in history.results_final.items() if j in here])
+        cur.executemany(sql.INSERT_RESULT, [(*here[j], name, value, at) for j, name, value, at in history.results
+                                            if j in here])
+        cur.executemany(sql.UPSERT_LINK, [(*here[j], name, url) for j, name, url in history.links if j in here])
         return Imported(source.id, experiment_id, clash)
 
     # -- results and links ---------------------------------------------------------------

@@ -25,15 +25,13 @@ from typing import Any
 from xcore import paths
 from xcore.errors import StoreError
 from xcore.settings import env_number
-from xcore.store import migrations as store_migrations
 from xcore.store import schema
 from xcore.store.dialect import Cursor, Dialect, T, Work
+from xcore.store.migrations import SCHEMA_VERSION
 from xcore.store.specs import KnownSpecs, digest
 from xcore.store.sql import SqlStore
 
 MIGRATIONS: list[str] = schema.migrations(schema.SQLITE)
-SCHEMA_VERSION = store_migrations.SCHEMA_VERSION  # one number for every dialect
-assert len(MIGRATIONS) == SCHEMA_VERSION
 
 _AUTOCHECKPOINT_PAGES = 1000  # SQLite's default
 
@@ -45,6 +43,8 @@ class SqliteDialect(Dialect):
     find = "instr"
     has_tag = "EXISTS (SELECT 1 FROM json_each(experiments.tags) WHERE value = ?)"
     messages = "GROUP_CONCAT({}, '; ')"
+    migrations = MIGRATIONS
+    set_version = "PRAGMA user_version = {}"
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -105,8 +105,9 @@ class SqliteDialect(Dialect):
                 _add_functions(db)
                 db.execute("PRAGMA journal_mode = WAL")
                 db.execute("BEGIN IMMEDIATE")
-                _run_migrations(db, 0)
-                db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                for migration in MIGRATIONS:
+                    self.execute_script(db, migration)
+                db.execute(self.set_version.format(SCHEMA_VERSION))
                 db.execute("COMMIT")
             finally:
                 db.close()
@@ -176,68 +177,49 @@ class SqliteDialect(Dialect):
         """A read runs as it is (WAL: it never waits for a writer); a write is one ``BEGIN
         IMMEDIATE`` transaction (it waits for the write lock up to the busy timeout), or part
         of the ``group`` around it. SQLite never loses a commit's reply: no retries."""
-        with self._lock, self._errors("write" if write else "read"):
-            if not write or self._in_transaction:  # inside group(): its end commits
+        if write:
+            with self.group(specs):
                 return work(self.db.cursor(), False)
-            with self._begin(specs):
-                return work(self.db.cursor(), False)
-
-    @contextmanager
-    def _begin(self, specs: KnownSpecs) -> Iterator[None]:
-        self.db.execute("BEGIN IMMEDIATE")
-        committed = False
-        try:
-            yield
-            self.db.execute("COMMIT")
-            committed = True
-        except BaseException:
-            with contextlib.suppress(sqlite3.Error):  # SQLite rolled back already (e.g. disk full)
-                self.db.execute("ROLLBACK")
-            raise
-        finally:
-            if committed:
-                specs.committed()
-            else:
-                specs.discarded()
+        with self._lock, self._errors("read"):
+            return work(self.db.cursor(), False)
 
     @contextmanager
     def group(self, specs: KnownSpecs) -> Iterator[None]:
         with self._lock, self._errors("write"):
-            if self._in_transaction:
+            if self._in_transaction:  # inside another group: its end commits
                 yield
                 return
-            with self._begin(specs):
-                self._in_transaction = True  # read only by the thread holding self._lock
-                try:
-                    yield
-                finally:
-                    self._in_transaction = False
+            self.db.execute("BEGIN IMMEDIATE")
+            self._in_transaction = True  # read only by the thread holding self._lock
+            try:
+                yield
+                self.db.execute("COMMIT")
+            except BaseException:
+                specs.discarded()
+                with contextlib.suppress(sqlite3.Error):  # SQLite rolled back already (e.g. disk full)
+                    self.db.execute("ROLLBACK")
+                raise
+            finally:
+                self._in_transaction = False
+            specs.committed()
 
-    def migrate(self, migrate: bool) -> int | None:
-        with self._errors("open"):
-            version = self.db.execute("PRAGMA user_version").fetchone()[0]
-            if not store_migrations.check_version(version, str(self.path), will_migrate=migrate or version == 0,
-                                                  current=SCHEMA_VERSION):
-                return None
+    @contextmanager
+    def migrating(self) -> Iterator[None]:
+        """Foreign keys off (they cannot change inside a transaction): rebuilding ``jobs`` drops
+        the table the status history, results and links name. The rebuild keeps every job and
+        its id, so they name the same rows after it (the migration counts them)."""
+        with self._lock, self._errors("open"):
             _add_functions(self.db)
-            # Off while migrating (it cannot change inside a transaction): rebuilding ``jobs`` drops
-            # the table the status history, results and links name. The rebuild keeps every job
-            # and its id, so they name the same rows after it; the count is checked before the commit.
             self.db.execute("PRAGMA foreign_keys = OFF")
             try:
-                return self.run(lambda cur, _: self._migrate(cur), write=True, specs=KnownSpecs())
+                yield
             finally:
                 self.db.execute("PRAGMA foreign_keys = ON")
 
-    def _migrate(self, cur: Cursor) -> int | None:
-        version = cur.execute("PRAGMA user_version").fetchone()[0]  # another process may have won
-        jobs = cur.execute("SELECT COUNT(*) FROM jobs").fetchone()[0] if version else 0
-        _run_migrations(cur, version)
-        if cur.execute("SELECT COUNT(*) FROM jobs").fetchone()[0] != jobs:
-            raise StoreError(f"Migrating the metadata store {self.path} to schema version {SCHEMA_VERSION} "
-                             f"would lose jobs; nothing was changed. Please report this.")
-        cur.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-        return version if 0 < version < SCHEMA_VERSION else None
+    def execute_script(self, cursor: Cursor, script: str) -> None:
+        for statement in script.split(";"):  # sqlite3 runs one statement per call
+            if statement.strip():
+                cursor.execute(statement)
 
     def schema_version(self, cursor: Cursor) -> int:
         return int(cursor.execute("PRAGMA user_version").fetchone()[0])
@@ -341,18 +323,6 @@ class SqliteStore(SqlStore):
     @property
     def _db(self) -> sqlite3.Connection:
         return self.dialect.db
-
-    @property
-    def _checkpointer(self) -> threading.Thread | None:
-        return self.dialect.checkpointer
-
-
-def _run_migrations(db: Any, version: int) -> None:
-    """Every migration after ``version``, statement by statement, in the transaction ``db`` is in."""
-    for migration in MIGRATIONS[version:]:
-        for statement in migration.split(";"):
-            if statement.strip():
-                db.execute(statement)
 
 
 @functools.lru_cache(maxsize=64)

@@ -30,8 +30,8 @@ INSERT_JOB = ("INSERT INTO jobs (experiment_id, work_unit_id, name, executor_kin
 LAUNCHING_EVENT = "INSERT INTO job_events (job_id, status, at) VALUES (?, 'LAUNCHING', ?)"
 ADDED_EVENTS = "INSERT INTO job_events (job_id, status, at) SELECT id, 'LAUNCHING', ? FROM jobs WHERE {} ORDER BY id"
 UNIT_LAUNCHING = "UPDATE work_units SET status = 'LAUNCHING' WHERE experiment_id = ? AND id = ?"
-UPSERT_LINK = ("INSERT INTO job_links (job_id, experiment_id, work_unit_id, name, url) VALUES (?,?,?,?,?)"
-               " ON CONFLICT (job_id, name) DO UPDATE SET url = excluded.url")
+_NEWER_URL = " ON CONFLICT (job_id, name) DO UPDATE SET url = excluded.url"
+UPSERT_LINK = f"INSERT INTO job_links (job_id, experiment_id, work_unit_id, name, url) VALUES (?,?,?,?,?){_NEWER_URL}"
 # -- the backend's answers (``mark_launched``, ``record_states``): a job still LAUNCHING becomes
 # PENDING once (marking twice appends nothing); ``{}`` is a dialect's ``IN`` list of job ids
 LAUNCHED_EVENTS = ("INSERT INTO job_events (job_id, status, message, at) SELECT id, 'PENDING', 'submitted', ?"
@@ -62,9 +62,7 @@ COPY_UNIT = ("INSERT INTO work_units (experiment_id, id, role, args, identity, s
              " VALUES (?,?,?,?,?,?,?)")
 SET_RESULTS_AT = "UPDATE jobs SET results_at = ? WHERE id = ?"
 INSERT_RESULT = "INSERT INTO job_results (job_id, experiment_id, work_unit_id, name, value, at) VALUES (?,?,?,?,?,?)"
-INSERT_LINK = "INSERT INTO job_links (job_id, experiment_id, work_unit_id, name, url) VALUES (?,?,?,?,?)"
 # -- results and links of recorded jobs
 UPSERT_RESULT = f"{INSERT_RESULT} ON CONFLICT (job_id, name) DO UPDATE SET value = excluded.value, at = excluded.at"
 LINK_JOB = ("INSERT INTO job_links (job_id, experiment_id, work_unit_id, name, url)"
-            " SELECT id, experiment_id, work_unit_id, ?, ? FROM jobs WHERE id = ?"
-            " ON CONFLICT (job_id, name) DO UPDATE SET url = excluded.url")
+            f" SELECT id, experiment_id, work_unit_id, ?, ? FROM jobs WHERE id = ?{_NEWER_URL}")

@@ -124,7 +124,10 @@ class SqliteDialect(Dialect):
             ) from exc
         finally:
             for suffix in ("", "-wal", "-shm", "-journal"):
-                Path(f"{tmp}{suffix}").unlink(missing_ok=True)
+                try:
+                    Path(f"{tmp}{suffix}").unlink(missing_ok=True)
+                except OSError:  # a read-only file system: nothing was made, and the error above says why
+                    pass
 
     # -- what errors mean ------------------------------------------------------------------
 

@@ -40,7 +40,15 @@ from xcore.launch.units import (
     WorkUnitRole,
 )
 from xcore.model.args import SequentialArgs
-from xcore.model.job_blocks import Executable, Job, JobConfig, JobGroup, Packageable, job_args_with_overrides
+from xcore.model.job_blocks import (
+    Executable,
+    Job,
+    JobConfig,
+    JobGroup,
+    Packageable,
+    check_job,
+    job_args_with_overrides,
+)
 from xcore.model.status import (
     CANCELLED_AT_LAUNCH,
     STOPPED_AT_LAUNCH,
@@ -367,6 +375,7 @@ class Experiment:
     ) -> list[tuple[str, Job, SequentialArgs, dict[str, str], str]]:
         """Flatten a job or group into (name, job, final args, env), validating kinds and args."""
         if isinstance(job, Job):
+            check_job(job)
             argv, env = job_args_with_overrides(job, args)
             executor = job.executor
             kind = self._host.kinds.kind_of(executor)  # unknown executor: a clear error before recording

@@ -358,3 +358,25 @@ def test_names_architectures_and_escaper_match_an_installed_xmanager():
     for value in ["a b", "$x", 3, 0.5, True, "it's", ""]:
         assert xm.utils.ARG_ESCAPER(value) == xm_utils.ARG_ESCAPER(value)
     assert xm.utils.ARG_ESCAPER(xm.ShellSafeArg("$H")) == xm_utils.ARG_ESCAPER(xm_utils.ShellSafeArg("$H"))
+
+
+# -- xcore port: the names above ----------------------------------------------------------------
+
+
+def test_port_maps_xm_utils_and_lxm3s_ucl_presets():
+    pytest.importorskip("libcst")
+    from xcore.cli.port import port_source
+
+    result = port_source(
+        "from xmanager import xm\n"
+        "from xmanager.xm import utils\n"
+        "from xmanager.xm.utils import resolve_path_relative_to_launcher, ARG_ESCAPER\n"
+        "from lxm3.contrib import ucl\n"
+        "p = xm.utils.resolve_path_relative_to_launcher('.')\n")
+    assert result.code.splitlines()[:4] == [
+        "import xcore as xm",
+        "from xcore import utils",
+        "from xcore.model.utils import resolve_path_relative_to_launcher, ARG_ESCAPER",
+        "from xhpc.xm_cluster import ucl",
+    ]
+    assert result.unmapped == []

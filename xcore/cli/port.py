@@ -29,6 +29,7 @@ _MODULE_IMPORTS: dict[tuple[str, str], tuple[str, str | None]] = {
 # old module (from X import names) -> new module, names kept
 _NAME_IMPORTS = {
     "xmanager.xm": "xcore",
+    "xmanager.xm.utils": "xcore.model.utils",
     "xmanager.xm_local": "xlocal",
     "lxm3.xm": "xcore",
     "lxm3.xm_cluster": "xhpc.xm_cluster",

@@ -294,12 +294,12 @@ def test_get_xid_from_context_outside_any_experiment():
 
 def test_bazel_specs_and_packageables():
     spec = xm.BazelBinary(label="//path/to:train-main")
-    assert spec.name == "train_main" and spec.bazel_args == () and spec.dependencies == ()
+    assert spec.name == "to_train_main" and spec.bazel_args == () and spec.dependencies == ()  # XManager's name
     packageable = xm.bazel_binary(_executor().Spec(), "//a:b", bazel_args=["-c", "opt"], args={"x": 1})
     assert packageable.executable_spec == xm.BazelBinary("//a:b", (), ("-c", "opt"))
     assert packageable.args.to_list(str) == ["--x=1"]
     container = xm.bazel_container(_executor().Spec(), "//:image.tar")
-    assert container.executable_spec.name == "image_tar"
+    assert container.executable_spec.name == "_image_tar"  # XManager: basename of ":image.tar", \W -> _
 
 
 def test_bazel_build_command_and_outputs_from_build_events():

@@ -33,6 +33,7 @@ _EXPORTS: dict[str, str] = {
     "job_operators": "xcore.model.job_operators",
     "ShellSafeArg": "xcore.model.utils",
     "run_in_asyncio_loop": "xcore.model.utils",
+    "utils": "xcore.model.utils",
     # job blocks
     "ExecutableSpec": "xcore.model.job_blocks",
     "Executable": "xcore.model.job_blocks",
@@ -140,7 +141,7 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the real names
         WorkUnitCompletedAwaitable,
         WorkUnitRole,
     )
-    from xcore.model import job_operators
+    from xcore.model import job_operators, utils
     from xcore.model.args import SequentialArgs, UserArgs, merge_args
     from xcore.model.bazel import BazelBinary, BazelContainer, bazel_binary, bazel_container
     from xcore.model.executables import (

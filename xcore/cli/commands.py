@@ -14,7 +14,7 @@ from xcore.cli.output import print_json
 from xcore.cli.tables import format_time, plural, printable, render_table
 from xcore.cli.targets import parse_target
 from xcore.errors import NotFoundError, XcoreError
-from xcore.model.status import Status
+from xcore.model.status import Status, cancelled_by_launch
 from xcore.progress import Progress
 from xcore.store import MetadataStore
 from xcore.store.records import JobRecord, unreadable
@@ -325,7 +325,9 @@ def _wait_experiment(store: MetadataStore, experiment_id: int, unit_id: int | No
             print(f"  ... and {len(active) - 20} more", file=sys.stderr)
         return EXIT_TIMEOUT
     progress.clear()
-    failed = [j for j in jobs if j.status is not Status.COMPLETED]
+    # Jobs whose launch the script itself cancelled (XManager ignores cancelled launches) are
+    # listed in the counts, not as failures.
+    failed = [j for j in jobs if j.status is not Status.COMPLETED and not cancelled_by_launch(j.status, j.message)]
     if len(jobs) < len(wanted):  # cannot happen by construction; never answer "all succeeded" on less
         raise XcoreError(f"experiment {experiment_id}: only {len(jobs)} of {len(wanted)} jobs could be read.")
     if as_json:

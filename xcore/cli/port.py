@@ -23,10 +23,13 @@ _MODULE_IMPORTS: dict[tuple[str, str], tuple[str, str | None]] = {
     ("xmanager", "xm_local"): ("xlocal", None),
     ("lxm3", "xm"): ("xcore", None),
     ("lxm3", "xm_cluster"): ("xhpc.xm_cluster", None),
+    # lxm3's UCL presets: a stub whose UclGridEngine says what to write instead (see docs/porting.md)
+    ("lxm3.contrib", "ucl"): ("xhpc.xm_cluster.ucl", None),
 }
 # old module (from X import names) -> new module, names kept
 _NAME_IMPORTS = {
     "xmanager.xm": "xcore",
+    "xmanager.xm.utils": "xcore.model.utils",
     "xmanager.xm_local": "xlocal",
     "lxm3.xm": "xcore",
     "lxm3.xm_cluster": "xhpc.xm_cluster",

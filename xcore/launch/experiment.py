@@ -40,11 +40,26 @@ from xcore.launch.units import (
     WorkUnitRole,
 )
 from xcore.model.args import SequentialArgs
-from xcore.model.job_blocks import Executable, Job, JobConfig, JobGroup, Packageable, job_args_with_overrides
-from xcore.model.status import ExperimentUnitStatus, Status, combine
+from xcore.model.job_blocks import (
+    Executable,
+    Job,
+    JobConfig,
+    JobGroup,
+    Packageable,
+    check_job,
+    job_args_with_overrides,
+)
+from xcore.model.status import (
+    CANCELLED_AT_LAUNCH,
+    STOPPED_AT_LAUNCH,
+    ExperimentUnitStatus,
+    JobState,
+    Status,
+    combine,
+)
 from xcore.model.tracking import JobTracking, TrackedJob
 from xcore.model.validation import check_field_types
-from xcore.progress import Progress
+from xcore.progress import Progress, plural
 from xcore.runtime import collector
 from xcore.runtime.launcher import INTERRUPTED, BatchLauncher, LazyFuture, UnitTicket
 from xcore.runtime.packaging import package
@@ -59,6 +74,10 @@ if TYPE_CHECKING:
     import asyncio  # imported where a loop is used: a plain script never pays for it
 
 # -- experiment ------------------------------------------------------------------------------
+
+CANCELLED_PLACEHOLDER = "launch_cancelled"
+"""The name of the job that records a work unit whose job generator was cancelled before it
+added any job (see ``Experiment.cancel_launch``)."""
 
 created_experiment_ids: list[int] = []
 """Experiments this process created or added to, in order, so ``xcore launch`` can report them."""
@@ -84,6 +103,7 @@ class Experiment:
         self._owns_generator_loop = False
         self._context_tokens: list[Any] = []
         self._generator_tasks: list[concurrent.futures.Future] = []
+        self._cancelled_launches = 0  # adds whose future was cancelled: ignored at the block's end
         self._flush_scheduled: set[int] = set()  # event loops with a flush queued (see _schedule_flush)
         self._tracking: Callable[[TrackedJob], JobTracking] | None = None
         self._tracking_decided = False
@@ -171,13 +191,24 @@ class Experiment:
                                        "were not launched (recorded as cancelled).")
         else:
             for task in self._generator_tasks:
-                if task.cancelled():  # launch.cancel(): ignored, as XManager ignores cancelled tasks
+                if task.cancelled():  # launch.cancel(): counted in _cancelled_launches
                     continue
                 try:
                     task.result()
+                except concurrent.futures.CancelledError:  # its task was cancelled from inside: ignored too
+                    self._cancelled_launches += 1
                 except BaseException as task_error:  # recorded below, first error re-raised
                     self._launcher.errors.append(task_error)
             self._launcher.close()
+            if self._cancelled_launches:  # as XManager: cancelled launches are ignored, and counted
+                import logging
+
+                text = f"experiment {self.experiment_id}: ignored {plural(self._cancelled_launches, 'cancelled task')}."
+                logger = logging.getLogger("xcore")
+                if logger.hasHandlers():  # the script configured logging (absl does): there, as XManager logs it
+                    logger.warning(text)
+                else:
+                    self._progress.message(text)
         if self._launcher.submitted and self.experiment_id not in created_experiment_ids:
             created_experiment_ids.append(self.experiment_id)  # reopened and added to: `launch --wait` waits for it
         self._progress.clear()
@@ -344,6 +375,7 @@ class Experiment:
     ) -> list[tuple[str, Job, SequentialArgs, dict[str, str], str]]:
         """Flatten a job or group into (name, job, final args, env), validating kinds and args."""
         if isinstance(job, Job):
+            check_job(job)
             argv, env = job_args_with_overrides(job, args)
             executor = job.executor
             kind = self._host.kinds.kind_of(executor)  # unknown executor: a clear error before recording
@@ -399,6 +431,35 @@ class Experiment:
         task = asyncio.run_coroutine_threadsafe(run(), self._generator_loop)
         self._generator_tasks.append(task)
         return task
+
+    def cancel_launch(self, unit: ExperimentUnit, launch: concurrent.futures.Future) -> None:
+        """``experiment.add(...).cancel()``: cancel a job generator's task, keep the unit's jobs
+        that no backend has yet from ever reaching one, and stop those that did. The unit reads
+        CANCELLED; a job generator's unit without jobs gets one placeholder job that records it."""
+        self._cancelled_launches += 1
+        if launch in self._generator_tasks:
+            launch.cancel()
+        self._launcher.cancel_unit(unit.work_unit_id)
+        jobs = self.unit_jobs(unit.work_unit_id)
+        started = [j for j in jobs if j.handle is not None and j.status.is_active]
+        if started:
+            cancel_jobs(self._store, self._host, started)
+            ids = {j.id for j in started}
+            stopped = [j for j in self.unit_jobs(unit.work_unit_id) if j.id in ids and j.status is Status.CANCELLED]
+            if stopped:
+                self._store.record_states([(j.id, JobState(Status.CANCELLED, STOPPED_AT_LAUNCH)) for j in stopped])
+        elif not jobs:
+            self._record_cancelled_placeholder(unit)
+
+    def _record_cancelled_placeholder(self, unit: ExperimentUnit) -> None:
+        """A work unit is as its jobs are: one that never had any (its job generator was
+        cancelled first) gets a job that never runs, recorded CANCELLED, so that the unit and
+        the experiment do not read LAUNCHING for good."""
+        placeholder = NewJob(name=CANCELLED_PLACEHOLDER, executor_kind="", executor={}, executable={}, args=[], env={})
+        [job_id] = self._store.add_jobs(self.experiment_id, unit.work_unit_id, [placeholder],
+                                        lease_id=self._launcher.lease_id())
+        self._store.record_states([(job_id, JobState(Status.CANCELLED, CANCELLED_AT_LAUNCH))])
+        unit.note_job_names((CANCELLED_PLACEHOLDER,))
 
     # status
     def _all_jobs(self, include_auxiliary: bool = False) -> list[JobRecord]:

@@ -135,16 +135,21 @@ class LaunchFuture:
 
     def cancel(self) -> bool:
         """Cancel this launch, as cancelling XManager's ``add()`` future does: a job generator
-        still running is cancelled, and whatever the unit already submitted is stopped.
-        Returns False if the launch had already finished (nothing is cancelled then)."""
+        still running is cancelled, jobs not yet handed to a backend never are (they end
+        CANCELLED), and whatever the unit already started is stopped. The experiment's block
+        then ends as usual, counting the cancelled launch as XManager does. Returns False if the
+        launch had already finished (nothing is cancelled then)."""
         if self._cancelled:
             return True
         if self._future.done():
             return False
         self._cancelled = True
-        self._future.cancel()  # a job generator's task; a plain unit's future is not cancellable
-        if hasattr(self.unit, "stop"):
-            self.unit.stop()
+        owner = getattr(self.unit, "experiment", None)
+        cancel_launch = getattr(owner, "cancel_launch", None)
+        if cancel_launch is not None:
+            cancel_launch(self.unit, self._future)
+        else:  # a unit of another owner: cancel what can be
+            self._future.cancel()
         return True
 
     def __await__(self) -> Generator[Any, None, Any]:

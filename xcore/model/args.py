@@ -20,19 +20,41 @@ from typing import Any, Union
 
 import attrs
 
-from xcore.model import datamodel
-
 UserArgs = Union[Mapping[str, Any], Iterable[Any], "SequentialArgs", None]
 
 
-@datamodel.frozen
-class _Positional:
-    index: int
+class _Marker:
+    """Where an argument sits in ``SequentialArgs``' order. Not an attrs class: tools that walk
+    attrs objects (dm-tree's ``map_structure``) see a marker as one opaque leaf, so a function
+    mapped over the args' values cannot change positions or flag names."""
+
+    __slots__ = ()
+    _field = ""
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and getattr(other, self._field) == getattr(self, self._field)
+
+    def __hash__(self) -> int:
+        return hash((type(self), getattr(self, self._field)))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._field}={getattr(self, self._field)!r})"
 
 
-@datamodel.frozen
-class _Keyword:
-    name: str
+class _Positional(_Marker):
+    __slots__ = ("index",)
+    _field = "index"
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+
+
+class _Keyword(_Marker):
+    __slots__ = ("name",)
+    _field = "name"
+
+    def __init__(self, name: str) -> None:
+        self.name = name
 
 
 _KEYWORDS: dict[str, _Keyword] = {}  # one immutable marker per flag name, shared: a sweep makes none per add
@@ -146,7 +168,9 @@ class ArgsStringError(TypeError, ValueError):
 class SequentialArgs:
     """An ordered mix of positional and keyword arguments."""
 
-    _items: list[_Positional | _Keyword] = attrs.field(factory=list)
+    # The alias keeps the attribute's own name as the keyword, so that code rebuilding an attrs
+    # object from its fields (dm-tree's map_structure) can make a SequentialArgs.
+    _items: list[_Positional | _Keyword] = attrs.field(factory=list, alias="_items")
     regular_args: list[Any] = attrs.field(factory=list)
     keyword_args: dict[str, Any] = attrs.field(factory=dict)
 

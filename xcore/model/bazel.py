@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -21,15 +20,16 @@ import attrs
 from xcore.errors import PackagingError
 from xcore.model import datamodel
 from xcore.model.args import UserArgs
-from xcore.model.executables import BinaryDependency, to_tuple
+from xcore.model.executables import BinaryDependency, name_from_path, to_tuple
 from xcore.model.job_blocks import ExecutableSpec, ExecutorSpec, Packageable
 
 WORKSPACE_FILES = ("MODULE.bazel", "WORKSPACE", "WORKSPACE.bazel")
 
 
 def name_from_label(label: str) -> str:
-    """``//path/to:train`` -> ``train``; characters other than word characters become ``_``."""
-    return re.sub(r"\W", "_", os.path.basename(label.rstrip(os.sep)).split(":")[-1])
+    """A target's executable name, as XManager derives it: ``//path/to:train`` -> ``to_train``,
+    ``:binary`` -> ``_binary`` (see ``name_from_path``)."""
+    return name_from_path(label)
 
 
 @datamodel.frozen

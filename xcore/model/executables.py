@@ -6,6 +6,7 @@ Each is plain data; which backend can package it is decided by the packaging hoo
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -14,6 +15,14 @@ import attrs
 from xcore.model import datamodel
 from xcore.model.job_blocks import ExecutableSpec
 from xcore.paths import from_launch_dir
+
+
+def name_from_path(path: str) -> str:
+    """An executable's name from a path, label or image reference, as XManager derives it:
+    the last path component, every non-word character replaced by ``_`` (``image.tar`` ->
+    ``image_tar``, ``//path/to:train`` -> ``to_train``, ``gcr.io/p/img:v1`` -> ``img_v1``).
+    Names become job and image names."""
+    return re.sub(r"\W", "_", os.path.basename(path.rstrip(os.sep)))
 
 
 def _str_path(value: str | os.PathLike[str]) -> str:
@@ -78,7 +87,7 @@ class Binary(ExecutableSpec):
 
     @property
     def name(self) -> str:
-        return os.path.basename(self.path.rstrip("/")) or self.path
+        return name_from_path(self.path)
 
 
 @datamodel.frozen
@@ -102,7 +111,7 @@ class Container(ExecutableSpec):
 
     @property
     def name(self) -> str:
-        return self.image_path.rsplit("/", 1)[-1].split(":", 1)[0].split("@", 1)[0]
+        return name_from_path(self.image_path)
 
 
 @datamodel.frozen
@@ -119,7 +128,7 @@ class PythonContainer(ExecutableSpec):
 
     @property
     def name(self) -> str:
-        return os.path.basename(os.path.abspath(self.path)) or "python-container"
+        return name_from_path(os.path.abspath(self.path))
 
 
 @datamodel.frozen
@@ -129,9 +138,13 @@ class Dockerfile(ExecutableSpec):
     path: str = attrs.field(default=".", converter=_str_path)
     dockerfile: str | None = attrs.field(default=None, converter=_optional_file)
 
+    def __attrs_post_init__(self) -> None:
+        if self.dockerfile is None:  # XManager's default: the Dockerfile in the build context
+            object.__setattr__(self, "dockerfile", os.path.join(self.path, "Dockerfile"))
+
     @property
     def name(self) -> str:
-        return os.path.basename(os.path.abspath(self.path)) or "dockerfile"
+        return name_from_path(os.path.abspath(self.path))
 
 
 def entrypoint_argv(entrypoint: Entrypoint, python: str = "python3") -> Sequence[str]:

@@ -113,16 +113,28 @@ class Job:
     env_vars: dict[str, str] = attrs.field(factory=dict, converter=_to_env)
 
     def __attrs_post_init__(self) -> None:
-        if not isinstance(self.executable, Executable):
-            hint = (
-                " Package it first: `[exe] = experiment.package([xm.binary(...)])`."
-                if isinstance(self.executable, (ExecutableSpec, Packageable))
-                else ""
-            )
-            raise TypeError(
-                f"Job.executable must be a packaged Executable, got {type(self.executable).__name__}.{hint}")
-        if not isinstance(self.executor, Executor):
-            raise TypeError(f"Job.executor must be an Executor such as xlocal.Local(), got {self.executor!r}.")
+        # Anything may stand in for the executable and executor (XManager's own tests, and their
+        # users', build jobs of mocks); ``experiment.add`` checks them (``check_job``). Only the
+        # usual mistakes are refused here, with what to do instead.
+        if isinstance(self.executable, (ExecutableSpec, Packageable)):
+            raise TypeError(_unpackaged(self.executable))
+        if isinstance(self.executor, ExecutorSpec):
+            raise TypeError(f"Job.executor must be an Executor such as xlocal.Local(), got the executor spec "
+                            f"{self.executor!r} (that is what packaging takes).")
+
+
+def _unpackaged(executable: object) -> str:
+    hint = (" Package it first: `[exe] = experiment.package([xm.binary(...)])`."
+            if isinstance(executable, (ExecutableSpec, Packageable)) else "")
+    return f"Job.executable must be a packaged Executable, got {type(executable).__name__}.{hint}"
+
+
+def check_job(job: Job) -> None:
+    """What ``experiment.add`` needs of a job: a packaged executable and an executor."""
+    if not isinstance(job.executable, Executable):
+        raise TypeError(_unpackaged(job.executable))
+    if not isinstance(job.executor, Executor):
+        raise TypeError(f"Job.executor must be an Executor such as xlocal.Local(), got {job.executor!r}.")
 
 
 class Constraint:

@@ -30,6 +30,9 @@ _TPU_TABLE = (
     ("TPU_V2", 3), ("TPU_V3", 16), ("TPU_V4", 34), ("TPU_V4_LITE", 200101), ("TPU_V5E", 60), ("TPU_V5P", 59),
     ("TPU_V6E", 63), ("TPU_V7", 200102), ("TPU_V7X", 92),
 )
+_ARM_ACCELERATORS = frozenset({"GB200", "GB300", "VR200"})
+"""Accelerators that come with ARM hosts; every other GPU and TPU comes with x86 (HASWELL)
+hosts, as XManager's ``ResourceType.architecture()`` says (LOCAL_GPU: none)."""
 _GPU_TYPES = tuple(name for name, _ in _GPU_TABLE)
 _TPU_TYPES = tuple(name for name, _ in _TPU_TABLE)
 
@@ -75,6 +78,13 @@ class _ResourceTypeBase(enum.Enum, metaclass=_CaseInsensitiveEnumMeta):
     @property
     def is_accelerator(self) -> bool:
         return self.is_gpu or self.is_tpu
+
+    def architecture(self) -> Architecture:
+        """The CPU architecture of the hosts this accelerator comes with (XManager's table);
+        ValueError for a resource without one (CPU, memory, LOCAL_GPU)."""
+        if not self.is_accelerator or self.name == "LOCAL_GPU":
+            raise ValueError(f"No Architecture mapped for {self.name}.")
+        return Architecture.ARM if self.name in _ARM_ACCELERATORS else Architecture.HASWELL
 
     def __str__(self) -> str:
         return self.name
@@ -365,7 +375,16 @@ class JobRequirements:
                 )
             replicas = inferred
         self.replicas = int(replicas) if replicas is not None else 1
-        self.architecture = _enum_value(Architecture, architecture, "architecture")
+        architecture = _enum_value(Architecture, architecture, "architecture")
+        if self.accelerator is not None and self.accelerator.name != "LOCAL_GPU":
+            required = self.accelerator.architecture()
+            if architecture is None:  # as XManager: the accelerator's hosts' architecture
+                architecture = required
+            elif architecture is not required:
+                raise ResourceSpecError(
+                    f"Accelerator {self.accelerator.name} requires architecture {required}, but {architecture} "
+                    "was specified.")
+        self.architecture: Architecture | None = architecture
 
     @property
     def service_tier(self) -> ServiceTier:

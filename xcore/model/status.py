@@ -68,6 +68,19 @@ def recorded_times(state: JobState, started: float | None, ended: float | None,
     return started, ended
 
 
+_LAUNCH_CANCELLED = "the launch was cancelled"
+CANCELLED_AT_LAUNCH = f"not launched: {_LAUNCH_CANCELLED}"
+"""The message of a job that ``experiment.add(...).cancel()`` kept from running."""
+STOPPED_AT_LAUNCH = f"stopped: {_LAUNCH_CANCELLED}"
+"""The message of a job that had started when its ``experiment.add(...)`` was cancelled."""
+
+
+def cancelled_by_launch(status: Status, message: str) -> bool:
+    """A job the launch script itself cancelled (``experiment.add(...).cancel()``), as XManager
+    ignores cancelled launches: not a failure for ``xcore wait``."""
+    return status is Status.CANCELLED and message in (CANCELLED_AT_LAUNCH, STOPPED_AT_LAUNCH)
+
+
 COMBINE_ORDER = (Status.FAILED, Status.CANCELLED, Status.UNKNOWN, Status.RUNNING, Status.PENDING, Status.LAUNCHING)
 """Which job status decides a work unit's, first to last (then COMPLETED): ``combine``'s order,
 also written as SQL by ``xcore.store.statements``."""

@@ -45,7 +45,7 @@ from typing import Any
 from xcore import paths
 from xcore.hooks.host import PluginHost
 from xcore.model.execution import LaunchContext, LaunchFailure, LaunchRequest, launch_failure_message
-from xcore.model.status import JobState, Status
+from xcore.model.status import CANCELLED_AT_LAUNCH, JobState, Status
 from xcore.progress import Progress, plural
 from xcore.runtime.recorder import PendingAdd, Recorder
 from xcore.settings import env_number
@@ -53,6 +53,7 @@ from xcore.store import MetadataStore
 
 MAX_BATCH = 100_000
 INTERRUPTED = "not launched: interrupted"
+LAUNCH_CANCELLED = CANCELLED_AT_LAUNCH  # the message of jobs that ``LaunchFuture.cancel()`` kept from running
 
 
 class Terminated(KeyboardInterrupt):
@@ -86,10 +87,7 @@ class UnitTicket:
             self.remaining -= 1
             if self.remaining:
                 return
-        if self.error is not None:
-            self.future.set_exception(self.error)
-        else:
-            self.future.set_result(self.value)
+        _settle(self.future, self.value, self.error)
 
     @staticmethod
     def jobs_done(tickets: Sequence[UnitTicket]) -> None:
@@ -103,10 +101,7 @@ class UnitTicket:
                     finished.append(ticket)
             rest = [ticket for ticket in finished if not _settle_unwatched(ticket.future, ticket.value, ticket.error)]
         for ticket in rest:  # waited on, or not a LazyFuture: settled the usual way (it takes the lock)
-            if ticket.error is not None:
-                ticket.future.set_exception(ticket.error)
-            else:
-                ticket.future.set_result(ticket.value)
+            _settle(ticket.future, ticket.value, ticket.error)
 
     def fail(self, error: BaseException) -> None:
         """The unit was never recorded (its group's commit failed): nothing of it will run."""
@@ -114,7 +109,18 @@ class UnitTicket:
             if self.remaining <= 0:
                 return
             self.remaining = 0
-        self.future.set_exception(error)
+        _settle(self.future, None, error)
+
+
+def _settle(future: concurrent.futures.Future, value: object, error: BaseException | None) -> None:
+    """Give a unit's future its outcome, unless it already has one (a cancelled launch)."""
+    try:
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(value)
+    except concurrent.futures.InvalidStateError:
+        pass
 
 
 class LazyFuture(concurrent.futures.Future):
@@ -259,6 +265,8 @@ class BatchLauncher:
         self.launched = 0
         self.submitted = 0  # jobs queued through this launcher
         self.errors: list[BaseException] = []
+        self._cancelled_units: set[int] = set()  # units whose launch was cancelled (``cancel_unit``)
+        self._in_flight: list[PendingJob] = []  # the batch being submitted
         self.recorder = Recorder(store, self.lease_id, self._recorded, self._record_failed)
         self.on_unrecorded: Callable[[list[int]], None] | None = None
 
@@ -342,6 +350,11 @@ class BatchLauncher:
     # -- queueing --------------------------------------------------------------------------
 
     def submit(self, jobs: Sequence[PendingJob]) -> None:
+        if self._cancelled_units:  # a cancelled generator's last adds: recorded, never launched
+            dropped = [job for job in jobs if job.request.work_unit_id in self._cancelled_units]
+            if dropped:
+                jobs = [job for job in jobs if job.request.work_unit_id not in self._cancelled_units]
+                self._record_cancelled(dropped)
         now = time.monotonic()
         with self._cond:
             if self._closed:
@@ -399,6 +412,45 @@ class BatchLauncher:
         if self._thread is not None:
             self._thread.join()
         self._close_lease()
+
+    def cancel_unit(self, unit_id: int) -> int:
+        """``experiment.add(...).cancel()``: none of the unit's jobs that a backend has not been
+        handed yet ever will be (now or later, e.g. a cancelled job generator's last adds); they
+        end CANCELLED with ``LAUNCH_CANCELLED`` and their futures are cancelled. A submission of
+        the unit's jobs already under way is waited for: the caller stops what it started.
+        Returns how many jobs were kept from running."""
+        try:
+            self.recorder.flush()  # the unit's adds committed, so their jobs are in the queue below
+        except Exception:  # noqa: S110 - a refused group: its futures failed, the block's end raises it
+            pass
+        with self._cond:
+            self._cancelled_units.add(unit_id)
+            dropped: list[PendingJob] = []
+            for kind in list(self._queue):
+                group = self._queue[kind]
+                kept = [q for q in group if q.job.request.work_unit_id != unit_id]
+                if len(kept) != len(group):
+                    dropped += [q.job for q in group if q.job.request.work_unit_id == unit_id]
+                    if kept:
+                        self._queue[kind] = kept
+                    else:
+                        del self._queue[kind]
+            self._cond.notify_all()
+            while any(p.request.work_unit_id == unit_id for p in self._in_flight):
+                self._cond.wait()
+        self._record_cancelled(dropped)
+        return len(dropped)
+
+    def _record_cancelled(self, dropped: Sequence[PendingJob]) -> None:
+        if not dropped:
+            return
+        states = [(p.request.job_id, JobState(Status.CANCELLED, LAUNCH_CANCELLED)) for p in dropped]
+        try:
+            self._retry_store(lambda: self._store.record_states(states), "recording cancelled jobs")
+        except StoreUnusableError as exc:
+            self.errors.append(exc)
+        for pending in dropped:
+            pending.ticket.future.cancel()  # its later job_done() calls find it settled
 
     def abort(self, reason: str = INTERRUPTED) -> int:
         """Stop submitting: jobs not yet handed to a backend end CANCELLED with ``reason``; a
@@ -478,6 +530,7 @@ class BatchLauncher:
                 if not batch:
                     return
                 self._busy = True
+                self._in_flight = batch
             try:
                 self._launch(batch)
             except BaseException as exc:  # never die silently: fail what this batch held
@@ -490,6 +543,7 @@ class BatchLauncher:
             finally:
                 with self._cond:
                     self._busy = False
+                    self._in_flight = []
                     self._cond.notify_all()
 
     def _retry_store(self, call: Callable[[], Any], what: str) -> Any:
@@ -517,6 +571,13 @@ class BatchLauncher:
                 self._launch_group(kind, whole[start : start + MAX_BATCH])
 
     def _launch_group(self, kind: str, group: list[PendingJob]) -> None:
+        if self._cancelled_units:  # cancelled after they were taken from the queue: still not started
+            cancelled = [p for p in group if p.request.work_unit_id in self._cancelled_units]
+            if cancelled:
+                self._record_cancelled(cancelled)
+                group = [p for p in group if p.request.work_unit_id not in self._cancelled_units]
+                if not group:
+                    return
         if self._broken is not None:
             self._fail_tickets(group, self._broken)
             return

@@ -137,10 +137,13 @@ def _pdm_project(spec: Any, cache: Cache, context: PackagingContext) -> ClusterE
                       "--output", str(requirements)]
             try:
                 _run(export, f"Exporting {lock.name} with pdm", project, env)
-            except PackagingError as error:  # path or URL dependencies have no hashes to check
-                if "--no-hashes" not in str(error):
+            except PackagingError as error:
+                if "inherit_metadata" in str(error):  # a lock file of an older PDM (lxm3's examples' own)
+                    requirements.write_text(_requirements_of_old_lock(lock, project))
+                elif "--no-hashes" in str(error):  # path or URL dependencies have no hashes to check
+                    _run([*export, "--no-hashes"], f"Exporting {lock.name} with pdm", project, env)
+                else:
                     raise
-                _run([*export, "--no-hashes"], f"Exporting {lock.name} with pdm", project, env)
             deps = Path(tmp) / "deps"
             pip = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-deps",
                    "--no-compile"]
@@ -170,3 +173,29 @@ def _pdm_project(spec: Any, cache: Cache, context: PackagingContext) -> ClusterE
         executable.container = container.container
         executable.artifacts = [*executable.artifacts, *container.artifacts]  # a local .sif is uploaded too
     return executable
+
+
+def _requirements_of_old_lock(lock: Path, project: Path) -> str:
+    """The default group's pinned packages of a lock file written without environment markers
+    (PDM before ``inherit_metadata``: lock_version 4.4 and earlier), which ``pdm export``
+    refuses. Every locked package of the group is installed (such a lock does not say which
+    apply to this platform), pinned to its version and, where the lock has them, its hashes."""
+    import tomllib
+
+    redo = (f"run `pdm lock --strategy inherit_metadata` in {project} to rewrite {lock.name} in the current "
+            "format, then launch again")
+    try:
+        data = tomllib.loads(lock.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise PackagingError(f"PDMProject: {lock} cannot be read ({exc}); {redo}.") from None
+    lines = []
+    for package in data.get("package", []):
+        if "default" not in package.get("groups", ["default"]):
+            continue
+        if any(key in package for key in ("path", "url", "git", "editable")) or "version" not in package:
+            raise PackagingError(
+                f"PDMProject: {lock} is in an older PDM format and pins {package.get('name', '?')} to a path, URL or "
+                f"repository, which xhpc cannot read from it; {redo}.")
+        hashes = [f" --hash={entry['hash']}" for entry in package.get("files", []) if "hash" in entry]
+        lines.append(f"{package['name']}=={package['version']}{''.join(hashes)}")
+    return "\n".join(lines) + ("\n" if lines else "")

@@ -342,6 +342,19 @@ class ArrayJob(JobConfig):
         return group
 
 
+class ucl:  # noqa: N801 - lxm3's module name: `from lxm3.contrib import ucl` ports to this
+    """lxm3's ``lxm3.contrib.ucl`` (presets for UCL's CS and Myriad Grid Engine clusters) is not
+    part of xhpc: ``UclGridEngine`` says what to write instead. Scripts that use it only when
+    launching on those clusters (lxm3's examples) run unchanged everywhere else."""
+
+    @staticmethod
+    def UclGridEngine(requirements: Any = None, **kwargs: Any) -> Executor:  # noqa: N802 - lxm3's name
+        raise ValueError(
+            "ucl.UclGridEngine (lxm3.contrib.ucl) is not part of xhpc: write the cluster's resources yourself, "
+            "e.g. xm_cluster.GridEngine(requirements, resources={'h_rt': ..., 'tmem': ...}, "
+            "parallel_environments={'smp': 4}, walltime=...), with the cluster configured in clusters.toml.")
+
+
 def create_experiment(experiment_title: str, project: str | None = None) -> Any:
     """lxm3's ``create_experiment(experiment_title, project=None)``; a project becomes the tag
     ``project:<name>``."""

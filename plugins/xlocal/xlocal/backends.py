@@ -49,8 +49,8 @@ class Processes(Backend):
             return packaging.package_bazel_binary(packageable, spec, context)
         if isinstance(spec, BazelContainer):
             return packaging.package_bazel_container(packageable, spec, context)
-        if type(spec).__name__ == "PythonPackage" and hasattr(spec, "pip_args"):  # xhpc's (lxm3's) on Local
-            return packaging.package_python_package(packageable, spec, context)
+        if type(spec).__module__.startswith("xhpc."):  # lxm3's specs (xhpc.xm_cluster) on Local
+            return packaging.package_lxm3(packageable, spec, context)
         if isinstance(spec, (Binary, PythonModule)):
             from xlocal import processes
 

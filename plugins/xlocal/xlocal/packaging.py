@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from xcore.plugin import (
     BazelBinary,
@@ -13,6 +14,7 @@ from xcore.plugin import (
     Binary,
     Container,
     Dockerfile,
+    Executable,
     ModuleName,
     Packageable,
     PackagingContext,
@@ -200,3 +202,117 @@ def package_python_package(packageable: Packageable, spec: object, context: Pack
     else:
         command = ["/bin/sh", "-c", "\n".join(entrypoint.commands), spec.name]  # type: ignore[attr-defined]
     return LocalProcess(name=spec.name, command=command, env_vars=env)  # type: ignore[attr-defined]
+
+
+# -- lxm3's other specs (xhpc.xm_cluster) on this machine ---------------------------------------
+
+
+def package_lxm3(packageable: Packageable, spec: object, context: PackagingContext) -> Executable | None:
+    """lxm3's specs given to ``xm_cluster.Local``, as lxm3's local executor runs them. xhpc builds
+    the package as it does for a cluster (``UniversalPackage``'s build script, ``PexBinary``'s
+    ``pex``, ``PDMProject``'s locked dependencies); here it is unpacked into the cache and run
+    with the launcher's Python. None for a spec that is not xhpc's."""
+    module, kind = type(spec).__module__, type(spec).__name__
+    if not module.startswith("xhpc."):
+        return None
+    if kind == "PythonPackage" and hasattr(spec, "pip_args"):
+        return package_python_package(packageable, spec, context)
+    if kind == "PythonContainer" and hasattr(spec, "requirements"):  # lxm3's: an image built on base_image
+        return _lxm3_python_container(packageable, spec, context)
+    if kind == "DockerContainer":
+        raise PackagingError(
+            "xm_cluster.DockerContainer is packaged for Slurm and Grid Engine executors (docker run on the node). "
+            "On xm_cluster.Local run the same image with xm.python_container(...) or xm.container(...) and "
+            "xlocal.Local(docker_options=...), or run the entrypoint spec itself.")
+    if kind not in ("UniversalPackage", "PexBinary", "PDMProject", "SingularityContainer"):
+        return None
+    runtime = None
+    if kind == "SingularityContainer" or (kind == "PDMProject" and getattr(spec, "base_image", None)):
+        runtime = _singularity_binary()
+        if runtime is None and kind == "SingularityContainer":
+            raise PackagingError(
+                f"xm_cluster.SingularityContainer({spec.image_path!r}) on xm_cluster.Local needs Apptainer or "  # type: ignore[attr-defined]
+                "Singularity on this machine, and neither `apptainer` nor `singularity` is on PATH. Install "
+                "Apptainer, run the spec inside it without the container, or use a cluster executor.")
+    from xhpc import packaging as cluster_packaging
+
+    cluster = cluster_packaging.package(packageable, context)
+    if cluster is None:
+        return None
+    if runtime is None and cluster.container is not None:  # PDMProject: base_image needs a container runtime
+        context.progress.message(
+            f"warning: {kind}(base_image={spec.base_image!r}) runs with this machine's Python on "  # type: ignore[attr-defined]
+            "xm_cluster.Local: neither `apptainer` nor `singularity` is on PATH to run the image.")
+        cluster.container = None
+    return _local_process(packageable, cluster, runtime, context)
+
+
+def _singularity_binary() -> str | None:
+    import shutil
+
+    return shutil.which("apptainer") or shutil.which("singularity")
+
+
+def _unpacked(artifact: object, context: PackagingContext) -> Path:
+    """An xhpc package archive unpacked once per content into the cache."""
+    import shutil
+    import tempfile
+
+    target = context.cache_dir / "xlocal-lxm3" / artifact.sha256  # type: ignore[attr-defined]
+    if not target.is_dir():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix="unpack-", dir=target.parent) as tmp:
+            out = Path(tmp) / "out"
+            shutil.unpack_archive(artifact.local_path, out, format="gztar")  # type: ignore[attr-defined]
+            try:
+                out.rename(target)
+            except OSError:  # unpacked meanwhile by another launcher
+                if not target.is_dir():
+                    raise
+    return target
+
+
+def _local_process(packageable: Packageable, cluster: Any, runtime: str | None,
+                   context: PackagingContext) -> LocalProcess:
+    env = dict(packageable.env_vars)
+    package_dir: Path | None = None
+    files: dict[str, Path] = {}
+    for artifact in cluster.artifacts:
+        if artifact.sha256 == cluster.package:
+            package_dir = _unpacked(artifact, context)
+        else:
+            files[artifact.sha256] = Path(artifact.local_path)
+    if package_dir is not None:
+        env["XHPC_PACKAGE_DIR"] = str(package_dir)
+        if cluster.pythonpath:
+            env["PYTHONPATH"] = str(package_dir) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    command = list(cluster.command)
+    if runtime is None and command:
+        if command[0] in ("python3", "python"):  # the package was built for the launcher's Python
+            command[0] = sys.executable
+        elif command[0].endswith(".pex"):  # lxm3's Local runs a PEX on the launcher's environment
+            command.insert(0, sys.executable)
+    if cluster.container is not None and runtime is not None:
+        image = cluster.container.image
+        if image.startswith("artifact:"):
+            image = str(files[image.removeprefix("artifact:")])
+        elif image.startswith("cluster:"):
+            image = image.removeprefix("cluster:")
+        binds = [arg for src, dst in cluster.container.binds.items() for arg in ("--bind", f"{src}:{dst}")]
+        if package_dir is not None:
+            binds += ["--bind", str(package_dir)]
+        command = [runtime, "exec", *binds, *cluster.container.options, image, *command]
+    cwd = str(package_dir) if cluster.cwd_in_package and package_dir is not None else None
+    return LocalProcess(name=cluster.name, command=command, env_vars=env, cwd=cwd)
+
+
+def _lxm3_python_container(packageable: Packageable, spec: Any, context: PackagingContext) -> LocalContainer:
+    """lxm3's ``PythonContainer(entrypoint, base_image, requirements, path)``: the same image as
+    ``xm.python_container`` builds (it installs the project's ``requirements.txt``)."""
+    project = Path(spec.path).expanduser().resolve()
+    if spec.requirements != "requirements.txt" and (project / spec.requirements).is_file():
+        raise PackagingError(
+            f"xm_cluster.PythonContainer(requirements={spec.requirements!r}): xlocal installs the project's "
+            "requirements.txt; rename the file, or use xm.python_container(..., docker_instructions=[...]).")
+    return package_python_container(packageable, PythonContainer(spec.entrypoint, str(project), spec.base_image),
+                                    context)

@@ -12,6 +12,9 @@ echo "==> installing xcore, plugins, test tools and linters into .venv"
 packages=(-e '.[test,postgres,ui]' -e 'plugins/xlocal[docker]' -e 'plugins/xhpc[lxm3]' -e plugins/xgcp -e 'plugins/xk8s[test]')
 .venv/bin/python -m pip install --quiet --disable-pip-version-check "${packages[@]}" pytest-timeout \
   -r scripts/lint-tools.txt
+# XManager's launch API itself (xmanager.xm only, so none of its cloud dependencies): the tests
+# compare xcore's executable names, architectures and xm.utils with XManager's own.
+.venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps xmanager==0.8.5 immutabledict
 
 # What is linted is configured in one place, pyproject.toml: ruff checks every Python file of the
 # repository (core, plugins, examples, tests, bench, scripts), mypy the packages in [tool.mypy] files

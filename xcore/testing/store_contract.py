@@ -15,7 +15,7 @@ Each check opens the store through ``open`` (by default the way xcore opens ``XC
 the ``xcore_open_store`` hook, the installed plugins' included), writes through the
 ``MetadataStore`` interface and reads it back, also from a new connection and, for the
 concurrency checks, from several processes at once (set ``shared = False`` for a store that
-lives in one process: those checks then skip, saying so). A few checks also read a table the
+lives in one process: those checks are then left out of the subclass, not collected). A few checks also read a table the
 interface does not show (submission intents) through ``rows``; a store whose tables this suite
 cannot read skips those assertions only.
 
@@ -111,10 +111,23 @@ def _claim_all(url: str, barrier: Any, out: Any) -> None:
     out.put((os.getpid(), [lease.id for lease in seen if store.claim_lease(lease, "claimer", os.getpid(), 1.5)]))
     store.close()
 
+def _across_processes(check: Any) -> Any:
+    """Marks a check that opens the store from several processes at once."""
+    check.across_processes = True
+    return check
+
+
 class StoreContract:
     """The checks; subclass it and provide an ``xcore_store_url`` fixture (see the module)."""
 
-    shared = True  # several processes can open the store at once (False: the multi-process checks skip)
+    shared = True  # several processes can open the store at once (False: those checks are left out)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if not cls.shared:  # a store of one process: its subclass has no multi-process checks at all
+            for name in dir(cls):
+                if getattr(getattr(cls, name, None), "across_processes", False):
+                    setattr(cls, name, None)
 
     @pytest.fixture
     def store_url(self, xcore_store_url: str) -> str:
@@ -130,10 +143,6 @@ class StoreContract:
     def assert_rows(self, url: str, sql: str, expected: list[tuple[Any, ...]]) -> None:
         found = self.rows(url, sql)
         assert found is None or found == expected
-
-    def require_processes(self) -> None:
-        if not self.shared:
-            pytest.skip("the store lives in one process (shared = False)")
 
     def test_ids_start_at_one_and_fields_round_trip(self, store_url):
         store = self.open(store_url)
@@ -299,9 +308,9 @@ class StoreContract:
             SCHEMA_VERSION, SCHEMA_VERSION, 3, 0)
         assert "@" not in info.url or "<redacted>" in info.url
 
+    @_across_processes
     def test_many_pollers_append_each_change_once(self, store_url):
         """4 processes record the same states of the same 20 jobs at once: one event per change."""
-        self.require_processes()
         store = self.open(store_url)
         exp = store.create_experiment("polled")
         ids = [store.add_work_unit(exp.id, u, "work_unit", {}, "", [new_job()])[0] for u in range(1, 21)]
@@ -317,9 +326,9 @@ class StoreContract:
             assert [e.status for e in store.job_history(job_id)] == [
                 Status.LAUNCHING, Status.PENDING, Status.RUNNING, Status.COMPLETED]
 
+    @_across_processes
     def test_concurrent_launchers_get_gap_free_ids(self, store_url):
         """6 launcher processes create experiments and add 40 units each at once."""
-        self.require_processes()
         ctx = multiprocessing.get_context("spawn")
         out = ctx.Queue()
         procs = [ctx.Process(target=_launcher, args=(store_url, 40, out)) for _ in range(6)]
@@ -343,9 +352,9 @@ class StoreContract:
         events = Counter((e.job_id, e.status) for j in all_jobs[:40] for e in store.job_history(j))
         assert set(events.values()) == {1}
 
+    @_across_processes
     def test_grouped_adds_from_concurrent_launchers_get_distinct_ids(self, store_url):
         """4 launcher processes commit 5 groups of 10 adds (2 jobs and a link each) at once."""
-        self.require_processes()
         ctx = multiprocessing.get_context("spawn")
         out = ctx.Queue()
         procs = [ctx.Process(target=_grouped_launcher, args=(store_url, 5, 10, out)) for _ in range(4)]
@@ -457,9 +466,9 @@ class StoreContract:
         record = store.get_experiment(exp.id)
         assert record.launch_status == "LAUNCHING" and record.launch_error == ""
 
+    @_across_processes
     def test_each_expired_lease_is_claimed_by_exactly_one_of_many_processes(self, store_url):
         """3 processes that read the same 30 leases claim them at once: each lease is won once."""
-        self.require_processes()
         store = self.open(store_url)
         exp = store.create_experiment("dead launchers")
         opened = [store.open_lease(exp.id, "gone-host", 100 + i, 5.0) for i in range(30)]

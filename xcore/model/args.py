@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import enum
 import os
-import shlex
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Union
@@ -87,18 +86,18 @@ def plain_escaper(value: Any) -> str:
 
 
 def shell_escaper(value: Any) -> str:
-    """XManager's default escaper: shell-quote, except ShellSafeArg; enums render by name."""
-    from xcore.model.utils import ShellSafeArg
+    """XManager's default escaper: shell-quote, except ShellSafeArg; enums render by name
+    (``xm.utils.ARG_ESCAPER``)."""
+    from xcore.model.utils import ARG_ESCAPER
 
-    if isinstance(value, ShellSafeArg):
-        return value.arg
-    if isinstance(value, enum.Enum):
-        return shlex.quote(str(value.name))
-    return shlex.quote(str(value))
+    return ARG_ESCAPER(value)
 
 
 def trivial_kwargs_joiner(key: str, value: str) -> str:
-    return f"{key}={value}"
+    """``--key=value`` (``xm.utils.trivial_kwargs_joiner``)."""
+    from xcore.model.utils import trivial_kwargs_joiner as join
+
+    return join(key, value)
 
 
 _warned_none: set[str] = set()

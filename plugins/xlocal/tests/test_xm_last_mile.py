@@ -16,11 +16,13 @@ import time
 from pathlib import Path
 
 import pytest
+from xlocal_helpers import run_xcore
 
 import xcore as xm
 import xlocal
-from core_helpers import run_xcore
 from xcore.model.status import CANCELLED_AT_LAUNCH, STOPPED_AT_LAUNCH
+
+pytestmark = pytest.mark.usefixtures("xcore_home")  # the isolation the core's tests get from conftest
 
 PY = sys.executable
 TOUCH = "import sys; open(sys.argv[1], 'w').close()"

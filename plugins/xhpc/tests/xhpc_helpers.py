@@ -145,6 +145,10 @@ class LinkProxy:
                 continue
             upstream = socket.create_connection(self.target)
             with self._lock:
+                if self.refusing:  # the link went down while this one was being set up
+                    for sock in (client, upstream):
+                        sock.close()
+                    continue
                 self.connections += 1
                 self._live += [client, upstream]
             for a, b, up in ((client, upstream, True), (upstream, client, False)):
@@ -180,8 +184,10 @@ class LinkProxy:
 
     def refuse(self) -> None:
         """The link goes down: every connection is cut, and each new one is reset as soon as it
-        is accepted (no SSH server answers), until ``accept_again``."""
-        self.refusing = True
+        is accepted (no SSH server answers), until ``accept_again``. A connection being set up
+        meanwhile is dropped too (the accepting thread checks under the same lock)."""
+        with self._lock:
+            self.refusing = True
         self.cut()
 
     def accept_again(self) -> None:

@@ -109,6 +109,12 @@ class Experiment:
         self._tracking_decided = False
         self.context = MetadataContext(ContextAnnotations(store, record))
 
+    def hold_lease(self) -> None:
+        """Open the launcher's lease now, not at the first add: a launcher killed before it
+        recorded anything then leaves a lease, and a later command marks the experiment
+        failed to launch instead of LAUNCHING forever (``xcore.runtime.orphans``)."""
+        self._launcher.lease_id()
+
     # identity
     @classmethod
     def reopen(cls, record: ExperimentRecord, store: MetadataStore, host: PluginHost,

@@ -80,7 +80,9 @@ def create_experiment(
         host=hostname(),
     )
     created_experiment_ids.append(record.id)
-    return Experiment(record, store, host)
+    experiment = Experiment(record, store, host)
+    experiment.hold_lease()
+    return experiment
 
 
 def get_experiment(experiment_id: int) -> Experiment:

@@ -31,6 +31,20 @@ with xm.create_experiment("cancelled while adding") as experiment:
         experiment.add(xm.Job(exe, fake.FakeExecutor(hold=True)))
 """
 
+BEFORE_THE_FIRST_ADD = """
+import pathlib, time
+from xcore.testing import plugin_host
+plugin_host({"fake": fake})
+marker, go = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
+with xm.create_experiment("cancelled before its first add") as experiment:
+    [exe] = experiment.package([xm.binary(fake.FakeSpec(), "true")])
+    marker.write_text(str(experiment.experiment_id))
+    while not go.exists():
+        time.sleep(0.05)
+    for _ in range(50):
+        experiment.add(xm.Job(exe, fake.FakeExecutor(hold=True)))
+"""
+
 HELD_AT_LAUNCH = """
 from xcore.testing import plugin_host
 plugin_host({"fake": fake})
@@ -95,4 +109,19 @@ def test_a_batch_in_flight_when_cancel_runs_is_cancelled_once_submitted(xcore_ho
     _, err = launcher.communicate(timeout=120)
     jobs = _jobs(1)
     assert len(jobs) == 5 and all(job.handle is not None for job in jobs), err
+    _nothing_runs(jobs)
+
+
+def test_a_cancel_issued_as_soon_as_the_experiment_exists_submits_nothing(xcore_home, tmp_path):
+    marker, go = tmp_path / "created", tmp_path / "go"
+    script = write_fake_script(tmp_path / "launch.py", BEFORE_THE_FIRST_ADD)
+    launcher = subprocess.Popen([sys.executable, str(script), str(marker), str(go)], text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    _wait_for(marker, launcher)
+    cancelled = run_xcore_fake("cancel", marker.read_text())
+    assert cancelled.returncode == 0, cancelled.stderr
+    go.touch()
+    _, err = launcher.communicate(timeout=120)
+    jobs = _jobs(int(marker.read_text()))
+    assert len(jobs) == 50 and not [job for job in jobs if job.handle is not None], err
     _nothing_runs(jobs)

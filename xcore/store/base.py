@@ -292,10 +292,11 @@ class MetadataStore(abc.ABC):
     # launchers of the experiment open at that moment honour it for everything they have not
     # submitted yet (see ``BatchLauncher``); a later launch (a reopened experiment) does not.
 
-    def request_cancel(self, experiment_id: int, work_unit_ids: Sequence[int] | None = None) -> None:
+    def request_cancel(  # noqa: B027 - optional: a store without it cancels only what was submitted
+        self, experiment_id: int, work_unit_ids: Sequence[int] | None = None,
+    ) -> None:
         """Record that the experiment (``None``: all of it) or these units must not run, for
         the launchers whose lease is open now."""
-        raise NotImplementedError(f"{type(self).__name__} cannot record a cancel request")
 
     def cancel_requested(self, experiment_id: int, lease_id: int | None = None) -> CancelRequest:
         """What was asked to be cancelled of the experiment while the launcher of ``lease_id``

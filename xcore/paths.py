@@ -54,7 +54,7 @@ def ensure_home() -> Path:
     if not root.exists():
         private_dir(root)
     elif stat.S_IMODE(root.stat().st_mode) & 0o077 and _is_ours(root):
-        _tighten(root, PRIVATE_DIR)
+        _tighten(root)
     return root
 
 
@@ -96,9 +96,9 @@ def private_dir(path: Path) -> Path:
                 f"Cannot create {directory}: {exc.strerror or exc}; make {directory.parent} writable "
                 f"or set XCORE_HOME to a writable directory."
             ) from exc
-        _tighten(directory, PRIVATE_DIR)
+        _tighten(directory)
     if not missing:
-        _tighten(path, PRIVATE_DIR)
+        _tighten(path)
     return path
 
 
@@ -156,18 +156,18 @@ def from_launch_dir(value: str | os.PathLike[str], *, only_if_exists: bool = Fal
         return text
     return candidate
 
-def _tighten(path: Path, mode: int) -> None:
+def _tighten(path: Path) -> None:
     try:
         current = stat.S_IMODE(path.stat().st_mode)
-        if current & 0o077:
-            os.chmod(path, current & ~0o077 | (mode & 0o700))
+        if current & 0o077:  # only ever removes access: a file made read-only stays so
+            os.chmod(path, current & ~0o077)
     except OSError:
         pass  # not ours to change (another owner); the files inside are still created private
 
 
 def private_file(path: Path) -> None:
     """Remove group and other access from an existing file."""
-    _tighten(Path(path), PRIVATE_FILE)
+    _tighten(Path(path))
 
 
 def plugin_state_dir(plugin: str) -> Path:

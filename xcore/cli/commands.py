@@ -361,9 +361,17 @@ def cancel(args: argparse.Namespace) -> int:
     units = store.work_units(experiment_id, None if unit_id is None else [unit_id])
     if unit_id is not None and not units:
         raise NotFoundError(f"Experiment {experiment_id} has no work unit {unit_id}.")
-    count = cancel_jobs(store, current().host, [j for u in units for j in u.jobs])
+    # Recorded first: a launch still submitting reads it before and after each submission, so
+    # what it has not submitted yet never runs, and what it submits meanwhile is cancelled.
+    store.request_cancel(experiment_id, None if unit_id is None else [unit_id])
+    units = store.work_units(experiment_id, None if unit_id is None else [unit_id])
+    jobs = [j for u in units for j in u.jobs]
+    count = cancel_jobs(store, current().host, jobs)
     what = f"experiment {experiment_id}" if unit_id is None else f"work unit {experiment_id}/{unit_id}"
     print(f"cancelled {plural(count, 'job')} of {what}")
+    if unsubmitted := sum(j.status is Status.LAUNCHING and j.handle is None for j in jobs):
+        print(f"{plural(unsubmitted, 'job')} not submitted yet: the launch records them cancelled and submits "
+              "nothing more of it")
     return EXIT_OK
 
 

@@ -39,6 +39,7 @@ from xcore.launch.units import (
     WorkUnit,
     WorkUnitRole,
 )
+from xcore.model import limits
 from xcore.model.args import SequentialArgs
 from xcore.model.job_blocks import (
     Executable,
@@ -108,6 +109,12 @@ class Experiment:
         self._tracking: Callable[[TrackedJob], JobTracking] | None = None
         self._tracking_decided = False
         self.context = MetadataContext(ContextAnnotations(store, record))
+
+    def hold_lease(self) -> None:
+        """Open the launcher's lease now, not at the first add: a launcher killed before it
+        recorded anything then leaves a lease, and a later command marks the experiment
+        failed to launch instead of LAUNCHING forever (``xcore.runtime.orphans``)."""
+        self._launcher.lease_id()
 
     # identity
     @classmethod
@@ -256,6 +263,7 @@ class Experiment:
         identity: str = "",
     ) -> LaunchFuture:
         """Add a work unit (or an auxiliary unit) and queue its jobs for launch."""
+        limits.check_args(args)
         if isinstance(job, AuxiliaryUnitJob):
             role, job = job.role, job.job
         if isinstance(job, JobConfig):  # e.g. an array job: one unit with its expanded jobs
@@ -376,6 +384,7 @@ class Experiment:
         """Flatten a job or group into (name, job, final args, env), validating kinds and args."""
         if isinstance(job, Job):
             check_job(job)
+            limits.check_args(job.args, f"The args of job {job.name or prefix or 'job'}")
             argv, env = job_args_with_overrides(job, args)
             executor = job.executor
             kind = self._host.kinds.kind_of(executor)  # unknown executor: a clear error before recording

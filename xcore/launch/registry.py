@@ -14,6 +14,7 @@ from xcore.hooks.host import PluginHost
 from xcore.launch import vcs
 from xcore.launch.experiment import Experiment, created_experiment_ids
 from xcore.launch.units import current_user
+from xcore.model import limits
 from xcore.runtime.launcher import hostname
 from xcore.store import MetadataStore
 from xcore.store.records import ExperimentRecord
@@ -64,6 +65,7 @@ def create_experiment(
     running = paths.launch_script()
     if running is not None and paths.stdlib_shadowing(running):  # `python secrets.py`
         raise ConfigurationError(paths.stdlib_shadowing(running))
+    limits.check_experiment(title or experiment_title or "", list(tags), notes)
     workspace = current()
     host, store = workspace.host, workspace.store
     script = _script_path()
@@ -80,7 +82,9 @@ def create_experiment(
         host=hostname(),
     )
     created_experiment_ids.append(record.id)
-    return Experiment(record, store, host)
+    experiment = Experiment(record, store, host)
+    experiment.hold_lease()
+    return experiment
 
 
 def get_experiment(experiment_id: int) -> Experiment:

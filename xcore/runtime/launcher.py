@@ -54,6 +54,7 @@ from xcore.store import MetadataStore
 MAX_BATCH = 100_000
 INTERRUPTED = "not launched: interrupted"
 LAUNCH_CANCELLED = CANCELLED_AT_LAUNCH  # the message of jobs that ``LaunchFuture.cancel()`` kept from running
+CANCEL_REQUESTED = "not launched: cancelled by `xcore cancel` during the launch"
 
 
 class Terminated(KeyboardInterrupt):
@@ -581,9 +582,12 @@ class BatchLauncher:
         if self._broken is not None:
             self._fail_tickets(group, self._broken)
             return
-        job_ids = [p.request.job_id for p in group]
         lease = self._lease_id
         try:
+            group = self._drop_cancel_requested(group)
+            if not group:
+                return
+            job_ids = [p.request.job_id for p in group]
             intent = None if lease is None else self._retry_store(
                 lambda: self._store.begin_intent(lease, kind, job_ids), "recording a submission")
         except StoreUnusableError as exc:  # nothing reached the backend; the lease resolves these later
@@ -626,6 +630,58 @@ class BatchLauncher:
         self._record_start_failures(kind, group, handles)
         self.launched += len(started)
         self._progress.update(f"launched {plural(len(started), 'job')} on {kind}", self.launched)
+        self._cancel_if_requested(started)
+
+    # -- cancel requests (``xcore cancel`` while this launch submits) ----------------------
+
+    def _drop_cancel_requested(self, group: list[PendingJob]) -> list[PendingJob]:
+        """Before a submission: jobs whose experiment or unit ``xcore cancel`` named are recorded
+        CANCELLED and never submitted; the rest are returned."""
+        experiment_id, lease = group[0].request.experiment_id, self._lease_id
+        request = self._retry_store(lambda: self._store.cancel_requested(experiment_id, lease),
+                                    "reading cancel requests")
+        if not (request.whole or request.units):
+            return group
+        dropped = [p for p in group if request.covers(p.request.work_unit_id)]
+        if dropped:
+            states = [(p.request.job_id, JobState(Status.CANCELLED, CANCEL_REQUESTED)) for p in dropped]
+            self._retry_store(lambda: self._store.record_states(states), "recording cancelled jobs")
+            for pending in dropped:
+                pending.ticket.future.cancel()
+            self._progress.message(f"{plural(len(dropped), 'job')} not submitted: {CANCEL_REQUESTED}")
+        return [p for p in group if not request.covers(p.request.work_unit_id)]
+
+    def _cancel_if_requested(self, started: list[tuple[PendingJob, Any]]) -> None:
+        """After a submission: a cancel that arrived while it ran found these jobs without a
+        handle; cancel them now and record what the backend says."""
+        if not started:
+            return
+        try:
+            experiment_id, lease = started[0][0].request.experiment_id, self._lease_id
+            request = self._retry_store(lambda: self._store.cancel_requested(experiment_id, lease),
+                                        "reading cancel requests")
+        except StoreUnusableError as exc:
+            self.errors.append(exc)
+            return
+        by_kind: dict[str, list[tuple[PendingJob, Any]]] = defaultdict(list)
+        for pending, handle in started:
+            if request.covers(pending.request.work_unit_id):
+                by_kind[self._host.serializer.registry.kind_of(handle)].append((pending, handle))
+        for handle_kind, hit in by_kind.items():
+            try:
+                handles = [h for _, h in hit]
+                self._host.cancel(handle_kind, handles)
+                states = self._host.job_states(handle_kind, handles)
+                changes = [(p.request.job_id, state) for (p, _), state in zip(hit, states, strict=True)]
+                self._retry_store(lambda changes=changes: self._store.record_states(changes),  # type: ignore[misc]
+                                  "recording cancelled jobs")
+            except StoreUnusableError as exc:
+                self.errors.append(exc)
+                continue
+            except Exception as exc:  # noqa: BLE001 - the backend refused: say so, the jobs stay as recorded
+                self._progress.message(f"error: cancelling jobs submitted during `xcore cancel` failed: {exc}")
+                continue
+            self._progress.message(f"cancelled {plural(len(hit), 'job')} submitted while `xcore cancel` ran")
 
     def _fail_tickets(self, group: list[PendingJob], error: BaseException | None) -> None:
         for pending in group:

@@ -76,7 +76,9 @@ def _resolve(store: MetadataStore, host: PluginHost, lease: LeaseRecord) -> dict
                                                 "cannot tell whether it arrived: check the backend")))
             else:
                 failed.append((job.id, JobState(Status.FAILED, f"failed to launch: {who} before it reached {kind}")))
-    error = f"{who} before recording every submission" if failed else ""
+    # An expired lease was never closed, so the launch never finished, even with nothing to fail
+    # (a launcher killed before its first add was recorded): the experiment is failed to launch.
+    error = f"{who} before recording every submission" if failed else f"{who} before finishing the launch"
     store.resolve_lease(lease.id, launched, failed, error)
     return {"lease": lease.id, "experiment": lease.experiment_id, "adopted": len(launched), "failed": len(failed)}
 

@@ -20,7 +20,8 @@ from xcore.store.records import JobRecord, unreadable
 
 
 def refresh_jobs(store: MetadataStore, host: PluginHost, jobs: Sequence[JobRecord],
-                 cache: dict[int, Any] | None = None, unavailable: dict[int, str] | None = None) -> list[JobRecord]:
+                 cache: dict[int, Any] | None = None, unavailable: dict[int, str] | None = None,
+                 record: Callable[[list[tuple[int, JobState]]], object] | None = None) -> list[JobRecord]:
     """Update the non-terminal ``jobs`` in place from their backends and record changes.
 
     A backend that cannot be asked (plugin missing, host unreachable) leaves the stored
@@ -29,6 +30,7 @@ def refresh_jobs(store: MetadataStore, host: PluginHost, jobs: Sequence[JobRecor
     same thousands of jobs again and again). ``unavailable``, when given, tracks the jobs whose
     backend is out of reach for now (``BackendUnavailableError``, an ``OSError``): their records
     are left as they are and their ids map to the reason until a poll reaches them again.
+    ``record`` writes the changes (``store.record_states`` by default).
     """
     by_kind: dict[str, list[JobRecord]] = defaultdict(list)
     for job in jobs:
@@ -71,7 +73,7 @@ def refresh_jobs(store: MetadataStore, host: PluginHost, jobs: Sequence[JobRecor
             job.status, job.message, job.exit_code = state.status, state.message, state.exit_code
             job.started_at, job.ended_at = started, ended
     if changes:
-        store.record_states(changes)
+        (record or store.record_states)(changes)
     return list(jobs)
 
 
@@ -197,13 +199,22 @@ def _pause(host: PluginHost, jobs: Sequence[JobRecord], seconds: float, notified
 
 
 def cancel_jobs(store: MetadataStore, host: PluginHost, jobs: Sequence[JobRecord]) -> int:
-    """Cancel the active jobs among ``jobs``, batched per backend; return how many."""
+    """Cancel the active jobs among ``jobs``, batched per backend; return how many this call
+    cancelled: a job that another canceller recorded CANCELLED first is not counted
+    (``record_cancels``)."""
     by_kind: dict[str, list[tuple[JobRecord, Any]]] = {}
-    active = [j for j in refresh_jobs(store, host, list(jobs))
+    # CANCELLED found here is another canceller's work, in flight: it records it (and counts it).
+    def record_but_cancels(changes: list[tuple[int, JobState]]) -> None:
+        store.record_states([(job_id, state) for job_id, state in changes if state.status is not Status.CANCELLED])
+
+    active = [j for j in refresh_jobs(store, host, list(jobs), record=record_but_cancels)
               if j.status.is_active and j.handle_kind and j.handle is not None]
     for job, handle in load_handles(host, active):
         by_kind.setdefault(job.handle_kind or "", []).append((job, handle))
     for kind, pairs in by_kind.items():
         host.cancel(kind, [handle for _, handle in pairs])
-    refresh_jobs(store, host, [j for pairs in by_kind.values() for j, _ in pairs])
-    return sum(len(p) for p in by_kind.values())
+    asked = [j for pairs in by_kind.values() for j, _ in pairs]
+    claimed: set[int] = set()
+    refresh_jobs(store, host, asked, record=lambda changes: claimed.update(store.record_cancels(changes)))
+    # Still stopping (a backend may take a while) counts; CANCELLED by someone else's record does not.
+    return sum(j.status is not Status.CANCELLED or j.id in claimed for j in asked)

@@ -66,6 +66,18 @@ class Imported:
     jobs_renumbered: bool = False
 
 
+@datamodel.frozen
+class CancelRequest:
+    """What ``xcore cancel`` asked of an experiment: all of it (``whole``) or some units. The
+    launcher reads it before and after each submission, so a cancel that lands mid-launch holds."""
+
+    whole: bool = False
+    units: frozenset[int] = frozenset()
+
+    def covers(self, work_unit_id: int) -> bool:
+        return self.whole or work_unit_id in self.units
+
+
 class MetadataStore(abc.ABC):
     """Durable record of everything launched. Every method is one atomic transaction, and
     many processes may use one store at once."""
@@ -275,6 +287,28 @@ class MetadataStore(abc.ABC):
         failed: Sequence[tuple[int, JobState]], launch_error: str,
     ) -> None:
         """Record adopted handles and failed launches and drop the lease, in one transaction."""
+
+    # Cancel requests: ``xcore cancel`` records one before cancelling what was submitted, and the
+    # launchers of the experiment open at that moment honour it for everything they have not
+    # submitted yet (see ``BatchLauncher``); a later launch (a reopened experiment) does not.
+
+    def request_cancel(  # noqa: B027 - optional: a store without it cancels only what was submitted
+        self, experiment_id: int, work_unit_ids: Sequence[int] | None = None,
+    ) -> None:
+        """Record that the experiment (``None``: all of it) or these units must not run, for
+        the launchers whose lease is open now."""
+
+    def cancel_requested(self, experiment_id: int, lease_id: int | None = None) -> CancelRequest:
+        """What was asked to be cancelled of the experiment while the launcher of ``lease_id``
+        held it (``None``: every request). Nothing by default."""
+        return CancelRequest()
+
+    def record_cancels(self, states: Sequence[tuple[int, JobState]]) -> list[int]:
+        """``record_states`` for a cancel; returns the jobs this call moved to CANCELLED (not
+        those another canceller recorded first), so of two concurrent ``xcore cancel`` only the
+        one that cancelled a job counts it. A store that cannot tell counts every CANCELLED state."""
+        self.record_states(states)
+        return sorted({job_id for job_id, state in states if state.status is Status.CANCELLED})
 
     # -- the store itself (``xcore store info|migrate|copy``) ----------------------------------
 

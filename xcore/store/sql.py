@@ -23,6 +23,7 @@ from xcore.errors import NotFoundError
 from xcore.model.status import JobState, Status
 from xcore.store import ExperimentHistory, Imported, MetadataStore, StoreInfo, records, rows, specs
 from xcore.store import statements as sql
+from xcore.store.base import CancelRequest
 from xcore.store.dialect import Cursor, Dialect, Work
 from xcore.store.migrations import SCHEMA_VERSION
 from xcore.store.records import (
@@ -546,6 +547,48 @@ class SqlStore(MetadataStore):
             cur.execute(sql.LAUNCH_FAILED, (launch_error, row["experiment_id"]))
         cur.execute("DELETE FROM launch_intents WHERE lease_id = ?", (lease_id,))
         cur.execute("DELETE FROM launch_leases WHERE id = ?", (lease_id,))
+
+    # -- cancel requests -----------------------------------------------------------------
+    # Kept in ``store_meta`` as ``cancel:EXPERIMENT:UNIT`` (``*`` for the whole experiment) = the
+    # newest lease of the experiment open at the request: a few rows per cancelled experiment,
+    # no schema change. Lease ids only grow, so a launcher honours a request if its lease id is
+    # at most that value, and a later launch of a reopened experiment is not cancelled by it.
+
+    @_writes
+    def request_cancel(self, cur: Cursor, retrying: bool, now: float, experiment_id: int,
+                       work_unit_ids: Sequence[int] | None = None) -> None:
+        newest = cur.execute("SELECT MAX(id) AS newest FROM launch_leases WHERE experiment_id = ?",
+                             (experiment_id,)).fetchone()["newest"] or 0
+        targets = ["*"] if work_unit_ids is None else [str(int(unit)) for unit in work_unit_ids]
+        for target in targets:
+            key = f"cancel:{int(experiment_id)}:{target}"
+            row = cur.execute("SELECT value FROM store_meta WHERE key = ?", (key,)).fetchone()
+            if row is None:
+                cur.execute("INSERT INTO store_meta (key, value) VALUES (?, ?)", (key, str(newest)))
+            elif int(row["value"]) < newest:
+                cur.execute("UPDATE store_meta SET value = ? WHERE key = ?", (str(newest), key))
+
+    @_reads
+    def cancel_requested(self, cur: Cursor, experiment_id: int, lease_id: int | None = None) -> CancelRequest:
+        prefix = f"cancel:{int(experiment_id)}:"
+        found = [row["key"][len(prefix):] for row in cur.execute(
+                 "SELECT key, value FROM store_meta WHERE key LIKE ?", (prefix + "%",)).fetchall()
+                 if lease_id is None or int(row["value"]) >= lease_id]
+        return CancelRequest("*" in found, frozenset(int(unit) for unit in found if unit != "*"))
+
+    @_writes
+    def record_cancels(self, cur: Cursor, retrying: bool, now: float,
+                       states: Sequence[tuple[int, JobState]]) -> list[int]:
+        """Read and written in one transaction (rows locked where the dialect locks rows): of two
+        cancellers, the second finds the jobs CANCELLED already and claims none."""
+        if not states:
+            return []
+        found = self._rows_by_id(cur, [job_id for job_id, _ in states], "id, status")
+        cancelled = Status.CANCELLED.value
+        claimed = {job_id for job_id, state in states
+                   if state.status is Status.CANCELLED and job_id in found and found[job_id]["status"] != cancelled}
+        self._record_states(cur, states, now)
+        return sorted(claimed)
 
     # -- the store itself ----------------------------------------------------------------
 

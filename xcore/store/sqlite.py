@@ -16,6 +16,7 @@ import functools
 import json  # noqa: F401 - tests count the JSON the store encodes through xcore.store.sqlite.json
 import os
 import sqlite3
+import stat
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -92,6 +93,12 @@ class SqliteDialect(Dialect):
                 f"The metadata store {self.path} is empty (0 bytes), not an xcore store: it was truncated or "
                 f"made by something else. Restore it from a backup, or move it away (mv {self.path} "
                 f"{self.path}.bad) to start a new store."
+            )
+        if not info.st_mode & stat.S_IWUSR:  # made read-only on purpose: never chmod it back
+            raise StoreError(
+                f"The metadata store {self.path} is read-only (mode {stat.S_IMODE(info.st_mode):04o}); xcore "
+                f"leaves its permissions alone. To use it, make it writable (chmod u+w {self.path}), or set "
+                f"XCORE_STORE to another store."
             )
         for suffix in ("", "-wal", "-shm"):
             paths.private_file(Path(f"{self.path}{suffix}"))

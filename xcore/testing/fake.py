@@ -11,8 +11,9 @@ execution hook through the public plugin API, so it doubles as a reference execu
   moves it with ``set_state``/``write_output`` or cancels it.
 - ``FakeExecutor(fail_launch="reason")`` returns ``LaunchFailure(reason)`` for its jobs.
 - ``FakeExecutor(pause_after_launch=path)`` touches ``path`` once its batch reached the
-  backend and then waits (up to a minute) before returning: kill the launcher then to
-  leave submitted but unrecorded jobs, which a later command adopts (``xcore_adopt``).
+  backend and then waits (up to a minute, or until ``path + ".release"`` exists) before
+  returning: kill the launcher then to leave submitted but unrecorded jobs, which a later
+  command adopts (``xcore_adopt``), or act while the launch is under way.
 - ``forget(handle)`` makes the backend forget a job (it then reads ``lost: ...``).
 - ``set_unreachable("reason")`` puts the whole backend out of reach (its status hook raises
   ``BackendUnavailableError``) until ``set_unreachable(None)``.
@@ -138,7 +139,7 @@ def xcore_launch(executor_kind: str, requests: Sequence[LaunchRequest],
     for marker in pauses:  # submitted, not yet recorded: the moment a killed launcher leaves behind
         atomic_write(marker, "submitted\n")
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and not os.path.exists(marker + ".release"):
             time.sleep(0.05)
     return results
 

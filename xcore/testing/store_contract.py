@@ -38,6 +38,7 @@ import pytest
 from xcore.errors import NotFoundError
 from xcore.model.status import JobState, Status, combine
 from xcore.store import MetadataStore
+from xcore.store.base import CancelRequest
 from xcore.store.migrations import SCHEMA_VERSION
 from xcore.store.records import NewJob, UnitWrite
 
@@ -465,6 +466,41 @@ class StoreContract:
         self.assert_rows(store_url, "SELECT COUNT(*) FROM launch_intents", [(0,)])
         record = store.get_experiment(exp.id)
         assert record.launch_status == "LAUNCHING" and record.launch_error == ""
+
+    def test_cancel_requests_reach_the_launchers_open_at_the_request(self, store_url):
+        store, other = self.open(store_url), self.open(store_url)
+        first, second = store.create_experiment("a"), store.create_experiment("b")
+        store_id = store.info().store_id
+        running = store.open_lease(second.id, "h", 1, None)
+        assert other.cancel_requested(first.id) == CancelRequest()
+        store.request_cancel(second.id, [2, 3])
+        store.request_cancel(second.id, [3])  # again: nothing more
+        seen = other.cancel_requested(second.id, running)
+        assert seen == CancelRequest(False, frozenset({2, 3})) == other.cancel_requested(second.id)
+        assert seen.covers(2) and not seen.covers(1)
+        assert other.cancel_requested(first.id) == CancelRequest()
+        store.request_cancel(first.id)  # no launcher holds it: a launch that starts later is not cancelled
+        later = store.open_lease(first.id, "h", 2, None)
+        assert other.cancel_requested(first.id, later) == CancelRequest()
+        assert other.cancel_requested(first.id).whole  # without a lease: every request
+        store.request_cancel(first.id)  # now it holds one
+        assert other.cancel_requested(first.id, later).whole and other.cancel_requested(first.id, later).covers(9)
+        assert not other.cancel_requested(second.id, running).whole
+        store.close_lease(running)
+        store.request_cancel(second.id, [3])  # nothing open: the earlier launcher's request stays
+        assert other.cancel_requested(second.id, running).covers(3)
+        assert other.info().store_id == store_id
+
+    def test_record_cancels_counts_only_the_jobs_it_moved_to_cancelled(self, store_url):
+        store = self.open(store_url)
+        exp = store.create_experiment("cancels")
+        ids = store.add_work_unit(exp.id, 1, "work_unit", {}, "", [new_job("a"), new_job("b"), new_job("c")])
+        store.mark_launched([(job_id, "k", {"n": job_id}, None) for job_id in ids])
+        cancelled = JobState(Status.CANCELLED, "cancelled")
+        assert store.record_cancels([(ids[0], cancelled), (ids[2], JobState(Status.COMPLETED, "done"))]) == [ids[0]]
+        assert store.record_cancels([(job_id, cancelled) for job_id in ids[:2]]) == [ids[1]]
+        assert store.record_cancels([(job_id, cancelled) for job_id in ids[:2]]) == []
+        assert [j.status for j in store.work_units(exp.id)[0].jobs] == [Status.CANCELLED] * 2 + [Status.COMPLETED]
 
     @_across_processes
     def test_each_expired_lease_is_claimed_by_exactly_one_of_many_processes(self, store_url):

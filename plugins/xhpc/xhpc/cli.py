@@ -89,7 +89,8 @@ def check_cluster(args: argparse.Namespace) -> int:
 
     def staging() -> str:
         s = transport.shell_path(cluster.staging)
-        out = conn.check(f"mkdir -p {s} && cd {s} && f=.xhpc-check.$$ && echo ok > $f && rm -f $f && pwd",
+        # umask 077 as the launch uses: a root this check makes is 0700, like the one a launch makes
+        out = conn.check(f"umask 077 && mkdir -p {s} && cd {s} && f=.xhpc-check.$$ && echo ok > $f && rm -f $f && pwd",
                          f"Writing to the staging directory {cluster.staging}").out.strip()
         return out
 

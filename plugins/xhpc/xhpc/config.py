@@ -100,14 +100,39 @@ def config_path() -> Path:
     return config_dir() / FILE_NAME
 
 
+MAX_FILE_BYTES = 1 << 20  # clusters.toml as a whole
+MAX_VALUE_CHARS = 4_096  # any one string in it: a host, a path, an option (ssh's argv must stay short)
+
+
 def _read(path: Path) -> dict[str, Any]:
+    """The file's tables, refused beyond the size limits (a 1 MB host ended as ssh's
+    "Argument list too long")."""
     try:
         with open(path, "rb") as handle:
-            return tomllib.load(handle)
+            text = handle.read(MAX_FILE_BYTES + 1)
     except FileNotFoundError:
         return {}
-    except tomllib.TOMLDecodeError as exc:
+    if len(text) > MAX_FILE_BYTES:
+        raise ConfigurationError(f"{path} is larger than the limit of {MAX_FILE_BYTES:,} bytes.")
+    try:
+        data = tomllib.loads(text.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigurationError(f"{path} is not valid TOML: {exc}") from None
+    _check_sizes(data, path, "")
+    return data
+
+
+def _check_sizes(value: Any, path: Path, where: str) -> None:
+    if isinstance(value, str) and len(value) > MAX_VALUE_CHARS:
+        raise ConfigurationError(f"{where or 'A value'} in {path} has {len(value):,} characters; the limit is "
+                                 f"{MAX_VALUE_CHARS:,}.")
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _check_sizes(str(key), path, f"The key {str(key)[:40]!r}")
+            _check_sizes(item, path, f"{where}.{key}".lstrip(".")[:200])
+    elif isinstance(value, list):
+        for item in value:
+            _check_sizes(item, path, where)
 
 
 def _cluster(name: str, raw: Any, path: Path) -> Cluster:

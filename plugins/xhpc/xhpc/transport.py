@@ -315,8 +315,9 @@ class SSHTransport(Transport):
         low = text.lower()
         known = c.known_hosts or "~/.ssh/known_hosts"
         if "remote host identification has changed" in low or "host key for" in low and "has changed" in low:
-            return ClusterConnectionError(f"The host key of {where} does not match {known}: {text}. Someone may "
-                                          "be intercepting the connection; ask your admins.")
+            return ClusterConnectionError(f"The host key of {where} does not match {known}: "
+                                          f"{_host_key_change(stderr) or text}. Someone may be intercepting the "
+                                          "connection; ask your admins.")
         if "host key verification failed" in low or "no ed25519 host key is known" in low \
                 or "host key is known" in low:
             return ClusterConnectionError(
@@ -339,6 +340,21 @@ class SSHTransport(Transport):
         if "no such identity" in low or "bad configuration option" in low or "bad port" in low:
             return ClusterConnectionError(f"Cannot connect to {where}: {text}.")
         return ClusterConnectionError(f"The connection to {where} failed or dropped: {text}.", retryable=True)
+
+
+def _host_key_change(stderr: str) -> str:
+    """The lines of OpenSSH's changed-host-key warning that say something about this host: the
+    fingerprint it sent, the offending known_hosts entry, the refusal; not its ``@@@`` banner
+    or the generic advice around it."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip() and not line.lstrip().startswith("@")]
+    kept = []
+    for index, line in enumerate(lines):
+        low = line.lower()
+        if low.startswith("the fingerprint for") and index + 1 < len(lines):
+            kept.append(f"{line} {lines[index + 1]}")
+        elif low.startswith(("offending", "host key for", "remote host key for")):
+            kept.append(line.rstrip("."))
+    return "; ".join(kept)
 
 
 def control_dir() -> Path:

@@ -360,6 +360,19 @@ def test_existing_image_with_container_spec(engine, home, cleanup):
     assert _logs(job) == "hello ['x y']\n"
 
 
+@pytest.mark.parametrize("argv", [["no-such-binary-xyz", "--flag"], ["sh", "-c", "no-such-binary-xyz --flag"]],
+                         ids=["entrypoint", "through-a-shell"])
+def test_a_missing_binary_is_reported_as_command_not_found(engine, home, cleanup, argv):
+    """Not just "exit code 127" (issue 30): the job's message says the command was not found."""
+    with xm.create_experiment("missing binary") as experiment:
+        cleanup.append(experiment.experiment_id)
+        [exe] = experiment.package([xm.container(xlocal.LocalSpec(), BASE_IMAGE)])
+        experiment.add(xm.Job(exe, xlocal.Local(), args=argv))
+    [job] = experiment.wait_until_complete(timeout=60)
+    assert job.status is xm.Status.FAILED
+    assert "not found" in job.message and "no-such-binary-xyz" in job.message, job.message
+
+
 def test_missing_image_says_what_to_do(engine, home):
     with xm.create_experiment("missing") as experiment, \
             pytest.raises(xm.PackagingError, match="could not be pulled"):

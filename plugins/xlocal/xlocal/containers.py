@@ -21,6 +21,7 @@ import json
 import os
 import re
 import secrets
+import shlex
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -270,7 +271,14 @@ def state_from_inspect(info: dict[str, Any] | None, cancelled: bool) -> JobState
     error = (state.get("Error") or "").strip()
     if error and result.status is Status.FAILED:  # the engine's own words (e.g. the entrypoint is missing)
         return JobState(Status.FAILED, error, result.exit_code, started, ended)
+    if result.status is Status.FAILED and code in _SHELL_CODES:  # what a shell's 127 and 126 mean
+        command = shlex.join([str(info.get("Path") or ""), *map(str, info.get("Args") or [])]).strip()
+        what = f"{_SHELL_CODES[code]} (the container ran {command[:300]})" if command else _SHELL_CODES[code]
+        return JobState(Status.FAILED, f"{result.message}: {what}", result.exit_code, started, ended)
     return result
+
+
+_SHELL_CODES = {127: "command not found in the image", 126: "command found but not executable"}
 
 
 def _inspect(client: Any, handle: ContainerHandle) -> dict[str, Any] | None:

@@ -9,6 +9,7 @@ import errno
 import fcntl
 import json
 import os
+import re
 import select
 import signal
 import subprocess
@@ -50,6 +51,19 @@ def machine_slots() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
+_UNSAFE_IN_FILE_NAME = re.compile(r"[^a-zA-Z0-9_.-]+")
+
+
+def log_file_name(request: LaunchRequest) -> str:
+    """``WU-NAME.log`` inside the experiment's log directory, whatever the job's name: ``/`` and
+    other characters a file name should not hold become ``-`` (as Docker, Slurm and SGE do
+    with names), so ``../../etc`` cannot leave the directory; such a name gets the job's id
+    too, so two names that read alike once cleaned never share a log."""
+    name = _UNSAFE_IN_FILE_NAME.sub("-", request.job_name).strip("-.")[:100] or "job"
+    suffix = "" if name == request.job_name else f"-{request.job_id}"
+    return f"{request.work_unit_id}-{name}{suffix}.log"
+
+
 def launch(requests: Sequence[LaunchRequest], context: LaunchContext) -> list[ProcessHandle]:
     runs = private_dir(context.state_dir / "runs")
     first = requests[0]
@@ -69,7 +83,7 @@ def launch(requests: Sequence[LaunchRequest], context: LaunchContext) -> list[Pr
     for index, request in enumerate(requests):
         executable = request.executable
         executor: Local = request.executor  # type: ignore[assignment]
-        log_path = os.path.join(log_dir, f"{request.work_unit_id}-{request.job_name}.log")
+        log_path = os.path.join(log_dir, log_file_name(request))
         if isinstance(executable, LocalProcess):
             argv, env, inherit, cwd = [*executable.command, *request.args], request.env, executor.inherit_env, (
                 executor.cwd or executable.cwd or here)

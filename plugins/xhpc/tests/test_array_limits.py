@@ -3,9 +3,14 @@ per cluster, not from a fixed 1001: more tasks than the old default are still on
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import re
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -89,3 +94,92 @@ def test_configured_max_array_size_wins_and_nothing_is_asked(xcore_env: Path) ->
     assert "MaxArraySize" in array_limits.query(unset, xcore_env)
     array_limits.learn(unset, xcore_env, ["/staging", f"{array_limits.MARK} 100001"])
     assert array_limits.limit(unset, xcore_env) == 100001 and array_limits.query(unset, xcore_env) == ""
+
+
+@contextlib.contextmanager
+def _slurm_array_limit(size: int) -> Iterator[None]:
+    """The test cluster's array limit lowered to ``size`` (as an admin lowers it), restored after.
+    Lowered with SchedulerParameters' ``max_array_tasks``: ``scontrol reconfigure`` applies it
+    at once, and Slurm refuses a larger array just as for MaxArraySize (which needs a restart)."""
+    conf = Path("/etc/slurm/slurm.conf")
+    original = conf.read_text()
+    lowered, found = re.subn(r"(?m)^SchedulerParameters=(.*)$", rf"SchedulerParameters=\1,max_array_tasks={size}",
+                             original)
+    try:
+        conf.write_text(lowered if found else f"{original.rstrip()}\nSchedulerParameters=max_array_tasks={size}\n")
+        subprocess.run(["scontrol", "reconfigure"], capture_output=True, check=True)
+        config = subprocess.run(["scontrol", "show", "config"], capture_output=True, text=True, check=True).stdout
+        assert f"max_array_tasks={size}" in config
+        yield
+    finally:
+        conf.write_text(original)
+        subprocess.run(["scontrol", "reconfigure"], capture_output=True, check=True)
+
+
+@contextlib.contextmanager
+def _sge_array_limit(size: int, tmp: Path) -> Iterator[None]:
+    """The test cluster's ``max_aj_tasks`` lowered to ``size``, restored after (qconf -Mconf
+    names the configuration after the file: ``global``)."""
+    original = subprocess.run(["qconf", "-sconf", "global"], capture_output=True, text=True, check=True).stdout
+    (tmp / "orig").mkdir(mode=0o700)
+    (tmp / "low").mkdir(mode=0o700)
+    (tmp / "orig" / "global").write_text(original)
+    (tmp / "low" / "global").write_text(re.sub(r"(?m)^max_aj_tasks\s+\d+", f"max_aj_tasks {size}", original))
+    try:
+        subprocess.run(["qconf", "-Mconf", str(tmp / "low" / "global")], capture_output=True, check=True)
+        assert _raw_limit("sge") == size
+        yield
+    finally:
+        subprocess.run(["qconf", "-Mconf", str(tmp / "orig" / "global")], capture_output=True, check=True)
+
+
+def _launch_with_stale_limit(xcore_env: Path, scheduler: str, lowered: Any, cached: int,
+                             ) -> tuple[list[Any], list[dict], list[str]]:
+    """25 tasks launched while the cache says ``cached`` and the cluster allows 11: what the
+    store recorded, their handles and the array jobs."""
+    import xhpc
+    from xcore.paths import plugin_state_dir
+    from xhpc import array_limits, config
+
+    executor_cls, kind = (xhpc.Slurm, "slurm") if scheduler == "slurm" else (xhpc.GridEngine, "sge")
+    (xcore_env / "config" / "clusters.toml").write_text(
+        cluster_toml("test", kind, "local", str(xcore_env / "staging")))
+    array_limits.learn(config.resolve("test", kind), plugin_state_dir("xhpc"), [f"{array_limits.MARK} {cached}"])
+    with lowered:
+        with xm.create_experiment(title="stale array limit") as experiment:
+            [exe] = experiment.package([xm.Packageable(xhpc.Command(["true"]), executor_cls.Spec())])
+            executor = executor_cls(cluster="test", time_limit="0:05:00")
+            for i in range(25):
+                experiment.add(xm.Job(exe, executor, args=[str(i)]))
+    jobs = [j for unit in experiment._store.work_units(experiment.experiment_id) for j in unit.jobs]
+    handles = [j.handle for j in jobs if j.handle]
+    return jobs, handles, sorted({h["job_id"] for h in handles if h.get("job_id")})
+
+
+@pytest.mark.parametrize("scheduler", ["slurm", "sge"])
+def test_stale_cached_limit_is_read_again_and_the_refused_tasks_split_again(
+        xcore_env: Path, tmp_path: Path, scheduler: str, capfd: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cluster's array limit was lowered after it was cached: the refused array is not a
+    failed launch; the limit is read again, the tasks go as smaller arrays, and the launch says so."""
+    require_service(scheduler, lambda: service_up(scheduler), HOW)
+    require_service("root", os.geteuid() == 0, "changes the test cluster's array limit: run as root")
+    if scheduler == "slurm":
+        lowered, cached = _slurm_array_limit(11), 100001
+    else:
+        lowered, cached = _sge_array_limit(11, tmp_path / "sge"), 75000
+        (tmp_path / "sge").mkdir(mode=0o700)
+    monkeypatch.delenv("XCORE_QUIET", raising=False)
+    jobs, handles, array_jobs = _launch_with_stale_limit(xcore_env, scheduler, lowered, cached)
+    said = capfd.readouterr().err
+    try:
+        failed = [(j.status, j.message) for j in jobs if j.status == xm.Status.FAILED or not j.handle]
+        assert (len(jobs), len(handles), len(failed)) == (25, 25, 0), failed[:3]
+        assert len(array_jobs) == 3, f"25 tasks at a limit of 11 became {len(array_jobs)} array jobs"
+        assert sorted(h["index"] for h in handles) == list(range(25))
+        assert [entry["limit"] for entry in _cached(xcore_env / "home").values()] == [11]
+        assert f"array size limit is now 11, not the {cached} cached" in said, said
+    finally:
+        if array_jobs:  # only this test's jobs
+            subprocess.run(["scancel" if scheduler == "slurm" else "qdel", *array_jobs], capture_output=True,
+                           check=False)

@@ -407,7 +407,8 @@ class Experiment:
     def _dump(self, obj: object) -> dict[str, Any]:
         cached = self._dump_cache.get(id(obj))
         if cached is None or cached[0] is not obj:
-            cached = (obj, redact_nested(self._host.serializer.dump(obj)))  # as stored: secrets redacted
+            # as stored: secrets redacted, URL passwords masked (an executable's args among them)
+            cached = (obj, mask_nested_urls(redact_nested(self._host.serializer.dump(obj))))
             self._dump_cache[id(obj)] = cached
         return cached[1]
 

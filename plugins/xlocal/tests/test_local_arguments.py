@@ -56,11 +56,12 @@ def test_url_password_in_an_argument_reaches_the_job_but_is_stored_and_shown_mas
     arg = "--db=postgresql://u:secret@h/db"
     out = tmp_path / "argv.json"
     with xm.create_experiment("url password") as experiment:
-        [exe] = experiment.package([xm.binary(xlocal.Local.Spec(), sys.executable, args=["-c", ECHO])])
+        [exe] = experiment.package([xm.binary(xlocal.Local.Spec(), sys.executable,
+                                              args=["-c", ECHO, "--exe=https://u:secret@h/x"])])
         experiment.add(xm.Job(exe, xlocal.Local(), args={"db": "postgresql://u:secret@h/db", "plain": "x"},
                               env_vars={"OUT": str(out)}))
     experiment.wait_until_complete()
-    assert json.loads(out.read_text(encoding="utf-8"))["argv"] == [arg, "--plain=x"]
+    assert json.loads(out.read_text(encoding="utf-8"))["argv"] == ["--exe=https://u:secret@h/x", arg, "--plain=x"]
     stored = b"".join(path.read_bytes() for path in xcore_home.glob("xcore.db*") if path.is_file())
     assert stored, "no store file"
     assert b"secret" not in stored, "the URL's password is in the store file"
@@ -70,4 +71,5 @@ def test_url_password_in_an_argument_reaches_the_job_but_is_stored_and_shown_mas
     assert "secret" not in shown.stdout + shown.stderr and "secret" not in as_json.stdout + as_json.stderr
     [unit] = json.loads(as_json.stdout)["work_units"]
     assert unit["args"] == {"db": "postgresql://u:<redacted>@h/db", "plain": "x"}
-    assert unit["jobs"][0]["args"][-2:] == ["--db=postgresql://u:<redacted>@h/db", "--plain=x"]
+    assert unit["jobs"][0]["args"][-3:] == ["--exe=https://u:<redacted>@h/x", "--db=postgresql://u:<redacted>@h/db",
+                                            "--plain=x"]

@@ -8,6 +8,7 @@ import json
 import os
 import re
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -96,24 +97,47 @@ def test_configured_max_array_size_wins_and_nothing_is_asked(xcore_env: Path) ->
     assert array_limits.limit(unset, xcore_env) == 100001 and array_limits.query(unset, xcore_env) == ""
 
 
+def _slurm_reconfigure(accepts: int | None = None, refuses: int | None = None) -> None:
+    """``scontrol reconfigure`` until an array of ``accepts`` tasks is accepted and one of
+    ``refuses`` refused (probes submitted held, then cancelled). slurmctld (22.05) reads
+    max_array_tasks again only when its config's timestamp, in whole seconds, changed: a
+    reconfigure within the same second as the last one keeps the old limit."""
+    def refused(tasks: int) -> bool:
+        probe = subprocess.run(["sbatch", "--parsable", "--hold", f"--array=0-{tasks - 1}", "--wrap", "true"],
+                               capture_output=True, text=True, check=False)
+        if probe.returncode == 0:
+            subprocess.run(["scancel", probe.stdout.strip().split(";")[0]], capture_output=True, check=False)
+        return probe.returncode != 0
+
+    for _ in range(5):
+        time.sleep(1.1)  # a new second: see above
+        subprocess.run(["scontrol", "reconfigure"], capture_output=True, check=True)
+        if (accepts is None or not refused(accepts)) and (refuses is None or refused(refuses)):
+            return
+    raise AssertionError(f"slurmctld did not take the array limit (accept {accepts}, refuse {refuses})")
+
+
 @contextlib.contextmanager
 def _slurm_array_limit(size: int) -> Iterator[None]:
     """The test cluster's array limit lowered to ``size`` (as an admin lowers it), restored after.
-    Lowered with SchedulerParameters' ``max_array_tasks``: ``scontrol reconfigure`` applies it
-    at once, and Slurm refuses a larger array just as for MaxArraySize (which needs a restart)."""
+    Lowered with SchedulerParameters' ``max_array_tasks``: ``scontrol reconfigure`` applies it,
+    and Slurm refuses a larger array just as for MaxArraySize (which needs a restart)."""
     conf = Path("/etc/slurm/slurm.conf")
     original = conf.read_text()
+    raw = _raw_limit("slurm")
     lowered, found = re.subn(r"(?m)^SchedulerParameters=(.*)$", rf"SchedulerParameters=\1,max_array_tasks={size}",
                              original)
     try:
         conf.write_text(lowered if found else f"{original.rstrip()}\nSchedulerParameters=max_array_tasks={size}\n")
-        subprocess.run(["scontrol", "reconfigure"], capture_output=True, check=True)
-        config = subprocess.run(["scontrol", "show", "config"], capture_output=True, text=True, check=True).stdout
-        assert f"max_array_tasks={size}" in config
+        _slurm_reconfigure(accepts=size, refuses=size + 1)
         yield
     finally:
+        # slurmctld keeps the last max_array_tasks it read when the option goes away: set it to
+        # MaxArraySize first (the limit as before), then put the file back as it was.
+        conf.write_text(re.sub(r"max_array_tasks=\d+", f"max_array_tasks={raw}", conf.read_text()))
+        _slurm_reconfigure(accepts=size + 1)
         conf.write_text(original)
-        subprocess.run(["scontrol", "reconfigure"], capture_output=True, check=True)
+        _slurm_reconfigure(accepts=size + 1)
 
 
 @contextlib.contextmanager
@@ -156,19 +180,21 @@ def _launch_with_stale_limit(xcore_env: Path, scheduler: str, lowered: Any, cach
     return jobs, handles, sorted({h["job_id"] for h in handles if h.get("job_id")})
 
 
-@pytest.mark.parametrize("scheduler", ["slurm", "sge"])
+@pytest.mark.parametrize(("scheduler", "cached"), [("slurm", 100001), ("slurm", 20), ("sge", 75000)],
+                         ids=["slurm", "slurm-one-chunk-accepted", "sge"])
 def test_stale_cached_limit_is_read_again_and_the_refused_tasks_split_again(
-        xcore_env: Path, tmp_path: Path, scheduler: str, capfd: pytest.CaptureFixture[str],
+        xcore_env: Path, tmp_path: Path, scheduler: str, cached: int, capfd: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
     """The cluster's array limit was lowered after it was cached: the refused array is not a
-    failed launch; the limit is read again, the tasks go as smaller arrays, and the launch says so."""
+    failed launch; the limit is read again, the tasks go as smaller arrays, and the launch says so.
+    With a cached 20, the chunk of 20 is refused and the one of 5 accepted: only the 20 go again."""
     require_service(scheduler, lambda: service_up(scheduler), HOW)
     require_service("root", os.geteuid() == 0, "changes the test cluster's array limit: run as root")
     if scheduler == "slurm":
-        lowered, cached = _slurm_array_limit(11), 100001
+        lowered: Any = _slurm_array_limit(11)
     else:
-        lowered, cached = _sge_array_limit(11, tmp_path / "sge"), 75000
         (tmp_path / "sge").mkdir(mode=0o700)
+        lowered = _sge_array_limit(11, tmp_path / "sge")
     monkeypatch.delenv("XCORE_QUIET", raising=False)
     jobs, handles, array_jobs = _launch_with_stale_limit(xcore_env, scheduler, lowered, cached)
     said = capfd.readouterr().err
@@ -177,6 +203,12 @@ def test_stale_cached_limit_is_read_again_and_the_refused_tasks_split_again(
         assert (len(jobs), len(handles), len(failed)) == (25, 25, 0), failed[:3]
         assert len(array_jobs) == 3, f"25 tasks at a limit of 11 became {len(array_jobs)} array jobs"
         assert sorted(h["index"] for h in handles) == list(range(25))
+        # A later process adopting the run (xhpc.adoption) finds each task in the chunk it went with.
+        [run_dir] = {h["run_dir"] for h in handles}
+        chunks = json.loads((Path(run_dir) / "xcore-jobs.json").read_text())["chunks"]
+        assert sorted(offset + t for _, offset, count in chunks for t in range(count)) == list(range(25))
+        assert {(h["chunk"], h["index"]) for h in handles} == {
+            (k, offset + t) for k, offset, count in chunks for t in range(count)}
         assert [entry["limit"] for entry in _cached(xcore_env / "home").values()] == [11]
         assert f"array size limit is now 11, not the {cached} cached" in said, said
     finally:

@@ -409,8 +409,11 @@ def _split_again(cluster: Cluster, transport: Transport, context: LaunchContext,
     state_dir = context.state_dir
     cached = array_limits.limit(cluster, state_dir)
     array_limits.forget(cluster, state_dir)
-    asked = retrying(lambda: transport.check("true" + array_limits.query(cluster, state_dir),
-                                             "Reading the array size limit"))
+    try:
+        asked = retrying(lambda: transport.check("true" + array_limits.query(cluster, state_dir),
+                                                 "Reading the array size limit"))
+    except LaunchError:  # cannot ask: the refusal stands as the scheduler worded it
+        return chunks
     array_limits.learn(cluster, state_dir, asked.out.splitlines())
     limit = array_limits.limit(cluster, state_dir)
     largest = max(c.count for c in refused)
@@ -431,9 +434,15 @@ def _split_again(cluster: Cluster, transport: Transport, context: LaunchContext,
         f"not the {cached} cached; submitting those {sum(c.count for c in refused)} tasks again as "
         f"{len(again)} arrays")
     adoption_json = json.dumps({**adoption, "chunks": [[c.index, c.offset, c.count] for c in now]}).encode()
-    result = retrying(lambda: transport.run(resubmit(again, adoption_json), stdin=payload, timeout=300))
     for chunk in refused:
         del chunk_errors[chunk.index]
+    try:
+        result = retrying(lambda: transport.run(resubmit(again, adoption_json), stdin=payload, timeout=300))
+    except ClusterConnectionError as exc:
+        if not exc.retryable:
+            raise
+        unconfirmed.update(c.index for c in again)  # as for a lost reply: the status hook reads chunk-K.id
+        return now
     _read_outcomes(scheduler, result.out, result.err, chunk_ids, chunk_errors, unconfirmed)
     return now
 

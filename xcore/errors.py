@@ -73,6 +73,11 @@ class StoreError(XcoreError):
     """The metadata store cannot be opened, read or written (corrupt, read-only, full, locked)."""
 
 
+class StoreFullError(StoreError):
+    """A write to the metadata store failed because its disk is full. Reads still work, so a
+    command that only records what it read (a status refresh) warns and goes on."""
+
+
 class ReloadError(ExperimentUnitError):
     """A check failed while reloading an experiment unit (XManager name)."""
 

@@ -69,7 +69,7 @@ from xcore.runtime.tracker_links import tracking_for
 from xcore.runtime.tracking import cancel_jobs, refresh_jobs, wait_for
 from xcore.store import MetadataStore
 from xcore.store.records import ExperimentRecord, JobRecord, NewJob, UnitWrite, WorkUnitRecord
-from xcore.store.redaction import redact_env, redact_nested
+from xcore.store.redaction import mask_args, mask_nested_urls, redact_env, redact_nested
 
 if TYPE_CHECKING:
     import asyncio  # imported where a loop is used: a plain script never pays for it
@@ -346,7 +346,7 @@ class Experiment:
                     env = {**extra.env, **env}
             args = argv.to_argv()
             new_jobs.append(NewJob(name=name, executor_kind=kind, executor=self._dump(job.executor),
-                                   executable=self._dump(job.executable), args=args,
+                                   executable=self._dump(job.executable), args=mask_args(args),
                                    env=redact_env(env) if env else {}))
             jobs.append((name, job.executable, job.executor, args, env, kind))
         write = UnitWrite(self._record.id, unit.work_unit_id, role_name, stored_args, identity, new_jobs, links,
@@ -416,7 +416,8 @@ class Experiment:
     def _dump(self, obj: object) -> dict[str, Any]:
         cached = self._dump_cache.get(id(obj))
         if cached is None or cached[0] is not obj:
-            cached = (obj, redact_nested(self._host.serializer.dump(obj)))  # as stored: secrets redacted
+            # as stored: secrets redacted, URL passwords masked (an executable's args among them)
+            cached = (obj, mask_nested_urls(redact_nested(self._host.serializer.dump(obj))))
             self._dump_cache[id(obj)] = cached
         return cached[1]
 
@@ -566,7 +567,8 @@ def _jsonable(value: Any) -> Any:
 
 
 def _redacted(unit_args: Any) -> Any:
-    return unit_args if _flat(unit_args) else redact_nested(unit_args)  # flat: nothing to redact
+    """Unit args as stored: environments redacted (a flat dict holds none), URL passwords masked."""
+    return mask_nested_urls(unit_args if _flat(unit_args) else redact_nested(unit_args))
 
 
 def _stored_unit_args(job: Job | JobGroup, args: Mapping[str, Any] | None) -> Any:
@@ -575,8 +577,8 @@ def _stored_unit_args(job: Job | JobGroup, args: Mapping[str, Any] | None) -> An
     if not args and type(job) is Job:
         stored = job.args.to_stored()  # a new dict or list
         if _flat(stored):
-            return stored
-        return redact_nested(_jsonable(stored))
+            return mask_nested_urls(stored)
+        return mask_nested_urls(redact_nested(_jsonable(stored)))
     return _redacted(_jsonable_unit_args(job, args))
 
 

@@ -18,6 +18,7 @@ import sys
 import time
 
 from xcore import paths
+from xcore.errors import StoreFullError
 from xcore.hooks.host import PluginHost
 from xcore.model.execution import LaunchContext, LaunchRequest
 from xcore.model.status import JobState, Status
@@ -46,9 +47,14 @@ def resolve_orphans(store: MetadataStore, host: PluginHost, *, quiet: bool = Fal
         if not expired(lease):
             continue
         pid = os.getpid()
-        if not store.claim_lease(lease, hostname(), pid, process_start_time(pid)):
-            continue  # another process got there first
-        summary = _resolve(store, host, lease)
+        try:
+            if not store.claim_lease(lease, hostname(), pid, process_start_time(pid)):
+                continue  # another process got there first
+            summary = _resolve(store, host, lease)
+        except StoreFullError as exc:  # a read must still work: a later command resolves it
+            print(f"xcore: warning: the work of a stopped launcher (experiment {lease.experiment_id}) "
+                  f"is not settled yet: {exc}", file=sys.stderr)
+            break
         done.append(summary)
         if not quiet:
             print(f"xcore: the launcher of experiment {lease.experiment_id} (pid {lease.pid} on {lease.host}) "

@@ -7,12 +7,13 @@ still running. Jobs are grouped by handle kind: one backend call per kind.
 
 from __future__ import annotations
 
+import sys
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from xcore.errors import BackendUnavailableError, XcoreError
+from xcore.errors import BackendUnavailableError, StoreFullError, XcoreError
 from xcore.hooks.host import PluginHost
 from xcore.model.status import JobState, Status, recorded_times
 from xcore.store import MetadataStore
@@ -73,8 +74,22 @@ def refresh_jobs(store: MetadataStore, host: PluginHost, jobs: Sequence[JobRecor
             job.status, job.message, job.exit_code = state.status, state.message, state.exit_code
             job.started_at, job.ended_at = started, ended
     if changes:
-        (record or store.record_states)(changes)
+        try:
+            (record or store.record_states)(changes)
+        except StoreFullError as exc:  # what was read is still right: show it, record it later
+            warn_not_recorded(str(exc))
     return list(jobs)
+
+
+_warned: set[str] = set()
+
+
+def warn_not_recorded(reason: str) -> None:
+    """Say once per process that states read were not recorded (a read needs no disk space;
+    the next command that can write records them)."""
+    if reason not in _warned:
+        _warned.add(reason)
+        print(f"xcore: warning: {reason} The job states shown were not recorded.", file=sys.stderr)
 
 
 def load_handles(host: PluginHost, jobs: Sequence[JobRecord],

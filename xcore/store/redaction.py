@@ -13,7 +13,8 @@ has a word that
 
 or when the value looks like a known credential (GitHub, AWS, OpenAI, Slack, Hugging Face,
 Google keys, PEM private keys). In every other value the password of a URL
-(``scheme://user:password@host``) is replaced. Jobs always get the real values.
+(``scheme://user:password@host``) is replaced, as it is in a job's arguments and a work unit's
+args (``mask_args``, ``mask_nested_urls``). Jobs always get the real values.
 """
 
 from __future__ import annotations
@@ -75,6 +76,28 @@ def is_secret(name: str, value: str) -> bool:
 
 def mask_url_passwords(text: str) -> str:
     return _compiled(_URL_PASSWORD, re.IGNORECASE).sub(rf"\g<prefix>{REDACTED}", text)
+
+
+def mask_args(args: list[str]) -> list[str]:
+    """Arguments as stored and shown: URL passwords masked (the job itself gets the real ones).
+    The same list when no argument holds a URL, so stored args without secrets are unchanged."""
+    if not any("://" in arg for arg in args):
+        return args
+    return [mask_url_passwords(arg) if "://" in arg else arg for arg in args]
+
+
+def mask_nested_urls(data: Any) -> Any:
+    """Stored args (any JSON value) with the password of every URL in a string masked; the same
+    object when there is none."""
+    if isinstance(data, str):
+        return mask_url_passwords(data) if "://" in data else data
+    if isinstance(data, Mapping):
+        masked = {key: mask_nested_urls(value) for key, value in data.items()}
+        return data if all(masked[key] is value for key, value in data.items()) else masked
+    if isinstance(data, (list, tuple)):
+        items = [mask_nested_urls(item) for item in data]
+        return data if all(new is old for new, old in zip(items, data, strict=True)) else items
+    return data
 
 
 def redact_env(env: Mapping[str, Any]) -> dict[str, Any]:

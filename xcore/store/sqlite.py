@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from xcore import paths
-from xcore.errors import StoreError
+from xcore.errors import StoreError, StoreFullError
 from xcore.settings import env_number
 from xcore.store import schema
 from xcore.store.dialect import Cursor, Dialect, T, Work
@@ -179,7 +179,14 @@ class SqliteDialect(Dialect):
         except sqlite3.IntegrityError as exc:  # e.g. a work unit id recorded twice: the caller's mistake
             raise ValueError(f"The metadata store {self.path} refused the record: {exc}.") from exc
         except sqlite3.Error as exc:
-            raise StoreError(self._explain(exc, action)) from exc
+            raise (StoreFullError if self._full(exc) else StoreError)(self._explain(exc, action)) from exc
+
+    def _full(self, exc: sqlite3.Error) -> bool:
+        """Whether SQLite failed for want of disk space (as ``_explain`` tells it)."""
+        lowered = str(exc).lower()
+        if "readonly" in lowered or "read-only" in lowered:
+            return False
+        return "full" in lowered or (("i/o" in lowered or "unable to open" in lowered) and self._disk_full())
 
     # -- transactions ----------------------------------------------------------------------
 

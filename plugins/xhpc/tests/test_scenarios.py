@@ -166,3 +166,31 @@ def test_time_limit_exceeded(cluster: dict[str, str]) -> None:
     assert job.status is xm.Status.FAILED, (job.status, job.message)
     assert "time limit" in job.message, job.message
     experiment.stop()
+
+
+def test_url_password_in_an_argument_reaches_the_slurm_job_but_not_the_store(xcore_env: Path) -> None:
+    """The job gets the argument byte for byte; the store, `show` and `show --json` mask the password."""
+    import xhpc
+    from xcore.testing import require_service
+    from xhpc_helpers import HOW, cluster_toml, service_up
+
+    require_service("slurm", lambda: service_up("slurm"), HOW)
+    (xcore_env / "config" / "clusters.toml").write_text(
+        cluster_toml("test", "slurm", "local", str(xcore_env / "staging")))
+    arg = "--db=postgresql://u:secret@h/db"
+    program = "import json, sys; print('XHPC-ARGS ' + json.dumps(sys.argv[1:]))"
+    with xm.create_experiment(title="url password") as experiment:
+        [exe] = experiment.package([xm.Packageable(xm.Binary("python3"), xhpc.Slurm.Spec())])
+        experiment.add(xm.Job(exe, xhpc.Slurm(cluster="test", time_limit="0:05:00"), args=["-c", program, arg]))
+    [job] = experiment.wait_until_complete(timeout=90)
+    assert job.status is xm.Status.COMPLETED, job.message
+    line = next(ln for ln in _logs(experiment, job).splitlines() if ln.startswith("XHPC-ARGS "))
+    assert json.loads(line.removeprefix("XHPC-ARGS ")) == [arg]
+    stored = b"".join(p.read_bytes() for p in (xcore_env / "home").glob("xcore.db*") if p.is_file())
+    assert stored, "no store file"
+    assert b"secret" not in stored, "the URL's password is in the store file"
+    for extra in ([], ["--json"]):
+        shown = subprocess.run([sys.executable, "-m", "xcore.cli.main", "show", str(experiment.experiment_id), *extra],
+                               capture_output=True, text=True, timeout=120)
+        assert shown.returncode == 0, shown.stderr
+        assert "secret" not in shown.stdout + shown.stderr and "u:<redacted>@h/db" in shown.stdout

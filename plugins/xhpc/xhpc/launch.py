@@ -340,20 +340,20 @@ def _launch_group(cluster: Cluster, executor: ClusterExecutor, group: list[Launc
             result = retrying(lambda: transport.run(submit_script(), stdin=payload, timeout=300))
             if _guard_outcome(result.out) is not None:
                 raise LaunchError(f"Cluster {cluster.name!r}: artifacts vanished from {root} during the launch.")
-        for line in result.out.splitlines():
-            if line.startswith(CHUNK_MARK):
-                _, k, status, *rest = line.split(" ", 3)
-                if status == "ok":
-                    chunk_ids[int(k)] = scheduler.parse_job_id(rest[0] if rest else "")
-                elif status == "unconfirmed":
-                    unconfirmed.add(int(k))  # claimed by an attempt that has not finished: id comes later
-                else:
-                    chunk_errors[int(k)] = " ".join(rest).strip() or result.err
+        _read_outcomes(scheduler, result.out, result.err, chunk_ids, chunk_errors, unconfirmed)
         if not chunk_ids and not chunk_errors and not unconfirmed:
             raise RemoteCommandError(
                 f"Submitting to cluster {cluster.name!r} failed (exit {result.returncode}): "
                 f"{result.err or result.out.strip()}"
             )
+        refused = [c for c in chunks if array_limits.too_large(cluster, chunk_errors.get(c.index, ""))]
+        if refused and not cluster.max_array_size:
+            def resubmit(again: list[Chunk], adoption_json: bytes) -> str:
+                return _submit_script(scheduler, run_dir, root, [], executable, again, executor.max_parallel_tasks,
+                                      scripts.job_name(f"{name}-{run_name}"), compressed, adoption_json)
+
+            chunks = _split_again(cluster, transport, context, chunks, refused, adoption, resubmit, payload,
+                                  (scheduler, chunk_ids, chunk_errors, unconfirmed))
     except ClusterConnectionError as exc:
         if not exc.retryable:
             raise
@@ -383,6 +383,68 @@ def _launch_group(cluster: Cluster, executor: ClusterExecutor, group: list[Launc
             + ", ".join(chunk_ids[k] for k in sorted(chunk_ids))
         )
     return GroupResult(handles, True, None)
+
+
+def _read_outcomes(scheduler: Scheduler, out: str, err: str, chunk_ids: dict[int, str],
+                   chunk_errors: dict[int, str], unconfirmed: set[int]) -> None:
+    """Each chunk's outcome from the submission's output: its job id, error or 'unconfirmed'."""
+    for line in out.splitlines():
+        if line.startswith(CHUNK_MARK):
+            _, k, status, *rest = line.split(" ", 3)
+            if status == "ok":
+                chunk_ids[int(k)] = scheduler.parse_job_id(rest[0] if rest else "")
+            elif status == "unconfirmed":
+                unconfirmed.add(int(k))  # claimed by an attempt that has not finished: id comes later
+            else:
+                chunk_errors[int(k)] = " ".join(rest).strip() or err
+
+
+def _split_again(cluster: Cluster, transport: Transport, context: LaunchContext, chunks: list[Chunk],
+                 refused: list[Chunk], adoption: dict[str, Any], resubmit: Any, payload: bytes,
+                 outcomes: tuple[Scheduler, dict[int, str], dict[int, str], set[int]]) -> list[Chunk]:
+    """The cluster refused arrays within the cached limit, so that limit is stale (it was
+    lowered since): read it again and submit the refused chunks' tasks as smaller arrays
+    (new chunk numbers, same run directory). Returns the chunks that now make up the run."""
+    scheduler, chunk_ids, chunk_errors, unconfirmed = outcomes
+    state_dir = context.state_dir
+    cached = array_limits.limit(cluster, state_dir)
+    array_limits.forget(cluster, state_dir)
+    try:
+        asked = retrying(lambda: transport.check("true" + array_limits.query(cluster, state_dir),
+                                                 "Reading the array size limit"))
+    except LaunchError:  # cannot ask: the refusal stands as the scheduler worded it
+        return chunks
+    array_limits.learn(cluster, state_dir, asked.out.splitlines())
+    limit = array_limits.limit(cluster, state_dir)
+    largest = max(c.count for c in refused)
+    if limit >= largest:  # not a stale limit after all: the refusal stands
+        return chunks
+    following = max(c.index for c in chunks) + 1
+    replaced: dict[int, list[Chunk]] = {}
+    for chunk in refused:
+        parts = []
+        for offset in range(chunk.offset, chunk.offset + chunk.count, limit):
+            parts.append(Chunk(following, offset, min(limit, chunk.offset + chunk.count - offset)))
+            following += 1
+        replaced[chunk.index] = parts
+    again = [part for parts in replaced.values() for part in parts]
+    now = [part for c in chunks for part in replaced.get(c.index, [c])]
+    context.progress.message(
+        f"xhpc: cluster {cluster.name} refused an array of {largest} tasks: its array size limit is now {limit}, "
+        f"not the {cached} cached; submitting those {sum(c.count for c in refused)} tasks again as "
+        f"{len(again)} arrays")
+    adoption_json = json.dumps({**adoption, "chunks": [[c.index, c.offset, c.count] for c in now]}).encode()
+    for chunk in refused:
+        del chunk_errors[chunk.index]
+    try:
+        result = retrying(lambda: transport.run(resubmit(again, adoption_json), stdin=payload, timeout=300))
+    except ClusterConnectionError as exc:
+        if not exc.retryable:
+            raise
+        unconfirmed.update(c.index for c in again)  # as for a lost reply: the status hook reads chunk-K.id
+        return now
+    _read_outcomes(scheduler, result.out, result.err, chunk_ids, chunk_errors, unconfirmed)
+    return now
 
 
 def _sp(path: str) -> str:
@@ -445,7 +507,8 @@ def _tar(files: dict[str, bytes], compress: bool) -> bytes:
 
 
 def _submit_script(scheduler: Scheduler, run_dir: str, root: str, uploads: list[Any], executable: ClusterExecutable,
-                   chunks: list[Chunk], max_parallel: int | None, unique_name: str, compressed: bool = True) -> str:
+                   chunks: list[Chunk], max_parallel: int | None, unique_name: str, compressed: bool = True,
+                   adoption: bytes | None = None) -> str:
     """The submission, in as few remote processes as it can be (each is a fork and exec on a
     busy login node): one ``mkdir``, one ``tar``, one ``mv`` for the run files, then per chunk
     the claim, the scheduler's submit command and the ``mv`` that records its id."""
@@ -466,6 +529,9 @@ def _submit_script(scheduler: Scheduler, run_dir: str, root: str, uploads: list[
         "fi",
         f"cd {q(run_dir)} || exit 1",
     ]
+    if adoption is not None:  # the run's chunks changed (split again): adoption must find the new ones
+        lines.append(f"printf '%s' {q(adoption.decode())} > xcore-jobs.json.tmp && "
+                     "mv -f xcore-jobs.json.tmp xcore-jobs.json")
     # Uploaded files are made private (an unchanged relaunch uploads nothing and runs no chmod).
     fresh = [f"{root}/artifacts/{artifact.sha256}{_suffix(artifact)}" for artifact, _ in uploads]
     if fresh:

@@ -23,7 +23,9 @@ Files in RUN_DIR (private to the user: the directory is 0700, files 0600):
 - ``events.jsonl``: one line per job start (pid, time) and end (return code,
   time, error); the runner is its only writer and appends whole lines, so a reader needs
   one read per run, and ignores a torn last line;
-- ``jobs/N.cancel``: written by ``xcore cancel``; a job not yet started is then skipped.
+- ``jobs/N.cancel``: written by ``xcore cancel``; a job not yet started is then skipped;
+- ``space.reserve``: room allocated for the batch's last events, freed when the disk is full
+  (the jobs not started then end with "not started: no space left on device"), else at the end.
 
 Each job's output goes to its log (path in batch.json, 0600, appended to). While every slot
 is busy, the runner creates the next jobs' logs ahead (``LogOpener``) and a job inherits its
@@ -114,13 +116,54 @@ def write_json_atomic(path: str, data: Any, mode: int = 0o600) -> None:
 
 
 class EventLog:
-    """Appends one JSON line per event to ``events.jsonl``."""
+    """Appends one JSON line per event to ``events.jsonl``.
 
-    def __init__(self, path: str) -> None:
+    A full disk must not cost the events of the jobs already started: ``reserve`` (a file
+    allocated up front, room for an end line per job) is let go of at the first ENOSPC, and
+    ``full`` says so from then on (the runner then starts no more jobs of the batch and records
+    why instead, in the room the reserve left)."""
+
+    def __init__(self, path: str, reserve: str | None = None, reserve_bytes: int = 0) -> None:
         self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        self.full = False
+        self._pending = b""
+        self._reserve = reserve
+        if reserve is not None:
+            try:
+                fd = os.open(reserve, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                try:
+                    os.posix_fallocate(fd, 0, reserve_bytes)
+                finally:
+                    os.close(fd)
+            except OSError:  # already full, or a file system without fallocate: no reserve
+                self._release()
+
+    def _release(self) -> None:
+        if self._reserve is not None:
+            try:
+                os.unlink(self._reserve)
+            except OSError:
+                pass
+            self._reserve = None
+
+    def _append(self, data: bytes) -> None:
+        """Write the whole line; a write cut short by a full disk goes on once the reserve is
+        freed, or is kept and written ahead of the next line (lines stay whole and in order)."""
+        data, self._pending = self._pending + data, b""
+        while data:
+            try:
+                data = data[os.write(self._fd, data):]
+            except OSError as exc:
+                if exc.errno != errno.ENOSPC:
+                    raise
+                self.full = True
+                if self._reserve is None:
+                    self._pending = data  # never a crash: the runner's other jobs and batches go on
+                    return
+                self._release()
 
     def write(self, **event: Any) -> None:
-        os.write(self._fd, (json_dumps(event) + "\n").encode())
+        self._append((json_dumps(event) + "\n").encode())
 
     # The two lines written per job, formatted directly: the very text ``write`` gives them
     # (json.dumps writes a float as its repr), without a dict and the encoder per event.
@@ -128,14 +171,17 @@ class EventLog:
         if gpus:
             self.write(i=index, e="start", pid=pid, t=when, gpus=gpus)
             return
-        os.write(self._fd, f'{{"i": {index:d}, "e": "start", "pid": {pid:d}, "t": {when!r}}}\n'.encode())
+        self._append(f'{{"i": {index:d}, "e": "start", "pid": {pid:d}, "t": {when!r}}}\n'.encode())
 
     def ended(self, index: int, returncode: int, when: float) -> None:
-        os.write(self._fd, f'{{"i": {index:d}, "e": "exit", "rc": {returncode:d}, "t": {when!r}, "error": null}}\n'
-                 .encode())
+        self._append(f'{{"i": {index:d}, "e": "exit", "rc": {returncode:d}, "t": {when!r}, "error": null}}\n'
+                     .encode())
 
     def close(self) -> None:
+        if self._pending:
+            self._append(b"")  # a last try: space may be back
         os.close(self._fd)
+        self._release()
 
 
 def process_start_time(pid: int) -> float | None:
@@ -330,7 +376,9 @@ class Run:
         self.cwd = self.batch.get("cwd") or "/"
         self.jobs_dir = os.path.join(run_dir, "jobs")
         os.makedirs(self.jobs_dir, mode=0o700, exist_ok=True)
-        self.events = EventLog(os.path.join(run_dir, "events.jsonl"))
+        # Room for an end line per job (and the reason the rest were not started) on a full disk.
+        self.events = EventLog(os.path.join(run_dir, "events.jsonl"), os.path.join(run_dir, "space.reserve"),
+                               (200 + len(run_dir)) * len(self.batch["jobs"]) + 4096)
         self.base_env = self.batch.get("base_env") or {}
         self.slots = (self.batch["slots_dir"], int(self.batch["slots"]))
         # Without max_parallel, the slots bound CPU jobs and the devices GPU jobs (which hold no slot).
@@ -340,7 +388,12 @@ class Run:
         self.waiting: tuple[int, int] | None = None  # (job, busy devices) of the last "wait" event
         self.opener = LogOpener(self.batch["jobs"])
         me = {"pid": os.getpid(), "t": process_start_time(os.getpid())}
-        write_json_atomic(os.path.join(run_dir, "runner.json"), me)
+        try:
+            write_json_atomic(os.path.join(run_dir, "runner.json"), me)
+        except OSError as exc:  # informative; but its presence says a runner took the batch
+            if exc.errno != errno.ENOSPC:
+                raise
+            os.close(os.open(os.path.join(run_dir, "runner.json"), os.O_WRONLY | os.O_CREAT, 0o600))
 
     @property
     def over(self) -> bool:
@@ -390,6 +443,13 @@ def _serve(runs: list[Run], channel: Any) -> None:
                     if (log_fd := run_.opener.take(index)) is not None:
                         os.close(log_fd)
                     run_.events.write(i=index, e="exit", rc=None, t=time.time(), error="cancelled before it started")
+                    run_.next += 1
+                    continue
+                if run_.events.full:  # no room to record a start: say why it was not started
+                    if (log_fd := run_.opener.take(index)) is not None:
+                        os.close(log_fd)
+                    run_.events.write(i=index, e="exit", rc=127, t=time.time(),
+                                      error=f"not started: no space left on device ({run_.dir})")
                     run_.next += 1
                     continue
                 spec = run_.batch["jobs"][index]

@@ -24,6 +24,7 @@ from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, R
 from starlette.routing import Route
 from starlette.templating import Jinja2Templates
 
+from xcore.cli.tables import format_duration
 from xcore.errors import NotFoundError
 from xcore.hooks.host import PluginHost
 from xcore.model.status import Status
@@ -130,7 +131,7 @@ def _fmt_duration(value: float | None) -> str:
     if value is None:
         return ""
     if value < 60:
-        return f"{value:.1f}s"
+        return format_duration(value)  # as `xcore show` writes it: milliseconds below a second
     value = int(value)
     hours, rest = divmod(value, 3600)
     return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60}:{rest % 60:02d}"

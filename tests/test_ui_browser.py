@@ -217,3 +217,27 @@ def test_the_experiment_page_updates_itself(server, browser):
     assert "1 cancelled" in browser.find_element(By.ID, "counts").text or "2 cancelled" in \
         browser.find_element(By.ID, "counts").text
     _shot(browser, "06-live-update")
+
+
+def test_a_long_coloured_log_with_progress_lines_reads_as_a_terminal_shows_it(server, browser):
+    """Issue 26: colour codes were shown raw, ``\\r`` progress updates ran together and a log
+    over 2 MiB was cut without a word. Unit 1 has ended, so its log file is rewritten here."""
+    import json
+
+    from selenium.webdriver.common.by import By
+
+    shown = subprocess.run([sys.executable, "-m", "xcore.cli.main", "show", f"{server['live']}/1", "--json"],
+                           env=server["env"], check=True, capture_output=True, text=True, timeout=60)
+    [unit] = json.loads(shown.stdout)["work_units"]
+    log_path = Path(unit["jobs"][0]["log_path"])
+    log_path.write_bytes(b"x" * 99 + b"\n" + b"y" * 3 * 1024 * 1024 + b"\n"  # 3 MiB: over the 2 MiB sent at once
+                         + b"\x1b[31mred\x1b[0m done\r\n 10%|#   |\r 90%|### |")
+    browser.get(f"{server['url']}/experiments/{server['live']}/units/1")
+    log = _until(lambda: browser.find_element(By.ID, "log").text.endswith("red done\n 90%|### |") and
+                 browser.find_element(By.ID, "log").text, what="the log's last lines")
+    assert "\x1b" not in log and "[31m" not in log and "10%" not in log and not log.startswith("x")
+    notice = browser.find_element(By.ID, "log-skipped")
+    assert notice.is_displayed() and "MiB" in notice.text
+    assert "whole=1" in browser.find_element(By.ID, "log-whole").get_attribute("href")
+    _no_script_ran(browser)
+    _shot(browser, "07-long-log")

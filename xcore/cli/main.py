@@ -83,6 +83,9 @@ def build_parser(with_plugins: bool = True, command: str | None = None) -> argpa
     p.add_argument("experiment", help="experiment id")
     p.add_argument("--sort", help="order by a result or argument, e.g. loss (ascending) or -accuracy (descending)")
     p.add_argument("--top", type=int, help="only the first N work units (after --sort)")
+    p.add_argument("--group-by", metavar="ARG[,ARG]",
+                   help="one row per group of these arguments (e.g. lr,depth): count, completed/failed and each "
+                        "result's mean, std, min, max; --sort -loss orders groups by a result's mean")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func="xcore.cli.show:show")
 

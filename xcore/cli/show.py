@@ -43,6 +43,11 @@ def show(args: argparse.Namespace) -> int:
 
 def _show(args: argparse.Namespace, collecting: bool) -> int:
     experiment_id, unit_id = parse_target(args.experiment)
+    group_by = getattr(args, "group_by", None)
+    if group_by is not None:
+        from xcore.workspace.groups import parse_names
+
+        group_by = parse_names(group_by)  # a malformed option is an error before any backend is asked
     workspace = current()
     store = workspace.settled_store()
     record = store.get_experiment(experiment_id)  # an unknown experiment is an error before any backend is asked
@@ -73,8 +78,11 @@ def _show(args: argparse.Namespace, collecting: bool) -> int:
     now = time.time()
     views = unit_views(units, results, links, now)
     del units
-    views = _sorted_units(views, getattr(args, "sort", None), getattr(args, "top", None))
     experiment = ExperimentView(record)
+    if group_by is not None:
+        _show_groups(experiment, views, group_by, args)
+        return EXIT_OK
+    views = _sorted_units(views, getattr(args, "sort", None), getattr(args, "top", None))
     if args.json:
         _write_json(experiment.to_json(), views, now)
         return EXIT_OK
@@ -123,6 +131,48 @@ def _show(args: argparse.Namespace, collecting: bool) -> int:
         print()
         print(render_table(["WU", "TRACKER", "LINK"], link_rows))
     return EXIT_OK
+
+
+def _show_groups(experiment: ExperimentView, views: list[UnitView], names: list[str],
+                 args: argparse.Namespace) -> None:
+    """``--group-by``: one row (or JSON object) per group of the named arguments' values."""
+    from xcore.runtime.results import result_names
+    from xcore.workspace.groups import group_units, sort_groups
+
+    top = getattr(args, "top", None)
+    if top is not None and top < 1:
+        raise XcoreError(f"--top must be 1 or more, got {top}.")
+    groups = sort_groups(group_units(views, names), getattr(args, "sort", None))[:top]
+    results = result_names({view.id: view.results for view in views})
+    if args.json:
+        head = experiment.to_json()
+        head["group_by"] = names
+        head["groups"] = [group.to_json(results) for group in groups]
+        indent = 2 if sys.stdout.isatty() else None
+        sys.stdout.write(json.dumps(head, indent=indent, default=json_default, ensure_ascii=False) + "\n")
+        return
+    record = experiment.record
+    print(f"Experiment {record.id}: {printable(record.title)}")
+    print(f"  status   {record.status.value} ({experiment.summary})")
+    print(f"  grouped  by {printable(', '.join(names))}: {len(groups)} groups")
+    print()
+    headers = [*(n.upper() for n in names), "COUNT", "COMPLETED", "FAILED"]
+    headers += [f"{n.upper()} {stat}" for n in results for stat in ("MEAN", "STD", "MIN", "MAX")]
+    rows = []
+    for group in groups:
+        cells: list[object] = [_format_arg(group.args[n]) for n in names]
+        cells += [group.count, group.completed, group.failed]
+        for name in results:
+            stats = group.stats(name) or {}
+            cells += [_format_result(stats.get(stat)) for stat in ("mean", "std", "min", "max")]
+        rows.append(cells)
+    print(render_table(headers, rows) if rows else "(no work units)")
+
+
+def _format_arg(value: Any) -> str:
+    if value is None:
+        return "-"
+    return str(value) if isinstance(value, (int, float)) else json.dumps(value, ensure_ascii=False)
 
 
 def _refresh(workspace: Workspace, jobs: list[dict[str, Any]], collecting: bool) -> dict[int, JobRecord]:

@@ -65,8 +65,12 @@ def _printable_row(row: Sequence[object]) -> list[str]:
 
 
 def format_duration(seconds: float | None) -> str:
+    """A duration as read at a glance: milliseconds below a second (a 34 ms job read
+    ``0.0s``), tenths of a second below a minute, then minutes and hours."""
     if seconds is None:
         return "-"
+    if round(seconds * 1000) < 1000:
+        return f"{round(seconds * 1000)}ms"
     if seconds < 60:
         return f"{seconds:.1f}s"
     minutes, secs = divmod(int(seconds), 60)

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import hmac
 import json
+import os
 import secrets
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlencode
@@ -22,18 +24,20 @@ from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, R
 from starlette.routing import Route
 from starlette.templating import Jinja2Templates
 
+from xcore.cli.tables import format_duration
 from xcore.errors import NotFoundError
 from xcore.hooks.host import PluginHost
 from xcore.model.status import Status
 from xcore.settings import env_number
 from xcore.store import MetadataStore
-from xcore.ui import data
+from xcore.ui import data, logs
 from xcore.workspace.views import ExperimentView, UnitView, read_units
 
 HERE = Path(__file__).resolve().parent
 LOOPBACK = ["127.0.0.1", "localhost", "::1", "[::1]"]
 COOKIE = "xcore_ui_token"  # the default cookie name; `xcore ui` names one per port (cookies ignore ports)
-LOG_LIMIT = 2 * 1024 * 1024  # characters of a log sent at once
+LOG_LIMIT = 2 * 1024 * 1024  # bytes of a log sent at once (the newest; the page offers the whole file)
+MAX_ID = 2**63 - 1  # ids are 64-bit in every store: a larger one names nothing (and overflows a query)
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
        "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
 
@@ -54,7 +58,7 @@ class _Security(BaseHTTPMiddleware):
     async def dispatch(self, request: Request, call_next: Any) -> Response:
         if self.token:
             given = request.query_params.get("token")
-            if given is not None and hmac.compare_digest(given, self.token):
+            if given is not None and _same(given, self.token):
                 query = {k: v for k, v in request.query_params.items() if k != "token"}
                 target = request.url.path + (f"?{urlencode(query)}" if query else "")
                 response: Response = RedirectResponse(target, status_code=303)
@@ -62,7 +66,7 @@ class _Security(BaseHTTPMiddleware):
                 return self._headers(response)
             cookie = request.cookies.get(self.cookie, "")
             bearer = request.headers.get("authorization", "").removeprefix("Bearer ")
-            if not (hmac.compare_digest(cookie, self.token) or hmac.compare_digest(bearer, self.token)):
+            if not (_same(cookie, self.token) or _same(bearer, self.token)):
                 return self._headers(PlainTextResponse(
                     "xcore ui: this dashboard needs its token: open the URL `xcore ui` printed (…/?token=...).",
                     status_code=401))
@@ -76,6 +80,40 @@ class _Security(BaseHTTPMiddleware):
         response.headers["X-Frame-Options"] = "DENY"
         response.headers.setdefault("Cache-Control", "no-store")
         return response
+
+
+def _same(given: str, secret: str) -> bool:
+    """A constant-time comparison of any text a client sends (``hmac.compare_digest`` raises on
+    non-ASCII str, which was a 500 for a non-ASCII token, cookie, bearer header or CSRF value)."""
+    return hmac.compare_digest(given.encode("utf-8", "surrogatepass"), secret.encode("utf-8"))
+
+
+def _ids_in_range(endpoint: Callable[[Request], Any]) -> Callable[[Request], Any]:
+    """``endpoint`` answering 404 for an id no store can hold (>= 2**63) instead of a 500 from
+    the store's integer overflow."""
+    import functools
+    import inspect
+
+    def too_big(request: Request) -> bool:
+        return any(isinstance(v, int) and v > MAX_ID for v in request.path_params.values())
+
+    def missing(request: Request) -> Response:
+        if request.url.path.startswith("/api/") or request.url.path.endswith("/log"):
+            return JSONResponse({"error": "not found"}, status_code=404)
+        return PlainTextResponse("not found", status_code=404)
+
+    if inspect.iscoroutinefunction(endpoint):
+        @functools.wraps(endpoint)
+        async def guarded_async(request: Request) -> Any:
+            return missing(request) if too_big(request) else await endpoint(request)
+
+        return guarded_async
+
+    @functools.wraps(endpoint)
+    def guarded(request: Request) -> Any:
+        return missing(request) if too_big(request) else endpoint(request)
+
+    return guarded
 
 
 def _int(value: str | None, default: int) -> int:
@@ -93,7 +131,7 @@ def _fmt_duration(value: float | None) -> str:
     if value is None:
         return ""
     if value < 60:
-        return f"{value:.1f}s"
+        return format_duration(value)  # as `xcore show` writes it: milliseconds below a second
     value = int(value)
     hours, rest = divmod(value, 3600)
     return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60}:{rest % 60:02d}"
@@ -215,28 +253,39 @@ def create_app(store: MetadataStore, host: PluginHost, *, read_only: bool = Fals
         if not jobs:
             return JSONResponse({"error": "no such job"}, status_code=404)
         job = jobs[0]
-        offset = max(0, _int(request.query_params.get("offset"), 0))
         if job.handle is None:
-            return JSONResponse({"text": f"(never launched: {job.message or job.status.value})\n", "offset": 0,
-                                 "done": True})
+            return JSONResponse({"text": f"(never launched: {job.message or job.status.value})\n", "partial": "",
+                                 "start": 0, "offset": 0, "done": True})
+        done = job.status.is_terminal
+        local = job.log_path if job.log_path and os.path.isfile(job.log_path) else None
+        if request.query_params.get("whole"):
+            if local:
+                return FileResponse(local, media_type="text/plain; charset=utf-8")
+            try:
+                return PlainTextResponse(read_whole(job))
+            except Exception as exc:  # noqa: BLE001 - said instead of a 500
+                return PlainTextResponse(f"(cannot read the log: {exc})\n", status_code=502)
+        offset = max(0, _int(request.query_params.get("offset"), 0))
         try:
-            handle = host.serializer.load(job.handle)
-            text = "".join(host.job_logs(job.handle_kind or "", handle, False))
+            if local:  # seeked to the offset: a poll reads only what was written since
+                answer = logs.read_file(local, offset, LOG_LIMIT, done)
+            else:
+                answer = logs.read_text(read_whole(job), offset, LOG_LIMIT, done)
         except Exception as exc:  # noqa: BLE001 - shown in the page instead of the log
-            return JSONResponse({"text": f"(cannot read the log: {exc})\n", "offset": offset, "done": True})
-        chunk = text[offset:]
-        start = offset
-        if len(chunk) > LOG_LIMIT:
-            start = len(text) - LOG_LIMIT
-            chunk = text[start:]
-        return JSONResponse({"text": chunk, "start": start, "offset": len(text), "done": job.status.is_terminal})
+            return JSONResponse({"text": f"(cannot read the log: {exc})\n", "partial": "", "start": offset,
+                                 "offset": offset, "done": True})
+        return JSONResponse({**answer, "done": done})
+
+    def read_whole(job: Any) -> str:
+        handle = host.serializer.load(job.handle)
+        return "".join(host.job_logs(job.handle_kind or "", handle, False))
 
     async def cancel(request: Request) -> Response:
         if read_only:
             return PlainTextResponse("This dashboard is read-only (--read-only).", status_code=403)
         body = await request.body()  # a urlencoded form; parsed here, no multipart library needed
         given = parse_qs(body.decode("utf-8", "replace")).get("csrf", [""])[0] if len(body) < 4096 else ""
-        if not hmac.compare_digest(given, csrf):
+        if not _same(given, csrf):
             return PlainTextResponse("Bad or missing CSRF token: reload the page and try again.", status_code=403)
         experiment_id = request.path_params["experiment_id"]
         unit_id = request.path_params.get("unit_id")
@@ -268,14 +317,14 @@ def create_app(store: MetadataStore, host: PluginHost, *, read_only: bool = Fals
 
     routes = [
         Route("/", experiments),
-        Route("/experiments/{experiment_id:int}", experiment),
-        Route("/experiments/{experiment_id:int}/table", table),
-        Route("/experiments/{experiment_id:int}/cancel", cancel, methods=["POST"]),
-        Route("/experiments/{experiment_id:int}/units/{unit_id:int}", unit),
-        Route("/experiments/{experiment_id:int}/units/{unit_id:int}/log", log),
-        Route("/experiments/{experiment_id:int}/units/{unit_id:int}/cancel", cancel, methods=["POST"]),
-        Route("/api/experiments/{experiment_id:int}/summary", summary),
-        Route("/api/experiments/{experiment_id:int}/chart", chart),
+        Route("/experiments/{experiment_id:int}", _ids_in_range(experiment)),
+        Route("/experiments/{experiment_id:int}/table", _ids_in_range(table)),
+        Route("/experiments/{experiment_id:int}/cancel", _ids_in_range(cancel), methods=["POST"]),
+        Route("/experiments/{experiment_id:int}/units/{unit_id:int}", _ids_in_range(unit)),
+        Route("/experiments/{experiment_id:int}/units/{unit_id:int}/log", _ids_in_range(log)),
+        Route("/experiments/{experiment_id:int}/units/{unit_id:int}/cancel", _ids_in_range(cancel), methods=["POST"]),
+        Route("/api/experiments/{experiment_id:int}/summary", _ids_in_range(summary)),
+        Route("/api/experiments/{experiment_id:int}/chart", _ids_in_range(chart)),
         Route("/static/{name}", static),
     ]
     middleware = [

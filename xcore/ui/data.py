@@ -17,6 +17,7 @@ from xcore.store import MetadataStore
 from xcore.workspace.views import STATUS_ORDER, ExperimentView, UnitView
 
 PAGE_SIZE = 50
+MAX_PAGE = 10**6  # a larger page number asks the store for more rows than any integer column holds
 
 
 @attrs.define
@@ -36,7 +37,7 @@ def experiments_page(store: MetadataStore, *, q: str = "", status: str = "", use
     """Experiments (``ExperimentView``), newest first. ``q`` matches a title substring or a tag
     exactly; ``status`` and ``user`` filter. Only as many rows as the page needs are read when
     no user filter is set."""
-    page = max(page, 1)
+    page = min(max(page, 1), MAX_PAGE)
     want = None if user else page * size + 1
     status = status.upper() if status.upper() in Status.__members__ else ""
     if q:

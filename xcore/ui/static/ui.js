@@ -139,30 +139,42 @@ function experimentPage(section) {
 // -- work-unit page: the log ----------------------------------------------------------------
 
 function logViewer(pre) {
+  // The server sends whole lines from `offset` (colour codes removed, each `\r`-rewritten line
+  // in its last state) and the unfinished last line as `partial`, shown until the next poll.
   const follow = document.getElementById("log-follow");
   const select = document.getElementById("log-job");
+  const skipped = document.getElementById("log-skipped");
   const poll = Number(pre.dataset.poll) || 3000;
   let offset = 0, job = pre.dataset.job, timer = null, generation = 0;
+  const partial = document.createElement("span");
+  const reset = () => { pre.replaceChildren(partial); partial.textContent = ""; skipped.hidden = true; };
   const load = async () => {
     const mine = generation;
     try {
       const data = await getJSON(pre.dataset.url + "?" + new URLSearchParams({job, offset}));
       if (mine !== generation) return;
       const atBottom = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
-      if (data.start !== undefined && data.start !== offset) pre.textContent = "";
-      pre.append(document.createTextNode(data.text));
+      if (data.start !== offset) {  // more was written than is sent at once: the newest part only
+        reset();
+        skipped.hidden = false;
+        document.getElementById("log-skipped-size").textContent = (data.start / 1048576).toFixed(1) + " MiB";
+        document.getElementById("log-whole").href = pre.dataset.url + "?" + new URLSearchParams({job, whole: "1"});
+      }
+      partial.before(document.createTextNode(data.text));
+      partial.textContent = data.partial || "";
       offset = data.offset;
       if (atBottom) pre.scrollTop = pre.scrollHeight;
       pre.dataset.done = data.done ? "1" : "0";
       if (!data.done && follow.checked) timer = window.setTimeout(load, poll);
     } catch (error) {
-      pre.append(document.createTextNode("\n(" + error + ")\n"));
+      partial.before(document.createTextNode("\n(" + error + ")\n"));
     }
   };
   follow.addEventListener("change", () => { window.clearTimeout(timer); if (follow.checked) load(); });
   if (select) select.addEventListener("change", () => {
-    generation += 1; window.clearTimeout(timer); job = select.value; offset = 0; pre.textContent = ""; load();
+    generation += 1; window.clearTimeout(timer); job = select.value; offset = 0; reset(); load();
   });
+  reset();
   load();
 }
 

@@ -6,7 +6,10 @@ xm`` becomes ``import xcore as xm`` and so on (the local names stay, so the rest
 is untouched). The one exception: ``xm_local``'s cloud executors live in other plugins, so
 ``xm_local.Vertex`` becomes ``xgcp.Vertex`` (and ``Kubernetes`` ``xk8s.Kubernetes``) where it
 is used, with ``import xgcp`` added next to the ported import. Names used through those modules
-that xcore lacks (``xm_local.Caip``) are listed, with the line, as not mapped.
+that xcore lacks (``xm_local.Caip``) are listed, with the line, as not mapped. Of XManager's
+helper modules, ``xmanager.contrib.tensorboard`` maps to ``xcore.contrib.tensorboard``; an import
+of any other ``xmanager.contrib`` or ``xmanager.cloud`` module is listed with why xcore leaves it
+out (``_ABSENT``).
 """
 
 from __future__ import annotations

@@ -15,6 +15,9 @@ packages=(-e '.[test,postgres,ui]' -e 'plugins/xlocal[docker]' -e 'plugins/xhpc[
 # XManager's launch API itself (xmanager.xm only, so none of its cloud dependencies): the tests
 # compare xcore's executable names, architectures and xm.utils with XManager's own.
 .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps xmanager==0.8.5 immutabledict
+# TensorBoard, which xcore.contrib.tensorboard's auxiliary unit serves in its xlocal test
+# (plugins/xlocal/tests/test_contrib_tensorboard_local.py); xcore itself never imports it.
+.venv/bin/python -m pip install --quiet --disable-pip-version-check tensorboard
 
 # What is linted is configured in one place, pyproject.toml: ruff checks every Python file of the
 # repository (core, plugins, examples, tests, bench, scripts), mypy the packages in [tool.mypy] files

@@ -22,6 +22,7 @@ FLOORS: list[set[str]] = [
     {"workspace"},                            # settings, plugin host and store of one session; its read model
     {"images", "launch"},                     # the container image builder; the launch API
     {"__init__"},                             # ``import xcore``: the launch API's names
+    {"contrib"},                              # helpers built on the launch API (xmanager.contrib's)
     {"cli", "ui"},                            # the command line and the dashboard
     {"testing"},                              # the plugin and store authors' test kit
 ]

@@ -6,7 +6,10 @@ xm`` becomes ``import xcore as xm`` and so on (the local names stay, so the rest
 is untouched). The one exception: ``xm_local``'s cloud executors live in other plugins, so
 ``xm_local.Vertex`` becomes ``xgcp.Vertex`` (and ``Kubernetes`` ``xk8s.Kubernetes``) where it
 is used, with ``import xgcp`` added next to the ported import. Names used through those modules
-that xcore lacks (``xm_local.Caip``) are listed, with the line, as not mapped.
+that xcore lacks (``xm_local.Caip``) are listed, with the line, as not mapped. Of XManager's
+helper modules, ``xmanager.contrib.tensorboard`` maps to ``xcore.contrib.tensorboard``; an import
+of any other ``xmanager.contrib`` or ``xmanager.cloud`` module is listed with why xcore leaves it
+out (``_ABSENT``).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ _MODULE_IMPORTS: dict[tuple[str, str], tuple[str, str | None]] = {
     ("lxm3", "xm_cluster"): ("xhpc.xm_cluster", None),
     # lxm3's UCL presets: a stub whose UclGridEngine says what to write instead (see docs/porting.md)
     ("lxm3.contrib", "ucl"): ("xhpc.xm_cluster.ucl", None),
+    ("xmanager.contrib", "tensorboard"): ("xcore.contrib.tensorboard", None),
 }
 # old module (from X import names) -> new module, names kept
 _NAME_IMPORTS = {
@@ -33,6 +37,7 @@ _NAME_IMPORTS = {
     "xmanager.xm_local": "xlocal",
     "lxm3.xm": "xcore",
     "lxm3.xm_cluster": "xhpc.xm_cluster",
+    "xmanager.contrib.tensorboard": "xcore.contrib.tensorboard",
 }
 # import X.Y as Z
 _DOTTED_IMPORTS = {
@@ -40,6 +45,7 @@ _DOTTED_IMPORTS = {
     "xmanager.xm_local": "xlocal",
     "lxm3.xm": "xcore",
     "lxm3.xm_cluster": "xhpc.xm_cluster",
+    "xmanager.contrib.tensorboard": "xcore.contrib.tensorboard",
 }
 # xm_local names that live in another plugin: name -> module (the name stays).
 _MOVED = {
@@ -55,6 +61,50 @@ _WHY_UNMAPPED = {
     "xm_local.TpuCapability": "xk8s takes TPUs from the requirements (xm.JobRequirements(tpu_v4='2x2x1')) "
                               "and the GKE node selectors it derives from them",
 }
+# XManager's helper modules that xcore leaves out on purpose, and why (docs/porting.md has the table)
+_MULTI_JOB = "come with xcore's multi-job structure work (jobs that know their peers), not there yet"
+_ABSENT = {
+    "xmanager.contrib.xm_tensorflow": f"TF_CONFIG for multi-worker and parameter-server jobs: {_MULTI_JOB}; "
+                                      "build the xm.JobGroup and its TF_CONFIG by hand meanwhile",
+    "xmanager.contrib.addressing": f"XManager's Kubernetes pod DNS names; xk8s names pods its own way, and peers' "
+                                   f"addresses {_MULTI_JOB}",
+    "xmanager.contrib.parameter_controller": "runs a pickled function as a remote unit that talks to XManager's "
+                                            "API server and database, which xcore has no counterpart of; "
+                                            "write an async job generator, which xcore runs in the launcher",
+    "xmanager.contrib.process_entry": "the entry point of parameter_controller's remote unit (absent: "
+                                      "no XManager API server)",
+    "xmanager.contrib.flow": "built on parameter_controller (absent: no XManager API server); order jobs in an "
+                             "async job generator that awaits each unit (await unit.wait_until_complete())",
+    "xmanager.contrib.copybara": "transforms source before a build, outside the launch API: run copybara "
+                                 "before xcore launch",
+    "xmanager.contrib.framework_defaults": "its base images are fixed 2021 gcr.io deep-learning images; "
+                                          "name the base image (python_container(base_image=...))",
+    "xmanager.contrib.gcs": "absl flags and string helpers for gs:// and Vertex's /gcs/ paths; write the "
+                            "gs:// path (xgcp passes it through)",
+    "xmanager.contrib.tpu": "Dockerfile lines that install a pinned libtpu on Vertex TPU VMs; use an image "
+                            "with TPU support or give python_container(docker_instructions=...)",
+    "xmanager.cloud.vertex": "XManager's Vertex client: xgcp.Vertex launches; create a TensorBoard instance with "
+                             "`gcloud ai tensorboards create` and give its name to xgcp.TensorboardCapability",
+    "xmanager.cloud.build_image": "xcore builds and pushes images when it packages xm.python_container or "
+                                  "xm.dockerfile_container for the executor; give docker_instructions= instead",
+    "xmanager.cloud.docker_lib": "xcore builds images itself when it packages them (xcore.images)",
+    "xmanager.cloud.cloud_build": "xgcp builds and pushes images itself when it packages them",
+    "xmanager.cloud.auth": "xgcp takes project, location and service account from a target in vertex.toml",
+    "xmanager.cloud.kubernetes": "XManager's Kubernetes client: xk8s.Kubernetes launches",
+    "xmanager.cloud.utils": f"in-job helpers for Vertex worker pools (CLUSTER_SPEC, address placeholders that "
+                            f"build_image's entrypoint fills in): {_MULTI_JOB}",
+}
+
+
+def _why_absent(module: str) -> str | None:
+    """Why ``module`` (or the package it is in) has no xcore equivalent, if that was decided."""
+    while module:
+        if module in _ABSENT:
+            return f"deliberately absent: {_ABSENT[module]}"
+        module = module.rpartition(".")[0]
+    return None
+
+
 # keywords of the moved executors that their xcore counterparts do not take, and why
 _DROPPED_KEYWORDS = {
     ("Kubernetes", "cloud_provider"): "xk8s talks to whatever cluster the kubeconfig context names "
@@ -265,7 +315,8 @@ def port_source(source: str) -> PortResult:
                     hit = True
                 elif source_module.split(".")[0] in ("xmanager", "lxm3"):
                     unmapped.append(Unmapped(self._line(node), f"{source_module}.{name}",
-                                             "no xcore equivalent; port this by hand"))
+                                             _why_absent(f"{source_module}.{name}")
+                                             or "no xcore equivalent; port this by hand"))
                     kept.append(alias.with_changes(comma=cst.MaybeSentinel.DEFAULT))
                 else:
                     kept.append(alias.with_changes(comma=cst.MaybeSentinel.DEFAULT))
@@ -290,7 +341,7 @@ def port_source(source: str) -> PortResult:
                     hit = True
                 else:
                     if name.split(".")[0] in ("xmanager", "lxm3"):
-                        unmapped.append(Unmapped(self._line(node), name,
+                        unmapped.append(Unmapped(self._line(node), name, _why_absent(name) or
                                                  "import it as a module alias (from xmanager import xm) to port it"))
                     kept.append(alias.with_changes(comma=cst.MaybeSentinel.DEFAULT))
             if not hit:

@@ -244,7 +244,8 @@ with xm.create_experiment("one") as e:
     assert "1 jobs" not in launched.stderr and "1 work units" not in launched.stderr
     timeout = run_xcore("wait", "1", "--timeout", "0.2")
     assert timeout.returncode == 124 and "1 job still active" in timeout.stderr
-    assert "  1/python: RUNNING" in timeout.stderr or "  1/python: PENDING" in timeout.stderr  # with why
+    job = xm.Binary(PY).name  # named after the interpreter: python, python3, ... as XManager names it
+    assert f"  1/{job}: RUNNING" in timeout.stderr or f"  1/{job}: PENDING" in timeout.stderr  # with why
     cancelled = run_xcore("cancel", "1")
     assert cancelled.stdout == "cancelled 1 job of experiment 1\n"
     assert run_xcore("cancel", "1/1").stdout == "cancelled 0 jobs of work unit 1/1\n"

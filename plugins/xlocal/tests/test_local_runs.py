@@ -126,7 +126,7 @@ def test_cancel_stops_the_whole_process_tree_term_then_kill(tmp_path, monkeypatc
         [exe] = experiment.package([python_job(code)])
         unit = experiment.add(xm.Job(exe, xlocal.Local(kill_grace_secs=1))).result()
         queued = experiment.add(xm.Job(exe, xlocal.Local(kill_grace_secs=1))).result()
-        assert queued.get_status().message == "python: waiting for a free slot"
+        assert queued.get_status().message == f"{xm.Binary(PY).name}: waiting for a free slot"
     deadline = time.monotonic() + 10
     while not marker.exists() and time.monotonic() < deadline:
         time.sleep(0.05)

@@ -45,7 +45,16 @@ def unit_statuses(experiment_id: int) -> dict[int, str]:
 # -- item 1: cancel() on what experiment.add returned ---------------------------------------
 
 
-def test_cancelled_adds_never_run_and_the_block_ends_cleanly(tmp_path, caplog):
+def _no_eager_batches(monkeypatch) -> None:
+    """xlocal hands its first committed jobs to the runner at once, from the launcher's thread,
+    so a job could be started before the script's next line cancels it: batches wait for the
+    script here (as XManager's launches wait for the event loop), which makes the cancel land
+    before any submission, every run."""
+    monkeypatch.setenv("XCORE_BATCH_MAX_AGE", "600")
+
+
+def test_cancelled_adds_never_run_and_the_block_ends_cleanly(tmp_path, caplog, monkeypatch):
+    _no_eager_batches(monkeypatch)
     kept, cancelled, generated = tmp_path / "kept", tmp_path / "cancelled", tmp_path / "generated"
     with caplog.at_level(logging.WARNING, logger="xcore"):
         with xm.create_experiment("cancel") as experiment:
@@ -77,7 +86,8 @@ def test_cancelled_adds_never_run_and_the_block_ends_cleanly(tmp_path, caplog):
         plain.result()
 
 
-def test_cancelled_adds_in_an_async_script(tmp_path):
+def test_cancelled_adds_in_an_async_script(tmp_path, monkeypatch):
+    _no_eager_batches(monkeypatch)
     cancelled, generated = tmp_path / "cancelled", tmp_path / "generated"
 
     async def main():

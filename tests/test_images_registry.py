@@ -47,11 +47,11 @@ def test_publish_builds_and_pushes_once_then_asks_the_registry_only(context, tmp
     first = images.publish(client, context(), f"{REGISTRY}/xcore-core-test", progress=Progress(stream, True),
                            cache_dir=tmp_path / "cache")
     assert first.built and first.pushed and first.reference == first.content_reference
-    assert first.reference == f"{REGISTRY}/xcore-core-test/core-proj:{first.content_hash[:12]}"
+    assert first.reference == f"{REGISTRY}/xcore-core-test/core_proj:{first.content_hash[:12]}"
     assert images.BUILDS[-1] == first.reference == images.PUSHES[-1]
     shown = stream.getvalue()
     assert "checking image" in shown and "pushing " + first.reference in shown and "pushed " in shown
-    tags = json.load(urllib.request.urlopen(f"http://{REGISTRY}/v2/xcore-core-test/core-proj/tags/list"))["tags"]
+    tags = json.load(urllib.request.urlopen(f"http://{REGISTRY}/v2/xcore-core-test/core_proj/tags/list"))["tags"]
     assert first.content_hash[:12] in tags
     builds, pushes = len(images.BUILDS), len(images.PUSHES)
     again = images.publish(client, context(), f"{REGISTRY}/xcore-core-test", cache_dir=tmp_path / "cache")
@@ -134,7 +134,7 @@ def test_auth_failure_says_docker_login_and_never_shows_the_password(context, tm
         server.shutdown()
         client.close()
     message = str(error.value)
-    assert message.startswith(f"The image registry {host} refused access to {host}/team/core-proj:")
+    assert message.startswith(f"The image registry {host} refused access to {host}/team/core_proj:")
     assert f"run `docker login {host}`" in message
     assert secret not in message and auth not in message
     assert secret not in stream.getvalue() and auth not in stream.getvalue()

@@ -5,23 +5,22 @@ from __future__ import annotations
 
 import pytest
 
+import xcore as xm
 import xgcp
 from xcore.contrib import tensorboard
-from xcore.runtime.packaging import package
 
 pytestmark = pytest.mark.usefixtures("xcore_home")
 
 
-class _Packager:
-    """An experiment's ``package``, without an experiment (nothing is launched)."""
-
-    def package(self, packageables):
-        return package(packageables)
+def _packaged(packageables):
+    """What ``add_tensorboard`` packages, through an experiment of its own (nothing launched)."""
+    with xm.create_experiment("tensorboard packaging") as experiment:
+        return tensorboard._package_first(experiment, packageables)
 
 
 def test_the_tensorboard_job_is_the_command_in_tensorflows_image():
     packageables = tensorboard.TensorboardProvider.get_tensorboard_packageables(60, xgcp.Vertex.Spec())
-    executable = tensorboard._package_first(_Packager(), packageables)
+    executable = _packaged(packageables)
     assert isinstance(executable, xgcp.VertexExecutable)
     assert executable.image_uri == "tensorflow/tensorflow" and executable.command == []
     assert executable.args.to_list(str) == tensorboard.TensorboardProvider.get_tensorboard_command(60)

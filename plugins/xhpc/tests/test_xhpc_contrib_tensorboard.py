@@ -5,17 +5,16 @@ from __future__ import annotations
 
 import pytest
 
+import xcore as xm
 import xhpc
 from xcore.contrib import tensorboard
-from xcore.runtime.packaging import package
 from xcore.testing import plugin_host
 
 
-class _Packager:
-    """An experiment's ``package``, without an experiment (nothing is launched)."""
-
-    def package(self, packageables):
-        return package(packageables)
+def _packaged(packageables):
+    """What ``add_tensorboard`` packages, through an experiment of its own (nothing launched)."""
+    with xm.create_experiment("tensorboard packaging") as experiment:
+        return tensorboard._package_first(experiment, packageables)
 
 
 @pytest.mark.parametrize("executor", [xhpc.Slurm, xhpc.GridEngine])
@@ -25,7 +24,7 @@ def test_the_tensorboard_job_is_the_nodes_python3(executor, tmp_path, monkeypatc
     plugin_host({}, entry_points=True)
     try:
         packageables = tensorboard.TensorboardProvider.get_tensorboard_packageables(60, executor.Spec())
-        executable = tensorboard._package_first(_Packager(), packageables)
+        executable = _packaged(packageables)
     finally:
         plugin_host({}, entry_points=True)
     program, *rest = tensorboard.TensorboardProvider.get_tensorboard_command(60)

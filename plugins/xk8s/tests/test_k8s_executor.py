@@ -99,4 +99,4 @@ def test_xk8s_is_written_only_against_the_public_plugin_api():
     here = Path(__file__).parent
     assert core_imports(here.parent / "xk8s") <= {"xcore.plugin", "xcore.images"}  # images: the shared builder
     assert {m for m in core_imports(here) | core_imports(here.parent / "bench")
-            if not m.startswith("xcore.testing")} <= {"xcore", "xcore.plugin", "xcore.images"}
+            if not m.startswith("xcore.testing")} <= {"xcore", "xcore.plugin", "xcore.images", "xcore.contrib"}

@@ -27,7 +27,8 @@ def section(title: str) -> str:
 
 def table_rows(text: str) -> list[list[str]]:
     """The body rows of the markdown tables in ``text``, as cells."""
-    rows = [[cell.strip() for cell in line.strip().strip("|").split(" | ")] for line in text.splitlines() if line.startswith("| ")]
+    rows = [[cell.strip() for cell in line.strip().strip("|").split(" | ")]
+            for line in text.splitlines() if line.startswith("| ")]
     return [cells for cells in rows if not set(cells[0]) <= {"-", "|"}]
 
 

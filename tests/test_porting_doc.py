@@ -6,6 +6,7 @@ plugins/xlocal/tests/test_porting_doc_local.py."""
 from __future__ import annotations
 
 import enum
+import importlib.util
 import re
 import types
 from pathlib import Path
@@ -271,3 +272,30 @@ def test_a_debug_interrupt_before_any_job_ends_that_unit_and_the_experiment_goes
     assert not status.is_active and "CANCEL" in str(status).upper(), status
     assert experiment.work_units[2].get_status().is_completed
     assert not experiment.get_status().is_active
+
+
+def xmanager_package() -> Path:
+    spec = importlib.util.find_spec("xmanager")
+    if spec is None or not spec.submodule_search_locations:
+        pytest.skip("XManager is not installed")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def test_every_xmanager_contrib_and_cloud_module_is_on_the_page():
+    package = xmanager_package()
+    text = section("## `xmanager.contrib` and `xmanager.cloud`")
+    modules = [f"xmanager.{folder}.{path.stem}" for folder in ("contrib", "cloud")
+               for path in sorted((package / folder).glob("*.py"))
+               if path.stem != "__init__" and not path.stem.endswith("_test")]
+    assert len(modules) >= 17
+    for module in modules:
+        assert f"| `{module}`" in text, module
+
+
+def test_every_xm_local_name_is_in_the_xm_local_table():
+    # XManager's xm_local loads its names lazily (its cloud clients need Google's libraries): read them
+    symbols = re.findall(r'symbol="(\w+)"', (xmanager_package() / "xm_local" / "__init__.py").read_text())
+    assert len(symbols) == 14
+    text = section("## `xm_local` -> `xlocal`")
+    for symbol in symbols:
+        assert re.search(rf"`(xm_local\.)?{symbol}\b", text), symbol

@@ -23,6 +23,7 @@ _OUTPUT_DIR = flags.DEFINE_string('output_dir', '/tmp/xm-demo', 'Where each job 
 # A tiny "trainer": writes its argv and one env var to $OUTPUT_DIR/<job name>.txt.
 _PROGRAM = (
     'import os, sys\n'
+    'os.makedirs(os.environ["OUTPUT_DIR"], exist_ok=True)\n'
     'path = os.path.join(os.environ["OUTPUT_DIR"], os.environ["JOB"] + ".txt")\n'
     'open(path, "w").write(repr(sys.argv[1:]) + "\\n")\n'
 )

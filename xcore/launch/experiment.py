@@ -436,6 +436,8 @@ class Experiment:
                 await generator(unit, **kwargs)
             except DebugInterrupt:  # XManager: stop this unit, keep the experiment going
                 unit.stop(message="Launch interrupted by debug mode.")
+                if not self.unit_jobs(unit.work_unit_id):  # else it would read LAUNCHING for good
+                    self._record_cancelled_placeholder(unit)
             return unit
 
         task = asyncio.run_coroutine_threadsafe(run(), self._generator_loop)

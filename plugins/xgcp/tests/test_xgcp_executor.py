@@ -278,3 +278,14 @@ def test_a_multi_host_gpu_chief_next_to_a_worker_job_is_a_clear_error():
                 make_request(exe, xgcp.Vertex(), [], job_name="worker")]
     with pytest.raises(ConfigurationError, match="multi-host GPU chief .2 hosts. fills Vertex worker pools 0 and 1"):
         build.custom_job(requests, _target(), "s", "t", "r")
+
+
+def test_vertex_takes_xm_locals_positions():
+    """XManager's ``xm_local.Vertex(requirements, tensorboard)`` takes both by position (attrs
+    fields); a ported script that does (docs/porting.md) must build the same executor."""
+    board = xgcp.TensorboardCapability("projects/p/locations/l/tensorboards/1", "gs://b/logs")
+    vertex = xgcp.Vertex(xm.JobRequirements(t4=1), board)
+    assert vertex.requirements == xm.JobRequirements(t4=1) and vertex.tensorboard is board
+    assert xgcp.Vertex({"cpu": 2}).requirements == xm.JobRequirements(cpu=2)
+    with pytest.raises(TypeError):
+        xgcp.Vertex(xm.JobRequirements(), None, "target")  # the rest are keyword-only

@@ -73,6 +73,11 @@ class TensorboardCapability:
     base_output_directory: str = attrs.field(validator=_pattern(r"gs://.+", "a gs:// path"))
 
 
+def _requirements(value: Any) -> xp.JobRequirements:
+    """A named converter (mypy's attrs plugin does not follow the ``to_requirements`` alias)."""
+    return xp.to_requirements(value)
+
+
 @attrs.define(kw_only=True)
 class Vertex(xp.Executor):
     """Runs each job as a Vertex AI CustomJob (a JobGroup as one CustomJob with worker pools).
@@ -85,7 +90,10 @@ class Vertex(xp.Executor):
     """
 
     Spec: ClassVar[type[xp.ExecutorSpec]] = VertexSpec
-    tensorboard: TensorboardCapability | None = None
+    # XManager's two fields, by position too (``xm_local.Vertex(requirements, tensorboard)``); the rest keyword-only
+    requirements: xp.JobRequirements = attrs.field(factory=xp.JobRequirements, converter=_requirements,
+                                                   kw_only=False)
+    tensorboard: TensorboardCapability | None = attrs.field(default=None, kw_only=False)
     target: str | None = None
     project: str | None = None
     location: str | None = None

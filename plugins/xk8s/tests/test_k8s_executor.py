@@ -100,3 +100,11 @@ def test_xk8s_is_written_only_against_the_public_plugin_api():
     assert core_imports(here.parent / "xk8s") <= {"xcore.plugin", "xcore.images"}  # images: the shared builder
     assert {m for m in core_imports(here) | core_imports(here.parent / "bench")
             if not m.startswith("xcore.testing")} <= {"xcore", "xcore.plugin", "xcore.images", "xcore.contrib"}
+
+
+def test_kubernetes_takes_xm_locals_requirements_by_position():
+    """XManager's ``xm_local.Kubernetes(requirements)`` takes it by position (docs/porting.md)."""
+    assert xk8s.Kubernetes(xm.JobRequirements(cpu=2)).requirements == xm.JobRequirements(cpu=2)
+    assert xk8s.Kubernetes({"cpu": 1}).requirements == xm.JobRequirements(cpu=1)
+    with pytest.raises(TypeError):
+        xk8s.Kubernetes(xm.JobRequirements(), "target")  # the rest are keyword-only

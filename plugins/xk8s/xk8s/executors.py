@@ -180,6 +180,11 @@ class KubernetesSpec(xp.ExecutorSpec):
     push_image_tag: str | None = None
 
 
+def _requirements(value: Any) -> xp.JobRequirements:
+    """A named converter (mypy's attrs plugin does not follow the ``to_requirements`` alias)."""
+    return xp.to_requirements(value)
+
+
 @attrs.define(kw_only=True)
 class Kubernetes(xp.Executor):
     """Run jobs as Kubernetes Jobs (a sweep as one Indexed Job, a JobGroup as a JobSet).
@@ -192,6 +197,9 @@ class Kubernetes(xp.Executor):
     """
 
     Spec: ClassVar[type[xp.ExecutorSpec]] = KubernetesSpec
+    # XManager's field, by position too (``xm_local.Kubernetes(requirements)``); the rest keyword-only
+    requirements: xp.JobRequirements = attrs.field(factory=xp.JobRequirements, converter=_requirements,
+                                                   kw_only=False)
 
     target: str | None = None
     context: str | None = None

@@ -18,7 +18,7 @@ import pytest
 import xcore as xm
 from xcore.testing import fake, plugin_host
 
-pytest.importorskip("uvicorn")  # xcore-core[ui], installed by scripts/test.sh
+pytest.importorskip("uvicorn", reason="the dashboard extra is not installed (xcore-core[ui])")
 
 
 def test_the_dashboard_answers_while_the_results_are_still_being_read(tmp_path: Path):

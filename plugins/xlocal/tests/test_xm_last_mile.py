@@ -332,7 +332,7 @@ def test_unpackaged_specs_are_still_refused_at_once():
 
 
 def test_dm_tree_maps_over_sequential_args_and_jobs():
-    tree = pytest.importorskip("tree")
+    tree = pytest.importorskip("tree", reason="dm-tree is not installed (xcore-core[test] has it)")
     args = xm.merge_args(["pos", 3], {"lr": 0.1, "layers": [1, 2]}, ["--", 7])
     assert tree.map_structure(lambda v: v, args).to_list(str) == args.to_list(str)
     doubled = tree.map_structure(lambda v: v * 2 if type(v) in (int, float) else v, args)
@@ -376,7 +376,7 @@ def test_names_architectures_and_escaper_match_an_installed_xmanager():
 
 
 def test_port_maps_xm_utils_and_lxm3s_ucl_presets():
-    pytest.importorskip("libcst")
+    pytest.importorskip("libcst", reason="libcst is not installed (xcore-core[port] or [test])")
     from xcore.cli.port import port_source
 
     result = port_source(

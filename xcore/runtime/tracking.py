@@ -16,6 +16,7 @@ from typing import Any
 from xcore.errors import BackendUnavailableError, StoreFullError, XcoreError
 from xcore.hooks.host import PluginHost
 from xcore.model.status import JobState, Status, recorded_times
+from xcore.runtime.observers import after_refresh
 from xcore.store import MetadataStore
 from xcore.store.records import JobRecord, unreadable
 
@@ -78,6 +79,9 @@ def refresh_jobs(store: MetadataStore, host: PluginHost, jobs: Sequence[JobRecor
             (record or store.record_states)(changes)
         except StoreFullError as exc:  # what was read is still right: show it, record it later
             warn_not_recorded(str(exc))
+        else:
+            changed_ids = {job_id for job_id, _ in changes}
+            after_refresh(store, host, [job for job in jobs if job.id in changed_ids])
     return list(jobs)
 
 

@@ -80,6 +80,7 @@ def test_every_hook_is_called_in_a_real_flow(xcore_home, tmp_path, capsys):
         assert args.func(args) == 0 and ".json" in capsys.readouterr().out
         assert main(["list"]) == 0  # resolves the killed launcher's lease: adopts its submitted job
         assert "1 jobs adopted, 0 marked failed to launch" in capsys.readouterr().err
+        assert main(["show", str(experiment.experiment_id)]) == 0  # reads the ended jobs' results
         [killed] = [job for unit in store.work_units(experiment.experiment_id - 1) for job in unit.jobs]
         assert killed.handle is not None and killed.status is not xm.Status.LAUNCHING
     finally:

@@ -169,11 +169,35 @@ def test_a_log_that_cannot_be_read_now_is_read_later(any_store, monkeypatch):
         raise OSError("backend unreachable")
 
     monkeypatch.setattr(host, "job_logs", unreachable)
+    monkeypatch.setattr(host, "job_log_lines", unreachable)
     assert results.collect(store, host, experiment_id) == 0
     assert len(store.results_pending(experiment_id)) == 2 and store.results(experiment_id) == {}
     monkeypatch.undo()
     assert results.collect(store, host, experiment_id) == 2
     assert store.results_pending(experiment_id) == [] and set(store.results(experiment_id)) == {1, 2}
+
+
+def test_the_results_of_many_jobs_are_read_in_one_batched_call(any_store, monkeypatch):
+    """A backend that batches log reads (``xcore_job_log_lines``) is asked once for every
+    unread job of its kind, never job by job (over SSH: one command, not thousands)."""
+    plugin_host({"fake": fake})
+    experiment_id = _sweep(5)
+    store, host = open_store(), get_host()
+    batched: list[int] = []
+    real = host.job_log_lines
+
+    def counting(kind, handles, marker):
+        batched.append(len(handles))
+        return real(kind, handles, marker)
+
+    def one_by_one(*args, **kwargs):
+        raise AssertionError("a log was read on its own")
+
+    monkeypatch.setattr(host, "job_log_lines", counting)
+    monkeypatch.setattr(host, "job_logs", one_by_one)
+    assert results.collect(store, host, experiment_id) == 5
+    assert batched == [5]
+    assert store.results_pending(experiment_id) == [] and len(store.results(experiment_id)) == 5
 
 
 def test_a_version_2_store_migrates_and_keeps_its_records(tmp_path):

@@ -90,11 +90,16 @@ class Backend:
         """``xcore_job_logs``: the job's output as text chunks (``xcore.plugin.follow_file``)."""
         raise NotImplementedError
 
+    def log_lines(self, handles: Sequence[Any], marker: str) -> Sequence[list[str] | None] | None:
+        """``xcore_job_log_lines``: per handle the lines holding ``marker`` (None: not readable
+        now), read in one round trip per host; None (the default): the core reads each log."""
+        return None
+
 
 #: The hook each method is, for ``xcore plugins --json`` (a backend's plugin lists them as its hooks).
 HOOK_OF = {"package": "xcore_package", "launch": "xcore_launch", "adopt": "xcore_adopt",
            "states": "xcore_job_states", "wait_for_change": "xcore_wait_for_change", "cancel": "xcore_cancel",
-           "logs": "xcore_job_logs"}
+           "logs": "xcore_job_logs", "log_lines": "xcore_job_log_lines"}
 
 
 def served_hooks(backend: Backend) -> set[str]:

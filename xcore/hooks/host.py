@@ -549,6 +549,24 @@ class PluginHost:
             raise UnknownKindError(f"Plugin {owner!r} cannot show logs of {handle_kind!r} jobs.")
         return chunks
 
+    def job_log_lines(self, handle_kind: str, handles: Sequence[JobHandle],
+                      marker: str) -> list[list[str] | None] | None:
+        """Per handle the log lines holding ``marker`` (``xcore_job_log_lines``), or None when the
+        owning plugin does not batch log reads (the caller reads each log)."""
+        backend, owner = self._server(handle_kind)
+        if backend is not None:
+            found = backend.log_lines(list(handles), marker)
+        else:
+            found = self._owner_hook("xcore_job_log_lines", owner)(
+                handle_kind=handle_kind, handles=list(handles), marker=marker)
+        if found is None:
+            return None
+        found = list(found)
+        if len(found) != len(handles):
+            raise PluginLoadError(f"Plugin {owner!r} returned {len(found)} logs for {len(handles)} jobs "
+                                  f"from xcore_job_log_lines (one per handle, in order).")
+        return found
+
     def open_store(self, url: str, options: dict[str, Any] | None = None) -> MetadataStore:
         if url.startswith("sqlite:") and self._pending:  # the built-in store: no plugin import needed
             from xcore.store.sqlite import open_url

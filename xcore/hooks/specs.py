@@ -255,6 +255,25 @@ def xcore_job_logs(handle_kind: str, handle: JobHandle, follow: bool) -> Iterato
     """
 
 
+
+@hookspec(firstresult=True)
+def xcore_job_log_lines(handle_kind: str, handles: Sequence[JobHandle], marker: str) -> list[list[str] | None] | None:
+    """Optional: the lines holding ``marker`` in each job's output so far, for many jobs at once.
+
+    Called to read the trial results (``XCORE_RESULT`` lines) of the jobs that ended while no
+    one looked: after a week away, ``xcore ui`` and ``xcore show`` read thousands of logs, and
+    a backend that reaches its logs over the network should do that in one round trip per
+    host (a grep over SSH), not one per job. Not implemented (None): the core reads each job
+    with ``xcore_job_logs``. Stops at first non-None result.
+
+    :param handle_kind: the registered kind of every handle.
+    :param handles: handles of jobs, ended or running.
+    :param marker: the text the wanted lines contain (returning more lines is allowed: the
+        caller keeps those that start with it).
+    :return: per handle, in order, the lines (without line ends; an absent log has none), or
+        None for a log that cannot be read now (asked again later).
+    """
+
 # -------------------------------------------------------------------------------------------
 # Trackers
 # -------------------------------------------------------------------------------------------

@@ -100,18 +100,64 @@ def collect(store: MetadataStore, host: PluginHost, experiment_id: int, *,
     if unread:
         jobs += _pending_jobs(host, store.unit_rows(experiment_id) if rows is None else rows, unread)
     read = 0
-    for job in jobs:
-        final = job.id in unread
-        try:
-            values = read_job_results(host, job)
-        except (XcoreError, OSError):
+    for job, values in _read_all(host, jobs):
+        if values is None:
             continue
-        except Exception:  # noqa: BLE001 - a handle this version cannot rebuild: nothing to read, ever
-            values = {}
+        final = job.id in unread
         if values or final:
             store.record_results(job.id, values, final=final)
         read += 1
     return read
+
+
+Results = dict[str, float | None]
+
+
+def _read_all(host: PluginHost, jobs: Sequence[JobRecord]) -> Iterable[tuple[JobRecord, Results | None]]:
+    """Each job with its results (None: its log cannot be read now). Jobs of a kind whose
+    backend batches log reads (``xcore_job_log_lines``: one SSH command per cluster instead
+    of one per job) are read together; the others one by one."""
+    by_kind: dict[str, list[JobRecord]] = {}
+    for job in jobs:
+        if job.handle is not None and job.handle_kind:
+            by_kind.setdefault(job.handle_kind, []).append(job)
+        else:
+            yield job, {}
+    for kind, group in by_kind.items():
+        batched = _read_batched(host, kind, group)
+        if batched is not None:
+            yield from batched
+            continue
+        for job in group:
+            try:
+                yield job, read_job_results(host, job)
+            except (XcoreError, OSError):
+                yield job, None
+            except Exception:  # noqa: BLE001 - a handle this version cannot rebuild: nothing to read, ever
+                yield job, {}
+
+
+def _read_batched(host: PluginHost, kind: str,
+                  jobs: list[JobRecord]) -> list[tuple[JobRecord, Results | None]] | None:
+    """The jobs' results through one batched read, or None when the backend reads one log at a time."""
+    readable: list[tuple[JobRecord, Any]] = []
+    found: list[tuple[JobRecord, Results | None]] = []
+    for job in jobs:
+        try:
+            readable.append((job, host.serializer.load(job.handle)))
+        except XcoreError:
+            found.append((job, None))
+        except Exception:  # noqa: BLE001 - as in ``_read_all``
+            found.append((job, {}))
+    try:
+        lines = host.job_log_lines(kind, [handle for _, handle in readable], MARKER)
+    except (XcoreError, OSError):
+        return found + [(job, None) for job, _ in readable]
+    if lines is None:
+        return None
+    for (job, _), job_lines in zip(readable, lines, strict=True):
+        found.append((job, None if job_lines is None else parse_chunks(line + "\n" for line in job_lines)))
+    return found
 
 
 def _pending_jobs(host: PluginHost, rows: list[dict[str, Any]], pending: set[int]) -> list[JobRecord]:

@@ -232,6 +232,22 @@ def xcore_job_logs(handle_kind: str, handle: FakeHandle, follow: bool) -> Iterat
 
 
 @hookimpl
+def xcore_job_log_lines(handle_kind: str, handles: Sequence[FakeHandle], marker: str) -> list[list[str] | None]:
+    """Every job's log at once, as a backend reading logs over the network does."""
+    outage = _outage_file()
+    if outage.exists():
+        raise BackendUnavailableError(f"fake: {outage.read_text()}")
+    found: list[list[str] | None] = []
+    for handle in handles:
+        try:
+            text = Path(handle.log_path or "").read_bytes().decode("utf-8", "replace")
+        except FileNotFoundError:
+            text = ""
+        found.append([line for line in text.splitlines() if marker in line])
+    return found
+
+
+@hookimpl
 def xcore_job_tracking(job: Any) -> Any:
     """A link per job, as a tracker plugin adds (shown by ``xcore show`` and ``xcore ui``)."""
     from xcore.model.tracking import JobTracking

@@ -27,8 +27,9 @@ def is_loopback(host: str) -> bool:
 
 def catch_up(store: object, host: object, stop: threading.Event, experiments: int = 50) -> None:
     """Read the results of the newest experiments' jobs that ended while no one looked. Run by
-    the refresher after the server listens: over SSH that is a command per unread job, which
-    took 5-25 s before the dashboard answered when it ran first."""
+    the refresher after the server listens (it once ran first and kept the dashboard from
+    answering for 5-25 s); each experiment's unread logs are read in one batch per backend
+    (``xcore_job_log_lines``: one ``grep`` over SSH per cluster, not one command per job)."""
     from xcore.runtime import results
 
     for record in store.list_experiments(limit=experiments):  # type: ignore[attr-defined]

@@ -217,3 +217,42 @@ def _counting_ssh(tmp_path: Path, calls: Path, before_exec: str = "") -> dict[st
                                   f'exec "{real_ssh}" "$@"\n')
     (wrappers / "ssh").chmod(0o700)
     return {**os.environ, "PATH": f"{wrappers}{os.pathsep}{os.environ['PATH']}"}
+
+
+def test_results_of_many_ended_tasks_are_read_with_one_command(xcore_env: Path, tmp_path: Path) -> None:
+    """Reading the results of the tasks that ended while no one looked (`xcore show`, the
+    dashboard's catch-up) is one ssh command per cluster, not one per task (#30 item 6:
+    2,500 unread results kept `xcore ui` busy for minutes)."""
+    import xhpc
+
+    _configure(xcore_env, "slurm", "ssh")
+    name = f"results{uuid.uuid4().hex[:6]}"
+    tasks = 6
+    with xm.create_experiment(title=name) as experiment:
+        [exe] = experiment.package([xm.Packageable(
+            xhpc.Command(['echo noise; echo "XCORE_RESULT {\\"loss\\": $1}"; echo "  XCORE_RESULT not json"']),
+            xhpc.Slurm.Spec())])
+        for i in range(tasks):
+            experiment.add(xm.Job(exe, xhpc.Slurm(job_name=name), args=[str(i)]))
+    [job_id] = {j.handle["job_id"] for j in experiment._all_jobs()}
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:  # wait outside xcore, so no xcore process reads results first
+        out = subprocess.run(["sacct", "-n", "-X", "-P", "-j", job_id, "-o", "JobID,State"],
+                             capture_output=True, text=True, timeout=60, check=False).stdout
+        if out.count("COMPLETED") == tasks:
+            break
+        time.sleep(0.5)
+    else:
+        pytest.fail(f"the tasks did not complete: {out}")
+    calls = tmp_path / "ssh-calls"
+    env = _counting_ssh(tmp_path, calls)
+    shown = subprocess.run([sys.executable, "-m", "xcore.cli.main", "show", str(experiment.experiment_id), "--json"],
+                           capture_output=True, text=True, env=env, timeout=120, check=False)
+    assert shown.returncode == 0, shown.stderr
+    import json
+
+    units = json.loads(shown.stdout)["work_units"]
+    assert sorted(u["results"]["loss"] for u in units) == [float(i) for i in range(tasks)], units
+    log = calls.read_text()
+    assert log.count("@@CALL") == 2, log  # the status query, then one read of every log
+    assert "grep -a -F" in log and "tail -c" not in log, log

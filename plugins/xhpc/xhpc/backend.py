@@ -54,3 +54,8 @@ class Clusters(Backend):
         from xhpc import tracking
 
         return tracking.logs(handle, follow)
+
+    def log_lines(self, handles: Sequence[ClusterHandle], marker: str) -> list[list[str] | None]:
+        from xhpc import tracking
+
+        return tracking.log_lines(handles, marker)

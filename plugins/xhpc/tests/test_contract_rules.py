@@ -41,8 +41,10 @@ def test_a_job_the_scheduler_forgot_reads_lost(monkeypatch):
     handles = [SlurmHandle("c", "77", 1, 0, "/run", log_path="/run/logs/0.log", submitted_at=old),
                GridEngineHandle("c", "78", 1, 0, "/run", log_path="/run/logs/0.log", submitted_at=old)]
     for handle, scheduler in zip(handles, ("slurm", "sge"), strict=True):
-        [state] = tracking._query([handle], scheduler)
+        [state], outage = tracking._query([handle], scheduler)
+        assert state is not None and outage is None
         assert (state.status, state.exit_code) == (Status.FAILED, None)
         assert state.message.startswith("lost: ") and "no longer known" in state.message
     just_submitted = SlurmHandle("c", "79", 1, 0, "/run", log_path="/run/logs/0.log", submitted_at=time.time())
-    assert tracking._query([just_submitted], "slurm")[0].status is Status.PENDING  # accounting may lag
+    [state], _ = tracking._query([just_submitted], "slurm")
+    assert state is not None and state.status is Status.PENDING  # accounting may lag

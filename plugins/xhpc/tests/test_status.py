@@ -252,7 +252,51 @@ def test_results_of_many_ended_tasks_are_read_with_one_command(xcore_env: Path, 
     import json
 
     units = json.loads(shown.stdout)["work_units"]
-    assert sorted(u["results"]["loss"] for u in units) == [float(i) for i in range(tasks)], units
+    assert all(u["status"] == "COMPLETED" for u in units), shown.stdout
+    assert sorted(u["results"].get("loss", -1) for u in units) == [float(i) for i in range(tasks)], units
     log = calls.read_text()
     assert log.count("@@CALL") == 2, log  # the status query, then one read of every log
     assert "grep -a -F" in log and "tail -c" not in log, log
+
+
+def test_a_silent_controller_is_an_outage_not_stale_accounting(xcore_env: Path, tmp_path: Path) -> None:
+    """While slurmctld does not answer (squeue fails as it does then), `show` used to print
+    accounting's "pending: queued" as if all were well (#30 item 8): the jobs it cannot tell
+    about read UNKNOWN with the reason, `wait` keeps waiting with a warning (exit 124 at its
+    timeout, never 1), and what accounting says has ended is still shown."""
+    import json
+
+    import xhpc
+
+    _configure(xcore_env, "slurm", "local")
+    name = f"ctld{uuid.uuid4().hex[:6]}"
+    with xm.create_experiment(title=name) as experiment:
+        [exe] = experiment.package([xm.Packageable(xhpc.Command(["true"]), xhpc.Slurm.Spec())])
+        experiment.add(xm.Job(exe, xhpc.Slurm(job_name=name)))
+        experiment.add(xm.Job(exe, xhpc.Slurm(job_name=name, directives=["--hold"])))
+    job_ids = sorted({j.handle["job_id"] for j in experiment._all_jobs()})
+    try:
+        experiment.work_units[1].wait_until_complete()
+        shim = tmp_path / "bin"
+        shim.mkdir()
+        (shim / "squeue").write_text("#!/bin/sh\necho 'slurm_load_jobs error: Unable to contact slurm controller "
+                                     "(connect failure)' >&2\nexit 1\n")
+        (shim / "squeue").chmod(0o700)
+        env = {**os.environ, "PATH": f"{shim}{os.pathsep}{os.environ['PATH']}"}
+        cli = [sys.executable, "-m", "xcore.cli.main"]
+        shown = subprocess.run([*cli, "show", str(experiment.experiment_id), "--json"],
+                               capture_output=True, text=True, env=env, timeout=120, check=False)
+        assert shown.returncode == 0, shown.stderr
+        done, held = json.loads(shown.stdout)["work_units"]
+        assert done["status"] == "COMPLETED", done
+        assert held["status"] == "UNKNOWN" and "slurmctld" in held["jobs"][0]["message"], held
+        waited = subprocess.run([*cli, "wait", str(experiment.experiment_id), "--timeout", "3"],
+                                capture_output=True, text=True, env=env, timeout=120, check=False)
+        assert waited.returncode == 124, waited.stdout + waited.stderr
+        assert "out of reach" in waited.stderr and "slurmctld" in waited.stderr, waited.stderr
+        shown = subprocess.run([*cli, "show", str(experiment.experiment_id), "--json"],
+                               capture_output=True, text=True, timeout=120, check=False)
+        held = json.loads(shown.stdout)["work_units"][1]
+        assert held["status"] == "PENDING", held  # the controller answers again: as before
+    finally:
+        subprocess.run(["scancel", *job_ids], capture_output=True, timeout=60, check=False)

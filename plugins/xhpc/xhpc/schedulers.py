@@ -43,6 +43,16 @@ def task_ranges(ids: Sequence[int]) -> list[tuple[int, int]]:
     return ranges
 
 
+@attrs.frozen
+class Outage:
+    """Part of the scheduler did not answer a status query. ``active_known``: the states of
+    queued and running jobs are still current (only accounting is down); else only the final
+    states accounting gave are."""
+
+    reason: str
+    active_known: bool
+
+
 class Scheduler:
     name = ""
     task_base = 0  # the scheduler's first array task id
@@ -62,6 +72,10 @@ class Scheduler:
 
     def parse_states(self, out: str) -> dict[tuple[str, int], JobState]:
         raise NotImplementedError
+
+    def outage(self, out: str) -> Outage | None:
+        """What of the scheduler did not answer the query in ``out`` (None: all of it did)."""
+        return None
 
     def cancel_command(self, tasks: dict[str, list[int]]) -> str:
         """Shell text cancelling these tasks of these array jobs, as task ranges: its length
@@ -87,6 +101,11 @@ _SLURM_FAILED = {
     "PREEMPTED": "preempted", "REVOKED": "revoked", "SPECIAL_EXIT": "special exit",
 }
 _SQUEUE_MARK = "@@XHPC-SACCT"
+_FAILED_MARK = "@@XHPC-QUERY-FAILED"
+# What squeue and sacct print when slurmctld or slurmdbd does not answer (an unknown job id,
+# the other reason squeue fails, is an answer).
+_NO_ANSWER = ("Unable to contact slurm controller", "Socket timed out", "Connection refused",
+              "Connection timed out", "Problem talking to the database", "slurmdbd")
 
 
 def _epoch(text: str) -> float | None:
@@ -143,12 +162,27 @@ class SlurmScheduler(Scheduler):
         # squeue and sacct run side by side (a status poll waits for the slower, not the sum);
         # squeue's output goes through a private temporary file, sacct's straight out.
         return (
-            "export SLURM_TIME_FORMAT=%s; "
+            "export SLURM_TIME_FORMAT=%s; umask 077; "
             'xhpc_sq=$(mktemp "${TMPDIR:-/tmp}/xhpc-squeue.XXXXXX") || exit 1; '
-            f"squeue -h -r -t all -j {ids} -o '%F|%K|%T|%r|%S|%A' >\"$xhpc_sq\" 2>/dev/null & "
-            f"xhpc_sacct=$(sacct -n -X -P -j {ids} -o JobID,State,ExitCode,Start,End,JobIDRaw,NodeList 2>&1); "
-            f"wait; cat \"$xhpc_sq\"; rm -f \"$xhpc_sq\"; echo {_SQUEUE_MARK}; printf '%s\\n' \"$xhpc_sacct\""
+            f"{{ squeue -h -r -t all -j {ids} -o '%F|%K|%T|%r|%S|%A' >\"$xhpc_sq\" 2>\"$xhpc_sq.err\" || "
+            f"echo \"{_FAILED_MARK} squeue $(head -c 300 \"$xhpc_sq.err\" | tr '\\n' ' ')\" >>\"$xhpc_sq\"; }} & "
+            f"xhpc_sacct=$(sacct -n -X -P -j {ids} -o JobID,State,ExitCode,Start,End,JobIDRaw,NodeList 2>&1) || "
+            f"xhpc_sacct=\"{_FAILED_MARK} sacct $(printf '%s' \"$xhpc_sacct\" | head -c 300 | tr '\\n' ' ')\"; "
+            f"wait; cat \"$xhpc_sq\"; rm -f \"$xhpc_sq\" \"$xhpc_sq.err\"; echo {_SQUEUE_MARK}; "
+            f"printf '%s\\n' \"$xhpc_sacct\""
         )
+
+    def outage(self, out: str) -> Outage | None:
+        down = {}
+        for line in out.splitlines():
+            if line.startswith(_FAILED_MARK) and any(phrase in line for phrase in _NO_ANSWER):
+                command, _, error = line[len(_FAILED_MARK) + 1:].partition(" ")
+                down[command] = error.strip()
+        if "squeue" in down:
+            return Outage(f"Slurm's controller (slurmctld) is not answering: {down['squeue']}", active_known=False)
+        if "sacct" in down:
+            return Outage(f"Slurm's accounting (slurmdbd) is not answering: {down['sacct']}", active_known=True)
+        return None
 
     def parse_states(self, out: str) -> dict[tuple[str, int], JobState]:
         squeue_text, _, sacct_text = out.partition(_SQUEUE_MARK)

@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from xcore.plugin import BackendUnavailableError, JobState, Status, XcoreError, follow_bytes, lost_state
 from xhpc import config
 from xhpc.handles import ClusterHandle, GridEngineHandle
-from xhpc.schedulers import ANY_TASK, SCHEDULERS
+from xhpc.schedulers import ANY_TASK, SCHEDULERS, Outage
 from xhpc.transport import ClusterConnectionError, Transport, connect
 
 LOST_REPLY_GRACE = 120.0  # seconds to wait for a chunk-K.id after a lost submission reply
@@ -42,8 +42,9 @@ def states(handles: Sequence[ClusterHandle]) -> list[JobState]:
     out_of_reach: list[str] = []
     for (_cluster, _local, scheduler_name), indices in groups.items():
         group = [handles[i] for i in indices]
+        found: list[JobState | None]
         try:
-            found = _query_asking_again(group, scheduler_name)
+            found, outage = _query_asking_again(group, scheduler_name)
         except ClusterConnectionError as exc:
             if not exc.retryable:  # refused (auth, host key): asking again cannot help
                 found = [JobState(Status.UNKNOWN, str(exc).split("\n")[0]) for _ in group]
@@ -53,6 +54,9 @@ def states(handles: Sequence[ClusterHandle]) -> list[JobState]:
         except XcoreError as exc:
             message = str(exc).split("\n")[0]
             found = [JobState(Status.UNKNOWN, message) for _ in group]
+        else:
+            if outage is not None:  # the jobs it cannot tell about stay as recorded (None)
+                out_of_reach.append(f"cluster {group[0].cluster!r}: {outage}")
         for i, state in zip(indices, found, strict=True):
             result[i] = state
     if out_of_reach:  # what the reachable clusters said, None for the others
@@ -60,7 +64,8 @@ def states(handles: Sequence[ClusterHandle]) -> list[JobState]:
     return [r if r is not None else JobState(Status.UNKNOWN, "no state") for r in result]
 
 
-def _query_asking_again(group: list[ClusterHandle], scheduler_name: str) -> list[JobState]:
+def _query_asking_again(group: list[ClusterHandle],
+                        scheduler_name: str) -> tuple[list[JobState | None], str | None]:
     """A status query only reads, so a connection that dropped under it (the shared SSH
     connection closed by another process, a network blip) is asked once more before its
     jobs read UNKNOWN: a wait treats UNKNOWN as final."""
@@ -72,7 +77,8 @@ def _query_asking_again(group: list[ClusterHandle], scheduler_name: str) -> list
         return _query(group, scheduler_name)
 
 
-def _query(group: list[ClusterHandle], scheduler_name: str) -> list[JobState]:
+def _query(group: list[ClusterHandle], scheduler_name: str) -> tuple[list[JobState | None], str | None]:
+    """Each job's state, and why some of the scheduler did not answer (their states None)."""
     scheduler = SCHEDULERS[scheduler_name]
     transport = _transport(group[0])
     q = shlex.quote
@@ -102,6 +108,7 @@ def _query(group: list[ClusterHandle], scheduler_name: str) -> list[JobState]:
                 pass
     job_ids = sorted({h.job_id for h in group if h.job_id} | set(lost_ids.values()))
     table: dict[tuple[str, int], JobState] = {}
+    outage: Outage | None = None
     cancelled: set[tuple[str, int]] = set()
     if job_ids:
         run_dirs = sorted({h.run_dir for h in group if h.run_dir})
@@ -116,8 +123,9 @@ def _query(group: list[ClusterHandle], scheduler_name: str) -> list[JobState]:
                 if index.isdigit():
                     cancelled.add((run_dir, int(index)))
         table = scheduler.parse_states(out)
+        outage = scheduler.outage(out)
     now = time.time()
-    states: list[JobState] = []
+    states: list[JobState | None] = []
     for handle in group:
         job_id = handle.job_id or lost_ids.get((handle.run_dir, handle.chunk), "")
         if not job_id:
@@ -131,6 +139,9 @@ def _query(group: list[ClusterHandle], scheduler_name: str) -> list[JobState]:
                                                       "the scheduler accepted the job"))
             continue
         state = table.get((job_id, handle.task)) or table.get((job_id, ANY_TASK))
+        if outage is not None and (state is None or not (state.status.is_terminal or outage.active_known)):
+            states.append(None)  # the part that knows this job did not answer: not lost, not pending
+            continue
         marked = (handle.run_dir, handle.index) in cancelled
         if state is None and marked:
             # Slurm drops a pending array task cancelled on its own from squeue and sacct alike;
@@ -145,7 +156,7 @@ def _query(group: list[ClusterHandle], scheduler_name: str) -> list[JobState]:
         if marked and state.status is Status.FAILED:
             state = JobState(Status.CANCELLED, "cancelled", state.exit_code, state.started_at, state.ended_at)
         states.append(state)
-    return states
+    return states, outage.reason if outage is not None else None
 
 
 _BENIGN_CANCEL_ERRORS = ("already complet", "Invalid job id", "does not exist", "not found")
@@ -197,7 +208,10 @@ def logs(handle: ClusterHandle, follow: bool) -> Iterator[str]:
         return bytes(transport.run(f"tail -c +{offset + 1} {path} 2>/dev/null; true").stdout)
 
     def finished() -> bool:
-        status = states([handle])[0].status
+        try:
+            status = states([handle])[0].status
+        except BackendUnavailableError:  # the cluster or its scheduler is out of reach for now
+            return False
         return status.is_terminal or status is Status.UNKNOWN
 
     yield from follow_bytes(read_from, follow=follow, finished=finished, poll_secs=FOLLOW_POLL_SECS,

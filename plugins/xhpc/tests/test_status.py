@@ -276,7 +276,7 @@ def test_a_silent_controller_is_an_outage_not_stale_accounting(xcore_env: Path, 
         experiment.add(xm.Job(exe, xhpc.Slurm(job_name=name, directives=["--hold"])))
     job_ids = sorted({j.handle["job_id"] for j in experiment._all_jobs()})
     try:
-        experiment.work_units[1].wait_until_complete()
+        experiment.work_units[1].wait_until_complete().result(timeout=120)
         shim = tmp_path / "bin"
         shim.mkdir()
         (shim / "squeue").write_text("#!/bin/sh\necho 'slurm_load_jobs error: Unable to contact slurm controller "
@@ -300,3 +300,46 @@ def test_a_silent_controller_is_an_outage_not_stale_accounting(xcore_env: Path, 
         assert held["status"] == "PENDING", held  # the controller answers again: as before
     finally:
         subprocess.run(["scancel", *job_ids], capture_output=True, timeout=60, check=False)
+
+
+def test_wait_keeps_waiting_while_the_link_to_the_cluster_is_down(xcore_env: Path, tmp_path: Path) -> None:
+    """The link goes down (the shared connection closed, every new one refused, as ssh says
+    when sshd's listener is gone) while `xcore wait` waits for a running job, and comes back.
+    The wait says the job is out of reach and goes on, then reports its real end: exit 0,
+    never 1 at the first refused connection (#30 item 1). The outage is injected at the ssh
+    client (a wrapper on PATH), so no other test's connection to the shared sshd is touched."""
+    import xhpc
+    from xhpc import config, transport
+    from xhpc.transport import connect
+
+    _configure(xcore_env, "slurm", "ssh")
+    name = f"outage{uuid.uuid4().hex[:6]}"
+    with xm.create_experiment(title=name) as experiment:
+        [exe] = experiment.package([xm.Packageable(xhpc.Command(["sleep 5"]), xhpc.Slurm.Spec())])
+        experiment.add(xm.Job(exe, xhpc.Slurm(job_name=name)))
+    [job_id] = {j.handle["job_id"] for j in experiment._all_jobs()}
+    down = tmp_path / "link-down"
+    calls = tmp_path / "ssh-calls"
+    env = _counting_ssh(tmp_path, calls, before_exec=(
+        f'if [ -e "{down}" ]; then echo "@@REFUSED" >> "{calls}"; '
+        'echo "ssh: connect to host 127.0.0.1 port 2222: Connection refused" >&2; exit 255; fi\n'))
+    try:
+        down.touch()
+        connect(config.find("test", "slurm", False))._drop()  # the shared connection goes with the link
+        transport.reset()
+        wait = subprocess.Popen([sys.executable, "-m", "xcore.cli.main", "wait", str(experiment.experiment_id),
+                                 "--timeout", "240"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=env)
+        deadline = time.monotonic() + 60
+        while calls.read_text().count("@@REFUSED") < 2 if calls.exists() else True:  # polled into the outage
+            assert wait.poll() is None, f"the wait gave up during the outage: {wait.communicate()}"
+            assert time.monotonic() < deadline, "the wait never polled"
+            time.sleep(0.1)
+        assert wait.poll() is None, f"the wait gave up during the outage: {wait.communicate()}"
+        down.unlink()  # the link is back (the job may have ended meanwhile: the wait reads it either way)
+        out, err = wait.communicate(timeout=240)
+        assert wait.returncode == 0, (out, err)
+        assert "out of reach" in err and "answers again" in err, err
+        assert "1 completed" in out, out
+    finally:
+        subprocess.run(["scancel", job_id], capture_output=True, timeout=60, check=False)

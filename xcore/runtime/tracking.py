@@ -16,7 +16,7 @@ from typing import Any
 from xcore.errors import BackendUnavailableError, StoreFullError, XcoreError
 from xcore.hooks.host import PluginHost
 from xcore.model.status import JobState, Status, recorded_times
-from xcore.runtime.observers import after_refresh
+from xcore.runtime.observers import after_refresh, held_seen
 from xcore.store import MetadataStore
 from xcore.store.records import JobRecord, unreadable
 
@@ -82,6 +82,8 @@ def refresh_jobs(store: MetadataStore, host: PluginHost, jobs: Sequence[JobRecor
         else:
             changed_ids = {job_id for job_id, _ in changes}
             after_refresh(store, host, [job for job in jobs if job.id in changed_ids])
+    if any(job.status is Status.PENDING and job.handle is None for job in jobs):
+        held_seen(store, host, jobs)  # held for their dependencies: decided by ones no one saw end?
     return list(jobs)
 
 

@@ -1,0 +1,86 @@
+"""``depends_on`` on xlocal: the runner starts a job only once its dependencies ended, with
+the launcher gone and no xcore process watching (``xlocal.runner._after``)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from xlocal_helpers import run_xcore, write_script
+
+import xcore as xm
+import xlocal
+from xcore.model.status import Status
+
+pytestmark = pytest.mark.usefixtures("xcore_home")
+
+PY = sys.executable
+# Each job appends "<name> start|end <time>" to the file, sleeping its seconds between.
+STEP = ("import sys, time; name, secs, code, out = sys.argv[1:5]\n"
+        "def note(what):\n"
+        "    with open(out, 'a') as f: f.write(f'{name} {what} {time.time()!r}\\n')\n"
+        "note('start'); time.sleep(float(secs)); note('end'); sys.exit(int(code))")
+
+
+def _times(path: Path) -> dict[tuple[str, str], float]:
+    found = {}
+    for line in path.read_text().splitlines():
+        name, what, at = line.split()
+        found[(name, what)] = float(at)
+    return found
+
+
+def _wait_for_line(path: Path, text: str, secs: float = 60) -> None:
+    deadline = time.monotonic() + secs
+    while time.monotonic() < deadline:
+        if path.exists() and text in path.read_text():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"{text!r} never appeared in {path}: {path.read_text() if path.exists() else 'no file'}")
+
+
+def test_a_diamond_runs_in_order_with_the_launcher_gone(tmp_path):
+    out = tmp_path / "times.txt"
+    script = write_script(tmp_path / "launch.py", f"""
+with xm.create_experiment("diamond") as e:
+    [exe] = e.package([xm.binary(xlocal.Local.Spec(), {PY!r}, args=["-c", {STEP!r}])])
+    def step(name, secs, depends_on=()):
+        return e.add(xm.Job(exe, xlocal.Local(), args=[name, secs, 0, {str(out)!r}]), depends_on=list(depends_on))
+    a = step("A", 1.0)
+    b = step("B", 0.3, [a])
+    c = step("C", 0.6, [a])
+    step("D", 0.1, [b, c])
+""")
+    started = time.monotonic()
+    result = run_xcore("launch", str(script))
+    assert result.returncode == 0, result.stderr
+    assert time.monotonic() - started < 10 and "D end" not in (out.read_text() if out.exists() else "")
+    _wait_for_line(out, "D end")  # nothing of xcore runs meanwhile: the runner alone orders them
+    t = _times(out)
+    assert t[("A", "end")] <= t[("B", "start")] and t[("A", "end")] <= t[("C", "start")]
+    assert max(t[("B", "end")], t[("C", "end")]) <= t[("D", "start")]
+    assert run_xcore("wait", "1", "--timeout", "60").returncode == 0
+    show = json.loads(run_xcore("show", "1", "--json").stdout)
+    assert [u["status"] for u in show["work_units"]] == ["COMPLETED"] * 4
+    assert [u["depends_on"] for u in show["work_units"]] == [[], ["1/1"], ["1/1"], ["1/2", "1/3"]]
+
+
+def test_a_failed_dependency_cancels_what_waits_on_it_transitively(tmp_path):
+    out = tmp_path / "times.txt"
+    with xm.create_experiment("chain") as e:
+        [exe] = e.package([xm.binary(xlocal.Local.Spec(), PY, args=["-c", STEP])])
+        a = e.add(xm.Job(exe, xlocal.Local(), args=["A", 0.2, 3, str(out)]))
+        b = e.add(xm.Job(exe, xlocal.Local(), args=["B", 0, 0, str(out)]), depends_on=[a])
+        after_any = e.add(xm.Job(exe, xlocal.Local(), args=["F", 0, 0, str(out)]), depends_on=[a], when="finished")
+        e.add(xm.Job(exe, xlocal.Local(), args=["C", 0, 0, str(out)]), depends_on=[b, after_any])
+        jobs = e.wait_until_complete()
+    by_unit = {j.work_unit_id: (j.status, j.message) for j in jobs}
+    assert by_unit[1][0] is Status.FAILED
+    assert by_unit[2] == (Status.CANCELLED, f"dependency {e.experiment_id}/1 failed")
+    assert by_unit[3][0] is Status.COMPLETED  # when="finished": it runs after a failure too
+    assert by_unit[4] == (Status.CANCELLED, f"dependency {e.experiment_id}/2 cancelled")
+    ran = {name for name, _ in _times(out)}
+    assert ran == {"A", "F"}  # B and C never started

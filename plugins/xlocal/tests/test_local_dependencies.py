@@ -4,6 +4,7 @@ the launcher gone and no xcore process watching (``xlocal.runner._after``)."""
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -84,3 +85,33 @@ def test_a_failed_dependency_cancels_what_waits_on_it_transitively(tmp_path):
     assert by_unit[4] == (Status.CANCELLED, f"dependency {e.experiment_id}/2 cancelled")
     ran = {name for name, _ in _times(out)}
     assert ran == {"A", "F"}  # B and C never started
+
+
+def test_a_chain_across_backends_is_released_by_xcore_wait(tmp_path):
+    """xlocal -> the fake backend: the fake cannot wait natively, so its unit is held until
+    `xcore wait` (a later process; the launcher is gone) sees the xlocal job complete."""
+    out = tmp_path / "times.txt"
+    script = write_script(tmp_path / "launch.py", f"""
+from xcore.testing import fake
+with xm.create_experiment("across") as e:
+    [local] = e.package([xm.binary(xlocal.Local.Spec(), {PY!r}, args=["-c", {STEP!r}])])
+    [faked] = e.package([xm.binary(fake.FakeSpec(), {PY!r}, args=["-c", {STEP!r}])])
+    a = e.add(xm.Job(local, xlocal.Local(), args=["A", 0.5, 0, {str(out)!r}]))
+    e.add(xm.Job(faked, fake.FakeExecutor(), args=["B", 0, 0, {str(out)!r}]), depends_on=[a])
+""")
+    fake_cli = ("import sys\nfrom xcore.testing import fake, plugin_host\nplugin_host({'fake': fake}, entry_points=True)\n"
+                "from xcore.cli.main import main\nsys.exit(main(sys.argv[1:]))\n")
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([PY, "-c", fake_cli, *args], capture_output=True, text=True, timeout=120)
+
+    assert (launched := cli("launch", str(script))).returncode == 0, launched.stderr
+    show = json.loads(cli("show", "1", "--json").stdout)
+    held = show["work_units"][1]
+    assert (held["status"], held["jobs"][0]["message"], held["depends_on"]) == ("PENDING", "waiting for 1/1", ["1/1"])
+    waited = cli("wait", "1", "--timeout", "60")
+    assert waited.returncode == 0, waited.stderr
+    t = _times(out)
+    assert t[("A", "end")] <= t[("B", "start")]
+    show = json.loads(cli("show", "1", "--json").stdout)
+    assert [u["status"] for u in show["work_units"]] == ["COMPLETED", "COMPLETED"]

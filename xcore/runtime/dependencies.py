@@ -43,19 +43,24 @@ class Gate:
     cancelled: list[tuple[Any, str]] = attrs.field(factory=list)
 
 
-def native(host: PluginHost, kind: str) -> bool:
-    """Whether the backend serving executor ``kind`` waits for dependencies itself."""
+def _backend(host: PluginHost, kind: str) -> Any:
+    """The backend object serving executor ``kind`` (None for a plugin of hook functions)."""
     try:
-        backend = host.kinds.entry(kind).backend
+        return host.kinds.entry(kind).backend
     except Exception:  # noqa: BLE001 - an unknown kind fails its launch elsewhere, with its reason
-        return False
-    return bool(getattr(backend, "native_dependencies", False))
+        return None
+
+
+def _waits(backend: Any, executor: Any, when: str) -> bool:
+    """Whether ``backend`` waits natively for a dependency with ``when`` of a job of ``executor``."""
+    return backend is not None and bool(getattr(backend, "native_dependencies", False)) and bool(
+        backend.waits_for(executor, when))
 
 
 def gate(store: MetadataStore, host: PluginHost, kind: str, group: Sequence[Any]) -> Gate:
     """Sort ``group`` (the launcher's pending jobs of executor ``kind``, in add order: a
     dependency in the same group always comes before its dependents)."""
-    can_wait = native(host, kind)
+    backend = _backend(host, kind)
     here = {p.request.job_id for p in group}
     held_ids: set[int] = set()
     cancelled_ids: dict[int, str] = {}
@@ -73,6 +78,7 @@ def gate(store: MetadataStore, host: PluginHost, kind: str, group: Sequence[Any]
         waiting: list[str] = []
         cancel = ""
         for edge in edges:
+            can_wait = _waits(backend, jobs[0].request.executor, edge.when)
             for record in _dependency_jobs(store, edge, cache):
                 if record is None:  # a unit without jobs yet (a job generator's): wait
                     waiting.append(edge.on_name)

@@ -35,10 +35,31 @@ def is_held(job: JobRecord) -> bool:
 
 
 def release(store: MetadataStore, host: PluginHost, changed: Sequence[JobRecord]) -> None:
-    """The duty: look at the held units that wait for the units of jobs that just ended."""
+    """The duty: look at the held units that wait for the units of jobs that just ended, and
+    say why a job the backend cancelled for its dependency never ran."""
     ended = {(j.experiment_id, j.work_unit_id) for j in changed if j.status.is_terminal}
-    if ended:
-        check_held(store, host, {(e.experiment_id, e.work_unit_id) for e in store.dependents(sorted(ended))})
+    if not ended:
+        return
+    _explain_native_cancels(store, [j for j in changed if j.status is Status.CANCELLED and j.started_at is None
+                                    and j.handle is not None and not j.message.startswith("dependency ")])
+    check_held(store, host, {(e.experiment_id, e.work_unit_id) for e in store.dependents(sorted(ended))})
+
+
+def _explain_native_cancels(store: MetadataStore, cancelled: Sequence[JobRecord]) -> None:
+    """A backend that waited natively cancelled these jobs before they started (Slurm's
+    ``kill_invalid_depend``) and words it its own way (``cancelled``): where one of the unit's
+    dependencies ended otherwise, record ``dependency 3/1 failed`` instead."""
+    reasons = []
+    for job in cancelled:
+        edges = store.dependencies(job.experiment_id, [job.work_unit_id])
+        if not edges:
+            continue
+        verdict, why = _verdict(store, edges)
+        if verdict == "cancel":
+            job.message = why
+            reasons.append((job.id, JobState(Status.CANCELLED, why, job.exit_code, None, job.ended_at)))
+    if reasons:
+        store.record_states(reasons)
 
 
 def check_held(store: MetadataStore, host: PluginHost, units: Iterable[Unit]) -> None:

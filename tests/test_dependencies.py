@@ -9,9 +9,9 @@ import threading
 from pathlib import Path
 
 import pytest
-from core_helpers import run_xcore_fake, write_fake_script
 
 import xcore as xm
+from core_helpers import run_xcore_fake, write_fake_script
 from xcore.hooks.host import get_host
 from xcore.launch.registry import open_store
 from xcore.model.status import Status

@@ -326,9 +326,9 @@ def _units_json(units: list[UnitView], tables: _SpecTables, now: float) -> list[
             "status": unit.status.value, "exit_codes": unit.exit_codes, "duration": unit.duration,
             "started_at": unit.started_at, "ended_at": unit.ended_at, "jobs": jobs,
             "results": unit.results, "links": unit.links,
-            "depends_on": [edge.on_name for edge in unit.depends_on],
         })
-        if unit.depends_on:
+        if unit.depends_on:  # what it waits for (experiment.add(..., depends_on=..., when=...))
+            pieces[-1]["depends_on"] = [edge.on_name for edge in unit.depends_on]
             pieces[-1]["depends_when"] = unit.depends_on[0].when
     return pieces
 

@@ -16,7 +16,6 @@ import xcore as xm
 from xhpc.schedulers import Chunk
 
 
-
 def _on(scheduler: str) -> pytest.MarkDecorator:
     """The test runs on one real scheduler, from the login node (``cluster`` fixture)."""
     def mark(test):  # type: ignore[no-untyped-def]

@@ -66,7 +66,8 @@ with xm.create_experiment("diamond") as e:
     assert run_xcore("wait", "1", "--timeout", "60").returncode == 0
     show = json.loads(run_xcore("show", "1", "--json").stdout)
     assert [u["status"] for u in show["work_units"]] == ["COMPLETED"] * 4
-    assert [u["depends_on"] for u in show["work_units"]] == [[], ["1/1"], ["1/1"], ["1/2", "1/3"]]
+    assert [u.get("depends_on") for u in show["work_units"]] == [None, ["1/1"], ["1/1"], ["1/2", "1/3"]]
+    assert show["work_units"][3]["depends_when"] == "success"
 
 
 def test_a_failed_dependency_cancels_what_waits_on_it_transitively(tmp_path):
@@ -99,7 +100,8 @@ with xm.create_experiment("across") as e:
     a = e.add(xm.Job(local, xlocal.Local(), args=["A", 0.5, 0, {str(out)!r}]))
     e.add(xm.Job(faked, fake.FakeExecutor(), args=["B", 0, 0, {str(out)!r}]), depends_on=[a])
 """)
-    fake_cli = ("import sys\nfrom xcore.testing import fake, plugin_host\nplugin_host({'fake': fake}, entry_points=True)\n"
+    fake_cli = ("import sys\nfrom xcore.testing import fake, plugin_host\n"
+                "plugin_host({'fake': fake}, entry_points=True)\n"
                 "from xcore.cli.main import main\nsys.exit(main(sys.argv[1:]))\n")
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:

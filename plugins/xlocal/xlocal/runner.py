@@ -577,7 +577,7 @@ def _exit_event(run_dir: str, index: int) -> dict[str, Any] | None:
         except ValueError:
             continue
         if event.get("i") == index and event.get("e") == "exit":
-            return event  # type: ignore[no-any-return]
+            return event
     return None
 
 

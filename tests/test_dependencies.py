@@ -174,3 +174,20 @@ def test_observers_in_threads_claim_once_at_the_same_instant(tmp_path, monkeypat
     for thread in threads:
         thread.join(timeout=120)
     assert Path(marker).read_text() == "ran\n"
+
+
+def test_cancelling_a_held_unit_keeps_it_and_what_waits_on_it_from_ever_running(tmp_path):
+    marker = tmp_path / "ran.txt"
+    with xm.create_experiment("cancel held") as e:
+        [exe] = e.package([xm.binary(fake.FakeSpec(), sys.executable, args=["-c", APPEND])])
+        first = e.add(xm.Job(exe, fake.FakeExecutor(hold=True), args=[str(tmp_path / "first")]))
+        held = e.add(xm.Job(exe, fake.FakeExecutor(), args=[str(marker)]), depends_on=[first])
+        e.add(xm.Job(exe, fake.FakeExecutor(), args=[str(marker)]), depends_on=[held])
+    assert run_xcore_fake("cancel", f"{e.experiment_id}/2").returncode == 0
+    _finish(_jobs(e.experiment_id)[1], Status.COMPLETED, 0)
+    refresh_jobs(open_store(), get_host(), list(_jobs(e.experiment_id).values()))
+    after = _jobs(e.experiment_id)
+    assert [(after[u].status, after[u].message) for u in (2, 3)] == [
+        (Status.CANCELLED, dependents.CANCELLED_HELD),
+        (Status.CANCELLED, f"dependency {e.experiment_id}/2 cancelled")]
+    assert not marker.exists()

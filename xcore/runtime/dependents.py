@@ -80,6 +80,22 @@ def check_held(store: MetadataStore, host: PluginHost, units: Iterable[Unit]) ->
         todo = {(e.experiment_id, e.work_unit_id) for e in store.dependents(cancelled)} if cancelled else set()
 
 
+CANCELLED_HELD = "cancelled before it was submitted"
+
+
+def cancel_held(store: MetadataStore, host: PluginHost, jobs: Sequence[JobRecord]) -> list[int]:
+    """``xcore cancel`` of held jobs: their units are claimed ``cancelled`` (an observer can no
+    longer submit them) and read CANCELLED; what waits on them follows. Returns the jobs this
+    call cancelled."""
+    units = sorted({(j.experiment_id, j.work_unit_id) for j in jobs if is_held(j)})
+    won = [key for key in units if store.claim_held(*key, "cancelled")]
+    for key in won:
+        _cancel(store, key, CANCELLED_HELD)
+    if won:
+        check_held(store, host, {(e.experiment_id, e.work_unit_id) for e in store.dependents(won)})
+    return [j.id for j in jobs if (j.experiment_id, j.work_unit_id) in set(won)]
+
+
 def _verdict(store: MetadataStore, edges: Sequence[DependencyEdge]) -> tuple[str, str]:
     """``("go", "")`` when every dependency ended as asked, ``("cancel", reason)`` when one
     ended otherwise, ``("wait", "")`` while any runs."""

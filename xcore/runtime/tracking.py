@@ -224,6 +224,11 @@ def cancel_jobs(store: MetadataStore, host: PluginHost, jobs: Sequence[JobRecord
     cancelled: a job that another canceller recorded CANCELLED first is not counted
     (``record_cancels``)."""
     by_kind: dict[str, list[tuple[JobRecord, Any]]] = {}
+    held = 0
+    if any(j.status is Status.PENDING and j.handle is None for j in jobs):  # held for their dependencies
+        from xcore.runtime.dependents import cancel_held
+
+        held = len(cancel_held(store, host, jobs))
     # CANCELLED found here is another canceller's work, in flight: it records it (and counts it).
     def record_but_cancels(changes: list[tuple[int, JobState]]) -> None:
         store.record_states([(job_id, state) for job_id, state in changes if state.status is not Status.CANCELLED])
@@ -238,4 +243,4 @@ def cancel_jobs(store: MetadataStore, host: PluginHost, jobs: Sequence[JobRecord
     claimed: set[int] = set()
     refresh_jobs(store, host, asked, record=lambda changes: claimed.update(store.record_cancels(changes)))
     # Still stopping (a backend may take a while) counts; CANCELLED by someone else's record does not.
-    return sum(j.status is not Status.CANCELLED or j.id in claimed for j in asked)
+    return held + sum(j.status is not Status.CANCELLED or j.id in claimed for j in asked)

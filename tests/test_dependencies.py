@@ -191,3 +191,23 @@ def test_cancelling_a_held_unit_keeps_it_and_what_waits_on_it_from_ever_running(
         (Status.CANCELLED, dependents.CANCELLED_HELD),
         (Status.CANCELLED, f"dependency {e.experiment_id}/2 cancelled")]
     assert not marker.exists()
+
+
+def test_show_and_the_dashboard_say_what_a_held_unit_waits_for(capsys):
+    from starlette.testclient import TestClient  # xcore-core[ui], installed by scripts/test.sh
+
+    from xcore.cli.main import main
+    from xcore.ui.app import create_app
+
+    with xm.create_experiment("shown") as e:
+        [exe] = e.package([xm.binary(fake.FakeSpec(), "true")])
+        first = e.add(xm.Job(exe, fake.FakeExecutor(hold=True)))
+        e.add(xm.Job(exe, fake.FakeExecutor()), depends_on=[first], when="finished")
+    xid = e.experiment_id
+    assert main(["show", str(xid)]) == 0
+    out = capsys.readouterr().out
+    assert f"waiting for {xid}/1" in out
+    assert out.splitlines()[-2:] == ["WU  DEPENDS ON  WHEN", f"2   {xid}/1         finished"]
+    page = TestClient(create_app(open_store(), get_host()), base_url="http://127.0.0.1").get(
+        f"/experiments/{xid}/units/2").text
+    assert f'<a href="/experiments/{xid}/units/1">{xid}/1</a> (to end)' in page

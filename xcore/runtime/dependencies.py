@@ -68,6 +68,13 @@ def gate(store: MetadataStore, host: PluginHost, kind: str, group: Sequence[Any]
     units: dict[tuple[int, int], list[Any]] = {}
     for pending in group:
         units.setdefault((pending.request.experiment_id, pending.request.work_unit_id), []).append(pending)
+    needed: dict[int, set[int]] = {}  # read once per experiment: a sweep of dependents is one read
+    for jobs in units.values():
+        for edge in jobs[0].edges:
+            needed.setdefault(edge.on_experiment_id, set()).add(edge.on_work_unit_id)
+    for experiment_id, unit_ids in needed.items():
+        found = {u.id: u.jobs for u in store.work_units(experiment_id, sorted(unit_ids))}
+        cache.update({(experiment_id, u): found.get(u, []) for u in unit_ids})
     out = Gate()
     for key, jobs in units.items():
         edges: Sequence[DependencyEdge] = jobs[0].edges
@@ -79,7 +86,7 @@ def gate(store: MetadataStore, host: PluginHost, kind: str, group: Sequence[Any]
         cancel = ""
         for edge in edges:
             can_wait = _waits(backend, jobs[0].request.executor, edge.when)
-            for record in _dependency_jobs(store, edge, cache):
+            for record in _dependency_jobs(edge, cache):
                 if record is None:  # a unit without jobs yet (a job generator's): wait
                     waiting.append(edge.on_name)
                 elif record.id in cancelled_ids:
@@ -113,14 +120,10 @@ def gate(store: MetadataStore, host: PluginHost, kind: str, group: Sequence[Any]
     return out
 
 
-def _dependency_jobs(store: MetadataStore, edge: DependencyEdge,
-                     cache: dict[tuple[int, int], list[JobRecord]]) -> list[JobRecord | None]:
-    """The jobs ``edge`` waits for, as the store has them now ([None] if it has none yet)."""
-    key = (edge.on_experiment_id, edge.on_work_unit_id)
-    if key not in cache:
-        found = store.work_units(key[0], [key[1]])
-        cache[key] = found[0].jobs if found else []
-    jobs = [j for j in cache[key] if not edge.on_job or j.name == edge.on_job]
+def _dependency_jobs(edge: DependencyEdge, cache: dict[tuple[int, int], list[JobRecord]]) -> list[JobRecord | None]:
+    """The jobs ``edge`` waits for, as the store had them at the gate ([None] if it had none yet)."""
+    jobs = [j for j in cache.get((edge.on_experiment_id, edge.on_work_unit_id), [])
+            if not edge.on_job or j.name == edge.on_job]
     return list(jobs) if jobs else [None]
 
 

@@ -680,16 +680,20 @@ class SqlStore(MetadataStore):
 
     @_reads
     def dependents(self, cur: Cursor, on_units: Sequence[tuple[int, int]]) -> list[DependencyEdge]:
+        # One read per experiment on each side, not per unit: a sweep that ends is thousands of units.
+        wanted = set(on_units)
         waiting: set[tuple[int, int]] = set()
-        for on_experiment, on_unit in sorted(set(on_units)):
+        for on_experiment in sorted({e for e, _ in wanted}):
             waiting.update((r["experiment_id"], r["work_unit_id"]) for r in cur.execute(
-                "SELECT experiment_id, work_unit_id FROM unit_dependencies"
-                " WHERE on_experiment_id = ? AND on_work_unit_id = ?", (on_experiment, on_unit)).fetchall())
+                "SELECT experiment_id, work_unit_id, on_work_unit_id FROM unit_dependencies"
+                " WHERE on_experiment_id = ?", (on_experiment,)).fetchall()
+                if (on_experiment, r["on_work_unit_id"]) in wanted)
         found: list[DependencyEdge] = []
-        for experiment_id, unit_id in sorted(waiting):
-            found += [_edge(r) for r in cur.execute(
-                "SELECT * FROM unit_dependencies WHERE experiment_id = ? AND work_unit_id = ?"
-                " ORDER BY on_experiment_id, on_work_unit_id, on_job", (experiment_id, unit_id)).fetchall()]
+        for experiment_id in sorted({e for e, _ in waiting}):
+            found += [edge for edge in map(_edge, cur.execute(
+                "SELECT * FROM unit_dependencies WHERE experiment_id = ?"
+                " ORDER BY work_unit_id, on_experiment_id, on_work_unit_id, on_job", (experiment_id,)).fetchall())
+                if (edge.experiment_id, edge.work_unit_id) in waiting]
         return found
 
     @_writes

@@ -117,3 +117,32 @@ with xm.create_experiment("across") as e:
     assert t[("A", "end")] <= t[("B", "start")]
     show = json.loads(cli("show", "1", "--json").stdout)
     assert [u["status"] for u in show["work_units"]] == ["COMPLETED", "COMPLETED"]
+
+
+def test_a_dependency_whose_runner_was_killed_reads_failed_and_its_dependent_never_runs(tmp_path, monkeypatch):
+    """Each batch its own runner: the dependency's runner and job are killed; the dependent's
+    runner sees that runner gone (its lock let go) and cancels the dependent instead of waiting
+    for good."""
+    import os
+    import signal
+
+    monkeypatch.setenv("XLOCAL_RUNNER_PER_BATCH", "1")
+    out = tmp_path / "times.txt"
+    with xm.create_experiment("killed") as e:
+        [exe] = e.package([xm.binary(xlocal.Local.Spec(), PY, args=["-c", STEP])])
+        a = e.add(xm.Job(exe, xlocal.Local(), args=["A", 60, 0, str(out)]))
+        a.result()  # its own batch, its own runner
+        b = e.add(xm.Job(exe, xlocal.Local(), args=["B", 0, 0, str(out)]), depends_on=[a])
+        b.result()
+    _wait_for_line(out, "A start")
+    [job_a] = e._store.work_units(e.experiment_id, [1])[0].jobs
+    run_dir = Path(job_a.handle["run_dir"])
+    runner = json.loads((run_dir / "runner.json").read_text())
+    [started] = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()
+                 if '"start"' in line]
+    os.kill(runner["pid"], signal.SIGKILL)  # the runner and its job die together (a crash, an OOM kill)
+    os.kill(started["pid"], signal.SIGKILL)
+    jobs = {j.work_unit_id: j for j in e.wait_until_complete(timeout=60)}
+    assert jobs[1].status is Status.FAILED
+    assert (jobs[2].status, jobs[2].message) == (Status.CANCELLED, f"dependency {e.experiment_id}/1 failed")
+    assert ("B", "start") not in _times(out)

@@ -545,6 +545,9 @@ def _after(run_: Run, index: int, after: list[list[Any]]) -> str | None:
     waiting = []
     for run_dir, dep, when, name in after:
         ended = _exit_event(run_dir, dep)
+        if ended is None and run_dir != run_.dir and not _runner_holds(run_dir):
+            # Its runner is gone (killed): read once more (it may have ended just now), else lost.
+            ended = _exit_event(run_dir, dep) or {"rc": None, "error": "lost: its runner was killed"}
         if ended is None:
             waiting.append(name)
             continue
@@ -561,9 +564,23 @@ def _after(run_: Run, index: int, after: list[list[Any]]) -> str | None:
     return None
 
 
+def _runner_holds(run_dir: str) -> bool:
+    """Whether a runner (or the launcher handing it over) holds the run's ``runner.lock``."""
+    try:
+        fd = os.open(os.path.join(run_dir, "runner.lock"), os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # also lets go of a lock taken just now
+    return False
+
+
 def _exit_event(run_dir: str, index: int) -> dict[str, Any] | None:
-    """The ``exit`` event of job ``index`` of the run in ``run_dir`` (None while it runs). A
-    run whose runner is gone without one (killed) reads as failed."""
+    """The ``exit`` event of job ``index`` of the run in ``run_dir`` (None while it runs)."""
     try:
         with open(os.path.join(run_dir, "events.jsonl"), "rb") as file:
             data = file.read()

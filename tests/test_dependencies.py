@@ -211,3 +211,16 @@ def test_show_and_the_dashboard_say_what_a_held_unit_waits_for(capsys):
     page = TestClient(create_app(open_store(), get_host()), base_url="http://127.0.0.1").get(
         f"/experiments/{xid}/units/2").text
     assert f'<a href="/experiments/{xid}/units/1">{xid}/1</a> (to end)' in page
+
+
+def test_a_job_generator_takes_no_depends_on_and_the_refusal_uses_no_unit_id():
+    async def generator(unit):  # pragma: no cover - refused before it runs
+        pass
+
+    with xm.create_experiment("generator") as e:
+        [exe] = e.package([xm.binary(fake.FakeSpec(), "true")])
+        first = e.add(xm.Job(exe, fake.FakeExecutor()))
+        with pytest.raises(ValueError, match="not to a job generator"):
+            e.add(generator, depends_on=[first])
+        second = e.add(xm.Job(exe, fake.FakeExecutor()), depends_on=[first])
+    assert second.unit.work_unit_id == 2 and len(e.work_units) == 2

@@ -298,6 +298,9 @@ class Experiment:
                 "experiment.add takes a Job, JobGroup, AuxiliaryUnitJob or async job generator,"
                 f" got {type(job).__name__}."
             )
+        if is_generator and wanted:
+            raise ValueError("depends_on applies to a Job or JobGroup, not to a job generator: "
+                             "pass depends_on to the adds inside it.")
         if isinstance(job, (Job, JobGroup)):  # not a generator (anything else was refused above)
             # Validate everything before anything is recorded, so a bad job records nothing.
             prepared = self._prepare(job, args, prefix="")
@@ -313,9 +316,6 @@ class Experiment:
         if identity:
             self._identities[identity] = unit
         if is_generator:
-            if edges:
-                raise ValueError("depends_on applies to a Job or JobGroup, not to a job generator: "
-                                 "pass depends_on to the adds inside it.")
             self._launcher.record(PendingAdd(
                 UnitWrite(self.experiment_id, unit_id, role_name, stored_args, identity, []), [], None))
             future = self._run_generator(job, unit, dict(args or {}))
@@ -327,14 +327,8 @@ class Experiment:
         wait for itself, directly or round a circle, is refused before anything is recorded."""
         if not wanted:
             return []
-        edges = []
-        for unit, job, when in wanted:
-            owner = getattr(unit, "experiment", None)
-            on_experiment = getattr(owner, "experiment_id", None)
-            if not isinstance(on_experiment, int):
-                raise TypeError(f"depends_on: {unit!r} belongs to no experiment; pass a unit that experiment.add "
-                                "returned (or its future).")
-            edges.append(DependencyEdge(self.experiment_id, unit_id, on_experiment, unit.work_unit_id, job, when))
+        edges = [DependencyEdge(self.experiment_id, unit_id, unit.experiment.experiment_id, unit.work_unit_id, job,
+                                when) for unit, job, when in wanted]
         me = (self.experiment_id, unit_id)
         graph = {key: set(value) for key, value in self._waits_for.items()}
         graph[me] = {(e.on_experiment_id, e.on_work_unit_id) for e in edges}
@@ -575,12 +569,16 @@ def _dependencies(depends_on: Sequence[Any] | None, when: str) -> list[tuple[Any
         if isinstance(entry, LaunchFuture):
             entry = entry.unit
         if isinstance(entry, UnitJob):
-            wanted.append((entry.unit, entry.name, when))
+            unit, job = entry.unit, entry.name
         elif isinstance(entry, ExperimentUnit):
-            wanted.append((entry, "", when))
+            unit, job = entry, ""
         else:
             raise TypeError(f"depends_on takes work units, the futures experiment.add returns, or unit.job(name) "
                             f"for one job of a JobGroup; got {type(entry).__name__}: {entry!r}.")
+        if not isinstance(getattr(unit.experiment, "experiment_id", None), int):
+            raise TypeError(f"depends_on: {unit!r} belongs to no recorded experiment; pass a unit that "
+                            "experiment.add returned (or its future).")
+        wanted.append((unit, job, when))
     return wanted
 
 

@@ -40,24 +40,34 @@ def release(store: MetadataStore, host: PluginHost, changed: Sequence[JobRecord]
     ended = {(j.experiment_id, j.work_unit_id) for j in changed if j.status.is_terminal}
     if not ended:
         return
-    _explain_native_cancels(store, [j for j in changed if j.status is Status.CANCELLED and j.started_at is None
-                                    and j.handle is not None and not j.message.startswith("dependency ")])
-    check_held(store, host, {(e.experiment_id, e.work_unit_id) for e in store.dependents(sorted(ended))})
+    waiting = {(e.experiment_id, e.work_unit_id) for e in store.dependents(sorted(ended))}
+    # Seen cancelled now, or waiting on what just ended (whichever of the two is seen first).
+    _explain_native_cancels(store, waiting | {(j.experiment_id, j.work_unit_id) for j in changed
+                                              if _unexplained(j)})
+    check_held(store, host, waiting)
 
 
-def _explain_native_cancels(store: MetadataStore, cancelled: Sequence[JobRecord]) -> None:
-    """A backend that waited natively cancelled these jobs before they started (Slurm's
-    ``kill_invalid_depend``) and words it its own way (``cancelled``): where one of the unit's
-    dependencies ended otherwise, record ``dependency 3/1 failed`` instead."""
+def _unexplained(job: JobRecord) -> bool:
+    """Cancelled by its backend before it started, in the backend's own words."""
+    return (job.status is Status.CANCELLED and job.started_at is None and job.handle is not None
+            and not job.message.startswith("dependency "))
+
+
+def _explain_native_cancels(store: MetadataStore, units: set[Unit]) -> None:
+    """A backend that waited natively cancelled jobs of these units before they started
+    (Slurm's ``kill_invalid_depend``) and words it its own way (``cancelled``): where one of
+    the unit's dependencies ended otherwise, record ``dependency 3/1 failed`` instead."""
     reasons = []
-    for job in cancelled:
-        edges = store.dependencies(job.experiment_id, [job.work_unit_id])
-        if not edges:
-            continue
-        verdict, why = _verdict(store, edges)
-        if verdict == "cancel":
-            job.message = why
-            reasons.append((job.id, JobState(Status.CANCELLED, why, job.exit_code, None, job.ended_at)))
+    for experiment_id in sorted({e for e, _ in units}):
+        ids = sorted(u for e, u in units if e == experiment_id)
+        for unit in store.work_units(experiment_id, ids):
+            jobs = [j for j in unit.jobs if _unexplained(j)]
+            edges = store.dependencies(experiment_id, [unit.id]) if jobs else []
+            if not edges:
+                continue
+            verdict, why = _verdict(store, edges)
+            if verdict == "cancel":
+                reasons += [(j.id, JobState(Status.CANCELLED, why, j.exit_code, None, j.ended_at)) for j in jobs]
     if reasons:
         store.record_states(reasons)
 

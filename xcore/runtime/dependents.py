@@ -57,37 +57,78 @@ def _explain_native_cancels(store: MetadataStore, units: set[Unit]) -> None:
     """A backend that waited natively cancelled jobs of these units before they started
     (Slurm's ``kill_invalid_depend``) and words it its own way (``cancelled``): where one of
     the unit's dependencies ended otherwise, record ``dependency 3/1 failed`` instead."""
+    unexplained = {key: found for key, jobs in _jobs_of(store, units).items()
+                   if (found := [j for j in jobs if _unexplained(j)])}
+    if not unexplained:
+        return
+    edges = _edges_of(store, unexplained)
+    jobs_of = _jobs_of(store, {(e.on_experiment_id, e.on_work_unit_id) for found in edges.values() for e in found})
     reasons = []
-    for experiment_id in sorted({e for e, _ in units}):
-        ids = sorted(u for e, u in units if e == experiment_id)
-        for unit in store.work_units(experiment_id, ids):
-            jobs = [j for j in unit.jobs if _unexplained(j)]
-            edges = store.dependencies(experiment_id, [unit.id]) if jobs else []
-            if not edges:
-                continue
-            verdict, why = _verdict(store, edges)
-            if verdict == "cancel":
-                reasons += [(j.id, JobState(Status.CANCELLED, why, j.exit_code, None, j.ended_at)) for j in jobs]
+    for key, jobs in unexplained.items():
+        verdict, why = _verdict(edges.get(key, []), jobs_of)
+        if verdict == "cancel":
+            reasons += [(j.id, JobState(Status.CANCELLED, why, j.exit_code, None, j.ended_at)) for j in jobs]
     if reasons:
         store.record_states(reasons)
 
 
 def check_held(store: MetadataStore, host: PluginHost, units: Iterable[Unit]) -> None:
     """Release or cancel each of ``units`` that is held and whose dependencies decide it;
-    cancelling one looks at what waits on it too (transitively)."""
+    cancelling one looks at what waits on it too (transitively). The store is read per
+    experiment, not per unit: a held sweep costs a few reads per look."""
     todo = set(units)
     while todo:
+        held = sorted(key for key, state in store.held_states(sorted(todo)).items() if state == "held")
+        edges = _edges_of(store, held)
+        jobs = _jobs_of(store, {(e.on_experiment_id, e.on_work_unit_id) for found in edges.values() for e in found})
         cancelled: list[Unit] = []
-        for key, state in sorted(store.held_states(sorted(todo)).items()):
-            if state != "held":
-                continue
-            verdict, why = _verdict(store, store.dependencies(key[0], [key[1]]))
+        for key in held:
+            verdict, why = _verdict(edges.get(key, []), jobs)
             if verdict == "cancel" and store.claim_held(*key, "cancelled"):
                 _cancel(store, key, why)
                 cancelled.append(key)
             elif verdict == "go":
                 _submit(store, host, key)
         todo = {(e.experiment_id, e.work_unit_id) for e in store.dependents(cancelled)} if cancelled else set()
+
+
+def _by_experiment(units: Iterable[Unit]) -> dict[int, list[int]]:
+    found: dict[int, list[int]] = {}
+    for experiment_id, unit_id in sorted(set(units)):
+        found.setdefault(experiment_id, []).append(unit_id)
+    return found
+
+
+def _edges_of(store: MetadataStore, units: Iterable[Unit]) -> dict[Unit, list[DependencyEdge]]:
+    """The dependencies of each of ``units``."""
+    found: dict[Unit, list[DependencyEdge]] = {}
+    for experiment_id, ids in _by_experiment(units).items():
+        for edge in store.dependencies(experiment_id, ids):
+            found.setdefault((edge.experiment_id, edge.work_unit_id), []).append(edge)
+    return found
+
+
+def _jobs_of(store: MetadataStore, units: Iterable[Unit]) -> dict[Unit, list[JobRecord]]:
+    """The jobs of each of ``units``, as the store has them."""
+    return {(experiment_id, unit.id): unit.jobs for experiment_id, ids in _by_experiment(units).items()
+            for unit in store.work_units(experiment_id, ids)}
+
+
+def _verdict(edges: Sequence[DependencyEdge], jobs_of: dict[Unit, list[JobRecord]]) -> tuple[str, str]:
+    """``("go", "")`` when every dependency ended as asked, ``("cancel", reason)`` when one
+    ended otherwise, ``("wait", "")`` while any runs (``jobs_of``: the dependencies' jobs)."""
+    waiting = False
+    for edge in edges:
+        jobs = [j for j in jobs_of.get((edge.on_experiment_id, edge.on_work_unit_id), [])
+                if not edge.on_job or j.name == edge.on_job]
+        if not jobs:
+            waiting = True
+        for job in jobs:
+            if not job.status.is_terminal:
+                waiting = True
+            elif not satisfied(job.status, edge.when):
+                return "cancel", dependency_message(edge.on_name, job.status)
+    return ("wait", "") if waiting else ("go", "")
 
 
 CANCELLED_HELD = "cancelled before it was submitted"
@@ -104,23 +145,6 @@ def cancel_held(store: MetadataStore, host: PluginHost, jobs: Sequence[JobRecord
     if won:
         check_held(store, host, {(e.experiment_id, e.work_unit_id) for e in store.dependents(won)})
     return [j.id for j in jobs if (j.experiment_id, j.work_unit_id) in set(won)]
-
-
-def _verdict(store: MetadataStore, edges: Sequence[DependencyEdge]) -> tuple[str, str]:
-    """``("go", "")`` when every dependency ended as asked, ``("cancel", reason)`` when one
-    ended otherwise, ``("wait", "")`` while any runs."""
-    waiting = False
-    for edge in edges:
-        units = store.work_units(edge.on_experiment_id, [edge.on_work_unit_id])
-        jobs = [j for j in (units[0].jobs if units else []) if not edge.on_job or j.name == edge.on_job]
-        if not jobs:
-            waiting = True
-        for job in jobs:
-            if not job.status.is_terminal:
-                waiting = True
-            elif not satisfied(job.status, edge.when):
-                return "cancel", dependency_message(edge.on_name, job.status)
-    return ("wait", "") if waiting else ("go", "")
 
 
 def _cancel(store: MetadataStore, key: Unit, why: str) -> None:

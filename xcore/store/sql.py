@@ -708,11 +708,13 @@ class SqlStore(MetadataStore):
     @_reads
     def held_states(self, cur: Cursor, units: Sequence[tuple[int, int]]) -> dict[tuple[int, int], str]:
         found = {}
-        for experiment_id, unit_id in sorted(set(units)):
-            row = cur.execute("SELECT state FROM held_units WHERE experiment_id = ? AND work_unit_id = ?",
-                              (experiment_id, unit_id)).fetchone()
-            if row is not None:
-                found[(experiment_id, unit_id)] = row["state"]
+        wanted = set(units)
+        for experiment_id in sorted({e for e, _ in wanted}):
+            ids = sorted(u for e, u in wanted if e == experiment_id)
+            for clause, params in self.dialect.in_chunks("work_unit_id", ids):
+                query = f"SELECT work_unit_id, state FROM held_units WHERE experiment_id = ? AND {clause}"
+                for row in cur.execute(query, (experiment_id, *params)).fetchall():
+                    found[(experiment_id, row["work_unit_id"])] = row["state"]
         return found
 
     @_writes

@@ -76,7 +76,7 @@ def _show(args: argparse.Namespace, collecting: bool) -> int:
         record = store.get_experiment(experiment_id)
     results, links = store.results(experiment_id, wanted), store.links(experiment_id, wanted)
     now = time.time()
-    views = unit_views(units, results, links, now)
+    views = unit_views(units, results, links, now, store.dependencies(experiment_id, wanted))
     del units
     experiment = ExperimentView(record)
     if group_by is not None:
@@ -130,6 +130,11 @@ def _show(args: argparse.Namespace, collecting: bool) -> int:
     if link_rows:
         print()
         print(render_table(["WU", "TRACKER", "LINK"], link_rows))
+    depends = [(view.id, ", ".join(e.on_name for e in view.depends_on), view.depends_on[0].when)
+               for view in views if view.depends_on]
+    if depends:
+        print()
+        print(render_table(["WU", "DEPENDS ON", "WHEN"], depends))
     return EXIT_OK
 
 
@@ -322,6 +327,9 @@ def _units_json(units: list[UnitView], tables: _SpecTables, now: float) -> list[
             "started_at": unit.started_at, "ended_at": unit.ended_at, "jobs": jobs,
             "results": unit.results, "links": unit.links,
         })
+        if unit.depends_on:  # what it waits for (experiment.add(..., depends_on=..., when=...))
+            pieces[-1]["depends_on"] = [edge.on_name for edge in unit.depends_on]
+            pieces[-1]["depends_when"] = unit.depends_on[0].when
     return pieces
 
 

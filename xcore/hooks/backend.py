@@ -58,6 +58,17 @@ class Backend:
     packaged executables, job handles), each registered as ``"<plugin>.<ClassName>"``. List
     the same kinds in your ``pyproject.toml`` (``xcore.kinds`` entry points)."""
 
+    native_dependencies: ClassVar[bool] = False
+    """Whether ``launch`` honours ``LaunchRequest.depends_on``: starts each job only once its
+    dependencies ended as their ``when`` asks, and ends it CANCELLED (never run) if one ended
+    otherwise. False: the core holds such jobs and submits them itself once their dependencies
+    ended (``xcore.runtime.dependencies``)."""
+
+    def waits_for(self, executor: Any, when: str) -> bool:
+        """Whether jobs of ``executor`` can wait natively for a dependency with ``when``
+        (``"success"`` or ``"finished"``); ``native_dependencies`` unless overridden."""
+        return self.native_dependencies
+
     def package(self, packageable: Packageable, context: PackagingContext) -> Executable | None:
         """``xcore_package``: your packaged executable, or None if you cannot package this spec."""
         raise NotImplementedError

@@ -36,11 +36,13 @@ from xcore.launch.units import (
     ExperimentUnitRole,
     LaunchFuture,
     MetadataContext,
+    UnitJob,
     WorkUnit,
     WorkUnitRole,
 )
 from xcore.model import limits
 from xcore.model.args import SequentialArgs
+from xcore.model.dependencies import WHEN, DependencyEdge, find_cycle
 from xcore.model.job_blocks import (
     Executable,
     Job,
@@ -108,6 +110,7 @@ class Experiment:
         self._flush_scheduled: set[int] = set()  # event loops with a flush queued (see _schedule_flush)
         self._tracking: Callable[[TrackedJob], JobTracking] | None = None
         self._tracking_decided = False
+        self._waits_for: dict[tuple[int, int], set[tuple[int, int]]] = {}  # unit -> the units it depends on
         self.context = MetadataContext(ContextAnnotations(store, record))
 
     def hold_lease(self) -> None:
@@ -261,9 +264,17 @@ class Experiment:
         *,
         role: ExperimentUnitRole = WorkUnitRole(),
         identity: str = "",
+        depends_on: Sequence[Any] | None = None,
+        when: str = "success",
     ) -> LaunchFuture:
-        """Add a work unit (or an auxiliary unit) and queue its jobs for launch."""
+        """Add a work unit (or an auxiliary unit) and queue its jobs for launch.
+
+        ``depends_on``: units (or their ``add`` futures, or ``unit.job(name)`` for one job of
+        a JobGroup), of this experiment or another, that must end before this unit runs:
+        each completed (``when="success"``) or each ended however (``"finished"``). If one
+        fails or is cancelled under ``"success"``, this unit never runs and reads CANCELLED."""
         limits.check_args(args)
+        wanted = _dependencies(depends_on, when)
         if isinstance(job, AuxiliaryUnitJob):
             role, job = job.role, job.job
         if isinstance(job, JobConfig):  # e.g. an array job: one unit with its expanded jobs
@@ -276,7 +287,9 @@ class Experiment:
                 return LaunchFuture(done, self._launcher, existing)
             if isinstance(job, (Job, JobGroup)):  # it never reached a backend: run it now
                 prepared = self._prepare(job, args, prefix="")
-                return self._record_and_queue(existing, prepared, None, None, "", replace_unlaunched=True)
+                edges = self._dependency_edges(existing.work_unit_id, wanted)
+                return self._record_and_queue(existing, prepared, None, None, "", replace_unlaunched=True,
+                                              edges=edges)
         is_generator = not isinstance(job, (Job, JobGroup)) and _is_async_callable(job)
         if not is_generator and callable(job) and not isinstance(job, (Job, JobGroup)):
             raise ValueError(f"Job generators must be `async def` functions; {job!r} is not.")
@@ -285,12 +298,16 @@ class Experiment:
                 "experiment.add takes a Job, JobGroup, AuxiliaryUnitJob or async job generator,"
                 f" got {type(job).__name__}."
             )
+        if is_generator and wanted:
+            raise ValueError("depends_on applies to a Job or JobGroup, not to a job generator: "
+                             "pass depends_on to the adds inside it.")
         if isinstance(job, (Job, JobGroup)):  # not a generator (anything else was refused above)
             # Validate everything before anything is recorded, so a bad job records nothing.
             prepared = self._prepare(job, args, prefix="")
         with self._id_lock:
             unit_id = self._next_id
             self._next_id += 1
+        edges = self._dependency_edges(unit_id, wanted)
         unit_cls = AuxiliaryUnit if isinstance(role, AuxiliaryUnitRole) else WorkUnit
         unit = unit_cls(self, unit_id, role, args, identity=identity)
         role_name = "auxiliary" if unit_cls is AuxiliaryUnit else "work_unit"
@@ -303,7 +320,25 @@ class Experiment:
                 UnitWrite(self.experiment_id, unit_id, role_name, stored_args, identity, []), [], None))
             future = self._run_generator(job, unit, dict(args or {}))
             return LaunchFuture(future, self._launcher, unit)
-        return self._record_and_queue(unit, prepared, role_name, stored_args, identity)
+        return self._record_and_queue(unit, prepared, role_name, stored_args, identity, edges=edges)
+
+    def _dependency_edges(self, unit_id: int, wanted: list[tuple[Any, str, str]]) -> list[DependencyEdge]:
+        """The edges from unit ``unit_id`` to each wanted ``(unit, job, when)``; a unit that would
+        wait for itself, directly or round a circle, is refused before anything is recorded."""
+        if not wanted:
+            return []
+        edges = [DependencyEdge(self.experiment_id, unit_id, unit.experiment.experiment_id, unit.work_unit_id, job,
+                                when) for unit, job, when in wanted]
+        me = (self.experiment_id, unit_id)
+        graph = {key: set(value) for key, value in self._waits_for.items()}
+        graph[me] = {(e.on_experiment_id, e.on_work_unit_id) for e in edges}
+        cycle = find_cycle(graph, me)
+        if cycle:
+            path = " -> ".join(f"{e}/{u}" for e, u in cycle)
+            raise ValueError(f"depends_on would make a cycle ({path}): a unit cannot wait for itself; "
+                             "drop one of these dependencies.")
+        self._waits_for[me] = graph[me]
+        return edges
 
     def _forget_unrecorded(self, unit_ids: list[int]) -> None:
         """Units whose group the store refused: not in the store, so not here either (an add
@@ -328,6 +363,7 @@ class Experiment:
     def _record_and_queue(
         self, unit: ExperimentUnit, prepared: list[tuple[str, Job, SequentialArgs, dict[str, str], str]],
         role_name: str | None, stored_args: Any, identity: str, replace_unlaunched: bool = False,
+        edges: list[DependencyEdge] | None = None,
     ) -> LaunchFuture:
         links: list[tuple[int, str, str]] = []  # (index in prepared, name, url): ids come with the commit
         jobs: list[tuple[str, Executable, Any, list[str], dict[str, str], str]] = []
@@ -350,7 +386,7 @@ class Experiment:
                                    env=redact_env(env) if env else {}))
             jobs.append((name, job.executable, job.executor, args, env, kind))
         write = UnitWrite(self._record.id, unit.work_unit_id, role_name, stored_args, identity, new_jobs, links,
-                          replace_unlaunched)
+                          replace_unlaunched, edges or [])
         unit.note_job_names((prepared[0][0],) if len(prepared) == 1 else tuple([entry[0] for entry in prepared]))
         future: concurrent.futures.Future = LazyFuture()
         # Recorded with its group (xcore.runtime.recorder): at the latest when the future is
@@ -518,6 +554,32 @@ class Experiment:
     def stop(self) -> None:
         """Cancel every unit of the experiment."""
         self.cancel_jobs(self._all_jobs(include_auxiliary=True))
+
+
+def _dependencies(depends_on: Sequence[Any] | None, when: str) -> list[tuple[Any, str, str]]:
+    """``add``'s ``depends_on`` as ``(unit, job name or '', when)``, checked."""
+    if depends_on is None:
+        return []
+    if when not in WHEN:
+        raise ValueError(f"when={when!r}: expected one of {', '.join(map(repr, WHEN))}.")
+    if isinstance(depends_on, (ExperimentUnit, LaunchFuture, UnitJob)):
+        depends_on = [depends_on]
+    wanted = []
+    for entry in depends_on:
+        if isinstance(entry, LaunchFuture):
+            entry = entry.unit
+        if isinstance(entry, UnitJob):
+            unit, job = entry.unit, entry.name
+        elif isinstance(entry, ExperimentUnit):
+            unit, job = entry, ""
+        else:
+            raise TypeError(f"depends_on takes work units, the futures experiment.add returns, or unit.job(name) "
+                            f"for one job of a JobGroup; got {type(entry).__name__}: {entry!r}.")
+        if not isinstance(getattr(unit.experiment, "experiment_id", None), int):
+            raise TypeError(f"depends_on: {unit!r} belongs to no recorded experiment; pass a unit that "
+                            "experiment.add returned (or its future).")
+        wanted.append((unit, job, when))
+    return wanted
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:

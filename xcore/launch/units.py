@@ -254,6 +254,13 @@ class ExperimentUnit:
         """Remember the names of jobs just added, so a later ``add`` cannot reuse them."""
         self._job_names += names
 
+    def job(self, name: str) -> UnitJob:
+        """One job of this unit (a JobGroup's member, by name), for ``experiment.add(..., depends_on=[...])``."""
+        if name not in self._job_names:
+            known = ", ".join(self._job_names) or "none yet"
+            raise ValueError(f"work unit {self.experiment_unit_name} has no job {name!r} (its jobs: {known}).")
+        return UnitJob(self, name)
+
     def add(self, job: Job | JobGroup, args: Mapping[str, Any] | None = None, *, identity: str = "") -> LaunchFuture:
         """Add jobs to this unit (from inside a job generator). ``identity`` is accepted for
         XManager compatibility; units, not jobs, are deduplicated by identity in xcore."""
@@ -299,6 +306,18 @@ class ExperimentUnit:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(experiment_id={self.experiment_id}, work_unit_id={self._id})"
+
+
+class UnitJob:
+    """One named job of a unit, as ``depends_on`` names it (``unit.job("train")``)."""
+
+    __slots__ = ("name", "unit")
+
+    def __init__(self, unit: ExperimentUnit, name: str) -> None:
+        self.unit, self.name = unit, name
+
+    def __repr__(self) -> str:
+        return f"UnitJob({self.unit!r}, {self.name!r})"
 
 
 class WorkUnit(ExperimentUnit):

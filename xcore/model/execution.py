@@ -16,6 +16,7 @@ from xcore.model import datamodel
 from xcore.model.job_blocks import Executable, Executor
 
 if TYPE_CHECKING:
+    from xcore.model.dependencies import Dependency
     from xcore.progress import Progress
 
 
@@ -77,6 +78,8 @@ class LaunchRequest:
       job's, then ``experiment.add``'s), unredacted, names already validated. It does *not*
       contain the launcher's environment: whether a job inherits it is the backend's
       documented choice (xlocal processes inherit it, containers and clusters do not).
+    - ``depends_on``: the jobs this one must wait for (``xcore.model.dependencies.Dependency``),
+      given only to a backend whose ``native_dependencies`` is True; empty otherwise.
     """
 
     job_id: int
@@ -87,6 +90,7 @@ class LaunchRequest:
     executor: Executor
     args: list[str]
     env: dict[str, str]
+    depends_on: tuple[Dependency, ...] = ()
 
     @property
     def full_name(self) -> str:

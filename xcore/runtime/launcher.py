@@ -44,6 +44,7 @@ from typing import Any
 
 from xcore import paths
 from xcore.hooks.host import PluginHost
+from xcore.model.dependencies import DependencyEdge
 from xcore.model.execution import LaunchContext, LaunchFailure, LaunchRequest, launch_failure_message
 from xcore.model.status import CANCELLED_AT_LAUNCH, JobState, Status
 from xcore.progress import Progress, plural
@@ -182,12 +183,14 @@ def _settle_unwatched(future: concurrent.futures.Future, result: Any, exception:
 
 
 class PendingJob:
-    """A recorded job waiting for its submission (plain slots: one per job of a sweep)."""
+    """A recorded job waiting for its submission (plain slots: one per job of a sweep);
+    ``edges``: its unit's dependencies (``xcore.runtime.dependencies``)."""
 
-    __slots__ = ("executor_kind", "request", "ticket")
+    __slots__ = ("edges", "executor_kind", "request", "ticket")
 
-    def __init__(self, request: LaunchRequest, executor_kind: str, ticket: UnitTicket) -> None:
-        self.request, self.executor_kind, self.ticket = request, executor_kind, ticket
+    def __init__(self, request: LaunchRequest, executor_kind: str, ticket: UnitTicket,
+                 edges: Sequence[DependencyEdge] = ()) -> None:
+        self.request, self.executor_kind, self.ticket, self.edges = request, executor_kind, ticket, edges
 
 
 class _Queued:
@@ -283,7 +286,7 @@ class BatchLauncher:
             write = pending.write
             jobs += [
                 PendingJob(LaunchRequest(job_id, write.experiment_id, write.work_unit_id, name, executable, executor,
-                                         args, env), kind, pending.ticket)
+                                         args, env), kind, pending.ticket, write.depends_on)
                 for job_id, (name, executable, executor, args, env, kind) in zip(job_ids, pending.jobs, strict=True)
             ]
         if jobs:
@@ -585,6 +588,8 @@ class BatchLauncher:
         lease = self._lease_id
         try:
             group = self._drop_cancel_requested(group)
+            if group and any(p.edges for p in group):
+                group = self._gate(kind, group)
             if not group:
                 return
             job_ids = [p.request.job_id for p in group]
@@ -631,6 +636,29 @@ class BatchLauncher:
         self.launched += len(started)
         self._progress.update(f"launched {plural(len(started), 'job')} on {kind}", self.launched)
         self._cancel_if_requested(started)
+
+    # -- dependencies (``xcore.runtime.dependencies``) -------------------------------------
+
+    def _gate(self, kind: str, group: list[PendingJob]) -> list[PendingJob]:
+        """The jobs of ``group`` to submit now; held units and jobs whose dependency ended
+        otherwise are recorded (PENDING ``waiting for ...``, CANCELLED ``dependency ... failed``)
+        and their futures settled: for the script, they are launched."""
+        from xcore.runtime import dependencies
+
+        sorted_ = dependencies.gate(self._store, self._host, kind, group)
+        if sorted_.cancelled:
+            states = [(p.request.job_id, JobState(Status.CANCELLED, why)) for p, why in sorted_.cancelled]
+            self._retry_store(lambda: self._store.record_states(states), "recording jobs whose dependency failed")
+            UnitTicket.jobs_done([p.ticket for p, _ in sorted_.cancelled])
+        if sorted_.held:
+            for _, jobs, _ in sorted_.held:
+                for pending in jobs:
+                    dependencies.keep_request(self._host, pending.request)
+            units = [key for key, _, _ in sorted_.held]
+            held = [(p.request.job_id, JobState(Status.PENDING, why)) for _, jobs, why in sorted_.held for p in jobs]
+            self._retry_store(lambda: self._store.hold_units(units, held), "recording held work units")
+            UnitTicket.jobs_done([p.ticket for _, jobs, _ in sorted_.held for p in jobs])
+        return sorted_.submit
 
     # -- cancel requests (``xcore cancel`` while this launch submits) ----------------------
 

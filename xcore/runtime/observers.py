@@ -27,7 +27,23 @@ ObserverDuty = Callable[["MetadataStore", "PluginHost", "Sequence[JobRecord]"], 
 def duties() -> tuple[ObserverDuty, ...]:
     """The duties, in the order they run. Imported here, lazily, so that a refresh that saw
     nothing change imports none of them."""
-    return ()
+    from xcore.runtime.dependents import release
+
+    return (release,)
+
+
+def held_seen(store: MetadataStore, host: PluginHost, jobs: Sequence[JobRecord]) -> None:
+    """A refresh saw jobs held for their dependencies (``xcore.runtime.dependents``): release
+    or cancel those whose dependencies decided, even if this process saw none of them end."""
+    units = {(j.experiment_id, j.work_unit_id) for j in jobs if j.status.value == "PENDING" and j.handle is None}
+    if not units:
+        return
+    from xcore.runtime.dependents import check_held
+
+    try:
+        check_held(store, host, units)
+    except Exception as exc:  # noqa: BLE001 - an observer keeps observing whatever a duty does
+        print(f"xcore: warning: releasing held work units failed: {type(exc).__name__}: {exc}", file=sys.stderr)
 
 
 def after_refresh(store: MetadataStore, host: PluginHost, changed: Sequence[JobRecord]) -> None:

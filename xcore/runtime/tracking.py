@@ -16,7 +16,7 @@ from typing import Any
 from xcore.errors import BackendUnavailableError, StoreFullError, XcoreError
 from xcore.hooks.host import PluginHost
 from xcore.model.status import JobState, Status, recorded_times
-from xcore.runtime.observers import after_refresh
+from xcore.runtime.observers import after_refresh, held_seen
 from xcore.store import MetadataStore
 from xcore.store.records import JobRecord, unreadable
 
@@ -82,6 +82,8 @@ def refresh_jobs(store: MetadataStore, host: PluginHost, jobs: Sequence[JobRecor
         else:
             changed_ids = {job_id for job_id, _ in changes}
             after_refresh(store, host, [job for job in jobs if job.id in changed_ids])
+    if any(job.status is Status.PENDING and job.handle is None for job in jobs):
+        held_seen(store, host, jobs)  # held for their dependencies: decided by ones no one saw end?
     return list(jobs)
 
 
@@ -222,6 +224,11 @@ def cancel_jobs(store: MetadataStore, host: PluginHost, jobs: Sequence[JobRecord
     cancelled: a job that another canceller recorded CANCELLED first is not counted
     (``record_cancels``)."""
     by_kind: dict[str, list[tuple[JobRecord, Any]]] = {}
+    held = 0
+    if any(j.status is Status.PENDING and j.handle is None for j in jobs):  # held for their dependencies
+        from xcore.runtime.dependents import cancel_held
+
+        held = len(cancel_held(store, host, jobs))
     # CANCELLED found here is another canceller's work, in flight: it records it (and counts it).
     def record_but_cancels(changes: list[tuple[int, JobState]]) -> None:
         store.record_states([(job_id, state) for job_id, state in changes if state.status is not Status.CANCELLED])
@@ -236,4 +243,4 @@ def cancel_jobs(store: MetadataStore, host: PluginHost, jobs: Sequence[JobRecord
     claimed: set[int] = set()
     refresh_jobs(store, host, asked, record=lambda changes: claimed.update(store.record_cancels(changes)))
     # Still stopping (a backend may take a while) counts; CANCELLED by someone else's record does not.
-    return sum(j.status is not Status.CANCELLED or j.id in claimed for j in asked)
+    return held + sum(j.status is not Status.CANCELLED or j.id in claimed for j in asked)

@@ -10,7 +10,9 @@ from typing import Any
 
 import attrs
 
+from xcore.errors import StoreError
 from xcore.model import datamodel
+from xcore.model.dependencies import DependencyEdge
 from xcore.model.status import JobState, Status
 from xcore.store.records import (
     ExperimentRecord,
@@ -309,6 +311,32 @@ class MetadataStore(abc.ABC):
         one that cancelled a job counts it. A store that cannot tell counts every CANCELLED state."""
         self.record_states(states)
         return sorted({job_id for job_id, state in states if state.status is Status.CANCELLED})
+
+    # -- dependencies between work units (``xcore.model.dependencies``) ---------------------
+
+    def dependencies(self, experiment_id: int, work_unit_ids: Sequence[int] | None = None) -> list[DependencyEdge]:
+        """What these units (``None``: every unit of the experiment) wait for, as ``record_adds`` wrote it."""
+        return []
+
+    def dependents(self, on_units: Sequence[tuple[int, int]]) -> list[DependencyEdge]:
+        """The edges of every unit that waits for one of ``on_units`` (``(experiment_id, id)``)."""
+        return []
+
+    def hold_units(self, units: Sequence[tuple[int, int]], states: Sequence[tuple[int, JobState]]) -> None:
+        """Mark these units held (their jobs were not submitted: an observer submits them once
+        their dependencies ended) and record their jobs' ``states`` in the same transaction."""
+        raise StoreError(f"{type(self).__name__} cannot hold work units for their dependencies.")
+
+    def held_states(self, units: Sequence[tuple[int, int]]) -> dict[tuple[int, int], str]:
+        """``held``, ``released`` or ``cancelled`` for each of these units ever held (others are absent)."""
+        return {}
+
+    def claim_held(self, experiment_id: int, work_unit_id: int, to: str, lease_id: int | None = None) -> bool:
+        """Move a held unit to ``to`` (``released`` or ``cancelled``) if it is still held, and
+        say whether this call did (of several observers, exactly one wins). Releasing also puts
+        its unsubmitted jobs back to LAUNCHING under ``lease_id``, so a releaser that dies before
+        it submitted them leaves orphans the next command resolves."""
+        return False
 
     # -- the store itself (``xcore store info|migrate|copy``) ----------------------------------
 

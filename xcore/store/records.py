@@ -8,6 +8,7 @@ from typing import Any
 import attrs
 
 from xcore.model import datamodel
+from xcore.model.dependencies import DependencyEdge
 from xcore.model.status import Status, combine
 
 
@@ -195,3 +196,4 @@ class UnitWrite:
     jobs: list[NewJob]
     links: list[tuple[int, str, str]] = attrs.field(factory=list)
     replace_unlaunched: bool = False  # role None only: an identity relaunch of jobs that never launched
+    depends_on: list[DependencyEdge] = attrs.field(factory=list)  # the unit's dependencies (role set)

@@ -135,6 +135,21 @@ _POSTGRES_V5 = """
     CREATE INDEX jobs_by_lease ON jobs(lease_id);
     """
 
+# 6: dependencies between work units (xcore.model.dependencies) and the units held until
+# theirs ended (``held_units.state``: held, then released or cancelled by one observer).
+_V6 = """
+    CREATE TABLE unit_dependencies (
+        experiment_id {id} NOT NULL, work_unit_id INTEGER NOT NULL, on_experiment_id {id} NOT NULL,
+        on_work_unit_id INTEGER NOT NULL, on_job TEXT NOT NULL DEFAULT '', condition TEXT NOT NULL DEFAULT 'success',
+        PRIMARY KEY (experiment_id, work_unit_id, on_experiment_id, on_work_unit_id, on_job)
+    );
+    CREATE INDEX unit_dependencies_by_dependency ON unit_dependencies(on_experiment_id, on_work_unit_id);
+    CREATE TABLE held_units (
+        experiment_id {id} NOT NULL, work_unit_id INTEGER NOT NULL, state TEXT NOT NULL DEFAULT 'held',
+        changed_at {real} NOT NULL, PRIMARY KEY (experiment_id, work_unit_id)
+    );
+    """
+
 SQLITE = {
     "experiment_key": "INTEGER PRIMARY KEY AUTOINCREMENT", "key": "INTEGER PRIMARY KEY AUTOINCREMENT",
     "id": "INTEGER", "real": "REAL", "bool": "INTEGER", "user": "user", "event_seq": "",
@@ -155,6 +170,6 @@ POSTGRES = {
 def migrations(types: dict[str, str]) -> list[str]:
     """Every migration's statements in one dialect (``SQLITE`` or ``POSTGRES``), version 1 first."""
     fifth = _SQLITE_V5 if types is SQLITE else _POSTGRES_V5
-    found = [migration.format(**types) for migration in _V1_TO_V4] + [fifth]
+    found = [migration.format(**types) for migration in _V1_TO_V4] + [fifth, _V6.format(**types)]
     assert len(found) == SCHEMA_VERSION
     return found

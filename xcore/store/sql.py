@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from xcore.errors import NotFoundError
+from xcore.model.dependencies import DependencyEdge
 from xcore.model.status import JobState, Status
 from xcore.store import ExperimentHistory, Imported, MetadataStore, StoreInfo, records, rows, specs
 from xcore.store import statements as sql
@@ -272,6 +273,10 @@ class SqlStore(MetadataStore):
             cur.executemany(sql.UNIT_LAUNCHING, new.more)
         if new.links:
             cur.executemany(sql.UPSERT_LINK, new.links)
+        edges = [(e.experiment_id, e.work_unit_id, e.on_experiment_id, e.on_work_unit_id, e.on_job, e.when)
+                 for w in writes for e in w.depends_on]
+        if edges:
+            cur.executemany(_INSERT_EDGE, edges)
         return new.ids
 
     def _drop_unlaunched(self, cur: Cursor, experiment_id: int, work_unit_id: int) -> None:
@@ -663,6 +668,76 @@ class SqlStore(MetadataStore):
         cur.executemany(sql.UPSERT_LINK, [(*here[j], name, url) for j, name, url in history.links if j in here])
         return Imported(source.id, experiment_id, clash)
 
+    # -- dependencies between work units ---------------------------------------------------
+
+    @_reads
+    def dependencies(self, cur: Cursor, experiment_id: int,
+                     work_unit_ids: Sequence[int] | None = None) -> list[DependencyEdge]:
+        where, params = self._unit_filter("work_unit_id", experiment_id, work_unit_ids)
+        return [_edge(r) for r in cur.execute(
+            f"SELECT * FROM unit_dependencies WHERE experiment_id = ?{where}"
+            " ORDER BY work_unit_id, on_experiment_id, on_work_unit_id, on_job", params).fetchall()]
+
+    @_reads
+    def dependents(self, cur: Cursor, on_units: Sequence[tuple[int, int]]) -> list[DependencyEdge]:
+        # One read per experiment on each side, not per unit: a sweep that ends is thousands of units.
+        wanted = set(on_units)
+        waiting: set[tuple[int, int]] = set()
+        for on_experiment in sorted({e for e, _ in wanted}):
+            waiting.update((r["experiment_id"], r["work_unit_id"]) for r in cur.execute(
+                "SELECT experiment_id, work_unit_id, on_work_unit_id FROM unit_dependencies"
+                " WHERE on_experiment_id = ?", (on_experiment,)).fetchall()
+                if (on_experiment, r["on_work_unit_id"]) in wanted)
+        found: list[DependencyEdge] = []
+        for experiment_id in sorted({e for e, _ in waiting}):
+            found += [edge for edge in map(_edge, cur.execute(
+                "SELECT * FROM unit_dependencies WHERE experiment_id = ?"
+                " ORDER BY work_unit_id, on_experiment_id, on_work_unit_id, on_job", (experiment_id,)).fetchall())
+                if (edge.experiment_id, edge.work_unit_id) in waiting]
+        return found
+
+    @_writes
+    def hold_units(self, cur: Cursor, retrying: bool, now: float, units: Sequence[tuple[int, int]],
+                   states: Sequence[tuple[int, JobState]]) -> None:
+        cur.executemany("INSERT INTO held_units (experiment_id, work_unit_id, state, changed_at)"
+                        " VALUES (?, ?, 'held', ?) ON CONFLICT (experiment_id, work_unit_id)"
+                        " DO UPDATE SET state = 'held', changed_at = excluded.changed_at",
+                        [(e, u, now) for e, u in units])
+        self._record_states(cur, states, now)
+
+    @_reads
+    def held_states(self, cur: Cursor, units: Sequence[tuple[int, int]]) -> dict[tuple[int, int], str]:
+        found = {}
+        wanted = set(units)
+        for experiment_id in sorted({e for e, _ in wanted}):
+            ids = sorted(u for e, u in wanted if e == experiment_id)
+            for clause, params in self.dialect.in_chunks("work_unit_id", ids):
+                query = f"SELECT work_unit_id, state FROM held_units WHERE experiment_id = ? AND {clause}"
+                for row in cur.execute(query, (experiment_id, *params)).fetchall():
+                    found[(experiment_id, row["work_unit_id"])] = row["state"]
+        return found
+
+    @_writes
+    def claim_held(self, cur: Cursor, retrying: bool, now: float, experiment_id: int, work_unit_id: int,
+                   to: str, lease_id: int | None = None) -> bool:
+        if retrying:  # our earlier try may have committed: the row then has our state and time
+            row = cur.execute("SELECT state, changed_at FROM held_units WHERE experiment_id = ? AND work_unit_id = ?",
+                              (experiment_id, work_unit_id)).fetchone()
+            if row is not None and row["state"] == to and row["changed_at"] == now:
+                return True
+        claimed = cur.execute(
+            "UPDATE held_units SET state = ?, changed_at = ? WHERE experiment_id = ? AND work_unit_id = ?"
+            " AND state = 'held'", (to, now, experiment_id, work_unit_id)).rowcount == 1
+        if claimed and to == "released":
+            ids = [r["id"] for r in cur.execute(
+                "SELECT id FROM jobs WHERE experiment_id = ? AND work_unit_id = ? AND handle IS NULL"
+                f" AND status = 'PENDING' ORDER BY id{self.dialect.for_update}",
+                (experiment_id, work_unit_id)).fetchall()]
+            for clause, params in self.dialect.in_chunks("id", ids):
+                cur.execute(f"UPDATE jobs SET status = 'LAUNCHING', message = '', lease_id = ? WHERE {clause}",
+                            (lease_id, *params))
+        return claimed
+
     # -- results and links ---------------------------------------------------------------
 
     @_writes
@@ -714,6 +789,15 @@ class SqlStore(MetadataStore):
                 named = found[unit] = {}
             named[name] = value
         return found
+
+
+_INSERT_EDGE = ("INSERT INTO unit_dependencies (experiment_id, work_unit_id, on_experiment_id, on_work_unit_id,"
+                " on_job, condition) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING")
+
+
+def _edge(row: Any) -> DependencyEdge:
+    return DependencyEdge(row["experiment_id"], row["work_unit_id"], row["on_experiment_id"], row["on_work_unit_id"],
+                          row["on_job"], row["condition"])
 
 
 def _split(writes: Sequence[UnitWrite], ids: list[int]) -> list[list[int]]:

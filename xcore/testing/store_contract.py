@@ -36,6 +36,7 @@ from typing import Any
 import pytest
 
 from xcore.errors import NotFoundError
+from xcore.model.dependencies import DependencyEdge
 from xcore.model.status import JobState, Status, combine
 from xcore.store import MetadataStore
 from xcore.store.base import CancelRequest
@@ -111,6 +112,13 @@ def _claim_all(url: str, barrier: Any, out: Any) -> None:
     barrier.wait(60)  # ...and claims them at the same instant
     out.put((os.getpid(), [lease.id for lease in seen if store.claim_lease(lease, "claimer", os.getpid(), 1.5)]))
     store.close()
+
+def _claim_held_units(url: str, units: list[tuple[int, int]], barrier: Any, out: Any) -> None:
+    store = open_url(url)
+    barrier.wait(60)  # every observer claims the same held units at the same instant
+    out.put((os.getpid(), [unit for unit in units if store.claim_held(*unit, "released", None)]))
+    store.close()
+
 
 def _across_processes(check: Any) -> Any:
     """Marks a check that opens the store from several processes at once."""
@@ -526,6 +534,65 @@ class StoreContract:
                    for x in now)
         assert not any(store.claim_lease(x, "late", 1, None) for x in stale)  # a stale record never claims
         assert store.claim_lease(now[0], "late", 1, None)  # the current one does (its claimer died too)
+
+    def test_dependencies_are_recorded_with_their_units_and_read_both_ways(self, store_url):
+        store = self.open(store_url)
+        first, second = store.create_experiment("train"), store.create_experiment("eval")
+        store.record_adds([UnitWrite(first.id, u, "work_unit", {}, "", [new_job("train"), new_job("ps")])
+                           for u in (1, 2)])
+        edges = [DependencyEdge(second.id, 1, first.id, 1, "train", "success"),
+                 DependencyEdge(second.id, 1, first.id, 2, "", "finished")]
+        store.record_adds([UnitWrite(second.id, 1, "work_unit", {}, "", [new_job()], depends_on=edges),
+                           UnitWrite(second.id, 2, "work_unit", {}, "", [new_job()],
+                                     depends_on=[DependencyEdge(second.id, 2, second.id, 1)])])
+        store.close()
+        store = self.open(store_url)
+        assert store.dependencies(second.id) == [*edges, DependencyEdge(second.id, 2, second.id, 1)]
+        assert store.dependencies(second.id, [1]) == edges and store.dependencies(first.id) == []
+        assert store.dependents([(first.id, 2)]) == edges  # every edge of each unit that waits on it
+        assert store.dependents([(second.id, 1)]) == [DependencyEdge(second.id, 2, second.id, 1)]
+        assert store.dependents([(second.id, 2)]) == []
+
+    def test_a_held_unit_is_released_once_and_its_jobs_go_back_under_the_releasers_lease(self, store_url):
+        store = self.open(store_url)
+        exp = store.create_experiment("held")
+        ids = store.record_adds([UnitWrite(exp.id, u, "work_unit", {}, "", [new_job("a"), new_job("b")])
+                                 for u in (1, 2)])
+        waiting = JobState(Status.PENDING, "waiting for 1/9")
+        store.hold_units([(exp.id, 1), (exp.id, 2)], [(j, waiting) for j in ids[0] + ids[1]])
+        assert store.held_states([(exp.id, 1), (exp.id, 2), (exp.id, 3)]) == {(exp.id, 1): "held", (exp.id, 2): "held"}
+        assert {(j.status, j.message, j.handle) for u in store.work_units(exp.id) for j in u.jobs} == {
+            (Status.PENDING, "waiting for 1/9", None)}
+        lease = store.open_lease(exp.id, "observer", os.getpid(), None)
+        assert store.claim_held(exp.id, 1, "released", lease)
+        assert not store.claim_held(exp.id, 1, "released", lease) and not store.claim_held(exp.id, 1, "cancelled")
+        assert store.claim_held(exp.id, 2, "cancelled") and not store.claim_held(exp.id, 2, "released", lease)
+        assert store.held_states([(exp.id, 1), (exp.id, 2)]) == {(exp.id, 1): "released", (exp.id, 2): "cancelled"}
+        [one, two] = store.work_units(exp.id)
+        assert [j.status for j in one.jobs] == [Status.LAUNCHING] * 2  # submitted next, under the lease
+        assert [j.status for j in two.jobs] == [Status.PENDING] * 2  # the canceller records why
+        _, queued = store.lease_orphans(lease)
+        assert sorted(j.id for j in queued) == ids[0]  # a releaser killed now leaves them to the next command
+        store.hold_units([(exp.id, 1)], [])  # held again (e.g. a dependency resubmitted): claimable again
+        assert store.claim_held(exp.id, 1, "released", lease)
+
+    @_across_processes
+    def test_each_held_unit_is_released_by_exactly_one_of_many_observers(self, store_url):
+        store = self.open(store_url)
+        exp = store.create_experiment("observers")
+        ids = store.record_adds([UnitWrite(exp.id, u, "work_unit", {}, "", [new_job()]) for u in range(1, 21)])
+        units = [(exp.id, u) for u in range(1, 21)]
+        store.hold_units(units, [(j, JobState(Status.PENDING, "waiting")) for [j] in ids])
+        ctx = multiprocessing.get_context("spawn")
+        barrier, out = ctx.Barrier(3), ctx.Queue()
+        procs = [ctx.Process(target=_claim_held_units, args=(store_url, units, barrier, out)) for _ in range(3)]
+        for proc in procs:
+            proc.start()
+        won = [out.get(timeout=120) for _ in procs]
+        for proc in procs:
+            proc.join(60)
+            assert proc.exitcode == 0
+        assert Counter(tuple(u) for _, w in won for u in w) == Counter(units)  # every unit exactly once
 
     def test_identity_relaunch_replaces_only_jobs_that_never_reached_a_backend(self, store_url):
         store = self.open(store_url)

@@ -16,6 +16,7 @@ from typing import Any
 
 import attrs
 
+from xcore.model.dependencies import DependencyEdge
 from xcore.model.status import Status, combine
 from xcore.store import MetadataStore
 from xcore.store.records import ExperimentRecord
@@ -74,12 +75,13 @@ class UnitView:
     ``WorkUnitRecord`` derives from its jobs (status, exit codes, times), its results and its
     tracker links. ``now`` is when running units' durations are measured to."""
 
-    __slots__ = ("args", "created_at", "duration", "ended_at", "exit_codes", "id", "identity", "jobs", "links",
-                 "results", "role", "started_at", "status")
+    __slots__ = ("args", "created_at", "depends_on", "duration", "ended_at", "exit_codes", "id", "identity", "jobs",
+                 "links", "results", "role", "started_at", "status")
 
     def __init__(self, row: dict[str, Any], now: float, results: dict[str, float | None] = _NO_RESULTS,
-                 links: dict[str, str] = _NO_LINKS) -> None:
+                 links: dict[str, str] = _NO_LINKS, depends_on: Sequence[DependencyEdge] = ()) -> None:
         self.id: int = row["id"]
+        self.depends_on = depends_on  # what it waits for (``experiment.add(..., depends_on=...)``)
         self.role: str = row["role"]
         self.args: Any = row["args"]
         self.identity: str = row["identity"]
@@ -121,10 +123,14 @@ class UnitView:
 
 
 def unit_views(rows: list[dict[str, Any]], results: dict[int, dict[str, float | None]],
-               links: dict[int, dict[str, str]], now: float) -> list[UnitView]:
-    """Views of ``rows`` (``MetadataStore.unit_rows``) with their results and links."""
-    return [UnitView(row, now, results.get(row["id"], _NO_RESULTS), links.get(row["id"], _NO_LINKS))
-            for row in rows]
+               links: dict[int, dict[str, str]], now: float,
+               dependencies: Sequence[DependencyEdge] = ()) -> list[UnitView]:
+    """Views of ``rows`` (``MetadataStore.unit_rows``) with their results, links and dependencies."""
+    edges: dict[int, list[DependencyEdge]] = {}
+    for edge in dependencies:
+        edges.setdefault(edge.work_unit_id, []).append(edge)
+    return [UnitView(row, now, results.get(row["id"], _NO_RESULTS), links.get(row["id"], _NO_LINKS),
+                     edges.get(row["id"], ())) for row in rows]
 
 
 def read_units(store: MetadataStore, experiment_id: int,
@@ -132,4 +138,4 @@ def read_units(store: MetadataStore, experiment_id: int,
     """The work units (all when None) as they are stored now, by id."""
     rows = store.unit_rows(experiment_id, work_unit_ids)
     return unit_views(rows, store.results(experiment_id, work_unit_ids), store.links(experiment_id, work_unit_ids),
-                      time.time())
+                      time.time(), store.dependencies(experiment_id, work_unit_ids))

@@ -5,7 +5,7 @@ work happens in the modules imported inside each method (``packaging``, ``launch
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from xcore.plugin import Backend
 from xhpc import executables, executors, handles
@@ -23,6 +23,13 @@ class Clusters(Backend):
              executables.PythonPackage, executables.UniversalPackage, executables.Fileset,
              executables.SingularityContainer, executables.Command, executables.ClusterExecutable,
              handles.SlurmHandle, handles.GridEngineHandle)
+
+    native_dependencies = True  # Slurm --dependency (afterok, afterany, aftercorr); Grid Engine -hold_jid(_ad)
+
+    def waits_for(self, executor: Any, when: str) -> bool:
+        from xhpc.schedulers import SCHEDULERS
+
+        return SCHEDULERS[executor.SCHEDULER].waits_for(when)
 
     def package(self, packageable: Packageable, context: PackagingContext) -> ClusterExecutable | None:
         from xhpc import packaging

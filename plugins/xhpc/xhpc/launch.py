@@ -108,10 +108,18 @@ def launch(requests: Sequence[LaunchRequest], context: LaunchContext) -> list[Cl
     # A sweep repeats one (executor, executable) pair: checked and keyed once, then each
     # further request is one dict lookup (the objects stay referenced, so ids are not reused).
     pairs: dict[tuple[int, int], tuple[Any, Any, tuple[Any, ...]]] = {}
+    keys_of: dict[int, tuple[Any, ...]] = {}  # xcore job id -> its group's key (dependencies name them)
     for i, request in enumerate(requests):
         known = pairs.get((id(request.executor), id(request.executable)))
+        if known is not None and request.depends_on:  # a dependent: grouped with the like of it only
+            key = (*known[2], _dependency_key(request, keys_of))
+            groups[key].append(i)
+            clusters[key] = clusters[known[2]]
+            keys_of[request.job_id] = key
+            continue
         if known is not None:
             groups[known[2]].append(i)
+            keys_of[request.job_id] = known[2]
             continue
         executor = request.executor
         if not isinstance(executor, ClusterExecutor):
@@ -133,9 +141,13 @@ def launch(requests: Sequence[LaunchRequest], context: LaunchContext) -> list[Cl
         if id(request.executable) not in exe_keys:
             exe_keys[id(request.executable)] = (request.executable, _exe_key(request.executable))
         key = (cluster.name, cluster.is_local, exe_keys[id(request.executable)][1], ekey)
-        groups[key].append(i)
         clusters[key] = (cluster, effective)
         pairs[(id(executor), id(request.executable))] = (executor, request.executable, key)
+        if request.depends_on:
+            key = (*key, _dependency_key(request, keys_of))
+            clusters[key] = (cluster, effective)
+        groups[key].append(i)
+        keys_of[request.job_id] = key
 
     handles: list[ClusterHandle | LaunchFailure | None] = [None] * len(requests)
     stats: dict[str, Any] = {"groups": 0, "tasks": 0, "artifact_bytes_uploaded": 0, "artifacts_uploaded": 0,
@@ -144,32 +156,83 @@ def launch(requests: Sequence[LaunchRequest], context: LaunchContext) -> list[Cl
     started = time.perf_counter()
     errors: list[str] = []
     any_submitted = False
-    for key, indices in groups.items():
+    done: dict[int, ClusterHandle | LaunchFailure] = {}  # xcore job id -> its outcome, for dependents
+    for key, all_indices in groups.items():
         cluster, executor = clusters[key]
-        group = [requests[i] for i in indices]
-        transport = connect(cluster)
-        before = (transport.bytes_uploaded, transport.calls)
-        try:
+        scheduler = SCHEDULERS[cluster.scheduler]
+        for indices, dependency in _dependency_plan(scheduler, [requests[i] for i in all_indices], all_indices,
+                                                    done, array_limits.limit(cluster, context.state_dir)):
+            group = [requests[i] for i in indices]
+            transport = connect(cluster)
+            before = (transport.bytes_uploaded, transport.calls)
             try:
-                result = _launch_group(cluster, executor, group, transport, context, stats)
-            except _Restart:  # the remembered staging path was stale (nothing was submitted)
-                result = _launch_group(cluster, executor, group, transport, context, stats)
-        except (LaunchError, OSError, ValueError) as exc:
-            result = GroupResult([], False, str(exc))
-        stats["remote_commands"] += transport.calls - before[1]
-        if not result.submitted and not result.handles:
-            errors.append(result.error or "unknown error")
-            result.handles = [LaunchFailure(result.error or "submission failed") for _ in group]
-        any_submitted = any_submitted or result.submitted
-        for i, handle in zip(indices, result.handles, strict=True):
-            handles[i] = handle
-        stats["groups"] += 1
-        stats["tasks"] += len(group)
+                if dependency.startswith("!"):  # a dependency that was never submitted
+                    raise LaunchError(dependency[1:])
+                try:
+                    result = _launch_group(cluster, executor, group, transport, context, stats, dependency)
+                except _Restart:  # the remembered staging path was stale (nothing was submitted)
+                    result = _launch_group(cluster, executor, group, transport, context, stats, dependency)
+            except (LaunchError, OSError, ValueError) as exc:
+                result = GroupResult([], False, str(exc))
+            stats["remote_commands"] += transport.calls - before[1]
+            if not result.submitted and not result.handles:
+                errors.append(result.error or "unknown error")
+                result.handles = [LaunchFailure(result.error or "submission failed") for _ in group]
+            any_submitted = any_submitted or result.submitted
+            for i, handle in zip(indices, result.handles, strict=True):
+                handles[i] = handle
+                done[requests[i].job_id] = handle
+            stats["groups"] += 1
+            stats["tasks"] += len(group)
     stats["seconds"] = round(time.perf_counter() - started, 4)
     _write_stats(context.state_dir, stats)
     if not any_submitted:
         raise LaunchError("; ".join(dict.fromkeys(errors)))
     return [h for h in handles if h is not None]
+
+
+def _dependency_key(request: LaunchRequest, keys_of: dict[int, tuple[Any, ...]]) -> tuple[Any, ...]:
+    """What a dependent's group adds to its key: requests that each wait for one task of the
+    same array (or of the same group of this launch) may be one array paired task for task
+    (``_dependency_plan``); any other dependent is a group of its own."""
+    if len(request.depends_on) == 1:
+        dep = request.depends_on[0]
+        if dep.handle is None and dep.job_id in keys_of:
+            return ("paired", keys_of[dep.job_id], dep.when)
+        if isinstance(dep.handle, ClusterHandle):
+            return ("paired", dep.handle.cluster, dep.handle.job_id, dep.when)
+    return ("own", request.job_id)
+
+
+def _dependency_plan(scheduler: Scheduler, group: list[LaunchRequest], indices: list[int],
+                     done: dict[int, ClusterHandle | LaunchFailure], limit: int) -> list[tuple[list[int], str]]:
+    """How a group is submitted: ``(indices, dependency option)`` per submission. The whole group
+    at once when it waits for nothing, or when task i waits for task i of one array (Slurm
+    ``aftercorr``, Grid Engine ``-hold_jid_ad``); else each dependent alone with its own
+    dependencies. A dependency that was not submitted gives ``"!reason"``."""
+    if not group[0].depends_on:
+        return [(indices, "")]
+    found: list[list[tuple[str, int, str]] | str] = []
+    for request in group:
+        deps: list[tuple[str, int, str]] = []
+        for dep in request.depends_on:
+            handle = dep.handle if dep.handle is not None else done.get(dep.job_id)
+            if not isinstance(handle, ClusterHandle):
+                deps = []
+                found.append(f"!dependency {dep.name} was not submitted")
+                break
+            deps.append((handle.job_id, handle.task, dep.when))
+        else:
+            found.append(deps)
+    base = scheduler.task_base
+    single = [entry[0] for entry in found if not isinstance(entry, str) and len(entry) == 1]
+    if len(single) == len(group) > 1 and len(group) <= limit and len({job for job, _, _ in single}) == 1 and all(
+            task == base + position for position, (_, task, _) in enumerate(single)):
+        paired = scheduler.paired(single[0][0], single[0][2])
+        if paired is not None:
+            return [(indices, paired)]
+    return [([i], entry if isinstance(entry, str) else scheduler.after(entry)) for i, entry in zip(indices, found,
+                                                                                                   strict=True)]
 
 
 def _exe_key(executable: ClusterExecutable) -> str:
@@ -281,7 +344,7 @@ def _handle_cls(cluster: Cluster) -> type[ClusterHandle]:
 
 
 def _launch_group(cluster: Cluster, executor: ClusterExecutor, group: list[LaunchRequest], transport: Transport,
-                  context: LaunchContext, stats: dict[str, Any]) -> GroupResult:
+                  context: LaunchContext, stats: dict[str, Any], dependency: str = "") -> GroupResult:
     scheduler = SCHEDULERS[cluster.scheduler]
     executable: ClusterExecutable = group[0].executable  # type: ignore[assignment]
     first = group[0]
@@ -322,7 +385,7 @@ def _launch_group(cluster: Cluster, executor: ClusterExecutor, group: list[Launc
     def submit_script() -> str:
         return _guard(staging, root, executable) + _submit_script(
             scheduler, run_dir, root, uploads, executable, chunks, executor.max_parallel_tasks,
-            scripts.job_name(f"{name}-{run_name}"), compressed)
+            scripts.job_name(f"{name}-{run_name}"), compressed, dependency=dependency)
 
     chunk_ids: dict[int, str] = {}
     chunk_errors: dict[int, str] = {}
@@ -350,7 +413,8 @@ def _launch_group(cluster: Cluster, executor: ClusterExecutor, group: list[Launc
         if refused and not cluster.max_array_size:
             def resubmit(again: list[Chunk], adoption_json: bytes) -> str:
                 return _submit_script(scheduler, run_dir, root, [], executable, again, executor.max_parallel_tasks,
-                                      scripts.job_name(f"{name}-{run_name}"), compressed, adoption_json)
+                                      scripts.job_name(f"{name}-{run_name}"), compressed, adoption_json,
+                                      dependency=dependency)
 
             chunks = _split_again(cluster, transport, context, chunks, refused, adoption, resubmit, payload,
                                   (scheduler, chunk_ids, chunk_errors, unconfirmed))
@@ -508,7 +572,7 @@ def _tar(files: dict[str, bytes], compress: bool) -> bytes:
 
 def _submit_script(scheduler: Scheduler, run_dir: str, root: str, uploads: list[Any], executable: ClusterExecutable,
                    chunks: list[Chunk], max_parallel: int | None, unique_name: str, compressed: bool = True,
-                   adoption: bytes | None = None) -> str:
+                   adoption: bytes | None = None, dependency: str = "") -> str:
     """The submission, in as few remote processes as it can be (each is a fork and exec on a
     busy login node): one ``mkdir``, one ``tar``, one ``mv`` for the run files, then per chunk
     the claim, the scheduler's submit command and the ``mv`` that records its id."""
@@ -544,7 +608,7 @@ def _submit_script(scheduler: Scheduler, run_dir: str, root: str, uploads: list[
             lines.append(f"mkdir -p {q(root + '/artifacts/' + artifact.sha256)}")
     for chunk in chunks:
         k = chunk.index
-        submit = scheduler.submit_command(f"{run_dir}/job.sh", chunk, max_parallel)
+        submit = scheduler.submit_command(f"{run_dir}/job.sh", chunk, max_parallel, dependency)
         lines.append(f"if xhpc_claim {k}; then out=$({submit} 2>&1); xhpc_record {k} $? \"$out\"; "
                      f"else xhpc_report {k}; fi")
     return "\n".join(lines) + "\n"

@@ -57,8 +57,22 @@ class Scheduler:
     name = ""
     task_base = 0  # the scheduler's first array task id
 
-    def submit_command(self, script: str, chunk: Chunk, max_parallel: int | None) -> str:
+    def submit_command(self, script: str, chunk: Chunk, max_parallel: int | None, dependency: str = "") -> str:
+        """The submit command of one chunk; ``dependency``: ``after``'s or ``paired``'s options."""
         raise NotImplementedError
+
+    def waits_for(self, when: str) -> bool:
+        """Whether the scheduler itself can hold a job for a dependency with ``when``."""
+        return False
+
+    def after(self, deps: Sequence[tuple[str, int, str]]) -> str:
+        """The dependency on each ``(job id, array task, when)``."""
+        raise NotImplementedError
+
+    def paired(self, job_id: str, when: str) -> str | None:
+        """The dependency of an array whose task i waits for task i of array ``job_id``, if the
+        scheduler has one for ``when``."""
+        return None
 
     def parse_job_id(self, out: str) -> str:
         raise NotImplementedError
@@ -144,9 +158,23 @@ class SlurmScheduler(Scheduler):
     name = "slurm"
     task_base = 0
 
-    def submit_command(self, script: str, chunk: Chunk, max_parallel: int | None) -> str:
+    def submit_command(self, script: str, chunk: Chunk, max_parallel: int | None, dependency: str = "") -> str:
         limit = f"%{max_parallel}" if max_parallel else ""
-        return f"sbatch --parsable --array=0-{chunk.count - 1}{limit} {shlex.quote(script)} {chunk.offset}"
+        # A dependency that can never be satisfied (it failed, was cancelled) cancels the job
+        # instead of leaving it PENDING forever.
+        after = f" --dependency={shlex.quote(dependency)} --kill-on-invalid-dep=yes" if dependency else ""
+        return f"sbatch --parsable --array=0-{chunk.count - 1}{limit}{after} {shlex.quote(script)} {chunk.offset}"
+
+    def waits_for(self, when: str) -> bool:
+        return True  # afterok and afterany
+
+    def after(self, deps: Sequence[tuple[str, int, str]]) -> str:
+        """Every ``(job id, task, when)`` must be satisfied (commas: all of them)."""
+        return ",".join(f"{'afterok' if when == 'success' else 'afterany'}:{job}_{task}" for job, task, when in deps)
+
+    def paired(self, job_id: str, when: str) -> str | None:
+        """Task i waits for task i of array ``job_id`` (only on success: Slurm has no afterany pairing)."""
+        return f"aftercorr:{job_id}" if when == "success" else None
 
     def parse_job_id(self, out: str) -> str:
         match = re.search(r"^(\d+)", out.strip().splitlines()[-1] if out.strip() else "")
@@ -280,9 +308,20 @@ class GridEngineScheduler(Scheduler):
     name = "sge"
     task_base = 1
 
-    def submit_command(self, script: str, chunk: Chunk, max_parallel: int | None) -> str:
+    def submit_command(self, script: str, chunk: Chunk, max_parallel: int | None, dependency: str = "") -> str:
         limit = f" -tc {max_parallel}" if max_parallel else ""
-        return f"qsub -terse -t 1-{chunk.count}{limit} {shlex.quote(script)} {chunk.offset}"
+        after = f" {dependency}" if dependency else ""
+        return f"qsub -terse -t 1-{chunk.count}{limit}{after} {shlex.quote(script)} {chunk.offset}"
+
+    def waits_for(self, when: str) -> bool:
+        return when == "finished"  # -hold_jid waits for the end, whatever the exit status
+
+    def after(self, deps: Sequence[tuple[str, int, str]]) -> str:
+        """Grid Engine holds for whole jobs: an array dependency waits for all its tasks."""
+        return "-hold_jid " + ",".join(dict.fromkeys(job for job, _, _ in deps))
+
+    def paired(self, job_id: str, when: str) -> str | None:
+        return f"-hold_jid_ad {job_id}" if when == "finished" else None
 
     def parse_job_id(self, out: str) -> str:
         match = re.search(r"^(\d+)", out.strip().splitlines()[-1] if out.strip() else "")

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from xcore.plugin import Backend
+from xcore.plugin import Backend, LaunchFailure
 from xlocal.executables import LocalContainer, LocalProcess
 from xlocal.executors import Local, LocalSpec
 from xlocal.handles import ContainerHandle, ProcessHandle
@@ -19,7 +19,6 @@ if TYPE_CHECKING:
         JobHandle,
         JobState,
         LaunchContext,
-        LaunchFailure,
         LaunchRequest,
         Packageable,
         PackagingContext,
@@ -31,6 +30,7 @@ class Processes(Backend):
     cancel and logs of its process jobs."""
 
     kinds = (Local, LocalSpec, LocalProcess, LocalContainer, ProcessHandle)
+    native_dependencies = True  # the runner starts a job once its dependencies ended (``xlocal.runner``)
 
     def package(self, packageable: Packageable, context: PackagingContext) -> Executable | None:
         from xcore.plugin import (
@@ -73,6 +73,14 @@ class Processes(Backend):
             from xlocal.containers import asks_for_gpus
 
             containers = [i for i in containers if not asks_for_gpus(requests[i])]
+        waiting = [i for i in containers if requests[i].depends_on]
+        if waiting:  # only the runner waits for dependencies, and it runs processes
+            why = ("a container job cannot wait for dependencies on xlocal: package it as a process "
+                   "(xlocal.Local.Spec()) or drop depends_on")
+            failures = {i: LaunchFailure(why) for i in waiting}
+            rest = [r for i, r in enumerate(requests) if i not in failures]
+            done = iter(self.launch(rest, context) if rest else [])
+            return [failures[i] if i in failures else next(done) for i in range(len(requests))]
         handles: Sequence[JobHandle | LaunchFailure]
         if not containers:
             from xlocal import processes

@@ -99,6 +99,8 @@ def launch(requests: Sequence[LaunchRequest], context: LaunchContext) -> list[Pr
             "log_path": log_path,
             "job_id": request.job_id,  # lets a later process adopt the job if the launcher dies (adopt)
         }
+        if request.depends_on:
+            job["after"] = _after(request, run_dir_text, requests)
         devices.plan(job, request, executor, hidden_in_base)
         jobs.append(job)
         handles.append(ProcessHandle(run_dir_text, index, executor.kill_grace_secs, log_path=log_path))
@@ -134,6 +136,22 @@ def launch(requests: Sequence[LaunchRequest], context: LaunchContext) -> list[Pr
     jobs_text = "1 job" if len(requests) == 1 else f"{len(requests)} jobs"
     context.progress.update(f"started runner for {jobs_text}", detail=str(run_dir))
     return handles
+
+
+def _after(request: LaunchRequest, run_dir: str, requests: Sequence[LaunchRequest]) -> list[list[Any]]:
+    """The runner's ``after`` list of a job (see ``xlocal.runner._after``): each dependency as
+    ``[run_dir, index, when, name]``, in this batch (found by job id) or in an earlier one."""
+    index_of = {r.job_id: i for i, r in enumerate(requests)}
+    after = []
+    for dep in request.depends_on:
+        if dep.handle is None:
+            after.append([run_dir, index_of[dep.job_id], dep.when, dep.name])
+        elif isinstance(dep.handle, ProcessHandle):
+            after.append([dep.handle.run_dir, dep.handle.index, dep.when, dep.name])
+        else:
+            raise LaunchError(f"{request.full_name} depends on {dep.name}, a container job: xlocal's runner waits "
+                              "only for process jobs; run the dependency as a process (xlocal.Local.Spec()).")
+    return after
 
 
 def _containers() -> Any:
@@ -597,6 +615,8 @@ def _on_gpus(started: dict[str, Any]) -> str:
 
 def _final_state(ended: dict[str, Any], cancelled: bool, started_at: float | None) -> JobState:
     code, when, error = ended.get("rc"), ended.get("t"), ended.get("error")
+    if ended.get("dep"):  # never started: a dependency ended otherwise (``xlocal.runner._after``)
+        return JobState(Status.CANCELLED, ended["dep"], None, None, when)
     state = exit_state(code, cancelled=cancelled, started_at=started_at, ended_at=when)
     if error and state.status is Status.FAILED:  # the runner could not start it: its words say why
         return JobState(Status.FAILED, error, state.exit_code, started_at, when)

@@ -385,7 +385,7 @@ class Run:
         self.limit = int(self.batch.get("max_parallel") or (1 << 62 if "gpus" in self.batch else self.batch["slots"]))
         self.count, self.next, self.running = len(self.batch["jobs"]), 0, 0
         self.gpus: dict[str, Any] | None = self.batch.get("gpus")  # the devices, if a job asks for some
-        self.waiting: tuple[int, int] | None = None  # (job, busy devices) of the last "wait" event
+        self.waiting: tuple[int, Any] | None = None  # (job, busy devices or reason) of the last "wait" event
         self.opener = LogOpener(self.batch["jobs"])
         me = {"pid": os.getpid(), "t": process_start_time(os.getpid())}
         try:
@@ -435,6 +435,7 @@ def _serve(runs: list[Run], channel: Any) -> None:
     slot_wait, here = SLOT_WAIT_MIN, None
     while runs or running or channel is not None:
         blocked = False  # a job waits for a slot another runner holds (one of ours wakes the poll as it ends)
+        dep_wait = False  # a job waits for a job of another run (or runner): look again soon
         for run_ in runs:
             pool = pools.get(run_.slots) or pools.setdefault(run_.slots, SlotPool(*run_.slots))
             while run_.next < run_.count and run_.running < run_.limit:
@@ -453,6 +454,17 @@ def _serve(runs: list[Run], channel: Any) -> None:
                     run_.next += 1
                     continue
                 spec = run_.batch["jobs"][index]
+                if "after" in spec:  # it waits for other jobs (xcore's depends_on)
+                    verdict = _after(run_, index, spec["after"])
+                    if verdict is None:
+                        dep_wait = True
+                        break
+                    if verdict:  # a dependency ended otherwise: it never runs
+                        if (log_fd := run_.opener.take(index)) is not None:
+                            os.close(log_fd)
+                        run_.events.write(i=index, e="exit", rc=None, t=time.time(), dep=verdict)
+                        run_.next += 1
+                        continue
                 gpu, gpu_env = spec.get("gpu"), None
                 holder: Any = pool
                 if gpu is None:  # the common case: a CPU slot
@@ -496,6 +508,8 @@ def _serve(runs: list[Run], channel: Any) -> None:
         timeout: float | None = None
         if blocked:
             timeout, slot_wait = slot_wait, min(slot_wait * 2, SLOT_WAIT_MAX)
+        elif dep_wait:
+            timeout = DEPENDENCY_POLL_SECS
         elif not runs and not running:
             timeout = IDLE_SECS
         ready = poller.poll(None if timeout is None else max(1, int(timeout * 1000)))
@@ -519,6 +533,69 @@ def _serve(runs: list[Run], channel: Any) -> None:
             job_run.events.ended(index, returncode, time.time())
             holder.release(held)
             job_run.running -= 1
+
+
+DEPENDENCY_POLL_SECS = 0.2  # how often a job waiting for a job of another run looks again
+
+
+def _after(run_: Run, index: int, after: list[list[Any]]) -> str | None:
+    """Whether job ``index`` may start: '' yes, None not yet (a ``wait`` event says for what),
+    or why it never will (``dependency 3/1 failed``). ``after``: ``[run_dir, index, when,
+    name]`` per dependency (``when``: ``success`` or ``finished``)."""
+    waiting = []
+    for run_dir, dep, when, name in after:
+        ended = _exit_event(run_dir, dep)
+        if ended is None and run_dir != run_.dir and not _runner_holds(run_dir):
+            # Its runner is gone (killed): read once more (it may have ended just now), else lost.
+            ended = _exit_event(run_dir, dep) or {"rc": None, "error": "lost: its runner was killed"}
+        if ended is None:
+            waiting.append(name)
+            continue
+        cancelled = bool(ended.get("dep")) or ended.get("error") == "cancelled before it started" or (
+            os.path.exists(os.path.join(run_dir, "jobs", f"{dep}.cancel")))
+        if when != "finished" and (ended.get("rc") != 0 or cancelled):
+            return f"dependency {name} {'cancelled' if cancelled else 'failed'}"
+    if not waiting:
+        return ""
+    why = "waiting for " + ", ".join(dict.fromkeys(waiting))
+    if run_.waiting != (index, why):
+        run_.waiting = (index, why)
+        run_.events.write(i=index, e="wait", why=why, t=time.time())
+    return None
+
+
+def _runner_holds(run_dir: str) -> bool:
+    """Whether a runner (or the launcher handing it over) holds the run's ``runner.lock``."""
+    try:
+        fd = os.open(os.path.join(run_dir, "runner.lock"), os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # also lets go of a lock taken just now
+    return False
+
+
+def _exit_event(run_dir: str, index: int) -> dict[str, Any] | None:
+    """The ``exit`` event of job ``index`` of the run in ``run_dir`` (None while it runs)."""
+    try:
+        with open(os.path.join(run_dir, "events.jsonl"), "rb") as file:
+            data = file.read()
+    except FileNotFoundError:
+        return None
+    for line in data.splitlines():
+        if b'"exit"' not in line:
+            continue
+        try:
+            event = json_loads(line)
+        except ValueError:
+            continue
+        if event.get("i") == index and event.get("e") == "exit":
+            return event
+    return None
 
 
 def _take_gpus(run_: Run, index: int, gpu: list[int], pools: dict[str, GpuPool],

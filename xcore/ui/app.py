@@ -266,7 +266,8 @@ def create_app(store: MetadataStore, host: PluginHost, *, read_only: bool = Fals
             return render(request, "error.html", {"message": f"Choose 1 to {MAX_COMPARED} work units to compare "
                                                              "(tick them in the experiment's table)."}, status_code=400)
         ids = list(dict.fromkeys(int(w) for w in wanted))
-        units = read_units(store, experiment_id, ids)
+        order = {unit_id: at for at, unit_id in enumerate(ids)}
+        units = sorted(read_units(store, experiment_id, ids), key=lambda u: order[u.id])  # as ticked in the table
         if len(units) != len(ids):
             return not_found(request, f"Experiment {experiment_id} has no work unit "
                                       f"{', '.join(str(i) for i in sorted(set(ids) - {u.id for u in units}))}.")

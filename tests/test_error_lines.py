@@ -41,6 +41,9 @@ def test_the_error_line_is_the_last_exception_else_the_last_line():
     for chunk in ("abc", "defghijkl", "mnop"):
         tail.feed(chunk)
     assert tail.text == "ghijklmnop"
+    for i in range(1000):  # many small chunks: trimmed as it goes, the tail still exact
+        tail.feed(str(i % 10))
+    assert tail.text == "0123456789" and len(tail._parts) <= 21
     assert with_error("exit code 1", "E") == "exit code 1; error: E" == with_error("exit code 1; error: E", "E")
 
 

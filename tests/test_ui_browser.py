@@ -65,7 +65,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, objec
            "XCORE_QUIET": "1"}
     env.pop("XCORE_STORE", None)
     seed = ("from xcore.launch.registry import open_store; from xcore.ui.sample import sample_sweep; "
-            "print(sample_sweep(open_store(), 100, title='lr x batch sweep (100 trials)', tags=['sweep'], curves=True))")
+            "print(sample_sweep(open_store(), 100, title='lr x batch sweep (100 trials)', tags=['sweep'], "
+            "curves=True))")
     sweep_id = int(subprocess.run([sys.executable, "-c", seed], env=env, check=True, capture_output=True,
                                   text=True).stdout)
     script = root / "live_launch.py"

@@ -49,9 +49,11 @@ def _show(args: argparse.Namespace, collecting: bool) -> int:
 
         group_by = parse_names(group_by)  # a malformed option is an error before any backend is asked
     where = " ".join(getattr(args, "where", None) or ()) or None
-    from xcore.workspace.export import parse_columns
+    columns = None
+    if getattr(args, "columns", None) is not None:  # imported only then: a plain show stays as quick
+        from xcore.workspace.export import parse_columns
 
-    columns = parse_columns(getattr(args, "columns", None))
+        columns = parse_columns(args.columns)
     if where is not None:
         from xcore.model.filters import parse
 

@@ -24,15 +24,24 @@ _RESULT = "XCORE_RESULT"
 
 
 class Tail:
-    """The last ``TAIL_CHARS`` of a stream of log chunks, kept as they are fed."""
+    """The last ``size`` characters of a stream of log chunks, kept as they are fed: the
+    chunks are joined only when twice that much is held, so small chunks cost no copying."""
 
     def __init__(self, size: int = TAIL_CHARS) -> None:
         self.size = size
-        self.text = ""
+        self._parts: list[str] = []
+        self._held = 0
 
     def feed(self, chunk: str) -> None:
-        text = self.text + chunk if len(chunk) < self.size else chunk
-        self.text = text[-self.size:] if len(text) > self.size else text
+        self._parts.append(chunk)
+        self._held += len(chunk)
+        if self._held > 2 * self.size:
+            kept = "".join(self._parts)[-self.size:]
+            self._parts, self._held = [kept], len(kept)
+
+    @property
+    def text(self) -> str:
+        return "".join(self._parts)[-self.size:]
 
 
 def _clean(line: str) -> str:

@@ -277,7 +277,8 @@ def create_app(store: MetadataStore, host: PluginHost, *, read_only: bool = Fals
         series = store.series(experiment_id, ids)
         return render(request, "compare.html", {
             "record": record, "units": units, "differ": differ, "same": same, "result_names": result_names,
-            "series": {str(u.id): series.get(u.id, {}) for u in units}, "has_series": any(series.values())})
+            "series": [{"id": u.id, "series": series.get(u.id, {})} for u in units],  # in the table's order
+            "has_series": any(series.values())})
 
     def curves(request: Request) -> Response:
         """Learning curves of some trials: those named by ``unit``, else the first ``top``

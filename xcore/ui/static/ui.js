@@ -129,8 +129,7 @@ function drawCurves(units) {
 
 function embeddedCurves(script) {
   // the unit and compare pages: the series are in the page, as JSON (not run as script)
-  const data = JSON.parse(script.textContent);
-  const units = Object.entries(data).map(([id, series]) => ({id, series}));
+  const units = JSON.parse(script.textContent);  // [{id, series}], in the table's order
   const draw = () => drawCurves(units);
   document.getElementById("curve-name").addEventListener("change", draw);
   if (window.Plotly) draw(); else window.addEventListener("load", draw);

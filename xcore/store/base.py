@@ -55,6 +55,8 @@ class ExperimentHistory:
     results: list[tuple[int, str, float | None, float]] = attrs.field(factory=list)
     results_final: dict[int, float] = attrs.field(factory=dict)
     links: list[tuple[int, str, str]] = attrs.field(factory=list)
+    # Learning curves ``(job_id, name, points, at)``, points as the stored JSON text.
+    series: list[tuple[int, str, str, float]] = attrs.field(factory=list)
 
 
 @datamodel.frozen

@@ -618,8 +618,10 @@ class SqlStore(MetadataStore):
             "SELECT id, results_at FROM jobs WHERE experiment_id = ? AND results_at IS NOT NULL")}
         links = [(r["job_id"], r["name"], r["url"]) for r in ask(
             "SELECT job_id, name, url FROM job_links WHERE experiment_id = ? ORDER BY job_id, name")]
+        series = [(r["job_id"], r["name"], r["points"], r["at"]) for r in ask(
+            "SELECT job_id, name, points, at FROM job_series WHERE experiment_id = ? ORDER BY job_id, name")]
         return ExperimentHistory(record, units, events, row["origin"] or f"{self._store_id(cur)}/{record.id}",
-                                 results, final, links)
+                                 results, final, links, series)
 
     @_writes
     def import_history(self, cur: Cursor, retrying: bool, now: float, history: ExperimentHistory) -> Imported:
@@ -661,6 +663,9 @@ class SqlStore(MetadataStore):
         cur.executemany(sql.INSERT_RESULT, [(*here[j], name, value, at) for j, name, value, at in history.results
                                             if j in here])
         cur.executemany(sql.UPSERT_LINK, [(*here[j], name, url) for j, name, url in history.links if j in here])
+        cur.executemany(
+            "INSERT INTO job_series (job_id, experiment_id, work_unit_id, name, points, at) VALUES (?,?,?,?,?,?)",
+            [(*here[j], name, points, at) for j, name, points, at in history.series if j in here])
         return Imported(source.id, experiment_id, clash)
 
     # -- results and links ---------------------------------------------------------------

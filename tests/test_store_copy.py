@@ -24,6 +24,7 @@ def _fill(url: str, titles: list[str]) -> None:
         store.record_results(a, {"loss": 0.5, "nan": None}, final=True)
         store.record_results(b, {"loss": 0.25})  # not final: still pending after the copy
         store.record_links([(a, "wandb", "https://wandb.ai/x/ü?a=1&b"), (c, "tensorboard", "/tb/ $x")])
+        store.record_series(a, {"loss": [(0, 1.0), (10, 0.5)], "odd": [(0, None)]})
     store.close()
 
 
@@ -47,6 +48,7 @@ def _content(url: str) -> list[dict]:
         pending = {job.id: unit.id for unit in history.units for job in unit.jobs}
         out.append({"experiment": exp, "units": units, "origin": history.origin,
                     "results": store.results(record.id), "links": store.links(record.id),
+                    "series": store.series(record.id),
                     "pending": [pending[j] for j in store.results_pending(record.id)]})
     store.close()
     return out
@@ -65,6 +67,7 @@ def test_copy_sqlite_to_postgres_and_back_idempotently(tmp_path, pg_url):
     assert _content(pg_url) == _content(sqlite_url)
     assert _content(pg_url)[0]["results"] == {1: {"loss": 0.5, "nan": None}, 2: {"loss": 0.25}}
     assert _content(pg_url)[0]["links"][2] == {"tensorboard": "/tb/ $x"} and _content(pg_url)[0]["pending"] == [2]
+    assert _content(pg_url)[0]["series"] == {1: {"loss": [(0, 1.0), (10, 0.5)], "odd": [(0, None)]}}
     assert [r.id for r in open_url(pg_url).list_experiments()] == [2, 1]  # ids kept: they were free
 
     again = run_xcore("store", "copy", sqlite_url, pg_url)

@@ -65,7 +65,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, objec
            "XCORE_QUIET": "1"}
     env.pop("XCORE_STORE", None)
     seed = ("from xcore.launch.registry import open_store; from xcore.ui.sample import sample_sweep; "
-            "print(sample_sweep(open_store(), 100, title='lr x batch sweep (100 trials)', tags=['sweep']))")
+            "print(sample_sweep(open_store(), 100, title='lr x batch sweep (100 trials)', tags=['sweep'], "
+            "curves=True))")
     sweep_id = int(subprocess.run([sys.executable, "-c", seed], env=env, check=True, capture_output=True,
                                   text=True).stdout)
     script = root / "live_launch.py"
@@ -241,3 +242,73 @@ def test_a_long_coloured_log_with_progress_lines_reads_as_a_terminal_shows_it(se
     assert "whole=1" in browser.find_element(By.ID, "log-whole").get_attribute("href")
     _no_script_ran(browser)
     _shot(browser, "07-long-log")
+
+
+def _sweep_units(server, where: str) -> list[int]:
+    """The ids ``where`` selects, in Python over ``xcore show --json`` (not the filter language)."""
+    import json
+
+    shown = subprocess.run([sys.executable, "-m", "xcore.cli.main", "show", str(server["sweep"]), "--json"],
+                           env=server["env"], check=True, capture_output=True, text=True, timeout=60)
+    units = json.loads(shown.stdout)["work_units"]
+    assert where == "lr<=0.03 loss<0.05"
+    return [u["id"] for u in units if u["args"]["lr"] <= 0.03 and u["results"].get("loss", 1) < 0.05]
+
+
+def test_the_filter_box_selects_what_python_selects_and_says_what_is_wrong(server, browser):
+    """Issue 26: the filter language in the dashboard, the same function as ``show --where``."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    expected = _sweep_units(server, "lr<=0.03 loss<0.05")
+    assert 0 < len(expected) <= 50
+    browser.get(f"{server['url']}/experiments/{server['sweep']}")
+    box = browser.find_element(By.ID, "where")
+    box.send_keys("lr<=0.03 loss<0.05", Keys.ENTER)
+    _until(lambda: "where=" in browser.current_url, what="the filtered page")
+    rows = [int(r.get_attribute("data-unit")) for r in browser.find_elements(By.CSS_SELECTOR, "#units tbody tr")]
+    assert rows == expected
+    assert browser.find_element(By.ID, "matching").text == f"{len(expected)} of 100 work units"
+    _shot(browser, "08-filter")
+    box = browser.find_element(By.ID, "where")
+    box.clear()
+    box.send_keys("lr<=0.03 loss<", Keys.ENTER)
+    error = _until(lambda: browser.find_elements(By.ID, "filter-error"), what="the filter's message")[0]
+    assert error.is_displayed() and "expected a value after 'loss<' at the end" in error.text
+    assert not browser.find_elements(By.CSS_SELECTOR, "#units tbody tr")
+    assert browser.find_element(By.ID, "where").get_attribute("value") == "lr<=0.03 loss<"  # kept, to fix
+
+
+def _traces(browser) -> str:
+    from selenium.webdriver.common.by import By
+
+    found = browser.find_elements(By.CSS_SELECTOR, "#curves")
+    return (found[0].get_attribute("data-traces") or "") if found and \
+        found[0].find_elements(By.CSS_SELECTOR, ".main-svg") else ""
+
+
+def test_curves_overlay_the_first_trials_then_the_ticked_ones_and_compare(server, browser):
+    """Issue 26: learning curves on the experiment page (the first 10 shown, or those ticked),
+    the compare view of ticked trials, and a unit's own curves."""
+    from selenium.webdriver.common.by import By
+
+    browser.get(f"{server['url']}/experiments/{server['sweep']}?sort=result:loss")
+    _until(lambda: _traces(browser) == "10", what="10 curves")
+    ticks = browser.find_elements(By.CSS_SELECTOR, '#units input[name="unit"]')
+    first, second = ticks[0].get_attribute("value"), ticks[3].get_attribute("value")
+    ticks[0].click()
+    ticks[3].click()
+    _until(lambda: _traces(browser) == "2", what="the two ticked trials' curves")
+    time.sleep(0.5)  # let Plotly finish drawing before the screenshot
+    _shot(browser, "09-curves")
+    browser.find_element(By.ID, "compare").click()
+    _until(lambda: "/compare?" in browser.current_url, what="the compare page")
+    heads = [h.text for h in browser.find_elements(By.CSS_SELECTOR, "#compare-table thead th")]
+    assert heads == ["", f"WU {first}", f"WU {second}"]
+    assert [r.text.split()[0] for r in browser.find_elements(By.CSS_SELECTOR, "#compare-table tr.result")] == \
+        ["loss", "accuracy"]
+    _until(lambda: _traces(browser) == "2", what="the compared curves")
+    _shot(browser, "10-compare")
+    browser.get(f"{server['url']}/experiments/{server['sweep']}/units/{first}")
+    _until(lambda: _traces(browser) == "1", what="the unit's curve")
+    _no_script_ran(browser)

@@ -86,7 +86,15 @@ def build_parser(with_plugins: bool = True, command: str | None = None) -> argpa
     p.add_argument("--group-by", metavar="ARG[,ARG]",
                    help="one row per group of these arguments (e.g. lr,depth): count, completed/failed and each "
                         "result's mean, std, min, max; --sort -loss orders groups by a result's mean")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--where", action="append", metavar="FILTER",
+                   help="only the work units a filter selects, e.g. 'lr<=0.1 loss<0.05 status=failed depth in (8,16) "
+                        "error~NaN' (terms are ANDed; see docs/results.md)")
+    p.add_argument("--columns", metavar="NAME[,NAME]",
+                   help="the table's or CSV's columns: arguments, results or id, status, exit_code, duration, "
+                        "message, error, name (e.g. lr,loss)")
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="machine-readable output")
+    out.add_argument("--csv", action="store_true", help="the (filtered, grouped) table as CSV")
     p.set_defaults(func="xcore.cli.show:show")
 
     p = sub.add_parser("wait", help="wait for an experiment to end; exit 0 only if all succeeded")

@@ -48,6 +48,16 @@ def _show(args: argparse.Namespace, collecting: bool) -> int:
         from xcore.workspace.groups import parse_names
 
         group_by = parse_names(group_by)  # a malformed option is an error before any backend is asked
+    where = " ".join(getattr(args, "where", None) or ()) or None
+    columns = None
+    if getattr(args, "columns", None) is not None:  # imported only then: a plain show stays as quick
+        from xcore.workspace.export import parse_columns
+
+        columns = parse_columns(args.columns)
+    if where is not None:
+        from xcore.model.filters import parse
+
+        parse(where)  # a malformed filter too
     workspace = current()
     store = workspace.settled_store()
     record = store.get_experiment(experiment_id)  # an unknown experiment is an error before any backend is asked
@@ -72,6 +82,13 @@ def _show(args: argparse.Namespace, collecting: bool) -> int:
         with collector.resumed(collecting):
             results_module.collect(store, workspace.host, experiment_id, rows=units if unit_id is None else None,
                                    pending=pending)
+        if unit_id is not None:  # the error lines of failed jobs just read
+            messages = {job["id"]: job["message"] for unit in store.unit_rows(experiment_id, wanted)
+                        for job in unit["jobs"]}
+            for unit in units:
+                for job in unit["jobs"]:
+                    if job["status"] == Status.FAILED.value:
+                        job["message"] = messages.get(job["id"], job["message"])
     if refreshed:  # states were recorded: the experiment's counts changed
         record = store.get_experiment(experiment_id)
     results, links = store.results(experiment_id, wanted), store.links(experiment_id, wanted)
@@ -79,12 +96,25 @@ def _show(args: argparse.Namespace, collecting: bool) -> int:
     views = unit_views(units, results, links, now, store.dependencies(experiment_id, wanted))
     del units
     experiment = ExperimentView(record)
+    if where is not None:
+        from xcore.workspace.where import filter_units
+
+        total = len(views)
+        views = filter_units(views, where)
     if group_by is not None:
         _show_groups(experiment, views, group_by, args)
         return EXIT_OK
     views = _sorted_units(views, getattr(args, "sort", None), getattr(args, "top", None))
+    if getattr(args, "csv", False):
+        from xcore.workspace.export import unit_csv
+
+        sys.stdout.write(unit_csv(views, columns))
+        return EXIT_OK
     if args.json:
-        _write_json(experiment.to_json(), views, now)
+        head = experiment.to_json()
+        if where is not None:
+            head["where"] = where
+        _write_json(head, views, now)
         return EXIT_OK
     print(f"Experiment {record.id}: {printable(record.title)}")
     print(f"  status   {record.status.value} ({experiment.summary})")
@@ -101,7 +131,12 @@ def _show(args: argparse.Namespace, collecting: bool) -> int:
         print(f"  notes    {printable(record.notes)}")
     if record.launch_status == "LAUNCH_FAILED":
         print(f"  launch   FAILED: {printable(record.launch_error)}")
+    if where is not None:
+        print(f"  filter   {printable(where)}: {len(views)} of {total} work units")
     print()
+    if columns is not None:
+        _print_columns(views, columns)
+        return EXIT_OK
     rows: list[tuple[object, ...]] = []
     names = results_module.result_names(results)
     completed = Status.COMPLETED.value
@@ -149,9 +184,16 @@ def _show_groups(experiment: ExperimentView, views: list[UnitView], names: list[
         raise XcoreError(f"--top must be 1 or more, got {top}.")
     groups = sort_groups(group_units(views, names), getattr(args, "sort", None))[:top]
     results = result_names({view.id: view.results for view in views})
+    if getattr(args, "csv", False):
+        from xcore.workspace.export import group_csv, parse_columns
+
+        sys.stdout.write(group_csv(groups, names, results, parse_columns(getattr(args, "columns", None))))
+        return
     if args.json:
         head = experiment.to_json()
         head["group_by"] = names
+        if getattr(args, "where", None):
+            head["where"] = " ".join(args.where)
         head["groups"] = [group.to_json(results) for group in groups]
         indent = 2 if sys.stdout.isatty() else None
         sys.stdout.write(json.dumps(head, indent=indent, default=json_default, ensure_ascii=False) + "\n")
@@ -159,6 +201,8 @@ def _show_groups(experiment: ExperimentView, views: list[UnitView], names: list[
     record = experiment.record
     print(f"Experiment {record.id}: {printable(record.title)}")
     print(f"  status   {record.status.value} ({experiment.summary})")
+    if getattr(args, "where", None):
+        print(f"  filter   {printable(' '.join(args.where))}: {len(views)} work units")
     print(f"  grouped  by {printable(', '.join(names))}: {len(groups)} groups")
     print()
     headers = [*(n.upper() for n in names), "COUNT", "COMPLETED", "FAILED"]
@@ -172,6 +216,32 @@ def _show_groups(experiment: ExperimentView, views: list[UnitView], names: list[
             cells += [_format_result(stats.get(stat)) for stat in ("mean", "std", "min", "max")]
         rows.append(cells)
     print(render_table(headers, rows) if rows else "(no work units)")
+
+
+def _print_columns(views: list[UnitView], columns: list[str]) -> None:
+    """``--columns``: one row per work unit, its id then the chosen columns."""
+    from xcore.model.filters import MISSING
+    from xcore.workspace.export import unit_columns
+    from xcore.workspace.where import unit_value
+
+    columns = unit_columns(views, columns)
+
+    def text(value: Any) -> str:
+        if value is MISSING or value is None:
+            return "-"
+        if isinstance(value, list):
+            return ";".join(map(str, value))
+        if isinstance(value, float):
+            return _format_result(value)
+        return value if isinstance(value, str) else _format_arg(value)
+
+    def cell(view: UnitView, name: str) -> str:
+        if name == "duration" and "duration" not in view.named_args and "duration" not in view.results:
+            return format_duration(view.duration)
+        return text(unit_value(view, name))
+
+    rows = [[view.id, *(cell(view, name) for name in columns)] for view in views]
+    print(render_table(["WU", *(c.upper() for c in columns)], rows) if rows else "(no work units)")
 
 
 def _format_arg(value: Any) -> str:

@@ -57,6 +57,8 @@ class ExperimentHistory:
     results: list[tuple[int, str, float | None, float]] = attrs.field(factory=list)
     results_final: dict[int, float] = attrs.field(factory=dict)
     links: list[tuple[int, str, str]] = attrs.field(factory=list)
+    # Learning curves ``(job_id, name, points, at)``, points as the stored JSON text.
+    series: list[tuple[int, str, str, float]] = attrs.field(factory=list)
 
 
 @datamodel.frozen
@@ -241,6 +243,23 @@ class MetadataStore(abc.ABC):
         """Ids of the experiment's jobs that are terminal, were launched (have a handle), and
         whose results were not yet recorded with ``final=True``: the jobs whose logs still
         need reading."""
+
+    def record_error_line(self, job_id: int, line: str) -> None:  # noqa: B027 - optional
+        """Add a failed job's error line (``xcore.runtime.error_lines``) to its message, once:
+        ``exit code 1; error: RuntimeError: NaN loss``. Only a job recorded FAILED is changed.
+        A store without it ignores the line: messages stay the backends' own."""
+
+    def record_series(self, job_id: int,  # noqa: B027 - optional
+                      series: Mapping[str, Sequence[tuple[float, float | None]]]) -> None:
+        """Store the job's learning curves (``xcore.runtime.series``): each named series as its
+        ``(step, value)`` points, already downsampled (overwrite by ``(job_id, name)``). A store
+        without series ignores them: results still work, no curves are drawn."""
+
+    def series(self, experiment_id: int, work_unit_ids: Sequence[int] | None = None
+               ) -> dict[int, dict[str, list[tuple[float, float | None]]]]:
+        """``{work_unit_id: {name: [(step, value), ...]}}`` for these work units (all when
+        None); units without series are absent."""
+        return {}
 
     def record_links(self, links: Sequence[tuple[int, str, str]]) -> None:  # noqa: B027 - optional
         """Store ``(job_id, name, url)`` tracker links (overwrite by ``(job_id, name)``). A

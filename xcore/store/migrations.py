@@ -18,6 +18,7 @@ works between any two stores of the current version.
   file (``sqlite3 xcore.db VACUUM``) or ``VACUUM FULL jobs`` on PostgreSQL, once, when idle.
 - 6: dependencies between work units (``unit_dependencies``) and the units held until their
   dependencies end (``held_units``), see ``xcore.model.dependencies``.
+- 7: learning curves (``job_series``: each job's downsampled ``(step, value)`` points per name).
 
 A store older than the code is migrated forward in one transaction: on open for the personal
 SQLite file, by ``xcore store migrate`` for a shared server (so one person decides when every
@@ -28,7 +29,7 @@ from __future__ import annotations
 
 from xcore.errors import ConfigurationError
 
-SCHEMA_VERSION = 6  # both stores' version: each asserts it has exactly this many migrations
+SCHEMA_VERSION = 7  # both stores' version: each asserts it has exactly this many migrations
 
 
 class SchemaVersionError(ConfigurationError):

@@ -150,6 +150,16 @@ _V6 = """
     );
     """
 
+# 7: learning curves (xcore.runtime.series): each job's downsampled series, one row per name,
+# its points a JSON list of [step, value] pairs.
+_V7 = """
+    CREATE TABLE job_series (
+        job_id {id} NOT NULL REFERENCES jobs(id), experiment_id {id} NOT NULL, work_unit_id INTEGER NOT NULL,
+        name TEXT NOT NULL, points TEXT NOT NULL, at {real} NOT NULL, PRIMARY KEY (job_id, name)
+    );
+    CREATE INDEX job_series_by_unit ON job_series(experiment_id, work_unit_id);
+    """
+
 SQLITE = {
     "experiment_key": "INTEGER PRIMARY KEY AUTOINCREMENT", "key": "INTEGER PRIMARY KEY AUTOINCREMENT",
     "id": "INTEGER", "real": "REAL", "bool": "INTEGER", "user": "user", "event_seq": "",
@@ -170,6 +180,6 @@ POSTGRES = {
 def migrations(types: dict[str, str]) -> list[str]:
     """Every migration's statements in one dialect (``SQLITE`` or ``POSTGRES``), version 1 first."""
     fifth = _SQLITE_V5 if types is SQLITE else _POSTGRES_V5
-    found = [migration.format(**types) for migration in _V1_TO_V4] + [fifth, _V6.format(**types)]
+    found = [migration.format(**types) for migration in _V1_TO_V4] + [fifth, _V6.format(**types), _V7.format(**types)]
     assert len(found) == SCHEMA_VERSION
     return found

@@ -623,8 +623,10 @@ class SqlStore(MetadataStore):
             "SELECT id, results_at FROM jobs WHERE experiment_id = ? AND results_at IS NOT NULL")}
         links = [(r["job_id"], r["name"], r["url"]) for r in ask(
             "SELECT job_id, name, url FROM job_links WHERE experiment_id = ? ORDER BY job_id, name")]
+        series = [(r["job_id"], r["name"], r["points"], r["at"]) for r in ask(
+            "SELECT job_id, name, points, at FROM job_series WHERE experiment_id = ? ORDER BY job_id, name")]
         return ExperimentHistory(record, units, events, row["origin"] or f"{self._store_id(cur)}/{record.id}",
-                                 results, final, links)
+                                 results, final, links, series)
 
     @_writes
     def import_history(self, cur: Cursor, retrying: bool, now: float, history: ExperimentHistory) -> Imported:
@@ -666,6 +668,9 @@ class SqlStore(MetadataStore):
         cur.executemany(sql.INSERT_RESULT, [(*here[j], name, value, at) for j, name, value, at in history.results
                                             if j in here])
         cur.executemany(sql.UPSERT_LINK, [(*here[j], name, url) for j, name, url in history.links if j in here])
+        cur.executemany(
+            "INSERT INTO job_series (job_id, experiment_id, work_unit_id, name, points, at) VALUES (?,?,?,?,?,?)",
+            [(*here[j], name, points, at) for j, name, points, at in history.series if j in here])
         return Imported(source.id, experiment_id, clash)
 
     # -- dependencies between work units ---------------------------------------------------
@@ -762,6 +767,38 @@ class SqlStore(MetadataStore):
         return [r["id"] for r in cur.execute(
             "SELECT id FROM jobs WHERE experiment_id = ? AND results_at IS NULL AND handle IS NOT NULL"
             f" AND {terminal} ORDER BY id", [experiment_id, *params]).fetchall()]
+
+    @_writes
+    def record_error_line(self, cur: Cursor, retrying: bool, now: float, job_id: int, line: str) -> None:
+        from xcore.model.error_lines import with_error
+
+        row = cur.execute("SELECT status, message FROM jobs WHERE id = ?", (job_id,)).fetchone()
+        if row is None or row["status"] != Status.FAILED.value or not line:
+            return
+        message = with_error(row["message"] or "", line)
+        if message != row["message"]:  # a retried write finds its own line there
+            cur.execute("UPDATE jobs SET message = ? WHERE id = ?", (message, job_id))
+
+    @_writes
+    def record_series(self, cur: Cursor, retrying: bool, now: float, job_id: int,
+                      series: Mapping[str, Sequence[tuple[float, float | None]]]) -> None:
+        if not series:
+            return
+        row = cur.execute("SELECT experiment_id, work_unit_id FROM jobs WHERE id = ?", (job_id,)).fetchone()
+        if row is None:
+            raise NotFoundError(f"No job {job_id} in {self.dialect.where}.")
+        cur.execute("DELETE FROM job_series WHERE job_id = ?", (job_id,))  # upsert, in every dialect
+        cur.executemany(
+            "INSERT INTO job_series (job_id, experiment_id, work_unit_id, name, points, at) VALUES (?,?,?,?,?,?)",
+            [(job_id, row["experiment_id"], row["work_unit_id"], name, json.dumps([list(p) for p in points]), now)
+             for name, points in series.items()])
+
+    def series(self, experiment_id: int, work_unit_ids: Sequence[int] | None = None
+               ) -> dict[int, dict[str, list[tuple[float, float | None]]]]:
+        found = self._named_by_unit("SELECT work_unit_id, name, points FROM job_series", "at, job_id, name",
+                                    experiment_id, work_unit_ids)
+        return {unit: {name: [tuple(p) for p in json.loads(text)] for name, text in named.items()}
+                for unit, named in found.items()}
 
     def record_links(self, links: Sequence[tuple[int, str, str]]) -> None:
         if links:

@@ -649,6 +649,27 @@ class StoreContract:
         again = self.open(store_url)  # a new connection reads the same
         assert again.results(exp.id, [1]) == {1: {"loss": 0.25, "accuracy": 0.5, "odd": None}}
 
+    def test_series_overwrite_by_job_and_error_lines_join_failed_messages_once(self, store_url):
+        store = self.open(store_url)
+        exp = store.create_experiment("curves")
+        [a, b] = store.add_work_unit(exp.id, 1, "work_unit", {}, "", [new_job("a"), new_job("b")])
+        [c] = store.add_work_unit(exp.id, 2, "work_unit", {}, "", [new_job("c")])
+        store.mark_launched([(j, "k", {"j": j}, None) for j in (a, b, c)])
+        store.record_series(a, {"loss": [(0, 1.0), (10, 0.5)], "acc": [(0, None)]})
+        store.record_series(a, {"loss": [(0, 1.0), (10, 0.5), (20, 0.25)]})  # a later read replaces the job's
+        store.record_series(c, {})
+        assert store.series(exp.id) == {1: {"loss": [(0, 1.0), (10, 0.5), (20, 0.25)]}}
+        assert store.series(exp.id, [2]) == {}
+        with pytest.raises(NotFoundError):
+            store.record_series(10_000, {"loss": [(0, 1.0)]})
+        store.record_states([(b, JobState(Status.FAILED, "exit code 1", 1)), (c, JobState(Status.COMPLETED, "", 0))])
+        for _ in range(2):  # a second read (another observer) adds nothing
+            store.record_error_line(b, "RuntimeError: NaN loss")
+            store.record_error_line(c, "not an error: it completed")
+        [unit] = store.work_units(exp.id, [1])
+        assert unit.jobs[1].message == "exit code 1; error: RuntimeError: NaN loss"
+        assert store.work_units(exp.id, [2])[0].jobs[0].message == ""
+
     def test_links_overwrite_by_name(self, store_url):
         store = self.open(store_url)
         exp = store.create_experiment("links")

@@ -27,6 +27,7 @@ from starlette.templating import Jinja2Templates
 from xcore.cli.tables import format_duration
 from xcore.errors import NotFoundError
 from xcore.hooks.host import PluginHost
+from xcore.model.filters import FilterError
 from xcore.model.status import Status
 from xcore.settings import env_number
 from xcore.store import MetadataStore
@@ -37,6 +38,7 @@ HERE = Path(__file__).resolve().parent
 LOOPBACK = ["127.0.0.1", "localhost", "::1", "[::1]"]
 COOKIE = "xcore_ui_token"  # the default cookie name; `xcore ui` names one per port (cookies ignore ports)
 LOG_LIMIT = 2 * 1024 * 1024  # bytes of a log sent at once (the newest; the page offers the whole file)
+MAX_COMPARED = 50  # trials compared or overlaid at once
 MAX_ID = 2**63 - 1  # ids are 64-bit in every store: a larger one names nothing (and overflows a query)
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
        "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
@@ -186,16 +188,26 @@ def create_app(store: MetadataStore, host: PluginHost, *, read_only: bool = Fals
                                              "status": params.get("status", ""), "user": params.get("user", ""),
                                              "query": _query(request)})
 
-    def _units_view(request: Request, experiment_id: int) -> dict[str, Any]:
+    def selected(request: Request, experiment_id: int) -> tuple[list[UnitView], list[UnitView], str]:
+        """The experiment's rows, and those the page's filters select in its order, with the
+        filter's message ("" when it reads; then nothing is selected)."""
         params = request.query_params
         rows = rows_of(experiment_id)
+        try:
+            shown = data.filter_rows(rows, status=params.get("status", ""), q=params.get("q", ""),
+                                     where=params.get("where", ""))
+        except FilterError as exc:
+            return rows, [], str(exc)
+        return rows, data.sort_rows(shown, params.get("sort", "id")), ""
+
+    def _units_view(request: Request, experiment_id: int) -> dict[str, Any]:
+        params = request.query_params
+        rows, shown, bad = selected(request, experiment_id)
         arg_names, result_names = data.columns(rows)
-        sort = params.get("sort", "id")
-        shown = data.sort_rows(data.filter_rows(rows, status=params.get("status", ""), q=params.get("q", "")), sort)
         return {"rows": rows, "page": data.paginate(shown, _int(params.get("page"), 1)), "arg_names": arg_names,
-                "result_names": result_names, "sort": sort, "status": params.get("status", ""),
-                "q": params.get("q", ""), "query": _query(request), "experiment_id": experiment_id,
-                "matching": len(shown)}
+                "result_names": result_names, "sort": params.get("sort", "id"), "status": params.get("status", ""),
+                "q": params.get("q", ""), "where": params.get("where", ""), "bad_filter": bad,
+                "query": _query(request), "experiment_id": experiment_id, "matching": len(shown)}
 
     def experiment(request: Request) -> Response:
         experiment_id = request.path_params["experiment_id"]
@@ -204,11 +216,86 @@ def create_app(store: MetadataStore, host: PluginHost, *, read_only: bool = Fals
         except NotFoundError:
             return not_found(request, f"No experiment {experiment_id}.")
         view = _units_view(request, experiment_id)
-        return render(request, "experiment.html", {"record": record, "counts": ExperimentView(record).counts, **view})
+        return render(request, "experiment.html", {"record": record, "counts": ExperimentView(record).counts, **view},
+                      status_code=400 if view["bad_filter"] else 200)
 
     def table(request: Request) -> Response:
         experiment_id = request.path_params["experiment_id"]
-        return render(request, "_table.html", _units_view(request, experiment_id))
+        view = _units_view(request, experiment_id)
+        return render(request, "_table.html", view, status_code=400 if view["bad_filter"] else 200)
+
+    def export_csv(request: Request) -> Response:
+        """The filtered, sorted table as CSV (``xcore show --csv``'s text), or grouped by
+        ``group_by``; ``columns`` chooses columns."""
+        from xcore.errors import XcoreError
+        from xcore.workspace.export import group_csv, parse_columns, unit_csv
+
+        experiment_id = request.path_params["experiment_id"]
+        params = request.query_params
+        try:
+            store.get_experiment(experiment_id)
+        except NotFoundError:
+            return PlainTextResponse("not found", status_code=404)
+        rows, shown, bad = selected(request, experiment_id)
+        if bad:
+            return PlainTextResponse(bad, status_code=400)
+        try:
+            columns = parse_columns(params.get("columns") or None)
+            if params.get("group_by"):
+                from xcore.workspace.groups import group_units, parse_names, sort_groups
+
+                names = parse_names(params["group_by"])
+                groups = sort_groups(group_units(shown, names), None)
+                text = group_csv(groups, names, data.columns(shown)[1], columns)
+            else:
+                text = unit_csv(shown, columns)
+        except XcoreError as exc:
+            return PlainTextResponse(str(exc), status_code=400)
+        return Response(text, media_type="text/csv; charset=utf-8", headers={
+            "Content-Disposition": f'attachment; filename="experiment-{experiment_id}.csv"'})
+
+    def compare(request: Request) -> Response:
+        """The selected trials side by side: the arguments that differ first, then results."""
+        experiment_id = request.path_params["experiment_id"]
+        try:
+            record = store.get_experiment(experiment_id)
+        except NotFoundError:
+            return not_found(request, f"No experiment {experiment_id}.")
+        wanted = request.query_params.getlist("unit")
+        if not wanted or len(wanted) > MAX_COMPARED or not all(w.isdigit() and int(w) <= MAX_ID for w in wanted):
+            return render(request, "error.html", {"message": f"Choose 1 to {MAX_COMPARED} work units to compare "
+                                                             "(tick them in the experiment's table)."}, status_code=400)
+        ids = list(dict.fromkeys(int(w) for w in wanted))
+        order = {unit_id: at for at, unit_id in enumerate(ids)}
+        units = sorted(read_units(store, experiment_id, ids), key=lambda u: order[u.id])  # as ticked in the table
+        if len(units) != len(ids):
+            return not_found(request, f"Experiment {experiment_id} has no work unit "
+                                      f"{', '.join(str(i) for i in sorted(set(ids) - {u.id for u in units}))}.")
+        arg_names, result_names = data.columns(units)
+        differ = [a for a in arg_names if len({data.cell(u.named_args.get(a)) for u in units}) > 1]
+        same = [a for a in arg_names if a not in differ]
+        series = store.series(experiment_id, ids)
+        return render(request, "compare.html", {
+            "record": record, "units": units, "differ": differ, "same": same, "result_names": result_names,
+            "series": [{"id": u.id, "series": series.get(u.id, {})} for u in units],  # in the table's order
+            "has_series": any(series.values())})
+
+    def curves(request: Request) -> Response:
+        """Learning curves of some trials: those named by ``unit``, else the first ``top``
+        (default 10) the page's filters and sort select."""
+        experiment_id = request.path_params["experiment_id"]
+        params = request.query_params
+        wanted = [int(w) for w in params.getlist("unit") if w.isdigit() and int(w) <= MAX_ID][:MAX_COMPARED]
+        if wanted:
+            ids = wanted
+        else:
+            _, shown, bad = selected(request, experiment_id)
+            if bad:
+                return JSONResponse({"error": bad}, status_code=400)
+            ids = [u.id for u in shown[: min(max(_int(params.get("top"), 10), 1), MAX_COMPARED)]]
+        series = store.series(experiment_id, ids) if ids else {}
+        names = list(dict.fromkeys(n for unit in series.values() for n in unit))
+        return JSONResponse({"names": names, "units": [{"id": i, "series": series[i]} for i in ids if i in series]})
 
     def summary(request: Request) -> Response:
         experiment_id = request.path_params["experiment_id"]
@@ -244,7 +331,9 @@ def create_app(store: MetadataStore, host: PluginHost, *, read_only: bool = Fals
             return not_found(request, f"Experiment {experiment_id} has no work unit {unit_id}.")
         [row] = read_units(store, experiment_id, [unit_id])
         history = {job.id: store.job_history(job.id) for job in units[0].jobs}
-        return render(request, "unit.html", {"record": record, "unit": units[0], "row": row, "history": history})
+        series = store.series(experiment_id, [unit_id]).get(unit_id, {})
+        return render(request, "unit.html", {"record": record, "unit": units[0], "row": row, "history": history,
+                                             "series": series})
 
     def log(request: Request) -> Response:
         experiment_id, unit_id = request.path_params["experiment_id"], request.path_params["unit_id"]
@@ -319,6 +408,9 @@ def create_app(store: MetadataStore, host: PluginHost, *, read_only: bool = Fals
         Route("/", experiments),
         Route("/experiments/{experiment_id:int}", _ids_in_range(experiment)),
         Route("/experiments/{experiment_id:int}/table", _ids_in_range(table)),
+        Route("/experiments/{experiment_id:int}/csv", _ids_in_range(export_csv)),
+        Route("/experiments/{experiment_id:int}/compare", _ids_in_range(compare)),
+        Route("/api/experiments/{experiment_id:int}/curves", _ids_in_range(curves)),
         Route("/experiments/{experiment_id:int}/cancel", _ids_in_range(cancel), methods=["POST"]),
         Route("/experiments/{experiment_id:int}/units/{unit_id:int}", _ids_in_range(unit)),
         Route("/experiments/{experiment_id:int}/units/{unit_id:int}/log", _ids_in_range(log)),

@@ -15,6 +15,7 @@ from xcore.model.status import Status
 from xcore.runtime.results import result_names
 from xcore.store import MetadataStore
 from xcore.workspace.views import STATUS_ORDER, ExperimentView, UnitView
+from xcore.workspace.where import filter_units
 
 PAGE_SIZE = 50
 MAX_PAGE = 10**6  # a larger page number asks the store for more rows than any integer column holds
@@ -92,9 +93,12 @@ def sort_rows(rows: list[UnitView], sort: str) -> list[UnitView]:
     return present + missing
 
 
-def filter_rows(rows: list[UnitView], *, status: str = "", q: str = "") -> list[UnitView]:
-    """``status`` exact; ``q`` a case-insensitive substring of the arguments or message, or
+def filter_rows(rows: list[UnitView], *, status: str = "", q: str = "", where: str = "") -> list[UnitView]:
+    """``where`` a filter (``xcore show --where``'s language, ``FilterError`` if malformed);
+    ``status`` exact; ``q`` a case-insensitive substring of the arguments or message, or
     ``name=value`` for one argument (``lr=0.1``)."""
+    if where.strip():
+        rows = filter_units(rows, where)
     if status:
         rows = [r for r in rows if r.status.value == status.upper()]
     if q:

@@ -15,9 +15,10 @@ STATUSES = (Status.COMPLETED, Status.COMPLETED, Status.COMPLETED, Status.FAILED,
 
 
 def sample_sweep(store: MetadataStore, trials: int, *, title: str = "sample sweep", tags: Sequence[str] = ("sample",),
-                 user: str = "researcher", extra_args: dict[str, object] | None = None) -> int:
-    """Record a ``trials``-unit sweep over lr x batch size with losses; returns its id. Jobs
-    have no handle (nothing was launched), so nothing polls a backend for them."""
+                 user: str = "researcher", extra_args: dict[str, object] | None = None, curves: bool = False) -> int:
+    """Record a ``trials``-unit sweep over lr x batch size with losses (and, with ``curves``,
+    their learning curves); returns its id. Jobs have no handle (nothing was launched), so
+    nothing polls a backend for them."""
     record = store.create_experiment(title, tags=list(tags), user=user, host="localhost")
     store.update_experiment(record.id, launch_status="LAUNCHED")
     states: list[tuple[int, JobState]] = []
@@ -39,4 +40,8 @@ def sample_sweep(store: MetadataStore, trials: int, *, title: str = "sample swee
         store.record_states(states[start : start + 1000])
     for job_id, values in results:
         store.record_results(job_id, values, final=True)
+        if curves:
+            final = values["loss"] or 0.0
+            store.record_series(job_id, {"loss": [(step, final * (1 + 5 / (1 + step / 50))) for step in
+                                                  range(0, 500, 10)]})
     return record.id

@@ -102,6 +102,43 @@ function drawTimeline(chart) {
   }, {displaylogo: false, responsive: true});
 }
 
+// -- learning curves ------------------------------------------------------------------------
+
+function drawCurves(units) {
+  // units: [{id, series: {name: [[step, value], ...]}}]; one line per unit for the chosen name
+  const select = document.getElementById("curve-name"), element = document.getElementById("curves");
+  const names = [...new Set(units.flatMap((u) => Object.keys(u.series)))];
+  if (!select || !element || !window.Plotly) return names.length;
+  const keep = select.value;
+  if (select.options.length !== names.length) {
+    select.replaceChildren(...names.map((n) => new Option(n, n)));
+    if (names.includes(keep)) select.value = keep;
+  }
+  const name = select.value;
+  const traces = units.filter((u) => u.series[name]).map((u) => ({
+    type: "scatter", mode: "lines", name: "WU " + u.id, x: u.series[name].map((p) => p[0]),
+    y: u.series[name].map((p) => p[1]), hovertemplate: "WU " + u.id + "<br>step %{x}<br>" + esc(name) + "=%{y}<extra></extra>",
+  }));
+  window.Plotly.react(element, traces, {
+    margin: {t: 10, r: 10, b: 40, l: 50}, height: 280, xaxis: {title: {text: "step"}},
+    yaxis: {title: {text: esc(name)}}, showlegend: traces.length <= 12, legend: {orientation: "h"},
+  }, {displaylogo: false, responsive: true});
+  element.dataset.traces = String(traces.length);
+  return names.length;
+}
+
+function embeddedCurves(script) {
+  // the unit and compare pages: the series are in the page, as JSON (not run as script)
+  const units = JSON.parse(script.textContent);  // [{id, series}], in the table's order
+  const draw = () => drawCurves(units);
+  document.getElementById("curve-name").addEventListener("change", draw);
+  if (window.Plotly) draw(); else window.addEventListener("load", draw);
+}
+
+function ticked() {
+  return [...document.querySelectorAll("input[name=unit][form=compare-form]:checked")].map((box) => box.value);
+}
+
 function experimentPage(section) {
   const id = section.dataset.id, poll = Number(section.dataset.poll) || 3000;
   let version = null;
@@ -109,7 +146,24 @@ function experimentPage(section) {
   const redraw = () => { if (chart && window.Plotly) { drawPlot(chart); drawTimeline(chart); } };
   document.getElementById("plot-y").addEventListener("change", redraw);
   document.getElementById("plot-x").addEventListener("change", redraw);
-  const loadChart = async () => { chart = await getJSON("/api/experiments/" + id + "/chart"); redraw(); };
+  let curves = [];
+  const box = document.getElementById("curves-box");
+  const redrawCurves = () => { if (drawCurves(curves)) box.hidden = false; };
+  const loadCurves = async () => {
+    const query = new URLSearchParams(window.location.search);
+    for (const unit of ticked()) query.append("unit", unit);
+    const answer = await getJSON("/api/experiments/" + id + "/curves?" + query);
+    curves = answer.units;
+    if (answer.names.length) { box.hidden = false; redrawCurves(); }
+  };
+  document.getElementById("curve-name").addEventListener("change", redrawCurves);
+  document.getElementById("units-table").addEventListener("change", (event) => {
+    if (event.target.matches("input[name=unit]")) loadCurves().catch(console.warn);
+  });
+  const loadChart = async () => {
+    chart = await getJSON("/api/experiments/" + id + "/chart"); redraw();
+    await loadCurves();
+  };
   const tick = async () => {
     try {
       const summary = await getJSON("/api/experiments/" + id + "/summary");
@@ -121,7 +175,9 @@ function experimentPage(section) {
         const response = await fetch("/experiments/" + id + "/table" + window.location.search, {credentials: "same-origin"});
         if (response.ok) {
           const holder = document.getElementById("units-table");
+          const keep = new Set(ticked());  // the ticks survive the table's refresh
           holder.innerHTML = await response.text();  // server-rendered, escaped by the template engine
+          holder.querySelectorAll("input[name=unit]").forEach((tick) => { tick.checked = keep.has(tick.value); });
           confirmForms(holder);
         }
         await loadChart();
@@ -184,4 +240,6 @@ document.addEventListener("DOMContentLoaded", () => {
   if (section) experimentPage(section);
   const pre = document.getElementById("log");
   if (pre) logViewer(pre);
+  const series = document.getElementById("series-data");
+  if (series) embeddedCurves(series);
 });

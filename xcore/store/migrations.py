@@ -16,6 +16,8 @@ works between any two stores of the current version.
   ``lease_id`` alone: a sweep's rows shrink from about 1 KB to a few hundred bytes. Space the
   old rows held is reused by new records; to give it back to the disk, ``VACUUM`` the SQLite
   file (``sqlite3 xcore.db VACUUM``) or ``VACUUM FULL jobs`` on PostgreSQL, once, when idle.
+- 6: the notifications outbox (``notifications``: one row per event and sink, its delivery
+  state; see ``xcore.runtime.notifications``). Never copied by ``xcore store copy``.
 
 A store older than the code is migrated forward in one transaction: on open for the personal
 SQLite file, by ``xcore store migrate`` for a shared server (so one person decides when every
@@ -26,7 +28,7 @@ from __future__ import annotations
 
 from xcore.errors import ConfigurationError
 
-SCHEMA_VERSION = 5  # both stores' version: each asserts it has exactly this many migrations
+SCHEMA_VERSION = 6  # both stores' version: each asserts it has exactly this many migrations
 
 
 class SchemaVersionError(ConfigurationError):

@@ -1,0 +1,59 @@
+"""A local HTTP receiver for the notification tests: records each request, answers as scripted."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import attrs
+
+
+@attrs.define
+class Receiver:
+    url: str
+    requests: list[tuple[dict[str, str], bytes]] = attrs.field(factory=list)
+    codes: list[int] = attrs.field(factory=list)  # answers in turn; 200 once they run out
+
+    def wait_for(self, count: int, timeout: float = 60) -> list[tuple[dict[str, str], bytes]]:
+        deadline = time.monotonic() + timeout
+        while len(self.requests) < count:
+            assert time.monotonic() < deadline, f"only {len(self.requests)} of {count} requests came"
+            time.sleep(0.02)
+        return list(self.requests)
+
+
+@contextmanager
+def receiver(codes: list[int] | None = None,
+             hold: Callable[[], None] | None = None) -> Iterator[Receiver]:
+    """An HTTP server on 127.0.0.1 for the duration; ``hold`` runs before each answer."""
+    lock = threading.Lock()
+    box: list[Receiver] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 - the http.server name
+            body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            if hold:
+                hold()
+            with lock:
+                box[0].requests.append(({k.lower(): v for k, v in self.headers.items()}, body))
+                code = box[0].codes.pop(0) if box[0].codes else 200
+            self.send_response(code)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"ok")
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    box.append(Receiver(f"http://127.0.0.1:{server.server_address[1]}/hook?token=t0ps3cret", codes=list(codes or [])))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield box[0]
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -10,10 +10,10 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from core_helpers import start_xcore_fake
 from notify_helpers import receiver
 
 import xcore as xm
+from core_helpers import start_xcore_fake
 from xcore.errors import ConfigurationError
 from xcore.hooks.host import get_host
 from xcore.launch.registry import open_store
@@ -73,7 +73,8 @@ def test_two_observers_deliver_one_signed_event_per_failed_unit_and_one_end(monk
             time.sleep(0.02)
         for i, handle in enumerate(handles):
             failed = i in (3, 7)
-            fake.set_state(handle, Status.FAILED if failed else Status.COMPLETED, f"exit code {int(failed)}", int(failed))
+            status = Status.FAILED if failed else Status.COMPLETED
+            fake.set_state(handle, status, f"exit code {int(failed)}", int(failed))
         for observer in observers:
             out, err = observer.communicate(timeout=120)
             assert observer.returncode == 1, err  # some failed
@@ -148,8 +149,9 @@ def test_a_sink_that_hangs_holds_an_observer_no_longer_than_the_budget(monkeypat
 
     release = threading.Event()
     with receiver(hold=lambda: release.wait(30)) as hook:
-        _configure(f"[notifications]\nbudget_secs = 1\n" + _webhook(hook.url, timeout=30, events=["unit_failed"]).replace(
-            'secret_env = "XCORE_TEST_HOOK_SECRET"\n', ""))
+        unsigned = _webhook(hook.url, timeout=30, events=["unit_failed"]).replace(
+            'secret_env = "XCORE_TEST_HOOK_SECRET"\n', "")
+        _configure("[notifications]\nbudget_secs = 1\n" + unsigned)
         experiment_id, [handle] = _sweep(1)
         fake.set_state(handle, Status.FAILED, "exit code 2", 2)
         started = time.monotonic()

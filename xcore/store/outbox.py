@@ -9,6 +9,8 @@ that dies while sending leaves its rows to be taken again when the lease ends.
 
 from __future__ import annotations
 
+from typing import Any
+
 from xcore.model import datamodel
 
 PENDING, SENDING, SENT, FAILED = "pending", "sending", "sent", "failed"
@@ -32,7 +34,8 @@ TAKE = ("UPDATE notifications SET state = 'sending', claimed_by = ?, lease_until
 MINE = (f"SELECT {_COLUMNS} FROM notifications WHERE claimed_by = ? AND state = 'sending' AND lease_until = ?"
         " ORDER BY created_at, event_id, sink")
 # A success keeps the last error: what went wrong before it is still worth reading.
-FINISH = ("UPDATE notifications SET state = ?, last_error = COALESCE(NULLIF(?, ''), last_error), next_at = ?, sent_at = ?, lease_until = NULL"
+FINISH = ("UPDATE notifications SET state = ?, last_error = COALESCE(NULLIF(?, ''), last_error), next_at = ?,"
+          " sent_at = ?, lease_until = NULL"
           " WHERE event_id = ? AND sink = ? AND claimed_by = ? AND state = 'sending'")
 LIST = f"SELECT {_COLUMNS} FROM notifications"
 
@@ -68,9 +71,9 @@ class NotificationRecord:
     sent_at: float | None
 
 
-def record(row: object) -> NotificationRecord:
+def record(row: Any) -> NotificationRecord:
     """A record from a row read by column name."""
-    get = row.__getitem__  # type: ignore[attr-defined]
+    get = row.__getitem__
     return NotificationRecord(
         str(get("event_id")), str(get("sink")), int(get("experiment_id")), str(get("event_type")),
         str(get("body")), str(get("state")), int(get("attempts")), str(get("last_error")),

@@ -21,8 +21,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from xcore.errors import NotFoundError
 from xcore.model.status import JobState, Status
-from xcore.store import ExperimentHistory, Imported, MetadataStore, StoreInfo, records, rows, specs
-from xcore.store import outbox
+from xcore.store import ExperimentHistory, Imported, MetadataStore, StoreInfo, outbox, records, rows, specs
 from xcore.store import statements as sql
 from xcore.store.base import CancelRequest
 from xcore.store.dialect import Cursor, Dialect, Work

@@ -87,7 +87,8 @@ def parse(table: Any, path: Path) -> NotificationConfig:
     sinks = tuple(_sink(raw, index, path) for index, raw in enumerate(raw_sinks, 1))
     names = [s.name for s in sinks]
     if duplicate := next((n for n in names if names.count(n) > 1), None):
-        raise ConfigurationError(f"Two [[notifications.sinks]] in {path} are named {duplicate!r}; give each its own name.")
+        raise ConfigurationError(f"Two [[notifications.sinks]] in {path} are named {duplicate!r}; "
+                                 f"give each its own name.")
     return NotificationConfig(failures, waiting, budget, sinks)
 
 

@@ -3,11 +3,9 @@ so a sink that fails is seen (its last error, its attempts, when it is tried aga
 
 from __future__ import annotations
 
-import argparse
-
-from xcore.cli.output import print_json
-from xcore.cli.tables import format_time, printable, render_table
-from xcore.workspace import current
+TYPE_CHECKING = False  # not typing's: `xcore --help` builds this parser and must stay fast
+if TYPE_CHECKING:
+    import argparse
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -23,6 +21,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def command(args: argparse.Namespace) -> int:
+    from xcore.cli.output import print_json
+    from xcore.cli.tables import format_time, printable, render_table
+    from xcore.workspace import current
+
     rows = current().store.notifications(args.experiment, states=args.state or (), limit=max(args.limit, 1))
     if args.json:
         print_json([{"event_id": r.event_id, "type": r.event_type, "experiment": r.experiment_id, "sink": r.sink,

@@ -57,3 +57,67 @@ def receiver(codes: list[int] | None = None,
     finally:
         server.shutdown()
         server.server_close()
+
+
+@attrs.define
+class Mailbox:
+    """What a minimal SMTP server on 127.0.0.1 received: (sender, recipients, message bytes)."""
+
+    port: int
+    messages: list[tuple[str, list[str], bytes]] = attrs.field(factory=list)
+    auth: list[str] = attrs.field(factory=list)  # the AUTH lines clients sent
+
+
+@contextmanager
+def smtp_server() -> Iterator[Mailbox]:
+    """Enough of SMTP (RFC 5321) for smtplib: EHLO, AUTH PLAIN, MAIL, RCPT, DATA, QUIT."""
+    import socket
+    import socketserver
+
+    class Handler(socketserver.StreamRequestHandler):
+        def reply(self, line: str) -> None:
+            self.wfile.write(line.encode() + b"\r\n")
+
+        def handle(self) -> None:
+            self.reply("220 localhost test SMTP")
+            sender, recipients = "", []
+            while line := self.rfile.readline():
+                verb = line.decode().strip().split(" ", 1)[0].upper()
+                text = line.decode().strip()
+                if verb in ("EHLO", "HELO"):
+                    self.wfile.write(b"250-localhost\r\n250 AUTH PLAIN\r\n")
+                elif verb == "AUTH":
+                    box[0].auth.append(text)
+                    self.reply("235 ok")
+                elif verb == "MAIL":
+                    sender, recipients = text.split(":", 1)[1].strip().strip("<>"), []
+                    self.reply("250 ok")
+                elif verb == "RCPT":
+                    recipients.append(text.split(":", 1)[1].strip().strip("<>"))
+                    self.reply("250 ok")
+                elif verb == "DATA":
+                    self.reply("354 go on")
+                    data = b""
+                    while (chunk := self.rfile.readline()) not in (b".\r\n", b""):
+                        data += chunk[1:] if chunk.startswith(b"..") else chunk
+                    box[0].messages.append((sender, recipients, data))
+                    self.reply("250 queued")
+                elif verb == "QUIT":
+                    self.reply("221 bye")
+                    return
+                else:
+                    self.reply("250 ok")
+
+    class Server(socketserver.ThreadingTCPServer):
+        daemon_threads = True
+        address_family = socket.AF_INET
+
+    server = Server(("127.0.0.1", 0), Handler)
+    box = [Mailbox(server.server_address[1])]
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield box[0]
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -327,3 +327,31 @@ def test_a_duty_sees_the_store_state_after_its_own_record():
     fake.set_state(handles[1], Status.COMPLETED, "done", 0)
     refresh_jobs(store, get_host(), [second])
     assert [n.event_type for n in store.notifications(experiment_id)] == ["experiment_ended"]
+
+
+def test_the_email_sink_sends_one_message_per_event_over_smtp(monkeypatch):
+    import base64
+    import email
+    from email import policy
+
+    from notify_helpers import smtp_server
+
+    monkeypatch.setenv("XCORE_TEST_SMTP_PASSWORD", "pw-s3cret")
+    with smtp_server() as mailbox:
+        _configure('[[notifications.sinks]]\nname = "mail"\ntype = "email"\nhost = "127.0.0.1"\n'
+                   f'port = {mailbox.port}\nfrom = "xcore@lab.invalid"\nto = ["alice@lab.invalid", "bob@lab.invalid"]\n'
+                   'username = "alice"\npassword_env = "XCORE_TEST_SMTP_PASSWORD"\nevents = ["unit_failed"]\n')
+        experiment_id, [handle] = _sweep(1, title="mail ✓")
+        fake.set_state(handle, Status.FAILED, "exit code 5", 5)
+        _observe(experiment_id)
+        [(sender, recipients, data)] = mailbox.messages
+        [auth] = mailbox.auth
+    assert sender == "xcore@lab.invalid" and recipients == ["alice@lab.invalid", "bob@lab.invalid"]
+    assert base64.b64decode(auth.split()[-1]).split(b"\0")[1:] == [b"alice", b"pw-s3cret"]
+    message = email.message_from_bytes(data, policy=policy.default)
+    event_id = f"exp-{experiment_id}/unit-1/failed/attempt-1"
+    assert message["X-Xcore-Event"] == event_id and "mail ✓" in message["Subject"]
+    content = message.get_content().replace("\r\n", "\n")  # as sent over SMTP
+    assert json.loads(content.split("\n\n", 1)[1])["id"] == event_id
+    [row] = open_store().notifications(experiment_id)
+    assert row.state == "sent"

@@ -355,3 +355,17 @@ def test_the_email_sink_sends_one_message_per_event_over_smtp(monkeypatch):
     assert json.loads(content.split("\n\n", 1)[1])["id"] == event_id
     [row] = open_store().notifications(experiment_id)
     assert row.state == "sent"
+
+
+def test_a_plugin_adds_a_sink_type_through_the_hook():
+    from xcore.paths import plugin_state_dir
+
+    _configure('[[notifications.sinks]]\nname = "lab"\ntype = "fake"\nevents = ["unit_failed"]\n')
+    experiment_id, [handle] = _sweep(1)
+    fake.set_state(handle, Status.FAILED, "exit code 1", 1)
+    _observe(experiment_id)
+    [line] = (plugin_state_dir("fake") / "notifications.jsonl").read_text().splitlines()
+    assert json.loads(line)["id"] == f"exp-{experiment_id}/unit-1/failed/attempt-1"
+    _configure('[[notifications.sinks]]\nname = "lab"\ntype = "fake"\ncolour = "red"\n')
+    with pytest.raises(ConfigurationError, match="unknown key 'colour' for type 'fake'"):
+        notifications.configured(get_host())

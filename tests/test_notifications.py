@@ -369,3 +369,25 @@ def test_a_plugin_adds_a_sink_type_through_the_hook():
     _configure('[[notifications.sinks]]\nname = "lab"\ntype = "fake"\ncolour = "red"\n')
     with pytest.raises(ConfigurationError, match="unknown key 'colour' for type 'fake'"):
         notifications.configured(get_host())
+
+
+def test_jobs_that_ended_inside_the_launch_script_are_notified_when_it_exits(tmp_path):
+    """A script that waits for its jobs inside its experiment: the wait records the failure (and
+    notifies it), but the end cannot be told from a pause between adds until the `with` block
+    exits, which notices it."""
+    out = tmp_path / "events.jsonl"
+    script = tmp_path / "sink.py"
+    script.write_text("import sys\nopen(sys.argv[1], 'ab').write(sys.stdin.buffer.read() + b'\\n')\n")
+    import sys
+
+    _configure('[[notifications.sinks]]\nname = "cmd"\ntype = "command"\n'
+               f'command = {json.dumps([sys.executable, str(script), str(out)])}\n')
+    plugin_host({"fake": fake})
+    with xm.create_experiment("synchronous") as experiment:
+        [ok, bad] = experiment.package([xm.binary(fake.FakeSpec(), "true"), xm.binary(fake.FakeSpec(), "false")])
+        experiment.add(xm.Job(ok, fake.FakeExecutor()))
+        experiment.add(xm.Job(bad, fake.FakeExecutor()))
+        experiment.wait_until_complete()
+        assert [json.loads(line)["type"] for line in out.read_text().splitlines()] == ["unit_failed"]
+    ids = sorted(json.loads(line)["id"] for line in out.read_text().splitlines())
+    assert ids == [f"exp-{experiment.experiment_id}/ended", f"exp-{experiment.experiment_id}/unit-2/failed/attempt-1"]

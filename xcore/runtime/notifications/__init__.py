@@ -31,7 +31,7 @@ _warned: set[str] = set()
 def configured(host: PluginHost | None = None, path: Path | None = None) -> tuple[NotificationConfig, dict[str, Sink]]:
     """The configuration and its built sinks, read again only when the file changed. Raises
     ``ConfigurationError`` naming the bad key."""
-    from xcore.runtime.notifications import config, sinks
+    from xcore.runtime.notifications import config
 
     path = path or config.config_path()
     try:
@@ -40,6 +40,8 @@ def configured(host: PluginHost | None = None, path: Path | None = None) -> tupl
     except FileNotFoundError:
         return config.NotificationConfig(), {}
     if key not in _loaded:
+        from xcore.runtime.notifications import sinks
+
         found = config.load(path)
         custom = {s.type for s in found.sinks} - set(sinks.BUILTIN)
         types = plugin_sink_types(host) if custom and host is not None else {}
@@ -76,7 +78,7 @@ def observe(store: MetadataStore, host: PluginHost, changed: Sequence[JobRecord]
 def tick(store: MetadataStore, host: PluginHost | None, experiment_ids: Sequence[int]) -> dict[str, int]:
     """For a loop that runs each cycle whether or not a job changed (``xcore watch``): the
     events of ``experiment_ids`` that need no change to happen (a job PENDING longer than
-    ``waiting_secs``; an end or failures no observer saw), then every due delivery, failed
+    ``waiting_secs``; failures and an end no observer saw), then every due delivery, failed
     ones being retried included. Safe to call from many processes at once; returns the counts
     of ``deliver``."""
     loaded = _configured_or_warn(host)
@@ -87,11 +89,20 @@ def tick(store: MetadataStore, host: PluginHost | None, experiment_ids: Sequence
     config, sinks = loaded
     found: list[dict[str, Any]] = []
     for experiment_id in experiment_ids:
-        found += events.experiment_events(store.get_experiment(experiment_id), failures=config.failures)
+        found += events.of_experiment(store, experiment_id, failures=config.failures)
     if config.waiting_secs:
         found += events.waiting(store, experiment_ids, config.waiting_secs)
     delivery.record(store, config, found)
     return delivery.deliver(store, config, sinks)
+
+
+def after_launch(store: MetadataStore, host: PluginHost, experiment_id: int) -> None:
+    """When a launch script's experiment context exits: what ended while it ran (before the
+    experiment read launched, its end could not be told from a pause between adds)."""
+    try:
+        tick(store, host, [experiment_id])
+    except Exception as exc:  # noqa: BLE001 - a launch never fails for a notification
+        print(f"xcore: warning: notifications: {type(exc).__name__}: {exc}", file=sys.stderr)
 
 
 def _configured_or_warn(host: PluginHost | None) -> tuple[NotificationConfig, Mapping[str, Sink]] | None:

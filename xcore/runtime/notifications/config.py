@@ -8,7 +8,6 @@ Slack URL) may come from the environment (``*_env`` keys) and never appear in a 
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -59,6 +58,8 @@ def config_path() -> Path:
 
 def load(path: Path | None = None) -> NotificationConfig:
     """The notifications configured in ``path`` (``config.toml``); none when absent."""
+    import tomllib
+
     path = path or config_path()
     try:
         text = path.read_bytes()

@@ -68,6 +68,18 @@ def from_changes(store: MetadataStore, changed: Sequence[JobRecord], *, failures
     return events
 
 
+def of_experiment(store: MetadataStore, experiment_id: int, *, failures: int = 0) -> list[dict[str, Any]]:
+    """Every event the experiment's recorded state makes now, whether or not a change was seen
+    (jobs that failed to launch, or ended before their launcher marked the experiment launched,
+    are recorded without an observer's refresh)."""
+    record = store.get_experiment(experiment_id)
+    events: list[dict[str, Any]] = []
+    if record.status_counts.get(Status.FAILED.value):
+        failed = [u.id for u in store.unit_summaries(experiment_id) if u.status is Status.FAILED]
+        events += unit_events(record, store.work_units(experiment_id, failed))
+    return events + experiment_events(record, failures=failures)
+
+
 def unit_events(record: ExperimentRecord, units: Iterable[WorkUnitRecord],
                 changed: Sequence[JobRecord] = ()) -> list[dict[str, Any]]:
     events = []

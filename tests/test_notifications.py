@@ -232,7 +232,9 @@ def test_the_command_sink_gets_the_event_on_stdin_with_hostile_strings_intact(tm
     assert Path(str(out) + ".env").read_text() == event["id"]
 
 
-def test_a_failing_command_records_its_exit_code_and_last_line(tmp_path):
+def test_a_failing_command_records_its_exit_code_and_last_line(tmp_path, capsys):
+    from xcore.cli.main import main
+
     _configure('[[notifications.sinks]]\nname = "cmd"\ntype = "command"\nmax_attempts = 1\n'
                'events = ["unit_failed"]\ncommand = ["sh", "-c", "echo nope >&2; exit 4"]\n')
     experiment_id, [handle] = _sweep(1)
@@ -240,6 +242,10 @@ def test_a_failing_command_records_its_exit_code_and_last_line(tmp_path):
     _observe(experiment_id)
     [row] = open_store().notifications(experiment_id)
     assert (row.state, row.last_error) == ("failed", "sh exited with 4: nope")
+    assert main(["notifications", str(experiment_id), "--state", "failed"]) == 0
+    [header, line] = capsys.readouterr().out.splitlines()
+    assert header.split() == ["EVENT", "SINK", "STATE", "TRIES", "LAST", "ERROR"]
+    assert line.split() == [row.event_id, "cmd", "failed", "1", "sh", "exited", "with", "4:", "nope"]
 
 
 def test_slack_payload_is_text_and_blocks_with_slack_escapes():
@@ -299,6 +305,12 @@ def test_secrets_never_reach_a_message_or_the_store(monkeypatch):
                         events=["unit_failed"]))
     loaded, built = notifications.configured()
     assert SECRET not in repr(built) and "t0ps3cret" not in repr(built)
+    _configure(_webhook("http://127.0.0.1:9/", events=["unit_failed"]).replace(
+        'secret_env = "XCORE_TEST_HOOK_SECRET"', f'secret = "{SECRET}"'))
+    in_file, _ = notifications.configured()
+    assert SECRET not in repr(in_file) and in_file.sinks[0].options["secret"] == SECRET
+    _configure(_webhook("http://127.0.0.1:9/never?token=t0ps3cret", max_attempts=1, timeout=1,
+                        events=["unit_failed"]))
     experiment_id, [handle] = _sweep(1)
     fake.set_state(handle, Status.FAILED, "exit code 1", 1)
     _observe(experiment_id)

@@ -37,7 +37,7 @@ class SinkConfig:
     max_attempts: int = 8
     backoff_secs: float = 30.0  # before the 2nd try; doubles each time, at most an hour
     timeout: float = 10.0
-    options: Mapping[str, Any] = attrs.field(factory=dict)
+    options: Mapping[str, Any] = attrs.field(factory=dict, repr=False)  # may hold a secret: never shown
 
     def wants(self, event_type: str, tags: list[str], user: str) -> bool:
         return (event_type in self.events and (not self.tags or bool(set(self.tags) & set(tags)))

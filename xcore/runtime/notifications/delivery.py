@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from xcore.runtime.notifications.config import NotificationConfig, SinkConfig
-from xcore.store.outbox import FAILED, PENDING, SENT, NewNotification
+from xcore.store.outbox import FAILED, PENDING, SENDING, SENT, NewNotification
 
 if TYPE_CHECKING:
     from xcore.runtime.notifications.sinks import Sink
@@ -55,6 +55,8 @@ def deliver(store: MetadataStore, config: NotificationConfig, sinks: Mapping[str
     claimant = uuid.uuid4().hex
     by_name = {s.name: s for s in config.sinks if s.name in sinks}
     counts = {"sent": 0, "retry": 0, "failed": 0}
+    if not store.notifications(states=(PENDING, SENDING), limit=1):
+        return counts  # nothing left to send: a read, not a write transaction, for every cycle
     while time.monotonic() < deadline:
         # The lease outlasts the try's timeout, so no second observer takes a row being sent.
         taken = store.take_notifications(claimant, budget + 60.0, 1, sinks=sorted(by_name))

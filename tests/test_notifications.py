@@ -299,7 +299,7 @@ def test_a_bad_config_warns_once_and_never_breaks_the_observer(capsys):
     assert err.count("notifications are off") == 1 and "[[notifications.sinks]] 'h'" in err
 
 
-def test_secrets_never_reach_a_message_or_the_store(monkeypatch):
+def test_secrets_never_reach_a_message_or_the_store(monkeypatch, capsys):
     monkeypatch.setenv("XCORE_TEST_HOOK_SECRET", SECRET)
     _configure(_webhook("http://127.0.0.1:9/never?token=t0ps3cret", max_attempts=1, timeout=1,
                         events=["unit_failed"]))
@@ -316,6 +316,9 @@ def test_secrets_never_reach_a_message_or_the_store(monkeypatch):
     _observe(experiment_id)
     [row] = open_store().notifications(experiment_id)
     assert row.state == "failed" and "t0ps3cret" not in row.last_error and SECRET not in row.body
+    err = capsys.readouterr().err  # a delivery given up on is said once, where it happened
+    assert f"notification {row.event_id} to 'hook' failed after 1 tries: cannot reach 127.0.0.1" in err
+    assert "t0ps3cret" not in err and SECRET not in err
 
 
 def test_no_config_means_no_rows_and_no_cost():

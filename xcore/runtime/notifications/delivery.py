@@ -12,6 +12,7 @@ runs once its backoff passed (``backoff_secs``, doubling, at most an hour), unti
 from __future__ import annotations
 
 import json
+import sys
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -72,6 +73,8 @@ def deliver(store: MetadataStore, config: NotificationConfig, sinks: Mapping[str
             if row.attempts >= sink.max_attempts:
                 store.finish_notification(row.event_id, row.sink, claimant, FAILED, error)
                 counts["failed"] += 1
+                print(f"xcore: warning: notification {row.event_id} to {row.sink!r} failed after "
+                      f"{row.attempts} tries: {error} (see xcore notifications)", file=sys.stderr)
             else:
                 store.finish_notification(row.event_id, row.sink, claimant, PENDING, error,
                                           time.time() + backoff(sink, row.attempts))

@@ -17,6 +17,8 @@ execution hook through the public plugin API, so it doubles as a reference execu
 - ``forget(handle)`` makes the backend forget a job (it then reads ``lost: ...``).
 - ``set_unreachable("reason")`` puts the whole backend out of reach (its status hook raises
   ``BackendUnavailableError``) until ``set_unreachable(None)``.
+- A notification sink type ``fake`` (``xcore_notification_sinks``): ``type = "fake"`` in
+  ``config.toml`` appends each event to ``notifications.jsonl`` in the state directory.
 
 State lives in one JSON file per job in the plugin's state directory, so status, cancel and
 logs work from any process, exactly as for a real backend.

@@ -406,3 +406,18 @@ def test_jobs_that_ended_inside_the_launch_script_are_notified_when_it_exits(tmp
         assert [json.loads(line)["type"] for line in out.read_text().splitlines()] == ["unit_failed"]
     ids = sorted(json.loads(line)["id"] for line in out.read_text().splitlines())
     assert ids == [f"exp-{experiment.experiment_id}/ended", f"exp-{experiment.experiment_id}/unit-2/failed/attempt-1"]
+
+
+def test_the_slack_sink_posts_text_and_blocks_to_the_webhook_from_the_environment(monkeypatch):
+    with receiver() as hook:
+        monkeypatch.setenv("XCORE_TEST_SLACK_URL", hook.url)
+        _configure('[[notifications.sinks]]\nname = "slack"\ntype = "slack"\nurl_env = "XCORE_TEST_SLACK_URL"\n'
+                   'events = ["experiment_ended"]\n')
+        experiment_id, [handle] = _sweep(1, title="a <b> & c")
+        fake.set_state(handle, Status.COMPLETED, "exit code 0", 0)
+        _observe(experiment_id)
+        [(headers, body)] = hook.wait_for(1)
+    payload = json.loads(body)
+    assert payload["text"] == f"xcore experiment {experiment_id} (a &lt;b&gt; &amp; c): ended: completed (1 completed)"
+    assert payload["blocks"][0]["text"]["text"] == payload["text"]
+    assert "x-xcore-signature" not in headers

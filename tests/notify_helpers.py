@@ -68,14 +68,17 @@ class Mailbox:
 
     port: int
     messages: list[tuple[str, list[str], bytes]] = attrs.field(factory=list)
+    encrypted: list[bool] = attrs.field(factory=list)  # per message: whether it came over TLS
     auth: list[str] = attrs.field(factory=list)  # the AUTH lines clients sent
 
 
 @contextmanager
-def smtp_server() -> Iterator[Mailbox]:
-    """Enough of SMTP (RFC 5321) for smtplib: EHLO, AUTH PLAIN, MAIL, RCPT, DATA, QUIT."""
+def smtp_server(tls: tuple[str, str] | None = None) -> Iterator[Mailbox]:
+    """Enough of SMTP (RFC 5321) for smtplib: EHLO, AUTH PLAIN, MAIL, RCPT, DATA, QUIT, and
+    STARTTLS (RFC 3207) when ``tls`` names a certificate and key file."""
     import socket
     import socketserver
+    import ssl
 
     class Handler(socketserver.StreamRequestHandler):
         def reply(self, line: str) -> None:
@@ -83,12 +86,20 @@ def smtp_server() -> Iterator[Mailbox]:
 
         def handle(self) -> None:
             self.reply("220 localhost test SMTP")
-            sender, recipients = "", []
+            sender, recipients, encrypted = "", [], False
             while line := self.rfile.readline():
                 verb = line.decode().strip().split(" ", 1)[0].upper()
                 text = line.decode().strip()
                 if verb in ("EHLO", "HELO"):
-                    self.wfile.write(b"250-localhost\r\n250 AUTH PLAIN\r\n")
+                    offer = b"250-STARTTLS\r\n" if tls and not encrypted else b""
+                    self.wfile.write(b"250-localhost\r\n" + offer + b"250 AUTH PLAIN\r\n")
+                elif verb == "STARTTLS" and tls:
+                    self.reply("220 go ahead")
+                    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+                    context.load_cert_chain(*tls)
+                    self.request = context.wrap_socket(self.request, server_side=True)
+                    self.rfile, self.wfile = self.request.makefile("rb"), self.request.makefile("wb", buffering=0)
+                    encrypted = True
                 elif verb == "AUTH":
                     box[0].auth.append(text)
                     self.reply("235 ok")
@@ -104,6 +115,7 @@ def smtp_server() -> Iterator[Mailbox]:
                     while (chunk := self.rfile.readline()) not in (b".\r\n", b""):
                         data += chunk[1:] if chunk.startswith(b"..") else chunk
                     box[0].messages.append((sender, recipients, data))
+                    box[0].encrypted.append(encrypted)
                     self.reply("250 queued")
                 elif verb == "QUIT":
                     self.reply("221 bye")

@@ -280,6 +280,8 @@ def test_signature_is_hmac_sha256_over_timestamp_and_body():
      "$XCORE_TEST_UNSET_VAR, which is not set"),
     ('[[notifications.sinks]]\nname = "h"\ntype = "command"\ncommand = ["x"]\nmax_attempts = 0\n',
      "max_attempts = 0 must be a whole number >= 1"),
+    ('[[notifications.sinks]]\nname = "m"\ntype = "email"\nhost = "h"\nfrom = "a@b"\nto = "c@d"\n'
+     'cafile = "/nonexistent/ca.pem"\n', "cafile /nonexistent/ca.pem is not a file"),
     ('[notifications\n', "is not valid TOML"),
 ])
 def test_a_bad_config_is_one_error_naming_the_sink_and_key(text, fragment):
@@ -421,3 +423,31 @@ def test_the_slack_sink_posts_text_and_blocks_to_the_webhook_from_the_environmen
     assert payload["text"] == f"xcore experiment {experiment_id} (a &lt;b&gt; &amp; c): ended: completed (1 completed)"
     assert payload["blocks"][0]["text"]["text"] == payload["text"]
     assert "x-xcore-signature" not in headers
+
+
+def test_the_email_sink_upgrades_to_tls_and_checks_the_certificate(tmp_path):
+    import subprocess
+
+    from notify_helpers import smtp_server
+
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    made = subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
+                           "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key),
+                           "-out", str(cert)], capture_output=True, text=True, check=False)
+    assert made.returncode == 0, made.stderr
+    entry = ('[[notifications.sinks]]\nname = "mail"\ntype = "email"\nhost = "127.0.0.1"\nport = {port}\n'
+             'starttls = true\nfrom = "x@lab.invalid"\nto = "a@lab.invalid"\nevents = ["unit_failed"]\n'
+             'max_attempts = 1\n{cafile}')
+    with smtp_server(tls=(str(cert), str(key))) as mailbox:
+        _configure(entry.format(port=mailbox.port, cafile=f'cafile = "{cert}"\n'))
+        experiment_id, [handle] = _sweep(1)
+        fake.set_state(handle, Status.FAILED, "exit code 5", 5)
+        _observe(experiment_id)
+        assert mailbox.encrypted == [True]
+        _configure(entry.format(port=mailbox.port, cafile=""))  # the system's CAs do not know this one
+        second, [handle] = _sweep(1)
+        fake.set_state(handle, Status.FAILED, "exit code 5", 5)
+        _observe(second)
+        assert mailbox.encrypted == [True]
+    [row] = open_store().notifications(second)
+    assert row.state == "failed" and "CERTIFICATE_VERIFY_FAILED" in row.last_error

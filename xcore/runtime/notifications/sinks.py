@@ -130,11 +130,13 @@ class SlackSink:
 
 
 class EmailSink:
-    """One message per event over SMTP (``starttls = true`` to encrypt; ``username`` with
-    ``password`` or ``password_env`` to log in)."""
+    """One message per event over SMTP (``starttls = true`` to encrypt, the server's certificate
+    checked against the system's CAs or ``cafile``; ``username`` with ``password`` or
+    ``password_env`` to log in)."""
 
     def __init__(self, sink: SinkConfig) -> None:
-        cfg.check_keys(sink, ("host", "port", "starttls", "username", "password", "password_env", "from", "to"))
+        cfg.check_keys(sink, ("host", "port", "starttls", "cafile", "username", "password", "password_env",
+                              "from", "to"))
         self.host = cfg.text(sink, "host")
         self.starttls = sink.options.get("starttls", False)
         if not isinstance(self.starttls, bool):
@@ -143,6 +145,9 @@ class EmailSink:
         if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
             raise ConfigurationError(f"{sink.where}: port must be a whole number from 1 to 65535.")
         self.port = port
+        self.cafile = cfg.text(sink, "cafile", required=False) or None
+        if self.cafile and not os.path.isfile(os.path.expanduser(self.cafile)):
+            raise ConfigurationError(f"{sink.where}: cafile {self.cafile} is not a file.")
         self.username = cfg.text(sink, "username", required=False)
         self._password = cfg.secret(sink, "password", required=bool(self.username))
         self.sender = cfg.text(sink, "from")
@@ -175,7 +180,8 @@ class EmailSink:
         try:
             with smtplib.SMTP(self.host, self.port, timeout=timeout) as smtp:
                 if self.starttls:
-                    smtp.starttls(context=ssl.create_default_context())
+                    cafile = os.path.expanduser(self.cafile) if self.cafile else None
+                    smtp.starttls(context=ssl.create_default_context(cafile=cafile))
                 if self.username:
                     smtp.login(self.username, self._password)
                 smtp.send_message(self.message(event))

@@ -66,3 +66,9 @@ def write_fake_script(path: Path, body: str) -> Path:
     """A launch script for ``run_xcore_fake``: ``xm`` and ``fake`` (the fake backend) imported."""
     path.write_text("import sys\nimport xcore as xm\nfrom xcore.testing import fake\n" + body)
     return path
+
+
+def start_xcore_fake(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    """``run_xcore_fake`` without waiting: the CLI in a new process, still running."""
+    return subprocess.Popen([sys.executable, "-c", _FAKE_CLI, *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, **(env or {})})

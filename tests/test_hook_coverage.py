@@ -58,6 +58,10 @@ def test_every_hook_is_called_in_a_real_flow(xcore_home, tmp_path, capsys):
     def before(hook_name, hook_impls, kwargs):
         called.setdefault(hook_name, set()).update(impl.plugin_name for impl in hook_impls)
 
+    from xcore.paths import config_dir, private_dir
+
+    private_dir(config_dir())  # a plugin's sink type: the duty of the status changes below builds it
+    (config_dir() / "config.toml").write_text('[[notifications.sinks]]\nname = "f"\ntype = "fake"\n')
     undo = host.pm.add_hookcall_monitoring(before, lambda *args: None)
     try:
         host._kinds = None  # registration runs again, under monitoring

@@ -143,7 +143,9 @@ def build_parser(with_plugins: bool = True, command: str | None = None) -> argpa
 
     _add_plugin_authoring(sub)
 
-    from xcore.cli import store_commands
+    from xcore.cli import notifications, store_commands
+
+    notifications.add_parser(sub)
 
     store_commands.add_parser(sub)
 

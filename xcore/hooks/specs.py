@@ -65,7 +65,7 @@ The rules, the same for every backend
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -315,4 +315,26 @@ def xcore_open_store(url: str, options: dict[str, Any]) -> MetadataStore | None:
     :param options: extra settings: ``migrate`` (bool) asks to migrate an older schema
         (``xcore store migrate``); absent means the store's default.
     :return: an object implementing ``xcore.store.MetadataStore``, or None.
+    """
+
+
+# -------------------------------------------------------------------------------------------
+# Notifications
+# -------------------------------------------------------------------------------------------
+
+
+@hookspec
+def xcore_notification_sinks() -> Mapping[str, Callable[[Any], Any]] | None:
+    """Notification sink types this plugin adds, by the ``type`` name that ``config.toml`` uses.
+
+    Called only when a ``[[notifications.sinks]]`` entry names a type that is not built in
+    (``webhook``, ``slack``, ``email``, ``command``). Each value is a factory called with the
+    entry (``.name``; ``.options``: its keys but the shared ones; ``.where``: the entry as an
+    error names it; ``xcore.runtime.notifications.config.check_keys`` refuses unknown keys)
+    that returns an object with ``send(event: dict, timeout: float) -> None``: deliver the
+    event within ``timeout`` seconds or raise (the message, recorded and shown by ``xcore
+    notifications``, must hold no secret). A failed send is retried with backoff by whichever
+    observer runs next; each event reaches each sink once. See docs/notifications.md.
+
+    :return: ``{type name: factory}``, or None. A name two plugins add is an error.
     """

@@ -241,6 +241,9 @@ class Experiment:
                     f"Recording experiment {self.experiment_id} failed: {store_error}") from store_error
         if not self._units and exc is None:
             self._progress.message(f"warning: experiment {self.experiment_id} has no work units.")
+        from xcore.runtime.notifications import after_launch
+
+        after_launch(self._store, self._host, self.experiment_id)  # an end that came before this moment
         if exc is None and self._launcher.errors:
             raise self._launcher.errors[0]
 

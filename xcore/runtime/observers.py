@@ -28,8 +28,9 @@ def duties() -> tuple[ObserverDuty, ...]:
     """The duties, in the order they run. Imported here, lazily, so that a refresh that saw
     nothing change imports none of them."""
     from xcore.runtime.dependents import release
+    from xcore.runtime.notifications import observe as notify
 
-    return (release,)
+    return (release, notify)
 
 
 def held_seen(store: MetadataStore, host: PluginHost, jobs: Sequence[JobRecord]) -> None:

@@ -14,6 +14,7 @@ from xcore.errors import StoreError
 from xcore.model import datamodel
 from xcore.model.dependencies import DependencyEdge
 from xcore.model.status import JobState, Status
+from xcore.store.outbox import NewNotification, NotificationRecord
 from xcore.store.records import (
     ExperimentRecord,
     JobRecord,
@@ -356,6 +357,31 @@ class MetadataStore(abc.ABC):
         its unsubmitted jobs back to LAUNCHING under ``lease_id``, so a releaser that dies before
         it submitted them leaves orphans the next command resolves."""
         return False
+
+    # The notifications outbox (``xcore.store.outbox``, ``xcore.runtime.notifications``). A store
+    # without it records nothing and hands nothing out: no notification is delivered.
+
+    def add_notifications(self, items: Sequence[NewNotification]) -> None:  # noqa: B027 - optional
+        """Record each (event, sink) unless recorded already: the claim that makes two observers
+        of one event deliver it once."""
+
+    def take_notifications(self, claimant: str, lease_secs: float, limit: int = 100, *,
+                           sinks: Sequence[str] | None = None) -> list[NotificationRecord]:
+        """Up to ``limit`` due rows (pending with ``next_at`` passed, or sending past their
+        lease) of ``sinks`` (None: any), now ``sending`` for ``claimant`` alone for
+        ``lease_secs``, attempts counted."""
+        return []
+
+    def finish_notification(  # noqa: B027 - optional, a no-op by default
+        self, event_id: str, sink: str, claimant: str, state: str, error: str = "", next_at: float = 0.0,
+    ) -> None:
+        """What ``claimant``'s try did: ``sent``, ``pending`` again (retried at ``next_at``) or
+        ``failed`` (given up), with the error; ignored if the row is no longer ``claimant``'s."""
+
+    def notifications(self, experiment_id: int | None = None, *, states: Sequence[str] = (),
+                      limit: int = 1000) -> list[NotificationRecord]:
+        """Recorded rows, newest first (of one experiment, in some states)."""
+        return []
 
     # -- the store itself (``xcore store info|migrate|copy``) ----------------------------------
 

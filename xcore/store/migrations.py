@@ -19,6 +19,8 @@ works between any two stores of the current version.
 - 6: dependencies between work units (``unit_dependencies``) and the units held until their
   dependencies end (``held_units``), see ``xcore.model.dependencies``.
 - 7: learning curves (``job_series``: each job's downsampled ``(step, value)`` points per name).
+- 8: the notifications outbox (``notifications``: one row per event and sink, its delivery
+  state; see ``xcore.runtime.notifications``). Never copied by ``xcore store copy``.
 
 A store older than the code is migrated forward in one transaction: on open for the personal
 SQLite file, by ``xcore store migrate`` for a shared server (so one person decides when every
@@ -29,7 +31,7 @@ from __future__ import annotations
 
 from xcore.errors import ConfigurationError
 
-SCHEMA_VERSION = 7  # both stores' version: each asserts it has exactly this many migrations
+SCHEMA_VERSION = 8  # both stores' version: each asserts it has exactly this many migrations
 
 
 class SchemaVersionError(ConfigurationError):

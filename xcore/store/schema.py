@@ -160,6 +160,20 @@ _V7 = """
     CREATE INDEX job_series_by_unit ON job_series(experiment_id, work_unit_id);
     """
 
+# 8: the notifications outbox (xcore.runtime.notifications): one row per (event, sink). The
+# primary key is the claim: of two observers that saw the same event, one inserts it; a row is
+# then taken for delivery by one conditional UPDATE (``claimed_by``, ``lease_until``).
+_V8 = """
+    CREATE TABLE notifications (
+        event_id TEXT NOT NULL, sink TEXT NOT NULL, experiment_id {id} NOT NULL, event_type TEXT NOT NULL,
+        body TEXT NOT NULL, state TEXT NOT NULL DEFAULT 'pending', attempts INTEGER NOT NULL DEFAULT 0,
+        last_error TEXT NOT NULL DEFAULT '', created_at {real} NOT NULL, next_at {real} NOT NULL,
+        lease_until {real}, claimed_by TEXT, sent_at {real}, PRIMARY KEY (event_id, sink)
+    );
+    CREATE INDEX notifications_due ON notifications(state, next_at);
+    CREATE INDEX notifications_by_experiment ON notifications(experiment_id);
+    """
+
 SQLITE = {
     "experiment_key": "INTEGER PRIMARY KEY AUTOINCREMENT", "key": "INTEGER PRIMARY KEY AUTOINCREMENT",
     "id": "INTEGER", "real": "REAL", "bool": "INTEGER", "user": "user", "event_seq": "",
@@ -180,6 +194,7 @@ POSTGRES = {
 def migrations(types: dict[str, str]) -> list[str]:
     """Every migration's statements in one dialect (``SQLITE`` or ``POSTGRES``), version 1 first."""
     fifth = _SQLITE_V5 if types is SQLITE else _POSTGRES_V5
-    found = [migration.format(**types) for migration in _V1_TO_V4] + [fifth, _V6.format(**types), _V7.format(**types)]
+    found = [migration.format(**types) for migration in _V1_TO_V4] + [fifth]
+    found += [migration.format(**types) for migration in (_V6, _V7, _V8)]
     assert len(found) == SCHEMA_VERSION
     return found

@@ -22,7 +22,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 from xcore.errors import NotFoundError
 from xcore.model.dependencies import DependencyEdge
 from xcore.model.status import JobState, Status
-from xcore.store import ExperimentHistory, Imported, MetadataStore, StoreInfo, records, rows, specs
+from xcore.store import ExperimentHistory, Imported, MetadataStore, StoreInfo, outbox, records, rows, specs
 from xcore.store import statements as sql
 from xcore.store.base import CancelRequest
 from xcore.store.dialect import Cursor, Dialect, Work
@@ -594,6 +594,57 @@ class SqlStore(MetadataStore):
                    if state.status is Status.CANCELLED and job_id in found and found[job_id]["status"] != cancelled}
         self._record_states(cur, states, now)
         return sorted(claimed)
+
+    # -- the notifications outbox (xcore.store.outbox) -------------------------------------
+
+    def add_notifications(self, items: Sequence[outbox.NewNotification]) -> None:
+        if items:
+            self._add_notifications(items)
+
+    @_writes
+    def _add_notifications(self, cur: Cursor, retrying: bool, now: float,
+                           items: Sequence[outbox.NewNotification]) -> None:
+        cur.executemany(outbox.INSERT, [  # (insert_rows would repeat the ON CONFLICT clause per row)
+            (n.event_id, n.sink, n.experiment_id, n.event_type, n.body, now, now) for n in items])
+
+    def take_notifications(self, claimant: str, lease_secs: float, limit: int = 100, *,
+                           sinks: Sequence[str] | None = None) -> list[outbox.NotificationRecord]:
+        if sinks is not None and not sinks:
+            return []
+        return self._take_notifications(claimant, lease_secs, limit, sinks)
+
+    @_writes
+    def _take_notifications(self, cur: Cursor, retrying: bool, now: float, claimant: str, lease_secs: float,
+                            limit: int, sinks: Sequence[str] | None) -> list[outbox.NotificationRecord]:
+        """A retry finds what its committed try took by the claimant and the lease's end."""
+        until = now + lease_secs
+        clause, values = self.dialect.one_of("sink", list(sinks)) if sinks is not None else ("", [])
+        for row in cur.execute(outbox.due_sql(clause), (now, now, *values, limit)).fetchall():
+            cur.execute(outbox.TAKE, (claimant, until, row["event_id"], row["sink"], now, now))
+        return [outbox.record(row) for row in cur.execute(outbox.MINE, (claimant, until)).fetchall()]
+
+    @_writes
+    def finish_notification(self, cur: Cursor, retrying: bool, now: float, event_id: str, sink: str,
+                            claimant: str, state: str, error: str = "", next_at: float = 0.0) -> None:
+        if state not in outbox.STATES:
+            raise ValueError(f"finish_notification: state {state!r} is not one of {outbox.STATES}")
+        cur.execute(outbox.FINISH, (state, error, next_at or now, now if state == outbox.SENT else None,
+                                    event_id, sink, claimant))
+
+    @_reads
+    def notifications(self, cur: Cursor, experiment_id: int | None = None, *, states: Sequence[str] = (),
+                      limit: int = 1000) -> list[outbox.NotificationRecord]:
+        where, params = [], []
+        if experiment_id is not None:
+            where.append("experiment_id = ?")
+            params.append(experiment_id)
+        if states:
+            clause, values = self.dialect.one_of("state", list(states))
+            where.append(clause)
+            params.extend(values)
+        query = outbox.LIST + (" WHERE " + " AND ".join(where) if where else "")
+        rows = cur.execute(f"{query} ORDER BY created_at DESC, event_id, sink LIMIT ?", [*params, limit]).fetchall()
+        return [outbox.record(row) for row in rows]
 
     # -- the store itself ----------------------------------------------------------------
 

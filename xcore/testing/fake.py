@@ -17,6 +17,8 @@ execution hook through the public plugin API, so it doubles as a reference execu
 - ``forget(handle)`` makes the backend forget a job (it then reads ``lost: ...``).
 - ``set_unreachable("reason")`` puts the whole backend out of reach (its status hook raises
   ``BackendUnavailableError``) until ``set_unreachable(None)``.
+- A notification sink type ``fake`` (``xcore_notification_sinks``): ``type = "fake"`` in
+  ``config.toml`` appends each event to ``notifications.jsonl`` in the state directory.
 
 State lives in one JSON file per job in the plugin's state directory, so status, cancel and
 logs work from any process, exactly as for a real backend.
@@ -267,6 +269,33 @@ def _list_jobs(args: Any) -> int:
     for record in sorted((plugin_state_dir("fake") / "jobs").glob("*.json")):
         print(record.name)
     return 0
+
+
+class FakeSink:
+    """A notification sink type ``fake``: appends each event to ``notifications.jsonl`` in the
+    fake backend's state directory (``fail = true``: every send raises instead)."""
+
+    def __init__(self, sink: Any) -> None:
+        unknown = set(sink.options) - {"fail"}
+        if unknown:
+            from xcore.plugin import ConfigurationError
+
+            raise ConfigurationError(f"{sink.where}: unknown key {sorted(unknown)[0]!r} for type 'fake'.")
+        self.fail = bool(sink.options.get("fail", False))
+
+    def send(self, event: dict[str, Any], timeout: float) -> None:
+        from xcore.plugin import plugin_state_dir
+
+        if self.fail:
+            raise RuntimeError("the fake sink was told to fail")
+        path = plugin_state_dir("fake") / "notifications.jsonl"
+        with os.fdopen(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "a", encoding="utf-8") as out:
+            out.write(json.dumps(event) + "\n")
+
+
+@hookimpl
+def xcore_notification_sinks() -> dict[str, Any]:
+    return {"fake": FakeSink}
 
 
 # -- control, for tests ------------------------------------------------------------------

@@ -41,6 +41,7 @@ from xcore.model.status import JobState, Status, combine
 from xcore.store import MetadataStore
 from xcore.store.base import CancelRequest
 from xcore.store.migrations import SCHEMA_VERSION
+from xcore.store.outbox import NewNotification
 from xcore.store.records import NewJob, UnitWrite
 
 
@@ -117,6 +118,10 @@ def _claim_held_units(url: str, units: list[tuple[int, int]], barrier: Any, out:
     store = open_url(url)
     barrier.wait(60)  # every observer claims the same held units at the same instant
     out.put((os.getpid(), [unit for unit in units if store.claim_held(*unit, "released", None)]))
+def _take_all(url: str, barrier: Any, out: Any) -> None:
+    store = open_url(url)
+    barrier.wait(60)  # every taker asks for the same due rows at the same instant
+    out.put([(n.event_id, n.sink) for n in store.take_notifications(f"taker-{os.getpid()}", 60.0)])
     store.close()
 
 
@@ -724,3 +729,55 @@ class StoreContract:
         assert [u["id"] for u in store.unit_rows(exp.id, [2, 3])] == [2, 3]
         assert store.unit_rows(exp.id, [9]) == []
         assert [j["id"] for u in rows for j in u["jobs"]] == [a, b, c]
+
+    # -- the notifications outbox ---------------------------------------------------------
+
+    def test_notifications_are_recorded_once_and_taken_by_one_claimant(self, store_url):
+        store = self.open(store_url)
+        exp = store.create_experiment("outbox")
+        body = '{"text": "unit \'1\' failed \u00e9 $HOME `x`"}'
+        event = NewNotification(f"exp-{exp.id}/unit-1/failed/attempt-1", "hook", exp.id, "unit_failed", body)
+        store.add_notifications([event, event, NewNotification(event.event_id, "mail", exp.id, "unit_failed", body)])
+        store.add_notifications([event])  # a second observer of the same event adds nothing
+        rows = store.notifications(exp.id)
+        assert sorted((n.sink, n.state, n.attempts, n.body) for n in rows) == [
+            ("hook", "pending", 0, body), ("mail", "pending", 0, body)]
+        taken = store.take_notifications("a", 60.0)
+        assert sorted(n.sink for n in taken) == ["hook", "mail"] and all(n.attempts == 1 for n in taken)
+        assert store.take_notifications("b", 60.0) == []  # taken: no one else gets them
+        store.finish_notification(event.event_id, "hook", "b", "sent")  # not b's: ignored
+        store.finish_notification(event.event_id, "hook", "a", "sent")
+        store.finish_notification(event.event_id, "mail", "a", "pending", "HTTP 500", time.time() - 1)
+        by_sink = {n.sink: n for n in store.notifications(exp.id)}
+        assert (by_sink["hook"].state, by_sink["hook"].sent_at is not None) == ("sent", True)
+        assert (by_sink["mail"].state, by_sink["mail"].last_error) == ("pending", "HTTP 500")
+        again = store.take_notifications("b", 60.0)  # a failed try is due again: its attempts go on
+        assert [(n.sink, n.attempts) for n in again] == [("mail", 2)]
+        store.finish_notification(event.event_id, "mail", "b", "failed", "gave up")
+        assert store.take_notifications("c", 60.0) == []
+        assert [n.sink for n in store.notifications(states=["failed"])] == ["mail"]
+
+    def test_a_taken_notification_whose_lease_ran_out_is_taken_again(self, store_url):
+        store = self.open(store_url)
+        exp = store.create_experiment("outbox lease")
+        store.add_notifications([NewNotification("e/1", "hook", exp.id, "experiment_ended", "{}")])
+        assert len(store.take_notifications("dead", -1.0)) == 1  # its lease already over
+        assert [n.attempts for n in store.take_notifications("alive", 60.0)] == [2]
+        store.finish_notification("e/1", "hook", "dead", "sent")  # the dead claimant's late word is ignored
+        assert store.notifications(exp.id)[0].state == "sending"
+
+    @_across_processes
+    def test_each_due_notification_is_taken_by_exactly_one_of_many_processes(self, store_url):
+        store = self.open(store_url)
+        exp = store.create_experiment("outbox race")
+        store.add_notifications([NewNotification(f"e/{i}", "hook", exp.id, "unit_failed", "{}") for i in range(30)])
+        ctx = multiprocessing.get_context("spawn")
+        barrier, out = ctx.Barrier(3), ctx.Queue()
+        procs = [ctx.Process(target=_take_all, args=(store_url, barrier, out)) for _ in range(3)]
+        for proc in procs:
+            proc.start()
+        taken = [out.get(timeout=120) for _ in procs]
+        for proc in procs:
+            proc.join(60)
+            assert proc.exitcode == 0
+        assert Counter(key for got in taken for key in got) == Counter((f"e/{i}", "hook") for i in range(30))

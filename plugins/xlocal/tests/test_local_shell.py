@@ -10,13 +10,13 @@ import time
 from pathlib import Path
 
 import pytest
-from xlocal_helpers import core_test_module, run_xcore
+from xlocal_helpers import run_xcore
 
 import xcore as xm
 import xlocal
+from xcore.testing.terminal import converse
 
 pytestmark = pytest.mark.usefixtures("xcore_home")
-converse = core_test_module("pty_helpers").converse
 
 PY = sys.executable
 HOLD = ("import os, pathlib, sys, time\n"

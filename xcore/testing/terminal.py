@@ -1,5 +1,5 @@
-"""Driving an interactive command through a pseudo-terminal, as a user at a terminal would:
-the tests of ``xcore shell`` type into the shell it opens and read what it prints."""
+"""Driving an interactive command through a pseudo-terminal, as a user at a terminal would
+(the tests of ``xcore shell`` type into the shell it opens and read what it prints)."""
 
 from __future__ import annotations
 

@@ -288,7 +288,7 @@ def test_a_killed_job_frees_its_device_and_the_waiting_job_says_why(home, out, m
             while not waiting.get_status().message.endswith(reason) and time.monotonic() < deadline:
                 time.sleep(0.05)
             status = waiting.get_status()
-            assert (status.status, status.message.split(": ", 1)[1]) == (Status.PENDING, "waiting for 1 GPU (1 of 1 busy)")
+            assert (status.status, status.message.split(": ", 1)[1]) == (Status.PENDING, reason[2:])
             running = holder.get_status().message
             assert running.split(": ", 1)[1].startswith("pid ") and running.endswith(" on GPU 7")
             os.kill(int(running.split()[2]), signal.SIGKILL)

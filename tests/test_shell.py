@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 import sys
 
+import pytest
+
 import xcore as xm
 from core_helpers import run_xcore_fake
 from xcore.cli.main import main
@@ -48,6 +50,9 @@ def test_an_ended_job_or_a_wrong_target_is_a_clear_error(xcore_home, capsys):
     assert "Name a work unit" in capsys.readouterr().err
     assert main(["shell", f"{experiment_id}/1", "--job", "nope"]) == 1
     assert "has no job 'nope'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["shell", f"{experiment_id}/1", "ls"])
+    assert "Put the command after --: xcore shell EXP/WU -- CMD ARGS..." in capsys.readouterr().err
 
 
 def test_a_backend_without_shells_says_so(xcore_home, capsys):

@@ -259,7 +259,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args, unknown = parser.parse_known_args(argv)
         gettext.find = find
         if unknown:
-            hint = " Put the launch script's own arguments after --." if args.command == "launch" else ""
+            hint = {"launch": " Put the launch script's own arguments after --.",
+                    "shell": " Put the command after --: xcore shell EXP/WU -- CMD ARGS..."}.get(args.command, "")
             parser.error(f"unrecognized arguments: {' '.join(unknown)}.{hint}")
         if args.command == "launch":
             args.script_args = list(args.script_args) + script_args

@@ -39,7 +39,7 @@ def shell(args: argparse.Namespace) -> int:
     if not job.status.is_terminal:
         from xcore.runtime import tracking
 
-        [job] = tracking.refresh_jobs(store, host, [job]) or [job]
+        tracking.refresh_jobs(store, host, [job])  # updates the record in place
     if job.status.is_terminal:
         said = f": {printable(job.message)}" if job.message else ""
         raise XcoreError(f"{where} has ended ({job.status.value}{said}); a shell needs a running job. "

@@ -135,5 +135,6 @@ def test_the_dashboard_shows_hours_and_cost(xcore_home):
     http = TestClient(create_app(open_store(), get_host()), base_url="http://127.0.0.1")
     page = http.get(f"/experiments/{experiment_id}").text
     assert "usage: 1.00 GPU-h (H100), 2.00 CPU-h, cost 3.00" in page
+    assert "usage: 1.00 GPU-h (H100), 2.00 CPU-h, cost 3.00" in http.get(f"/experiments/{experiment_id}/units/1").text
     _config(xcore_home, '[cost]\ngpu = "free"\n')
     assert "gpu = &#39;free&#39; is not a price" in http.get(f"/experiments/{experiment_id}").text

@@ -259,7 +259,8 @@ def create_app(store: MetadataStore, host: PluginHost, *, read_only: bool = Fals
             return not_found(request, f"Experiment {experiment_id} has no work unit {unit_id}.")
         [row] = read_units(store, experiment_id, [unit_id])
         history = {job.id: store.job_history(job.id) for job in units[0].jobs}
-        return render(request, "unit.html", {"record": record, "unit": units[0], "row": row, "history": history})
+        return render(request, "unit.html", {"record": record, "unit": units[0], "row": row, "history": history,
+                                             "usage": _usage_line([row])})
 
     def log(request: Request) -> Response:
         experiment_id, unit_id = request.path_params["experiment_id"], request.path_params["unit_id"]

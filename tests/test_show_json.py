@@ -71,28 +71,31 @@ EXPECTED_THREE_JOBS = (
     '{"id": 1, "title": "three «jobs»", "tags": ["a", "b"], "notes": "n", "script_path": null, "script_sha256": null,'
     ' "git_commit": null, "git_dirty": null, "user": "ann", "host": "box", "created_at": 1000.0,'
     ' "launch_status": "LAUNCHING", "launch_error": "", "status_counts": {"CANCELLED": 1, "COMPLETED": 1, "FAILED": 1},'
-    ' "unreadable": "", "status": "FAILED", "work_unit_count": 3, "work_units": ['
+    ' "unreadable": "", "status": "FAILED", "work_unit_count": 3,'
+    ' "usage": {"cpu_hours": 0.017083, "gpu_hours": 0.0, "tpu_hours": 0.0, "cost": null}, "work_units": ['
     '{"id": 1, "role": "work_unit", "args": {"lr": 0.1, "name": "ü1"}, "identity": "id1", "status": "COMPLETED",'
     ' "exit_codes": [0], "duration": 60.5, "started_at": 100.0, "ended_at": 160.5, "jobs": ['
     '{"id": 1, "experiment_id": 1, "work_unit_id": 1, "name": "main", "executor_kind": "test.Exec",'
     ' "args": ["--x", "1"], "env": {"K": "v"}, "status": "COMPLETED", "message": "", "exit_code": 0,'
     ' "handle_kind": "test.Handle", "handle": {"kind": "test.Handle", "n": 1}, "log_path": "/logs/1",'
     ' "created_at": 1001.0, "launched_at": 1002.0, "started_at": 100.0, "ended_at": 160.5, "duration": 60.5,'
-    ' "executor_id": "1", "executable_id": "1"}], "results": {"loss": 0.25}, "links": {}}, '
+    ' "executor_id": "1", "executable_id": "1"}], "results": {"loss": 0.25}, "links": {},'
+    ' "usage": {"cpu_hours": 0.016806, "gpu_hours": 0.0, "tpu_hours": 0.0, "cost": null}}, '
     '{"id": 2, "role": "work_unit", "args": {"lr": 0.2, "name": "ü2"}, "identity": "id2", "status": "FAILED",'
     ' "exit_codes": [3], "duration": 1.0, "started_at": 101.0, "ended_at": 102.0, "jobs": ['
     '{"id": 2, "experiment_id": 1, "work_unit_id": 2, "name": "main", "executor_kind": "test.Exec",'
     ' "args": ["--x", "1"], "env": {"K": "v"}, "status": "FAILED", "message": "boom", "exit_code": 3,'
     ' "handle_kind": null, "handle": null, "log_path": null, "created_at": 1001.0, "launched_at": null,'
     ' "started_at": 101.0, "ended_at": 102.0, "duration": 1.0, "executor_id": "1", "executable_id": "1"}],'
-    ' "results": {}, "links": {"tb": "http://t/2"}}, '
+    ' "results": {}, "links": {"tb": "http://t/2"},'
+    ' "usage": {"cpu_hours": 0.000278, "gpu_hours": 0.0, "tpu_hours": 0.0, "cost": null}}, '
     '{"id": 3, "role": "work_unit", "args": {"lr": 0.30000000000000004, "name": "ü3"}, "identity": "id3",'
     ' "status": "CANCELLED", "exit_codes": [null], "duration": null, "started_at": null, "ended_at": 200.0, "jobs": ['
     '{"id": 3, "experiment_id": 1, "work_unit_id": 3, "name": "main", "executor_kind": "test.Exec",'
     ' "args": ["--x", "1"], "env": {"K": "v"}, "status": "CANCELLED", "message": "cancelled", "exit_code": null,'
     ' "handle_kind": null, "handle": null, "log_path": null, "created_at": 1001.0, "launched_at": null,'
     ' "started_at": null, "ended_at": 200.0, "duration": null, "executor_id": "2", "executable_id": "1"}],'
-    ' "results": {}, "links": {}}], '
+    ' "results": {}, "links": {}, "usage": {"cpu_hours": 0.0, "gpu_hours": 0.0, "tpu_hours": 0.0, "cost": null}}], '
     '"executors": {"1": {"kind": "test.Exec", "cpus": 2, "extra": {"z": 1, "a": "é"}},'
     ' "2": {"kind": "test.Exec", "cpus": 4}}, '
     '"executables": {"1": {"kind": "test.Binary", "path": "/bin/true"}}}\n'
@@ -116,6 +119,7 @@ def test_table_of_three_jobs_sorted_and_cut(capsys):
         "  status   FAILED (3: 1 completed, 1 failed, 1 cancelled)",
         "  tags     a, b",
         "  notes    n",
+        "  usage    0.02 CPU-h",
         "",
         "WU  STATUS     EXIT  DURATION  LOSS  MESSAGE    ARGS",
         '1   COMPLETED  0     1m00s     0.25             lr=0.1 name="ü1"',

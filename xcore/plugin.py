@@ -79,7 +79,8 @@ What this module exports:
 - Bazel targets: the specs ``BazelBinary`` and ``BazelContainer``, and ``bazel_workspace``,
   ``bazel_build`` and ``bazel_output`` to build them with the ``bazel`` on PATH;
 - requests, contexts and results: ``LaunchRequest``, ``LaunchContext``, ``PackagingContext``,
-  ``JobHandle``, ``LaunchFailure``, ``JobState``, ``Status``, ``Progress``, ``MetadataStore``;
+  ``JobHandle``, ``LaunchFailure``, ``JobState``, ``Status``, ``Progress``, ``MetadataStore``,
+  ``ShellCommand`` (what ``shell`` returns: the program ``xcore shell`` runs);
 - errors: ``XcoreError``, ``ConfigurationError``, ``PackagingError``, ``LaunchError``,
   ``UnknownKindError``, ``PluginLoadError``, ``ResourceSpecError``, ``BackendUnavailableError``
   (raise it from ``states`` when the backend is out of reach for now: a wait keeps waiting);
@@ -138,6 +139,7 @@ _EXPORTS = {
     "JobHandle": "xcore.model.execution",
     "LaunchFailure": "xcore.model.execution",
     "launch_failure_message": "xcore.model.execution",
+    "ShellCommand": "xcore.model.shell",
     "JobState": "xcore.model.status",
     "Status": "xcore.model.status",
     "Progress": "xcore.progress",
@@ -243,6 +245,7 @@ if TYPE_CHECKING:
     )
     from xcore.model.job_blocks import Executable, ExecutableSpec, Executor, ExecutorSpec, Packageable, to_requirements
     from xcore.model.resources import JobRequirements, ResourceType
+    from xcore.model.shell import ShellCommand
     from xcore.model.status import JobState, Status
     from xcore.paths import config_dir, from_launch_dir, plugin_state_dir
     from xcore.paths import home as xcore_home

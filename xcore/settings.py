@@ -1,12 +1,16 @@
-"""Numbers read from environment variables: a bad value is an error that names the variable
-and says what to set, never a bare ``ValueError`` from deep inside a launch."""
+"""Settings: numbers read from environment variables and tables of ``config.toml`` in the
+config directory. A bad value is an error that names the variable or key and says what to
+set, never a bare ``ValueError`` from deep inside a launch."""
 
 from __future__ import annotations
 
 import math
 import os
+from typing import Any
 
 from xcore.errors import ConfigurationError
+
+CONFIG_FILE = "config.toml"
 
 
 def env_number(name: str, default: float, *, minimum: float = 0.0) -> float:
@@ -38,3 +42,25 @@ def env_int(name: str, default: int, *, minimum: int = 0) -> int:
         raise ConfigurationError(f"{name}={text!r} is below {minimum}; set it to at least {minimum} "
                                  f"(e.g. {default}) or unset it.")
     return value
+
+
+def config_table(name: str) -> dict[str, Any]:
+    """The ``[name]`` table of ``config.toml`` in the config directory (``XCORE_CONFIG_DIR``,
+    else ``~/.config/xcore``); {} when the file or the table is missing. Read on each call:
+    commands are short-lived and the file is small."""
+    import tomllib
+
+    from xcore.paths import config_dir
+
+    path = config_dir() / CONFIG_FILE
+    try:
+        with open(path, "rb") as handle:
+            data = tomllib.load(handle)
+    except FileNotFoundError:
+        return {}
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigurationError(f"Cannot read {path}: {exc}. Fix or move the file.") from None
+    table = data.get(name, {})
+    if not isinstance(table, dict):
+        raise ConfigurationError(f"{path}: {name} must be a table ([{name}]), got {type(table).__name__}.")
+    return table

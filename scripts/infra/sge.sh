@@ -65,12 +65,14 @@ if ! cmp -s <(awk '{$1=$1; print}' "$TMPD/cur") <(awk '{$1=$1; print}' "$TMPD/gl
 fi
 
 # Scheduler: run every second, and 1 s after a submit / a job end
-# (flush_*_sec: a 100-task array of `true` takes ~14 s instead of ~26 s).
+# (flush_*_sec: a 100-task array of `true` takes ~14 s instead of ~26 s); schedd_job_info true:
+# `qstat -j` says why a job waits (xhpc shows it as the pending reason).
 qconf -ssconf > "$TMPD/sconf"
 if ! grep -Eq '^schedule_interval[[:space:]]+0:0:1$' "$TMPD/sconf" \
    || ! grep -Eq '^flush_submit_sec[[:space:]]+1$' "$TMPD/sconf" \
-   || ! grep -Eq '^flush_finish_sec[[:space:]]+1$' "$TMPD/sconf"; then
-    sed -i -E 's/^schedule_interval.*/schedule_interval 0:0:1/; s/^flush_submit_sec.*/flush_submit_sec 1/; s/^flush_finish_sec.*/flush_finish_sec 1/' "$TMPD/sconf"
+   || ! grep -Eq '^flush_finish_sec[[:space:]]+1$' "$TMPD/sconf" \
+   || ! grep -Eq '^schedd_job_info[[:space:]]+true$' "$TMPD/sconf"; then
+    sed -i -E 's/^schedule_interval.*/schedule_interval 0:0:1/; s/^flush_submit_sec.*/flush_submit_sec 1/; s/^flush_finish_sec.*/flush_finish_sec 1/; s/^schedd_job_info.*/schedd_job_info true/' "$TMPD/sconf"
     qconf -Msconf "$TMPD/sconf" >>"$QCONF_LOG" 2>&1 || die "qconf -Msconf failed" "$QCONF_LOG" "$QMASTER_MSG"
 fi
 

@@ -206,7 +206,7 @@ def list_(args: argparse.Namespace) -> int:
     _refresh_experiments(store, [r.id for r in records if r.has_active_units][:200])
     records = store.list_experiments(status=args.status, title=args.title, tag=args.tag, user=user, limit=limit)
     if args.json:
-        print_json([ExperimentView(r).to_json() for r in records])
+        print_json(_with_usage(store, [ExperimentView(r).to_json() for r in records]))
         return EXIT_OK
     if not records:
         print("No experiments yet. Launch one with: xcore launch LAUNCH_SCRIPT.py", file=sys.stderr)
@@ -216,6 +216,21 @@ def list_(args: argparse.Namespace) -> int:
             for r in records]
     print(render_table(["ID", "STATUS", "CREATED", "USER", "TAGS", "WORK UNITS", "TITLE"], rows))
     return EXIT_OK
+
+
+def _with_usage(store: MetadataStore, experiments: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each experiment with its jobs' resource-hours and cost (``xcore.model.usage``)."""
+    if not experiments:
+        return experiments
+    import time
+
+    from xcore.model.usage import Meter, configured_prices
+
+    meter = Meter(time.time(), configured_prices())
+    for experiment in experiments:
+        rows = store.unit_rows(experiment["id"])
+        experiment["usage"] = meter.jobs(job for row in rows for job in row["jobs"]).to_json()
+    return experiments
 
 
 def _job_json(job: JobRecord) -> dict[str, Any]:

@@ -113,6 +113,14 @@ def build_parser(with_plugins: bool = True, command: str | None = None) -> argpa
     p.add_argument("--follow", "-f", action="store_true", help="keep printing until the job ends")
     p.set_defaults(func="xcore.cli.commands:logs")
 
+    p = sub.add_parser("shell", help="open a shell (or run one command) inside a running job",
+                       description="Open an interactive shell inside a running job's allocation and environment, "
+                       "or run the command given after -- there: xcore shell 3/1 -- nvidia-smi. Arguments reach "
+                       "the command as typed (never a shell line; ask for one with -- bash -c '...').")
+    p.add_argument("target", help="EXP/WU")
+    p.add_argument("--job", help="which job of a job group (needed when the unit has several)")
+    p.set_defaults(func="xcore.cli.shell:shell", shell_command=None)
+
     p = sub.add_parser("ui", help="a local web dashboard of experiments (needs xcore-core[ui])",
                        description="Serve a web dashboard over the metadata store: experiments, work units with "
                        "their results, plots, timelines, logs, cancel.")
@@ -254,17 +262,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         parser = build_parser(command=_command_of(argv) or "")
         script_args: list[str] = []
-        if argv[:1] == ["launch"] and "--" in argv:  # everything after -- belongs to the script
+        if _command_of(argv) in ("launch", "shell") and "--" in argv:  # what follows -- is the script's/command's
             split = argv.index("--")
             argv, script_args = argv[:split], argv[split + 1 :]
         argv = _join_negative_sort(argv)
         args, unknown = parser.parse_known_args(argv)
         gettext.find = find
         if unknown:
-            hint = " Put the launch script's own arguments after --." if args.command == "launch" else ""
+            hint = {"launch": " Put the launch script's own arguments after --.",
+                    "shell": " Put the command after --: xcore shell EXP/WU -- CMD ARGS..."}.get(args.command, "")
             parser.error(f"unrecognized arguments: {' '.join(unknown)}.{hint}")
         if args.command == "launch":
             args.script_args = list(args.script_args) + script_args
+        elif args.command == "shell":
+            args.shell_command = script_args or None
         if not getattr(args, "func", None):
             parser.print_help()
             return EXIT_USAGE

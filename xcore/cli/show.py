@@ -21,6 +21,7 @@ from xcore.cli.tables import format_duration, format_time, printable, render_tab
 from xcore.cli.targets import parse_target
 from xcore.errors import NotFoundError, XcoreError
 from xcore.model.status import Status
+from xcore.model.usage import Meter, Usage, configured_prices, total
 from xcore.runtime import collector
 from xcore.store.records import JobRecord
 from xcore.workspace import Workspace, current
@@ -58,6 +59,7 @@ def _show(args: argparse.Namespace, collecting: bool) -> int:
         from xcore.model.filters import parse
 
         parse(where)  # a malformed filter too
+    prices = configured_prices()  # a bad price table is an error before any backend is asked
     workspace = current()
     store = workspace.settled_store()
     record = store.get_experiment(experiment_id)  # an unknown experiment is an error before any backend is asked
@@ -96,10 +98,12 @@ def _show(args: argparse.Namespace, collecting: bool) -> int:
     views = unit_views(units, results, links, now, store.dependencies(experiment_id, wanted))
     del units
     experiment = ExperimentView(record)
+    meter = Meter(now, prices)
+    usages = {view.id: meter.jobs(view.jobs) for view in views}
     if where is not None:
         from xcore.workspace.where import filter_units
 
-        total = len(views)
+        unfiltered = len(views)
         views = filter_units(views, where)
     if group_by is not None:
         _show_groups(experiment, views, group_by, args)
@@ -114,7 +118,9 @@ def _show(args: argparse.Namespace, collecting: bool) -> int:
         head = experiment.to_json()
         if where is not None:
             head["where"] = where
-        _write_json(head, views, now)
+        if unit_id is None:
+            head["usage"] = total(usages.values()).to_json()
+        _write_json(head, views, now, usages)
         return EXIT_OK
     print(f"Experiment {record.id}: {printable(record.title)}")
     print(f"  status   {record.status.value} ({experiment.summary})")
@@ -132,7 +138,12 @@ def _show(args: argparse.Namespace, collecting: bool) -> int:
     if record.launch_status == "LAUNCH_FAILED":
         print(f"  launch   FAILED: {printable(record.launch_error)}")
     if where is not None:
-        print(f"  filter   {printable(where)}: {len(views)} of {total} work units")
+        print(f"  filter   {printable(where)}: {len(views)} of {unfiltered} work units")
+    used = total(usages.values())
+    if used != Usage():
+        currency = prices.currency if prices is not None else ""
+        print(f"  usage    {used.describe(currency)}{'' if unit_id is None else f' (work unit {unit_id})'}")
+    usage_column = bool(used.gpu_hours or used.tpu_hours or used.cost is not None)
     print()
     if columns is not None:
         _print_columns(views, columns)
@@ -144,9 +155,12 @@ def _show(args: argparse.Namespace, collecting: bool) -> int:
         values = tuple(_format_result(view.results.get(n)) for n in names)
         arguments = _format_args(view.args)
         jobs = view.jobs
+        usage_cells: tuple[str, ...] = ()
+        if usage_column:
+            usage_cells = (usages[view.id].describe(),)
         if not jobs:
             name = f"{view.id} (aux)" if view.role == "auxiliary" else f"{view.id}"
-            rows.append((name, view.status.value, "-", "-", *values, "", arguments))
+            rows.append((name, view.status.value, "-", "-", *usage_cells, *values, "", arguments))
             continue
         for job in jobs:
             name = f"{view.id}" if len(jobs) <= 1 else f"{view.id}/{job['name']}"
@@ -154,11 +168,12 @@ def _show(args: argparse.Namespace, collecting: bool) -> int:
                 name += " (aux)"
             exit_code = job["exit_code"]
             rows.append((name, job["status"], "-" if exit_code is None else exit_code,
-                         format_duration(job_duration(job, now)), *values,
+                         format_duration(job_duration(job, now)),
+                         *(() if not usage_cells else (meter.job(job).describe(),)), *values,
                          job["message"] if job["status"] != completed else "", arguments))
     if rows:
-        print(render_table(["WU", "STATUS", "EXIT", "DURATION", *(n.upper() for n in names), "MESSAGE", "ARGS"],
-                           rows))
+        print(render_table(["WU", "STATUS", "EXIT", "DURATION", *(["USAGE"] if usage_column else []),
+                            *(n.upper() for n in names), "MESSAGE", "ARGS"], rows))
     else:
         print("(no work units)")
     link_rows = [(view.id, name, url) for view in views for name, url in view.links.items()]
@@ -316,14 +331,14 @@ def _sorted_units(units: list[UnitView], sort: str | None, top: int | None) -> l
     return units[:top] if top is not None else units
 
 
-def _write_json(head: dict[str, Any], units: list[UnitView], now: float) -> None:
+def _write_json(head: dict[str, Any], units: list[UnitView], now: float, usages: dict[int, Usage]) -> None:
     """The experiment as one JSON document (the same text ``json.dumps`` of the whole would
     give), written in pieces. A sweep's jobs share one executor and one executable: each is
     written once, in top-level ``executors``/``executables`` tables keyed by id, and a job names
     it (``executor_id``, ``executable_id``) instead of repeating it."""
     indent = 2 if sys.stdout.isatty() else None  # the C encoder is only used without indent
     tables = _SpecTables()
-    pieces = _units_json(units, tables, now)
+    pieces = _units_json(units, tables, now, usages)
     if indent is not None:  # a terminal: one indented document (small enough to read anyway)
         head["work_units"] = pieces
         head["executors"], head["executables"] = tables.executors, tables.executables
@@ -367,7 +382,8 @@ class _SpecTables:
         return ref
 
 
-def _units_json(units: list[UnitView], tables: _SpecTables, now: float) -> list[dict[str, Any]]:
+def _units_json(units: list[UnitView], tables: _SpecTables, now: float,
+                usages: dict[int, Usage]) -> list[dict[str, Any]]:
     """Each unit as its JSON object, in one loop (10,000 calls were a visible share). A job's
     executor and executable become references; a sweep's jobs share the very same objects, so
     the last reference is reused when the object is (no lookup per job)."""
@@ -395,7 +411,7 @@ def _units_json(units: list[UnitView], tables: _SpecTables, now: float) -> list[
             "id": unit_id, "role": unit.role, "args": unit.args, "identity": unit.identity,
             "status": unit.status.value, "exit_codes": unit.exit_codes, "duration": unit.duration,
             "started_at": unit.started_at, "ended_at": unit.ended_at, "jobs": jobs,
-            "results": unit.results, "links": unit.links,
+            "results": unit.results, "links": unit.links, "usage": usages[unit_id].to_json(),
         })
         if unit.depends_on:  # what it waits for (experiment.add(..., depends_on=..., when=...))
             pieces[-1]["depends_on"] = [edge.on_name for edge in unit.depends_on]

@@ -12,6 +12,7 @@ lists its classes once in ``kinds`` and gives an instance to the registrar in it
         def states(self, handles): ...
         def cancel(self, handles): ...
         def logs(self, handle, follow): ...
+        def shell(self, handle, command): ...  # optional: a ShellCommand for `xcore shell`
 
     @xp.hookimpl
     def xcore_register_kinds(registry):
@@ -19,7 +20,7 @@ lists its classes once in ``kinds`` and gives an instance to the registrar in it
 
 The plugin host then calls the methods of the one object that declared a job's kind: its
 executor spec's kind for ``package``, its executor's for ``launch`` and ``adopt``, its
-handle's for ``states``, ``wait_for_change``, ``cancel`` and ``logs``. So a plugin with two
+handle's for ``states``, ``wait_for_change``, ``cancel``, ``logs`` and ``shell``. So a plugin with two
 kinds of jobs (xlocal's processes and containers) writes two backends instead of routing
 by kind strings. Each method is the hook of the same name in ``xcore.hooks.specs`` (its
 docstring is the reference: arguments, results, the rules) minus the ``*_kind`` argument.
@@ -34,6 +35,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 if TYPE_CHECKING:
     from xcore.model.execution import JobHandle, LaunchContext, LaunchFailure, LaunchRequest, PackagingContext
     from xcore.model.job_blocks import Executable, Packageable
+    from xcore.model.shell import ShellCommand
     from xcore.model.status import JobState
 
 #: Which methods a backend must write for each category of kind it declares (the others have
@@ -106,11 +108,17 @@ class Backend:
         now), read in one round trip per host; None (the default): the core reads each log."""
         return None
 
+    def shell(self, handle: Any, command: list[str] | None) -> ShellCommand | None:
+        """``xcore_job_shell``: how ``xcore shell`` gets into the running job (the program it
+        replaces itself with, its cwd and env), ``command`` or an interactive shell when None;
+        None (the default): this backend cannot, and the user is told so."""
+        return None
+
 
 #: The hook each method is, for ``xcore plugins --json`` (a backend's plugin lists them as its hooks).
 HOOK_OF = {"package": "xcore_package", "launch": "xcore_launch", "adopt": "xcore_adopt",
            "states": "xcore_job_states", "wait_for_change": "xcore_wait_for_change", "cancel": "xcore_cancel",
-           "logs": "xcore_job_logs", "log_lines": "xcore_job_log_lines"}
+           "logs": "xcore_job_logs", "log_lines": "xcore_job_log_lines", "shell": "xcore_job_shell"}
 
 
 def served_hooks(backend: Backend) -> set[str]:

@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     from xcore.hooks.serialization import Serializer
     from xcore.model.execution import JobHandle, LaunchContext, LaunchFailure, LaunchRequest, PackagingContext
     from xcore.model.job_blocks import Executable, Packageable
+    from xcore.model.shell import ShellCommand
     from xcore.model.status import JobState
     from xcore.store import MetadataStore
 
@@ -566,6 +567,18 @@ class PluginHost:
             raise PluginLoadError(f"Plugin {owner!r} returned {len(found)} logs for {len(handles)} jobs "
                                   f"from xcore_job_log_lines (one per handle, in order).")
         return found
+
+    def job_shell(self, handle_kind: str, handle: JobHandle, command: list[str] | None) -> ShellCommand:
+        """The program ``xcore shell`` runs to get into the job (``xcore_job_shell``)."""
+        backend, owner = self._server(handle_kind)
+        if backend is not None:
+            plan = backend.shell(handle, command)
+        else:
+            plan = self._owner_hook("xcore_job_shell", owner)(handle_kind=handle_kind, handle=handle, command=command)
+        if plan is None:
+            raise UnknownKindError(f"Plugin {owner!r} cannot open a shell in {handle_kind!r} jobs; see its "
+                                   "documentation for how to reach a running job.")
+        return plan
 
     def open_store(self, url: str, options: dict[str, Any] | None = None) -> MetadataStore:
         if url.startswith("sqlite:") and self._pending:  # the built-in store: no plugin import needed

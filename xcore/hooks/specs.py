@@ -74,6 +74,7 @@ if TYPE_CHECKING:
     from xcore.hooks.kinds import KindRegistrar
     from xcore.model.execution import JobHandle, LaunchContext, LaunchFailure, LaunchRequest, PackagingContext
     from xcore.model.job_blocks import Executable, Packageable
+    from xcore.model.shell import ShellCommand
     from xcore.model.status import JobState
     from xcore.model.tracking import JobTracking, TrackedJob
     from xcore.store import MetadataStore
@@ -273,6 +274,27 @@ def xcore_job_log_lines(handle_kind: str, handles: Sequence[JobHandle], marker: 
     :return: per handle, in order, the lines (without line ends; an absent log has none), or
         None for a log that cannot be read now (asked again later).
     """
+
+
+@hookspec(firstresult=True)
+def xcore_job_shell(handle_kind: str, handle: JobHandle, command: list[str] | None) -> ShellCommand | None:
+    """How to open a shell, or run one command, inside a running job: its allocation, its
+    environment, its working directory.
+
+    Called by ``xcore shell`` for a job that is running (the core checks first). Stops at first
+    non-None result.
+
+    :param handle_kind: the registered kind of the handle.
+    :param handle: the job's handle, loaded from the store.
+    :param command: the program and arguments to run, as the user typed them after ``--``;
+        None for an interactive shell. Never join them into a shell line: quote each one
+        (``shlex.quote``) where a remote shell reads them.
+    :return: a ``ShellCommand`` (argv, cwd, env) that ``xcore shell`` replaces itself with,
+        with the terminal attached; None when this plugin cannot open shells in its jobs.
+        Raise ``XcoreError`` with a message saying why not and what to do instead when this
+        job cannot have one (a cluster without the means, a job that is gone).
+    """
+
 
 # -------------------------------------------------------------------------------------------
 # Trackers

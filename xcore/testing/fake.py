@@ -250,6 +250,16 @@ def xcore_job_log_lines(handle_kind: str, handles: Sequence[FakeHandle], marker:
 
 
 @hookimpl
+def xcore_job_shell(handle_kind: str, handle: FakeHandle, command: list[str] | None) -> Any:
+    """The job's own environment (its record's env over this one's), next to its record."""
+    from xcore.model.shell import ShellCommand, default_shell_command
+
+    record = _read(handle) or {}
+    return ShellCommand(command or default_shell_command(os.environ), cwd=os.path.dirname(handle.record),
+                        env={**os.environ, **record.get("env", {}), "FAKE_JOB_RECORD": handle.record})
+
+
+@hookimpl
 def xcore_job_tracking(job: Any) -> Any:
     """A link per job, as a tracker plugin adds (shown by ``xcore show`` and ``xcore ui``)."""
     from xcore.model.tracking import JobTracking

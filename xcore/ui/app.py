@@ -139,6 +139,20 @@ def _fmt_duration(value: float | None) -> str:
     return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60}:{rest % 60:02d}"
 
 
+def _usage_line(rows: list[UnitView]) -> str:
+    """The experiment's resource-hours and cost as ``xcore show`` writes them; a bad price
+    table is said on the page instead of breaking it."""
+    from xcore.errors import ConfigurationError
+    from xcore.model.usage import Meter, Usage, configured_prices
+
+    try:
+        prices = configured_prices()
+    except ConfigurationError as exc:
+        return f"cost: {exc}"
+    used = Meter(time.time(), prices).jobs(job for row in rows for job in row.jobs)
+    return "" if used == Usage() else used.describe(prices.currency if prices is not None else "")
+
+
 def _is_web_link(url: str) -> bool:
     return url.lower().startswith(("https://", "http://"))
 
@@ -216,7 +230,8 @@ def create_app(store: MetadataStore, host: PluginHost, *, read_only: bool = Fals
         except NotFoundError:
             return not_found(request, f"No experiment {experiment_id}.")
         view = _units_view(request, experiment_id)
-        return render(request, "experiment.html", {"record": record, "counts": ExperimentView(record).counts, **view},
+        return render(request, "experiment.html", {"record": record, "counts": ExperimentView(record).counts,
+                                                   "usage": _usage_line(view["rows"]), **view},
                       status_code=400 if view["bad_filter"] else 200)
 
     def table(request: Request) -> Response:
@@ -333,7 +348,7 @@ def create_app(store: MetadataStore, host: PluginHost, *, read_only: bool = Fals
         history = {job.id: store.job_history(job.id) for job in units[0].jobs}
         series = store.series(experiment_id, [unit_id]).get(unit_id, {})
         return render(request, "unit.html", {"record": record, "unit": units[0], "row": row, "history": history,
-                                             "series": series})
+                                             "series": series, "usage": _usage_line([row])})
 
     def log(request: Request) -> Response:
         experiment_id, unit_id = request.path_params["experiment_id"], request.path_params["unit_id"]

@@ -378,3 +378,22 @@ def test_logs_from_an_unreachable_logging_endpoint_say_so(vertex, xcore_home, im
     monkeypatch.setenv("XGCP_LOGGING_ENDPOINT", closed)
     with pytest.raises(VertexError, match=f"^Cannot reach {closed} \\(ConnectionError\\)"):
         "".join(logs(job))
+
+
+def test_pending_reasons_and_the_web_shell(vertex, xcore_home, image):
+    """A waiting job says in Vertex's terms why; ``xcore shell`` names the job's web shell, or
+    says how to get one."""
+    vertex.auto_run = False
+    exp = run_units([{"args": ["x"]}], xgcp.Vertex(enable_web_access=True))
+    [name] = vertex.jobs  # the fake creates jobs PENDING
+    assert [s.message for s in states(exp)] == ["pending: Vertex is provisioning its machines"]
+    vertex.set_state(name, "QUEUED")
+    assert [s.message for s in states(exp)] == ["pending: queued on Vertex (not processed yet)"]
+    vertex.set_state(name, "RUNNING")
+    result = xcore_cli("shell", f"{exp}/1")
+    assert result.returncode == 1 and "launch with xgcp.Vertex(enable_web_access=True)" in result.stderr
+    with vertex.lock:
+        vertex.jobs[name].web_access_uris["workerpool0-0"] = "https://abc-dot-us-central1.aiplatform.example/"
+    result = xcore_cli("shell", f"{exp}/1", "--", "nvidia-smi")
+    assert result.returncode == 1, result.stderr
+    assert "web shell in a browser, https://abc-dot-us-central1.aiplatform.example/ and run" in result.stderr

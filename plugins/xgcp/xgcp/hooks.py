@@ -40,6 +40,12 @@ def _timestamp(value: Any) -> float | None:
     return None
 
 
+#: Why a CustomJob waits, in Vertex's own terms (its JobState documentation).
+_PENDING_WHY = {QUEUED: "pending: queued on Vertex (not processed yet)",
+                PENDING: "pending: Vertex is provisioning its machines",
+                PAUSED: "pending: paused on Vertex"}
+
+
 def job_state(job: Any, handle: VertexHandle) -> xp.JobState:
     """A Vertex CustomJob's state, as the xcore state of the job in pool ``handle.pool``."""
     from xgcp.api import EXIT_RE
@@ -47,7 +53,7 @@ def job_state(job: Any, handle: VertexHandle) -> xp.JobState:
     state = int(job.state)
     started, ended = _timestamp(job.start_time), _timestamp(job.end_time)
     if state in (QUEUED, PENDING, PAUSED):
-        return xp.JobState(xp.Status.PENDING, "queued on Vertex", started_at=started)
+        return xp.JobState(xp.Status.PENDING, _PENDING_WHY.get(state, "queued on Vertex"), started_at=started)
     if state in (RUNNING, UPDATING):
         return xp.JobState(xp.Status.RUNNING, "running on Vertex", started_at=started)
     if state == CANCELLING:
@@ -198,6 +204,20 @@ class VertexBackend(xp.Backend):
             problems = [p for p in pool.map(cancel_one, unique) if p]
         if problems:
             raise api.VertexError(problems[0] + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))
+
+    def shell(self, handle: VertexHandle, command: list[str] | None) -> xp.ShellCommand | None:
+        """Vertex gives no terminal to a client: the job's web shell (``enable_web_access``) is
+        the way in, so its address is the answer, as an error that names it."""
+        found = fetch_jobs([handle])
+        _get_missing([handle], found)
+        job = found.get(handle.name)
+        uris = dict(job.web_access_uris) if job is not None else {}
+        uri = uris.get(f"workerpool{handle.pool}-0") or next(iter(uris.values()), None)
+        if uri:
+            raise xp.XcoreError(f"Vertex jobs take no terminal from xcore: open the job's web shell in a browser, "
+                                f"{uri}" + (" and run your command there." if command else "."))
+        raise xp.XcoreError("Vertex: this job has no web shell; launch with xgcp.Vertex(enable_web_access=True) to "
+                            "get one (Vertex offers no other way into a running job).")
 
     def logs(self, handle: VertexHandle, follow: bool) -> Iterator[str]:
         from xgcp import api

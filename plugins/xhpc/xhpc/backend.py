@@ -11,7 +11,15 @@ from xcore.plugin import Backend
 from xhpc import executables, executors, handles
 
 if TYPE_CHECKING:
-    from xcore.plugin import JobState, LaunchContext, LaunchFailure, LaunchRequest, Packageable, PackagingContext
+    from xcore.plugin import (
+        JobState,
+        LaunchContext,
+        LaunchFailure,
+        LaunchRequest,
+        Packageable,
+        PackagingContext,
+        ShellCommand,
+    )
     from xhpc.executables import ClusterExecutable
     from xhpc.handles import ClusterHandle
 
@@ -66,3 +74,8 @@ class Clusters(Backend):
         from xhpc import tracking
 
         return tracking.log_lines(handles, marker)
+
+    def shell(self, handle: ClusterHandle, command: list[str] | None) -> ShellCommand:
+        from xhpc import shell
+
+        return shell.shell(handle, command)

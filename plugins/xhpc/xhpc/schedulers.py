@@ -301,6 +301,7 @@ class SlurmScheduler(Scheduler):
 
 # -- Grid Engine -----------------------------------------------------------------------------
 
+_WHY_MARK = "@@XHPC-WHY"
 _QACCT_MARK = "@@XHPC-QACCT"
 
 
@@ -333,21 +334,30 @@ class GridEngineScheduler(Scheduler):
         return f"qstat -j {shlex.quote(name)} 2>/dev/null | awk '/^job_number:/ {{print $2; exit}}'"
 
     def query_command(self, job_ids: Sequence[str]) -> str:
-        # qacct only for array jobs that have tasks no longer in qstat (usually one call).
+        # qacct only for array jobs that have tasks no longer in qstat (usually one call); then
+        # one qstat -j for the jobs still queued, whose scheduling info says why they wait.
         ids = " ".join(job_ids)
         return (
             "out=$(qstat -xml -g d -u '*' 2>&1); echo \"$out\"; "
-            f"echo {_QACCT_MARK}; "
+            f"echo {_QACCT_MARK}; live=; "
             f"for j in {ids}; do "
             "  n=$(printf '%s' \"$out\" | grep -c \"<JB_job_number>$j</JB_job_number>\"); "
             "  echo \"@@XHPC-JOB $j $n\"; "
             "  qacct -j $j 2>/dev/null "
             "| grep -E '^(jobnumber|taskid|failed|exit_status|start_time|end_time|category) ' ; "
-            "done"
+            "  [ \"$n\" -gt 0 ] && live=\"$live${live:+,}$j\"; "
+            "done; "
+            # why the waiting ones wait: ONE qstat -j for all of them, its scheduling info only
+            "if [ -n \"$live\" ] && printf '%s' \"$out\" | grep -q '<state>[^<]*[qh][^<]*</state>'; then "
+            f"  echo {_WHY_MARK}; qstat -j \"$live\" 2>/dev/null "
+            "| grep -E '^(job_number|scheduling info):|^[[:space:]]{8,}[^[:space:]]'; "
+            "fi"
         )
 
     def parse_states(self, out: str) -> dict[tuple[str, int], JobState]:
         qstat_text, _, qacct_text = out.partition(_QACCT_MARK)
+        qacct_text, _, why_text = qacct_text.partition(_WHY_MARK)
+        why = scheduling_info(why_text)
         states: dict[tuple[str, int], JobState] = {}
         start = qstat_text.find("<?xml")
         if start >= 0:
@@ -365,7 +375,7 @@ class GridEngineScheduler(Scheduler):
                     started = job.findtext("JAT_start_time")
                     tasks = _expand_tasks(tasks_text) if tasks_text else [1]
                     for task in tasks:
-                        states[(number, task)] = self._active(state, started)
+                        states[(number, task)] = self._active(state, started, why.get(number, ""))
         record: dict[str, str] = {}
 
         def flush() -> None:
@@ -386,7 +396,7 @@ class GridEngineScheduler(Scheduler):
         return states
 
     @staticmethod
-    def _active(state: str, started: str | None) -> JobState:
+    def _active(state: str, started: str | None, why: str = "") -> JobState:
         when = None
         if started:
             try:
@@ -396,12 +406,12 @@ class GridEngineScheduler(Scheduler):
         if "E" in state:
             return JobState(Status.PENDING, f"pending: error state {state} (see qstat -j)")
         if "h" in state:
-            return JobState(Status.PENDING, "pending: on hold")
+            return JobState(Status.PENDING, f"pending: held ({why})" if why else "pending: on hold")
         if "d" in state:
             return JobState(Status.RUNNING, "being deleted", started_at=when)
         if "r" in state or "t" in state or "s" in state.lower():
             return JobState(Status.RUNNING, "running" if "r" in state else state, started_at=when)
-        return JobState(Status.PENDING, "pending: queued")
+        return JobState(Status.PENDING, f"pending: {why}" if why else "pending: queued")
 
     @staticmethod
     def _final(record: dict[str, str]) -> JobState:
@@ -440,6 +450,27 @@ class GridEngineScheduler(Scheduler):
 
     def check_command(self) -> str:
         return "qstat -g c && qconf -sql"
+
+
+def scheduling_info(text: str, limit: int = 3) -> dict[str, str]:
+    """Why each job waits, from ``qstat -j``'s ``scheduling info`` (the scheduler's own words,
+    ``schedd_job_info true`` in its configuration): job number -> its first ``limit`` reasons."""
+    reasons: dict[str, list[str]] = {}
+    job = ""
+    inside = False
+    for line in text.splitlines():
+        if line.startswith("job_number:"):
+            job, inside = line.split(":", 1)[1].strip(), False
+        elif line.startswith("scheduling info:"):
+            inside = True
+            reasons.setdefault(job, []).append(line.split(":", 1)[1].strip())
+        elif inside and line[:1].isspace() and line.strip():
+            reasons.setdefault(job, []).append(line.strip())
+        else:
+            inside = False
+    return {job: "; ".join(dict.fromkeys(r for r in found if r))[:300] if len(found) <= limit
+            else "; ".join(list(dict.fromkeys(found))[:limit]) + f" (+{len(found) - limit} more)"
+            for job, found in reasons.items() if job}
 
 
 SCHEDULERS: dict[str, Scheduler] = {"slurm": SlurmScheduler(), "sge": GridEngineScheduler()}

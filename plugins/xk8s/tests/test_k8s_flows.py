@@ -420,3 +420,25 @@ def test_kueue_reasons_for_eviction_and_admission_checks():
                                             "admission checks: The workload has pending admission checks")
     assert st.kueue_reason(job, workload()) == "waiting for Kueue admission (queue q): not yet considered by Kueue"
     assert st.kueue_reason({"metadata": {"labels": {}}, "spec": {"suspend": True}}, {}) == "suspended"
+
+
+def test_shell_execs_kubectl_into_the_trials_pod(fake_k8s, tmp_path, monkeypatch):
+    handles = launch(tmp_path, sweep(2))
+    name = handles[0].name
+    with pytest.raises(xp.XcoreError, match="has no running pod"):
+        hooks.KubernetesBackend().shell(handles[1], None)
+    fake_k8s.start(name, 1)
+    pod = fake_k8s.pod(name, 1)["metadata"]["name"]
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    monkeypatch.setenv("PATH", str(tmp_path / "nowhere"))
+    with pytest.raises(xp.XcoreError, match=rf"kubectl, which is not on PATH.*exec -i {pod} -c \S+ -- ls 'a b'"):
+        hooks.KubernetesBackend().shell(handles[1], ["ls", "a b"])
+    (bin_dir / "kubectl").write_text("#!/bin/sh\n")
+    (bin_dir / "kubectl").chmod(0o755)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    shell = hooks.KubernetesBackend().shell(handles[1], ["ls", "a b"])
+    from xk8s import manifests
+
+    assert shell.argv[0] == "kubectl" and shell.argv[-6:] == (pod, "-c", manifests.CONTAINER, "--", "ls", "a b")
+    assert shell.argv[shell.argv.index("-n") + 1] == handles[1].namespace

@@ -13,6 +13,7 @@ import json
 import os
 import re
 import secrets
+import shlex
 import time
 import typing
 from collections import defaultdict
@@ -489,6 +490,23 @@ class KubernetesBackend(xp.Backend):
 
     def logs(self, handle: KubernetesHandle, follow: bool) -> Iterator[str]:
         return xp.decode_chunks(_pod_lines(handle, follow))
+
+    def shell(self, handle: KubernetesHandle, command: list[str] | None) -> xp.ShellCommand:
+        """``kubectl exec`` into the trial's latest pod (its main container): kubectl attaches
+        the terminal, and reads the same kubeconfig and context."""
+        import shutil
+        import sys
+
+        pod = snapshot(handle.context, handle.namespace, [handle]).latest_pod(handle.job_name, handle.index)
+        if pod is None or not states.has_started(pod):
+            raise xp.XcoreError(f"xk8s: trial {handle.index} of {handle.job_name} has no running pod to enter.")
+        argv = ["kubectl", *(["--context", handle.context] if handle.context else []), "-n", handle.namespace,
+                "exec", "-i", *(["-t"] if sys.stdin.isatty() else []), pod["metadata"]["name"], "-c", mf.CONTAINER,
+                "--", *(command or ["sh"])]
+        if shutil.which("kubectl") is None:
+            raise xp.XcoreError("xk8s: xcore shell runs kubectl, which is not on PATH; install it, or run: "
+                                + " ".join(shlex.quote(word) for word in argv))
+        return xp.ShellCommand(argv)
 
 
 @xp.hookimpl

@@ -447,3 +447,28 @@ def test_start_failure_is_a_failed_job_not_a_lost_one(engine, built, project, ho
     jobs = sorted(experiment.wait_until_complete(timeout=60), key=lambda j: j.work_unit_id)
     assert jobs[0].status is xm.Status.COMPLETED
     assert jobs[1].status is xm.Status.FAILED and "xcore-no-such-network" in jobs[1].message
+
+
+def test_shell_into_a_running_container(engine, built, project, home, cleanup):
+    """``xcore shell`` execs into the container: one command with its arguments as typed, and a
+    session typed at a terminal; once the container is gone, a clear message."""
+    from xcore.testing.terminal import converse
+
+    with xm.create_experiment("shell") as experiment:
+        cleanup.append(experiment.experiment_id)
+        exe = _package(experiment, _spec(project), env_vars={"XT_WORD": "two words; $HOME"})
+        unit = experiment.add(xm.Job(exe, xlocal.Local(kill_grace_secs=1), args=["--sleep", "300"])).result()
+    _wait_running(unit)
+    [job] = experiment._all_jobs()
+    target = f"{experiment.experiment_id}/1"
+    cli = [sys.executable, "-m", "xcore.cli.main", "shell", target]
+    done = subprocess.run([*cli, "--", "sh", "-c", 'printf "%s|" "$XT_WORD" "$@"', "_", "a b", "$(id)"],
+                          capture_output=True, text=True, timeout=120, env=dict(os.environ), check=False)
+    assert (done.returncode, done.stdout) == (0, "two words; $HOME|a b|$(id)|"), done.stderr
+    output, code = converse(cli, "hostname; exit 5\n")
+    assert code == 5, output
+    assert job.handle["container_id"][:12] in output  # a container's host name is its short id
+    _later("cancel", experiment.experiment_id)
+    ended = subprocess.run([*cli, "--", "true"], capture_output=True, text=True, timeout=120, env=dict(os.environ),
+                           check=False)
+    assert ended.returncode == 1 and "has ended (CANCELLED" in ended.stderr, ended.stderr

@@ -284,11 +284,11 @@ def test_a_killed_job_frees_its_device_and_the_waiting_job_says_why(home, out, m
             exe = _job(experiment, out, "0")
             holder = experiment.add(xm.Job(holder_exe, xlocal.Local(requirements=xm.JobRequirements(gpu=1)))).result()
             waiting = experiment.add(xm.Job(exe, xlocal.Local(requirements=xm.JobRequirements(gpu=1)))).result()
-            deadline, reason = time.monotonic() + 60, ": waiting for 1 GPU (1 busy)"
+            deadline, reason = time.monotonic() + 60, ": waiting for 1 GPU (1 of 1 busy)"
             while not waiting.get_status().message.endswith(reason) and time.monotonic() < deadline:
                 time.sleep(0.05)
             status = waiting.get_status()
-            assert (status.status, status.message.split(": ", 1)[1]) == (Status.PENDING, "waiting for 1 GPU (1 busy)")
+            assert (status.status, status.message.split(": ", 1)[1]) == (Status.PENDING, reason[2:])
             running = holder.get_status().message
             assert running.split(": ", 1)[1].startswith("pid ") and running.endswith(" on GPU 7")
             os.kill(int(running.split()[2]), signal.SIGKILL)

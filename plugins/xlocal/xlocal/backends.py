@@ -22,6 +22,7 @@ if TYPE_CHECKING:
         LaunchRequest,
         Packageable,
         PackagingContext,
+        ShellCommand,
     )
 
 
@@ -122,6 +123,11 @@ class Processes(Backend):
 
         return processes.logs(handle, follow)
 
+    def shell(self, handle: ProcessHandle, command: list[str] | None) -> ShellCommand:
+        from xlocal.shell import process_shell
+
+        return process_shell(handle, command)
+
 
 class Containers(Backend):
     """The state, cancel and logs of container jobs (``Processes.launch`` starts them)."""
@@ -142,6 +148,11 @@ class Containers(Backend):
         from xlocal import containers
 
         return containers.logs(handle, follow)
+
+    def shell(self, handle: ContainerHandle, command: list[str] | None) -> ShellCommand:
+        from xlocal.shell import container_shell
+
+        return container_shell(handle, command)
 
 
 def _stream_output(requests: Sequence[LaunchRequest], handles: Sequence[Any]) -> None:

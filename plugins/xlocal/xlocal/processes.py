@@ -547,6 +547,21 @@ class _RunView:
             self._events = read_events(self.run_dir)
         return self._events.get(index, {})
 
+    def why_waiting(self) -> str:
+        """Why a job of this run that has not started waits: the launch's ``max_parallel`` is
+        reached, or every machine slot is taken (counted from the kernel's lock table, without
+        touching the locks the runners take)."""
+        batch = _read_json(self.run_dir / "batch.json") or {}
+        limit = batch.get("max_parallel")
+        if self._events is None:
+            self._events = read_events(self.run_dir)
+        running = sum(1 for job in self._events.values() if "start" in job and "exit" not in job)
+        if limit and running >= limit:
+            return f"waiting: {running} of this launch's max_parallel={limit} are running"
+        slots, slots_dir = batch.get("slots"), batch.get("slots_dir")
+        busy = busy_slots(slots_dir, slots) if slots and slots_dir else None
+        return "waiting for a free slot" if busy is None else f"waiting for a slot ({busy} of {slots} busy)"
+
     def runner_alive(self) -> bool:
         if self._alive is None:
             self._alive = _runner_alive(self.run_dir)
@@ -554,6 +569,29 @@ class _RunView:
                 self._events = None  # events read before this check may be missing the runner's last lines
                 self._cancelled = None  # and markers written before those lines, listed before them
         return self._alive
+
+
+def busy_slots(slots_dir: str, count: int) -> int | None:
+    """How many of the machine's ``count`` slots are held: their lock files' inodes among the
+    ``flock`` locks in ``/proc/locks`` (None where there is no such table)."""
+    try:
+        with open("/proc/locks") as handle:
+            table = handle.read()
+    except OSError:
+        return None
+    held = set()
+    for line in table.splitlines():
+        fields = line.split()  # "1: FLOCK  ADVISORY  WRITE 3499 fe:00:1541184 0 EOF"; waiters read "1: -> FLOCK"
+        if len(fields) >= 6 and fields[1] == "FLOCK" and fields[3] == "WRITE":
+            held.add(fields[5].rsplit(":", 1)[-1])
+    busy = 0
+    for k in range(count):
+        try:
+            inode = os.stat(os.path.join(slots_dir, f"slot-{k}.lock")).st_ino
+        except OSError:
+            continue
+        busy += str(inode) in held
+    return busy
 
 
 def _runner_alive(run_dir: Path) -> bool:
@@ -601,7 +639,7 @@ def _state(handle: ProcessHandle, job: dict[str, Any], run: _RunView) -> JobStat
         return JobState(Status.CANCELLED if cancelled else Status.FAILED,
                         "exit status lost: the xlocal runner was killed", started_at=start_time)
     if run.runner_alive():
-        waiting = job["wait"]["why"] if "wait" in job else "waiting for a free slot"
+        waiting = job["wait"]["why"] if "wait" in job else run.why_waiting()
         return JobState(Status.CANCELLED if cancelled else Status.PENDING, "cancelled" if cancelled else waiting)
     return JobState(Status.CANCELLED if cancelled else Status.FAILED,
                     "the xlocal runner exited before starting the job")

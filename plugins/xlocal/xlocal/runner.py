@@ -40,7 +40,7 @@ A job that asks for GPUs (``"gpu": [count, device set, share]`` in batch.json, t
 under ``"gpus"``) holds device locks instead of a slot (``GpuPool``), gets the devices'
 ids in ``CUDA_VISIBLE_DEVICES`` (or the batch's variable), and its start event lists them;
 while they are busy it waits in order, and a ``wait`` event gives the reason
-(``waiting for 2 GPUs (4 busy)``). Jobs without GPUs never touch the device locks.
+(``waiting for 2 GPUs (4 of 4 busy)``). Jobs without GPUs never touch the device locks.
 """
 
 from __future__ import annotations
@@ -613,7 +613,8 @@ def _take_gpus(run_: Run, index: int, gpu: list[int], pools: dict[str, GpuPool],
             run_.waiting = (index, pool.busy)
             gpus = "1 GPU" if count == 1 else f"{count} GPUs"
             shared = f", shared {share} ways" if share > 1 else ""
-            run_.events.write(i=index, e="wait", why=f"waiting for {gpus} ({pool.busy} busy{shared})", t=time.time())
+            why = f"waiting for {gpus} ({pool.busy} of {len(devices)} busy{shared})"
+            run_.events.write(i=index, e="wait", why=why, t=time.time())
         return pool, None, None
     ids = dict(devices)
     keys = [key for key, _ in held]

@@ -70,6 +70,7 @@ _EXPORTS: dict[str, str] = {
     "dockerfile_container": "xcore.model.packagables",
     # resources and units
     "JobRequirements": "xcore.model.resources",
+    "Distributed": "xcore.model.distributed",
     "ResourceType": "xcore.model.resources",
     "AcceleratorType": "xcore.model.resources",
     "GpuType": "xcore.model.resources",
@@ -169,6 +170,7 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the real names
         Packageable,
         get_args_for_all_jobs,
     )
+    from xcore.model.distributed import Distributed
     from xcore.model.packagables import binary, container, dockerfile_container, python_container, python_module
     from xcore.model.quantities import GB, KB, MB, PB, TB, GiB, Hr, KiB, MiB, Min, PiB, Sec, TiB, vCPU
     from xcore.model.resources import (

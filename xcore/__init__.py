@@ -145,6 +145,7 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the real names
     from xcore.model import job_operators, utils
     from xcore.model.args import SequentialArgs, UserArgs, merge_args
     from xcore.model.bazel import BazelBinary, BazelContainer, bazel_binary, bazel_container
+    from xcore.model.distributed import Distributed
     from xcore.model.executables import (
         Binary,
         BinaryDependency,
@@ -170,7 +171,6 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the real names
         Packageable,
         get_args_for_all_jobs,
     )
-    from xcore.model.distributed import Distributed
     from xcore.model.packagables import binary, container, dockerfile_container, python_container, python_module
     from xcore.model.quantities import GB, KB, MB, PB, TB, GiB, Hr, KiB, MiB, Min, PiB, Sec, TiB, vCPU
     from xcore.model.resources import (

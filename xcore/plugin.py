@@ -74,7 +74,7 @@ What this module exports:
   ``entrypoint_argv`` (the argv prefix a ``ModuleName`` or ``CommandList`` entrypoint runs);
   ``to_requirements`` (a ``JobRequirements`` from any form an executor field accepts);
   ``Distributed`` and ``to_distributed`` (an executor's ``distributed`` field), and the pure
-  helpers ``distributed_env``, ``role_env`` and ``tf_config`` (see docs/gangs.md);
+  helpers ``distributed_env``, ``role_env``, ``role_variable`` and ``tf_config`` (see docs/gangs.md);
   write your own classes with plain ``attrs`` (``define`` and ``frozen`` here are deprecated:
   the core's fast path saved a plugin's few classes about a millisecond, see
   ``bench/bench_seams.py``);
@@ -137,6 +137,7 @@ _EXPORTS = {
     "to_distributed": "xcore.model.distributed",
     "distributed_env": "xcore.model.distributed",
     "role_env": "xcore.model.distributed",
+    "role_variable": "xcore.model.distributed",
     "tf_config": "xcore.model.distributed",
     # requests, contexts and results
     "LaunchRequest": "xcore.model.execution",
@@ -230,6 +231,14 @@ if TYPE_CHECKING:
     from xcore.model.args import SequentialArgs
     from xcore.model.bazel import BazelBinary, BazelContainer, bazel_build, bazel_output, bazel_workspace
     from xcore.model.datamodel import define, frozen
+    from xcore.model.distributed import (
+        Distributed,
+        distributed_env,
+        role_env,
+        role_variable,
+        tf_config,
+        to_distributed,
+    )
     from xcore.model.executables import (
         Binary,
         CommandList,
@@ -248,7 +257,6 @@ if TYPE_CHECKING:
         PackagingContext,
         launch_failure_message,
     )
-    from xcore.model.distributed import Distributed, distributed_env, role_env, tf_config, to_distributed
     from xcore.model.job_blocks import Executable, ExecutableSpec, Executor, ExecutorSpec, Packageable, to_requirements
     from xcore.model.resources import JobRequirements, ResourceType
     from xcore.model.status import JobState, Status

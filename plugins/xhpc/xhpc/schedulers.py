@@ -47,7 +47,7 @@ class Scheduler:
     name = ""
     task_base = 0  # the scheduler's first array task id
 
-    def submit_command(self, script: str, chunk: Chunk, max_parallel: int | None) -> str:
+    def submit_command(self, script: str, chunk: Chunk, max_parallel: int | None, array: bool = True) -> str:
         raise NotImplementedError
 
     def parse_job_id(self, out: str) -> str:
@@ -125,7 +125,9 @@ class SlurmScheduler(Scheduler):
     name = "slurm"
     task_base = 0
 
-    def submit_command(self, script: str, chunk: Chunk, max_parallel: int | None) -> str:
+    def submit_command(self, script: str, chunk: Chunk, max_parallel: int | None, array: bool = True) -> str:
+        if not array:  # a gang: one job whose roles are rows offset.. of tasks.bin
+            return f"sbatch --parsable {shlex.quote(script)} {chunk.offset}"
         limit = f"%{max_parallel}" if max_parallel else ""
         return f"sbatch --parsable --array=0-{chunk.count - 1}{limit} {shlex.quote(script)} {chunk.offset}"
 
@@ -228,6 +230,9 @@ class SlurmScheduler(Scheduler):
     def cancel_command(self, tasks: dict[str, list[int]]) -> str:
         targets = []
         for job, ids in sorted(tasks.items()):
+            if ANY_TASK in ids:  # not an array (a gang): the whole job
+                targets.append(job)
+                continue
             spans = [str(a) if a == b else f"{a}-{b}" for a, b in task_ranges(ids)]
             for i in range(0, len(spans), 500):  # one argument stays far below the 128 KiB cap
                 targets.append(f"{job}_[{','.join(spans[i:i + 500])}]")
@@ -246,7 +251,7 @@ class GridEngineScheduler(Scheduler):
     name = "sge"
     task_base = 1
 
-    def submit_command(self, script: str, chunk: Chunk, max_parallel: int | None) -> str:
+    def submit_command(self, script: str, chunk: Chunk, max_parallel: int | None, array: bool = True) -> str:
         limit = f" -tc {max_parallel}" if max_parallel else ""
         return f"qsub -terse -t 1-{chunk.count}{limit} {shlex.quote(script)} {chunk.offset}"
 

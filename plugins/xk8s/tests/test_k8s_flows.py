@@ -420,3 +420,18 @@ def test_kueue_reasons_for_eviction_and_admission_checks():
                                             "admission checks: The workload has pending admission checks")
     assert st.kueue_reason(job, workload()) == "waiting for Kueue admission (queue q): not yet considered by Kueue"
     assert st.kueue_reason({"metadata": {"labels": {}}, "spec": {"suspend": True}}, {}) == "suspended"
+
+
+def test_a_distributed_single_job_is_a_jobset_of_one_role_with_its_ranks(fake_k8s, tmp_path):
+    """docs/gangs.md: replicas=2 with distributed= runs both replicas together as one JobSet."""
+    import xcore as xm
+
+    executor = xk8s.Kubernetes(requirements=xm.JobRequirements(replicas=2), distributed="torch")
+    [handle] = launch(tmp_path, [make_request(exe(), executor, ["--lr", "0.1"])])
+    jobset = fake_k8s.get("JobSet", "default", handle.name)
+    [role] = jobset["spec"]["replicatedJobs"]
+    assert role["replicas"] == 2
+    env = {e["name"]: e.get("value") for e in role["template"]["spec"]["template"]["spec"]["containers"][0]["env"]}
+    assert env["MASTER_ADDR"] == f"{handle.name}-{role['name']}-0-0.{handle.name}"
+    assert (env["WORLD_SIZE"], env["RANK"]) == ("2", "$(XCORE_RANK)")
+    assert states([handle])[0].status is xp.Status.PENDING

@@ -11,11 +11,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from xhpc_helpers import HOW, cluster_toml, service_up
 
 import xcore as xm
 import xcore.testing.allreduce
 from xcore.testing import require_service
+from xhpc_helpers import HOW, cluster_toml, service_up
 
 pytestmark = pytest.mark.infra("slurm")
 
@@ -184,3 +184,28 @@ def test_generated_gang_script_is_valid_bash(slurm: dict[str, str], tmp_path: Pa
         path = tmp_path / name
         path.write_text(script)
         assert subprocess.run(["bash", "-n", str(path)], capture_output=True).returncode == 0, script
+
+
+def test_cancelling_a_running_gang_cancels_every_role(slurm: dict[str, str]) -> None:
+    """A gang lives and ends as one: stopping its work unit cancels every role's tasks."""
+    import time
+
+    import xhpc
+
+    with xm.create_experiment(title="stop") as experiment:
+        [exe] = experiment.package([xm.Packageable(xhpc.Command(['echo "up $1"; exec sleep 300']),
+                                                   xhpc.Slurm.Spec())])
+        experiment.add(xm.JobGroup(**{role: xm.Job(exe, xhpc.Slurm(), args=[role]) for role in ("learner", "actor")}))
+    unit = xm.get_experiment(experiment.experiment_id).work_units[1]
+    deadline = time.monotonic() + 120
+    while unit.get_status().status is not xm.Status.RUNNING:
+        assert time.monotonic() < deadline, unit.get_status()
+        time.sleep(0.5)
+    logs = Path(slurm["staging"]).glob("runs/*/logs/*.log")
+    while sorted(p.read_text() for p in logs) != ["up actor\n", "up learner\n"]:  # both roles run at once
+        assert time.monotonic() < deadline
+        time.sleep(0.5)
+        logs = Path(slurm["staging"]).glob("runs/*/logs/*.log")
+    unit.stop()
+    jobs = experiment.wait_until_complete(timeout=120)
+    assert [job.status for job in jobs] == [xm.Status.CANCELLED] * 2, [(j.status, j.message) for j in jobs]

@@ -146,6 +146,11 @@ def launch(requests: Sequence[LaunchRequest], context: LaunchContext) -> list[Cl
         groups[key].append(i)
         clusters[key] = (cluster, effective)
 
+    split = Counter(key[3] for key in groups if key[-1] == "gang")
+    for experiment_id, unit in sorted(u for u, n in split.items() if n > 1):
+        context.progress.message(
+            f"xhpc: the jobs of work unit {experiment_id}/{unit} run different executables or clusters: they "
+            "start as separate allocations, not as one gang (package them as one executable; docs/gangs.md)")
     handles: list[ClusterHandle | LaunchFailure | None] = [None] * len(requests)
     stats: dict[str, Any] = {"groups": 0, "tasks": 0, "artifact_bytes_uploaded": 0, "artifacts_uploaded": 0,
                              "remote_commands": 0,

@@ -22,7 +22,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from xcore.model.distributed import Distributed, distributed_env
+from xcore.plugin import Distributed, distributed_env
 
 GRACE_SECS = 10.0  # how long the other processes have to stop after one failed
 

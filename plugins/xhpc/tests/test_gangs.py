@@ -92,6 +92,25 @@ def test_two_replicas_all_reduce_with_only_the_option_set(slurm: dict[str, str])
     assert lines == ["allreduce rank=0 world=2 sum=3", "allreduce rank=1 world=2 sum=3"], log
 
 
+def test_a_sweep_of_replicated_jobs_is_still_one_array(slurm: dict[str, str]) -> None:
+    """Each array task is an allocation of N tasks, with its own coordinator port."""
+    import xhpc
+
+    with xm.create_experiment(title="sweep") as experiment:
+        [exe] = experiment.package([xm.Packageable(
+            xhpc.Command([f'exec {sys.executable} {ALLREDUCE} "$@"']), xhpc.Slurm.Spec())])
+        executor = xhpc.Slurm(requirements=xm.JobRequirements(replicas=2), distributed="jax")
+        for _ in range(3):
+            experiment.add(xm.Job(exe, executor, args=["jax"]))
+    jobs = experiment.wait_until_complete(timeout=150)
+    assert len({job.handle["job_id"] for job in jobs}) == 1, "one array submission"
+    for job in jobs:
+        log = _log(job)
+        assert job.status is xm.Status.COMPLETED, log
+        assert sorted(line.split(" via=")[0] for line in log.splitlines() if line.startswith("allreduce")) == [
+            "allreduce rank=0 world=2 sum=3", "allreduce rank=1 world=2 sum=3"], log
+
+
 def test_variables_of_each_framework(slurm: dict[str, str]) -> None:
     import xhpc
 

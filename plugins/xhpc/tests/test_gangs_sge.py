@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from xhpc_helpers import HOW, cluster_toml, service_up
 
 import xcore as xm
 from xcore.testing import require_service
+from xhpc_helpers import HOW, cluster_toml, service_up
 
 pytestmark = pytest.mark.infra("sge")
 

@@ -86,7 +86,9 @@ def main(argv: list[str]) -> int:
     host, port, rank, world = _coordinates(kind)
     use_torch = kind == "torch" and _has_torch()
     total = torch_allreduce(rank, world, rank + 1) if use_torch else tcp_allreduce(host, port, rank, world, rank + 1)
-    print(f"allreduce rank={rank} world={world} sum={total} via={'torch' if use_torch else 'tcp'}", flush=True)
+    # One write: the processes share one log, and under PYTHONUNBUFFERED print() writes the
+    # line and its newline apart, so two processes' lines could mix.
+    os.write(1, f"allreduce rank={rank} world={world} sum={total} via={'torch' if use_torch else 'tcp'}\n".encode())
     return 0 if total == world * (world + 1) // 2 else 1
 
 

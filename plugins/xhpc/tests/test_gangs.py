@@ -116,7 +116,8 @@ def test_variables_of_each_framework(slurm: dict[str, str]) -> None:
 
     code = ("import json, os; keys = ['RANK', 'WORLD_SIZE', 'LOCAL_RANK', 'LOCAL_WORLD_SIZE', 'MASTER_ADDR', "
             "'MASTER_PORT', 'JAX_COORDINATOR_ADDRESS', 'JAX_PROCESS_ID', 'JAX_NUM_PROCESSES', 'TF_CONFIG', "
-            "'XCORE_RANK', 'XCORE_WORLD_SIZE']; print(json.dumps({k: os.environ.get(k) for k in keys}))")
+            "'XCORE_RANK', 'XCORE_WORLD_SIZE']; "
+            "os.write(1, (json.dumps({k: os.environ.get(k) for k in keys}) + '\\n').encode())")
     with xm.create_experiment(title="vars") as experiment:
         [exe] = experiment.package([xm.Packageable(
             xhpc.Command([f'exec {sys.executable} -c "$@"']), xhpc.Slurm.Spec())])
@@ -130,6 +131,7 @@ def test_variables_of_each_framework(slurm: dict[str, str]) -> None:
         log = _log(job)
         assert job.status is xm.Status.COMPLETED, log
         rows = [json.loads(line) for line in log.splitlines() if line.startswith("{")]
+        assert len(rows) == 2, log
         seen[job.name] = sorted(rows, key=lambda row: row["XCORE_RANK"])
     assert [(r["RANK"], r["WORLD_SIZE"], r["LOCAL_RANK"], r["LOCAL_WORLD_SIZE"], r["MASTER_ADDR"], r["MASTER_PORT"])
             for r in seen["torch"]] == [(str(i), "2", str(i), "2", "localhost", "24680") for i in range(2)]
@@ -228,3 +230,20 @@ def test_cancelling_a_running_gang_cancels_every_role(slurm: dict[str, str]) -> 
     unit.stop()
     jobs = experiment.wait_until_complete(timeout=120)
     assert [job.status for job in jobs] == [xm.Status.CANCELLED] * 2, [(j.status, j.message) for j in jobs]
+
+
+def test_each_role_reads_how_it_ended(slurm: dict[str, str]) -> None:
+    """A role's own step says how it ended: the one that failed reads FAILED with its exit code,
+    the one stopped for it CANCELLED with why, and a role that finished early COMPLETED."""
+    import xhpc
+
+    with xm.create_experiment(title="roles") as experiment:
+        [exe] = experiment.package([xm.Packageable(xhpc.Command(['case "$1" in done) exit 0;; bad) sleep 2; exit 3;; '
+                                                                 '*) exec sleep 300;; esac']), xhpc.Slurm.Spec())])
+        experiment.add(xm.JobGroup(**{role: xm.Job(exe, xhpc.Slurm(), args=[role])
+                                      for role in ("done", "bad", "wait")}))
+    jobs = {job.name: job for job in experiment.wait_until_complete(timeout=150)}
+    assert (jobs["done"].status, jobs["done"].exit_code) == (xm.Status.COMPLETED, 0)
+    assert (jobs["bad"].status, jobs["bad"].exit_code) == (xm.Status.FAILED, 3), jobs["bad"].message
+    assert jobs["wait"].status is xm.Status.CANCELLED, (jobs["wait"].status, jobs["wait"].message)
+    assert jobs["wait"].message == "stopped: another job of its gang failed"

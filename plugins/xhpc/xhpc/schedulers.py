@@ -57,7 +57,8 @@ class Scheduler:
         """Prints the job id of a job already submitted under ``name`` (after a lost reply)."""
         raise NotImplementedError
 
-    def query_command(self, job_ids: Sequence[str]) -> str:
+    def query_command(self, job_ids: Sequence[str], gangs: Sequence[str] = ()) -> str:
+        """Shell printing the state of ``job_ids``, and of each role of the ``gangs`` among them."""
         raise NotImplementedError
 
     def parse_states(self, out: str) -> dict[tuple[str, int], JobState]:
@@ -87,6 +88,8 @@ _SLURM_FAILED = {
     "PREEMPTED": "preempted", "REVOKED": "revoked", "SPECIAL_EXIT": "special exit",
 }
 _SQUEUE_MARK = "@@XHPC-SACCT"
+_STEPS_MARK = "@@XHPC-STEPS"
+ROLE = "/role"  # parse_states key (job + ROLE, row): how one role of a gang (an srun step) ended
 
 
 def _epoch(text: str) -> float | None:
@@ -140,8 +143,11 @@ class SlurmScheduler(Scheduler):
     def find_by_name_command(self, name: str) -> str:
         return f"squeue -h -r --name={shlex.quote(name)} -o %F | head -n 1"
 
-    def query_command(self, job_ids: Sequence[str]) -> str:
+    def query_command(self, job_ids: Sequence[str], gangs: Sequence[str] = ()) -> str:
         ids = ",".join(job_ids)
+        # A gang's roles are steps named xhpc-role-<row> (scripts.launcher_script): one more sacct.
+        steps = (f"; echo {_STEPS_MARK}; sacct -n -P -j {','.join(gangs)} -o JobID,State,ExitCode,Start,End,JobName "
+                 "2>/dev/null | grep '|xhpc-role-'") if gangs else ""
         # squeue and sacct run side by side (a status poll waits for the slower, not the sum);
         # squeue's output goes through a private temporary file, sacct's straight out.
         return (
@@ -150,11 +156,20 @@ class SlurmScheduler(Scheduler):
             f"squeue -h -r -t all -j {ids} -o '%F|%K|%T|%r|%S|%A' >\"$xhpc_sq\" 2>/dev/null & "
             f"xhpc_sacct=$(sacct -n -X -P -j {ids} -o JobID,State,ExitCode,Start,End,JobIDRaw,NodeList 2>&1); "
             f"wait; cat \"$xhpc_sq\"; rm -f \"$xhpc_sq\"; echo {_SQUEUE_MARK}; printf '%s\\n' \"$xhpc_sacct\""
+            + steps
         )
 
     def parse_states(self, out: str) -> dict[tuple[str, int], JobState]:
+        out, _, steps_text = out.partition(_STEPS_MARK)
         squeue_text, _, sacct_text = out.partition(_SQUEUE_MARK)
         states: dict[tuple[str, int], JobState] = {}
+        for line in steps_text.splitlines():  # a gang's role: key (job + ROLE, row)
+            parts = line.strip().split("|")
+            if len(parts) < 6 or not parts[5].startswith("xhpc-role-") or not parts[5][10:].isdigit():
+                continue
+            final = self._final(parts[1].split()[0], parts[1], parts[2], _epoch(parts[3]), _epoch(parts[4]))
+            if final is not None:
+                states[(parts[0].split(".")[0] + ROLE, int(parts[5][10:]))] = final
         finished_in_squeue: dict[tuple[str, int], str] = {}
         by_raw_id: dict[str, list[tuple[str, int]]] = defaultdict(list)  # squeue's own job id -> tasks
         for line in squeue_text.splitlines():
@@ -264,7 +279,7 @@ class GridEngineScheduler(Scheduler):
     def find_by_name_command(self, name: str) -> str:
         return f"qstat -j {shlex.quote(name)} 2>/dev/null | awk '/^job_number:/ {{print $2; exit}}'"
 
-    def query_command(self, job_ids: Sequence[str]) -> str:
+    def query_command(self, job_ids: Sequence[str], gangs: Sequence[str] = ()) -> str:
         # qacct only for array jobs that have tasks no longer in qstat (usually one call).
         ids = " ".join(job_ids)
         return (

@@ -289,10 +289,11 @@ for xhpc_k in "${{!XHPC_NAMES[@]}}"; do
     [ "${{XHPC_MEM[xhpc_k]}}" != 0 ] && xhpc_opts+=(--mem="${{XHPC_MEM[xhpc_k]}}M")
     xhpc_port=${{XHPC_PORTS[xhpc_k]}}
     [ "$xhpc_port" = auto ] && xhpc_port=$(( 20000 + (SLURM_JOB_ID * 7 + xhpc_k * 211) % 40000 ))
+    xhpc_row=$((XHPC_BASE + XHPC_INDEXES[xhpc_k]))
     SLURM_HOSTFILE="$xhpc_file" XHPC_ROLE_HOSTS="${{XHPC_ROLE_HOSTS[xhpc_k]}}" \
         XHPC_FRAMEWORK="${{XHPC_FRAMEWORKS[xhpc_k]}}" XHPC_PORT="$xhpc_port" \
-        srun --distribution=arbitrary --exact --kill-on-bad-exit=1 --job-name="${{XHPC_NAMES[xhpc_k]}}" \
-        "${{xhpc_opts[@]}}" bash "$XHPC_RUN/role.sh" "$((XHPC_BASE + XHPC_INDEXES[xhpc_k]))" &
+        srun --distribution=arbitrary --exact --kill-on-bad-exit=1 --job-name="xhpc-role-$xhpc_row" \
+        "${{xhpc_opts[@]}}" bash "$XHPC_RUN/role.sh" "$xhpc_row" &
     xhpc_pids+=($!)
 done
 xhpc_rc=0

@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 from xcore.plugin import BackendUnavailableError, JobState, Status, XcoreError, follow_bytes, lost_state
 from xhpc import config
 from xhpc.handles import ClusterHandle, GridEngineHandle
-from xhpc.schedulers import ANY_TASK, SCHEDULERS
+from xhpc.schedulers import ANY_TASK, ROLE, SCHEDULERS
 from xhpc.transport import ClusterConnectionError, Transport, connect
 
 LOST_REPLY_GRACE = 120.0  # seconds to wait for a chunk-K.id after a lost submission reply
@@ -108,7 +108,8 @@ def _query(group: list[ClusterHandle], scheduler_name: str) -> list[JobState]:
             "for d in " + " ".join(q(d) for d in run_dirs) + "; do "
             f"for f in \"$d\"/cancelled/*; do [ -e \"$f\" ] && echo \"{_MARK_CANCELLED} $d ${{f##*/}}\"; done; done; "
         )
-        out = transport.run(markers + scheduler.query_command(job_ids)).out
+        gangs = sorted({h.job_id for h in group if h.job_id and h.task == ANY_TASK})
+        out = transport.run(markers + scheduler.query_command(job_ids, gangs)).out
         for line in out.splitlines():
             if line.startswith(_MARK_CANCELLED):
                 _, run_dir, index = line.split(" ", 2)
@@ -130,6 +131,8 @@ def _query(group: list[ClusterHandle], scheduler_name: str) -> list[JobState]:
                                                       "the scheduler accepted the job"))
             continue
         state = table.get((job_id, handle.task)) or table.get((job_id, ANY_TASK))
+        if handle.task == ANY_TASK:
+            state = _role_state(state, table.get((job_id + ROLE, handle.index)))
         marked = (handle.run_dir, handle.index) in cancelled
         if state is None and marked:
             # Slurm drops a pending array task cancelled on its own from squeue and sacct alike;
@@ -145,6 +148,18 @@ def _query(group: list[ClusterHandle], scheduler_name: str) -> list[JobState]:
             state = JobState(Status.CANCELLED, "cancelled", state.exit_code, state.started_at, state.ended_at)
         states.append(state)
     return states
+
+
+def _role_state(gang: JobState | None, role: JobState | None) -> JobState | None:
+    """One role of a gang: how its own step ended once it did (a learner may finish before its
+    actors), else the allocation's state. A role stopped because another failed reads CANCELLED."""
+    if role is None or (gang is not None and gang.status is Status.CANCELLED and role.status is not Status.COMPLETED):
+        return gang
+    if gang is not None and gang.status is Status.FAILED and role.status is not Status.COMPLETED and (
+            role.status is Status.CANCELLED or (role.exit_code or 0) > 128):
+        return JobState(Status.CANCELLED, "stopped: another job of its gang failed", role.exit_code,
+                        role.started_at, role.ended_at)
+    return role
 
 
 _BENIGN_CANCEL_ERRORS = ("already complet", "Invalid job id", "does not exist", "not found")

@@ -44,7 +44,8 @@ def test_two_replicas_all_reduce_with_only_the_option_set(framework):
 def test_variables_of_each_framework():
     code = ("import json, os; keys = ['RANK', 'WORLD_SIZE', 'LOCAL_RANK', 'LOCAL_WORLD_SIZE', 'MASTER_ADDR', "
             "'JAX_COORDINATOR_ADDRESS', 'JAX_PROCESS_ID', 'JAX_NUM_PROCESSES', 'TF_CONFIG', 'XCORE_RANK', "
-            "'XCORE_WORLD_SIZE', 'XCORE_COORDINATOR']; print(json.dumps({k: os.environ.get(k) for k in keys}))")
+            "'XCORE_WORLD_SIZE', 'XCORE_COORDINATOR']; "
+            "os.write(1, (json.dumps({k: os.environ.get(k) for k in keys}) + '\\n').encode())")
     seen = {}
     with xm.create_experiment("vars") as experiment:
         [exe] = experiment.package([xm.binary(xlocal.Local.Spec(), sys.executable, args=["-c", code])])

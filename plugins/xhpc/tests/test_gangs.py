@@ -247,3 +247,60 @@ def test_each_role_reads_how_it_ended(slurm: dict[str, str]) -> None:
     assert (jobs["bad"].status, jobs["bad"].exit_code) == (xm.Status.FAILED, 3), jobs["bad"].message
     assert jobs["wait"].status is xm.Status.CANCELLED, (jobs["wait"].status, jobs["wait"].message)
     assert jobs["wait"].message == "stopped: another job of its gang failed"
+
+
+ADOPT = r"""
+import os, time
+from pathlib import Path
+import xcore as xm
+import xhpc
+import xhpc.launch
+
+ctl = Path(os.environ["FI_CTL"])
+real_launch = xhpc.launch.launch
+
+def paused_launch(requests, context):
+    handles = real_launch(requests, context)  # sbatch ran; the launcher has not recorded it yet
+    (ctl / "in-flight").write_text("1")
+    while True:
+        time.sleep(1)
+
+xhpc.launch.launch = paused_launch
+with xm.create_experiment(title="killed while submitting a gang") as experiment:
+    (ctl / "experiment").write_text(str(experiment.experiment_id))
+    [exe] = experiment.package([xm.Packageable(xhpc.Command(['echo "role $1"']), xhpc.Slurm.Spec())])
+    experiment.add(xm.JobGroup(learner=xm.Job(exe, xhpc.Slurm(), args=["learner"]),
+                               actor=xm.Job(exe, xhpc.Slurm(), args=["actor"])))
+"""
+
+
+def test_a_gang_whose_launcher_died_is_adopted_as_a_gang(slurm: dict[str, str], xcore_env: Path) -> None:
+    """The next command finds the submitted gang and tracks each role as the whole job."""
+    import os
+    import sqlite3
+    import time
+
+    ctl = xcore_env / "ctl"
+    ctl.mkdir()
+    script = xcore_env / "launch.py"
+    script.write_text(ADOPT)
+    launcher = subprocess.Popen([sys.executable, "-m", "xcore.cli.main", "launch", str(script)],
+                                env={**os.environ, "FI_CTL": str(ctl), "XCORE_QUIET": "1"},
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not (ctl / "in-flight").exists():
+        assert launcher.poll() is None, launcher.communicate()
+        assert time.monotonic() < deadline, "the launcher never submitted"
+        time.sleep(0.05)
+    launcher.kill()
+    launcher.wait()
+    experiment = (ctl / "experiment").read_text()
+    waited = subprocess.run([sys.executable, "-m", "xcore.cli.main", "wait", experiment, "--timeout", "150"],
+                            capture_output=True, text=True, timeout=200, check=False)
+    assert waited.returncode == 0, waited.stdout + waited.stderr
+    db = sqlite3.connect(xcore_env / "home" / "xcore.db")
+    handles = [json.loads(h) for (h,) in db.execute("SELECT handle FROM jobs WHERE experiment_id = ?",
+                                                    (int(experiment),))]
+    db.close()
+    assert [(h["task"], h["index"]) for h in handles] == [(-1, 0), (-1, 1)]
+    assert len({h["job_id"] for h in handles}) == 1

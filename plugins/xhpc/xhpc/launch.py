@@ -350,7 +350,7 @@ def _launch_group(cluster: Cluster, executor: ClusterExecutor, group: list[Launc
     submitted_at = time.time()
     # Which xcore job is which task: lets a later process adopt them if this launcher dies (adoption.py).
     adoption = {"job_ids": [r.job_id for r in group], "chunks": [[c.index, c.offset, c.count] for c in chunks],
-                "submitted_at": submitted_at}
+                "submitted_at": submitted_at, "gang": gang}
     files.update({"tasks.bin": data, "xcore-jobs.json": json.dumps(adoption).encode()})
     compressed = sum(len(content) for content in files.values()) > COMPRESS_ABOVE
     payload = _tar(files, compressed)

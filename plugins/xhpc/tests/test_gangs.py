@@ -5,9 +5,12 @@ with replicas=N runs N tasks with its framework's variables."""
 from __future__ import annotations
 
 import json
+import shutil
 import socket
 import subprocess
 import sys
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,7 +18,7 @@ import pytest
 import xcore as xm
 import xcore.testing.allreduce
 from xcore.testing import require_service
-from xhpc_helpers import HOW, cluster_toml, service_up
+from xhpc_helpers import HOW, REMOTE_STAGING, cluster_toml, service_up
 
 pytestmark = pytest.mark.infra("slurm")
 
@@ -56,11 +59,21 @@ else:
 
 @pytest.fixture
 def slurm(xcore_env: Path) -> dict[str, str]:
-    """The real Slurm in login-node mode (the gang's script is the same over SSH)."""
+    """The real Slurm in login-node mode (over SSH: ``slurm_over_ssh``)."""
     require_service("slurm", lambda: service_up("slurm"), HOW)
     staging = str(xcore_env / "staging")
     (xcore_env / "config" / "clusters.toml").write_text(cluster_toml("test", "slurm", "local", staging))
     return {"name": "test", "staging": staging}
+
+
+@pytest.fixture
+def slurm_over_ssh(xcore_env: Path) -> Iterator[dict[str, str]]:
+    require_service("slurm", lambda: service_up("slurm"), HOW)
+    require_service("sshd", lambda: service_up("sshd"), HOW)
+    staging = f"{REMOTE_STAGING}/gangs-{uuid.uuid4().hex[:8]}"
+    (xcore_env / "config" / "clusters.toml").write_text(cluster_toml("test", "slurm", "ssh", staging))
+    yield {"name": "test", "staging": staging}
+    shutil.rmtree(staging, ignore_errors=True)
 
 
 def _log(job: object) -> str:
@@ -142,14 +155,17 @@ def test_variables_of_each_framework(slurm: dict[str, str]) -> None:
         "cluster": {"worker": ["localhost:24680", "localhost:24681"]}, "task": {"type": "worker", "index": 1}}
 
 
-def test_learner_and_two_actors_start_together_and_meet(slurm: dict[str, str]) -> None:
+@pytest.mark.parametrize("mode", ["login", "ssh"])
+def test_learner_and_two_actors_start_together_and_meet(mode: str, request: pytest.FixtureRequest) -> None:
     """One submission for the whole JobGroup; the actors reach the learner by its role's host."""
     import xhpc
 
+    request.getfixturevalue("slurm" if mode == "login" else "slurm_over_ssh")
+    python = sys.executable if mode == "login" else "python3"  # the cluster's user cannot read this venv
     port = _free_port()
     with xm.create_experiment(title="gang") as experiment:
         [exe] = experiment.package([xm.Packageable(
-            xhpc.Command([f'exec {sys.executable} -c "$@"']), xhpc.Slurm.Spec())])
+            xhpc.Command([f'exec {python} -c "$@"']), xhpc.Slurm.Spec())])
         group = xm.JobGroup(**{role: xm.Job(exe, xhpc.Slurm(), args=[PEERS, role, str(port), "2"])
                                for role in ("learner", "actor_1", "actor_2")})
         experiment.add(group)

@@ -3,11 +3,12 @@
 Run as a script (``python allreduce.py [torch|jax|xcore]``) by every process of a job with
 ``distributed=xm.Distributed(...)``. With ``torch`` installed and the ``torch`` variables set
 it runs ``torch.distributed`` (gloo, CPU): ``init_process_group(init_method="env://")`` and an
-``all_reduce`` of ``rank + 1``. Without torch it does the same rendezvous by hand over TCP,
+``all_reduce`` of ``rank + 1``; with ``jax`` installed and the ``jax`` variables set,
+``jax.distributed.initialize()`` and an all-gather. Without them it does the same rendezvous by hand over TCP,
 reading the same variables (``MASTER_ADDR``, ``MASTER_PORT``, ``RANK``, ``WORLD_SIZE``; for jax
 ``JAX_COORDINATOR_ADDRESS``, ``JAX_PROCESS_ID``, ``JAX_NUM_PROCESSES``; ``xcore`` reads the
 ``XCORE_*`` names), so a test proves the processes found each other from those alone. Every
-process prints ``allreduce rank=R world=W sum=S via=torch|tcp`` and exits 0 when S is
+process prints ``allreduce rank=R world=W sum=S via=torch|jax|tcp`` and exits 0 when S is
 W*(W+1)/2. It imports nothing of xcore: it runs where only Python is (a cluster node).
 """
 
@@ -81,21 +82,40 @@ def torch_allreduce(rank: int, world: int, value: int) -> int:
     return int(tensor.item())
 
 
+def jax_allreduce(rank: int, world: int, value: int) -> int:
+    """``jax.distributed.initialize()`` reads the coordinator's address from the environment;
+    the process count and id are passed as docs/gangs.md says."""
+    import jax  # type: ignore[import-not-found]
+    import jax.numpy as jnp  # type: ignore[import-not-found]
+    from jax.experimental import multihost_utils  # type: ignore[import-not-found]
+
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    jax.distributed.initialize(num_processes=world, process_id=rank, initialization_timeout=int(TIMEOUT_SECS))
+    gathered = multihost_utils.process_allgather(jnp.array([value]))
+    jax.distributed.shutdown()
+    return int(gathered.sum())
+
+
 def main(argv: list[str]) -> int:
     kind = argv[0] if argv else "torch"
     host, port, rank, world = _coordinates(kind)
-    use_torch = kind == "torch" and _has_torch()
-    total = torch_allreduce(rank, world, rank + 1) if use_torch else tcp_allreduce(host, port, rank, world, rank + 1)
+    via = kind if kind in ("torch", "jax") and _has(kind) else "tcp"
+    if via == "torch":
+        total = torch_allreduce(rank, world, rank + 1)
+    elif via == "jax":
+        total = jax_allreduce(rank, world, rank + 1)
+    else:
+        total = tcp_allreduce(host, port, rank, world, rank + 1)
     # One write: the processes share one log, and under PYTHONUNBUFFERED print() writes the
     # line and its newline apart, so two processes' lines could mix.
-    os.write(1, f"allreduce rank={rank} world={world} sum={total} via={'torch' if use_torch else 'tcp'}\n".encode())
+    os.write(1, f"allreduce rank={rank} world={world} sum={total} via={via}\n".encode())
     return 0 if total == world * (world + 1) // 2 else 1
 
 
-def _has_torch() -> bool:
+def _has(module: str) -> bool:
     import importlib.util
 
-    return importlib.util.find_spec("torch") is not None
+    return importlib.util.find_spec(module) is not None
 
 
 if __name__ == "__main__":

@@ -320,3 +320,20 @@ def test_a_gang_whose_launcher_died_is_adopted_as_a_gang(slurm: dict[str, str], 
     db.close()
     assert [(h["task"], h["index"]) for h in handles] == [(-1, 0), (-1, 1)]
     assert len({h["job_id"] for h in handles}) == 1
+
+
+def test_any_role_name_reaches_the_roles_as_json(slurm: dict[str, str]) -> None:
+    """JobGroup keys filled by item may hold quotes or spaces: XCORE_JOB_HOSTS stays valid JSON."""
+    import xhpc
+
+    with xm.create_experiment(title="names") as experiment:
+        [exe] = experiment.package([xm.Packageable(xhpc.Command(['printf "%s\\n" "$XCORE_JOB_HOSTS"']),
+                                                   xhpc.Slurm.Spec())])
+        group = xm.JobGroup()
+        for name in ('say "hi"', "back\\slash", "ünï"):
+            group.jobs[name] = xm.Job(exe, xhpc.Slurm())
+        experiment.add(group)
+    jobs = experiment.wait_until_complete(timeout=150)
+    assert all(job.status is xm.Status.COMPLETED for job in jobs)
+    assert json.loads(_log(jobs[0]).strip()) == {'say "hi"': ["localhost"], "back\\slash": ["localhost"],
+                                                 "ünï": ["localhost"]}

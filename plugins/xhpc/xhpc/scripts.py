@@ -10,6 +10,7 @@ the executor's ``setup`` commands (shell by design) are script text.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import shlex
@@ -262,6 +263,7 @@ for xhpc_c in "${{xhpc_counts[@]}}"; do
     done
 done
 XHPC_NAMES=({names})
+XHPC_KEYS=({keys})
 XHPC_TASKS=({tasks})
 XHPC_CPUS=({cpus})
 XHPC_MEM=({memory})
@@ -276,7 +278,7 @@ for xhpc_k in "${{!XHPC_NAMES[@]}}"; do
     xhpc_at=$((xhpc_at + XHPC_TASKS[xhpc_k]))
     XHPC_ROLE_HOSTS[xhpc_k]="${{xhpc_hosts[*]}}"
     xhpc_list=$(printf '"%s",' "${{xhpc_hosts[@]}}")
-    xhpc_json+="\"${{XHPC_NAMES[xhpc_k]}}\":[${{xhpc_list%,}}],"
+    xhpc_json+="${{XHPC_KEYS[xhpc_k]}}:[${{xhpc_list%,}}],"
     export "XCORE_HOST_${{XHPC_VARS[xhpc_k]}}=${{xhpc_hosts[0]}}"
 done
 export XCORE_JOB_HOSTS="${{xhpc_json%,}}}}"
@@ -337,6 +339,7 @@ def launcher_script(executor: Slurm, name: str, run_dir: str, roles: Sequence[Ro
     body = _LAUNCHER.format(
         run_dir=shlex.quote(run_dir),
         names=" ".join(shlex.quote(r.name) for r in roles),
+        keys=" ".join(shlex.quote(json.dumps(r.name)) for r in roles),  # JSON strings, whatever the name holds
         tasks=" ".join(str(r.tasks) for r in roles),
         cpus=" ".join(str(r.cpus or 1) for r in roles),
         memory=" ".join(str(r.memory_mb or 0) for r in roles),

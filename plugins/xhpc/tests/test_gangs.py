@@ -337,3 +337,22 @@ def test_any_role_name_reaches_the_roles_as_json(slurm: dict[str, str]) -> None:
     assert all(job.status is xm.Status.COMPLETED for job in jobs)
     assert json.loads(_log(jobs[0]).strip()) == {'say "hi"': ["localhost"], "back\\slash": ["localhost"],
                                                  "ünï": ["localhost"]}
+
+
+def test_a_replicated_distributed_role_inside_a_gang(slurm: dict[str, str]) -> None:
+    """A gang's role with replicas gets its own ranks and coordinator; the others see its hosts."""
+    import xhpc
+
+    with xm.create_experiment(title="mixed") as experiment:
+        [exe] = experiment.package([xm.Packageable(xhpc.Command([f'exec {sys.executable} "$@"']),
+                                                   xhpc.Slurm.Spec())])
+        trainer = xhpc.Slurm(requirements=xm.JobRequirements(replicas=2), distributed="torch")
+        experiment.add(xm.JobGroup(
+            sidecar=xm.Job(exe, xhpc.Slurm(), args=["-c", "import os; print(os.environ['XCORE_JOB_HOSTS'])"]),
+            trainer=xm.Job(exe, trainer, args=[ALLREDUCE, "torch"])))
+    jobs = {job.name: job for job in experiment.wait_until_complete(timeout=150)}
+    logs = {name: _log(job) for name, job in jobs.items()}
+    assert all(job.status is xm.Status.COMPLETED for job in jobs.values()), logs
+    assert json.loads(logs["sidecar"]) == {"sidecar": ["localhost"], "trainer": ["localhost", "localhost"]}
+    assert sorted(line.split(" via=")[0] for line in logs["trainer"].splitlines()) == [
+        "allreduce rank=0 world=2 sum=3", "allreduce rank=1 world=2 sum=3"], logs["trainer"]

@@ -152,14 +152,17 @@ def _query(group: list[ClusterHandle], scheduler_name: str) -> list[JobState]:
 
 def _role_state(gang: JobState | None, role: JobState | None) -> JobState | None:
     """One role of a gang: how its own step ended once it did (a learner may finish before its
-    actors), else the allocation's state. A role stopped because another failed reads CANCELLED."""
-    if role is None or (gang is not None and gang.status is Status.CANCELLED and role.status is not Status.COMPLETED):
+    actors, a role that failed reads its own exit code), else the allocation's state. A step
+    that was cancelled waits for the allocation to say why: the user cancelled the gang (it
+    reads CANCELLED), or another role failed and the launcher stopped this one."""
+    if role is None:
         return gang
-    if gang is not None and gang.status is Status.FAILED and role.status is not Status.COMPLETED and (
-            role.status is Status.CANCELLED or (role.exit_code or 0) > 128):
+    if role.status is not Status.CANCELLED:
+        return role
+    if gang is not None and gang.status is Status.FAILED:
         return JobState(Status.CANCELLED, "stopped: another job of its gang failed", role.exit_code,
                         role.started_at, role.ended_at)
-    return role
+    return gang
 
 
 _BENIGN_CANCEL_ERRORS = ("already complet", "Invalid job id", "does not exist", "not found")

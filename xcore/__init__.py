@@ -70,6 +70,7 @@ _EXPORTS: dict[str, str] = {
     "dockerfile_container": "xcore.model.packagables",
     # resources and units
     "JobRequirements": "xcore.model.resources",
+    "Distributed": "xcore.model.distributed",
     "ResourceType": "xcore.model.resources",
     "AcceleratorType": "xcore.model.resources",
     "GpuType": "xcore.model.resources",
@@ -144,6 +145,7 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the real names
     from xcore.model import job_operators, utils
     from xcore.model.args import SequentialArgs, UserArgs, merge_args
     from xcore.model.bazel import BazelBinary, BazelContainer, bazel_binary, bazel_container
+    from xcore.model.distributed import Distributed
     from xcore.model.executables import (
         Binary,
         BinaryDependency,

@@ -73,6 +73,8 @@ What this module exports:
   ``PythonContainer``, ``Dockerfile``, ``ModuleName``, ``CommandList``, and
   ``entrypoint_argv`` (the argv prefix a ``ModuleName`` or ``CommandList`` entrypoint runs);
   ``to_requirements`` (a ``JobRequirements`` from any form an executor field accepts);
+  ``Distributed`` and ``to_distributed`` (an executor's ``distributed`` field), and the pure
+  helpers ``distributed_env``, ``role_env``, ``role_variable`` and ``tf_config`` (see docs/gangs.md);
   write your own classes with plain ``attrs`` (``define`` and ``frozen`` here are deprecated:
   the core's fast path saved a plugin's few classes about a millisecond, see
   ``bench/bench_seams.py``);
@@ -132,6 +134,12 @@ _EXPORTS = {
     "bazel_build": "xcore.model.bazel",
     "bazel_output": "xcore.model.bazel",
     "to_requirements": "xcore.model.job_blocks",
+    "Distributed": "xcore.model.distributed",
+    "to_distributed": "xcore.model.distributed",
+    "distributed_env": "xcore.model.distributed",
+    "role_env": "xcore.model.distributed",
+    "role_variable": "xcore.model.distributed",
+    "tf_config": "xcore.model.distributed",
     # requests, contexts and results
     "LaunchRequest": "xcore.model.execution",
     "LaunchContext": "xcore.model.execution",
@@ -225,6 +233,14 @@ if TYPE_CHECKING:
     from xcore.model.args import SequentialArgs
     from xcore.model.bazel import BazelBinary, BazelContainer, bazel_build, bazel_output, bazel_workspace
     from xcore.model.datamodel import define, frozen
+    from xcore.model.distributed import (
+        Distributed,
+        distributed_env,
+        role_env,
+        role_variable,
+        tf_config,
+        to_distributed,
+    )
     from xcore.model.executables import (
         Binary,
         CommandList,

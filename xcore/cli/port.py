@@ -62,12 +62,13 @@ _WHY_UNMAPPED = {
                               "and the GKE node selectors it derives from them",
 }
 # XManager's helper modules that xcore leaves out on purpose, and why (docs/porting.md has the table)
-_MULTI_JOB = "come with xcore's multi-job structure work (jobs that know their peers), not there yet"
 _ABSENT = {
-    "xmanager.contrib.xm_tensorflow": f"TF_CONFIG for multi-worker and parameter-server jobs: {_MULTI_JOB}; "
-                                      "build the xm.JobGroup and its TF_CONFIG by hand meanwhile",
-    "xmanager.contrib.addressing": f"XManager's Kubernetes pod DNS names; xk8s names pods its own way, and peers' "
-                                   f"addresses {_MULTI_JOB}",
+    "xmanager.contrib.xm_tensorflow": "its strategy builders make the JobGroup and TF_CONFIG; in xcore give the "
+                                      "executor distributed=xm.Distributed('tf') and JobRequirements(replicas=N): "
+                                      "every process gets TF_CONFIG (docs/gangs.md)",
+    "xmanager.contrib.addressing": "XManager's Kubernetes pod DNS names; xk8s names pods its own way and gives "
+                                   "each job of a JobGroup its peers' hosts in XCORE_JOB_HOSTS and "
+                                   "XCORE_HOST_<ROLE> (docs/gangs.md)",
     "xmanager.contrib.parameter_controller": "runs a pickled function as a remote unit that talks to XManager's "
                                             "API server and database, which xcore has no counterpart of; "
                                             "write an async job generator, which xcore runs in the launcher",
@@ -91,8 +92,9 @@ _ABSENT = {
     "xmanager.cloud.cloud_build": "xgcp builds and pushes images itself when it packages them",
     "xmanager.cloud.auth": "xgcp takes project, location and service account from a target in vertex.toml",
     "xmanager.cloud.kubernetes": "XManager's Kubernetes client: xk8s.Kubernetes launches",
-    "xmanager.cloud.utils": f"in-job helpers for Vertex worker pools (CLUSTER_SPEC, address placeholders that "
-                            f"build_image's entrypoint fills in): {_MULTI_JOB}",
+    "xmanager.cloud.utils": "in-job helpers for Vertex worker pools (CLUSTER_SPEC, address placeholders that "
+                            "build_image's entrypoint fills in): read CLUSTER_SPEC and XCORE_ROLE_POOLS, or use "
+                            "distributed= where the backend has it (docs/gangs.md)",
 }
 
 

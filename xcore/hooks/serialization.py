@@ -18,6 +18,7 @@ import attrs
 
 from xcore.hooks.kinds import CATEGORIES, KindRegistry
 from xcore.model.args import SequentialArgs, plain_escaper
+from xcore.model.distributed import Distributed
 from xcore.model.resources import JobRequirements
 from xcore.model.utils import ShellSafeArg
 
@@ -98,6 +99,8 @@ class Serializer:
         conv = cattrs.Converter()
         conv.register_unstructure_hook(JobRequirements, lambda r: r.to_dict())
         conv.register_structure_hook(JobRequirements, lambda d, _: JobRequirements.from_dict(d))
+        conv.register_unstructure_hook(Distributed, lambda d: d.to_dict())
+        conv.register_structure_hook(Distributed, lambda d, _: Distributed.from_dict(d))
         conv.register_unstructure_hook(SequentialArgs, args_to_json)
         conv.register_structure_hook(SequentialArgs, lambda d, _: args_from_json(d))
         bases = tuple(CATEGORIES)
@@ -145,6 +148,8 @@ class Serializer:
             return value.to_dict()
         if kind is SequentialArgs:
             return args_to_json(value)
+        if kind is Distributed:
+            return value.to_dict()
         if isinstance(value, _TAGGED):
             return self._dump_tagged_plain(value)
         raise _NeedsCattrs

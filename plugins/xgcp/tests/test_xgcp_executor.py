@@ -143,6 +143,14 @@ def test_job_group_roles_place_pools_like_xmanager():
     assert body["job_spec"]["scheduling"]["timeout"].total_seconds() == 60  # job-wide fields: the chief's
     with pytest.raises(ConfigurationError, match="at most 4 worker pools"):
         build.pool_order([make_request(exe, xgcp.Vertex(), [], job_name=f"j{i}") for i in range(5)])
+    # docs/gangs.md: each role learns which pool every role is (CLUSTER_SPEC names pools, not roles)
+    for pool in (0, 2, 3):
+        env = pools[pool]["container_spec"]["env"]
+        assert env[0] == {"name": "XCORE_ROLE_POOLS",
+                          "value": '{"evaluator":"workerpool3","chief":"workerpool0","ps":"workerpool2"}'}
+    single = build.custom_job([make_request(exe, xgcp.Vertex(), [])], config.Target(name="t", project="p"), "s",
+                              "t", "r")
+    assert single["job_spec"]["worker_pool_specs"][0]["container_spec"]["env"] == []
 
 
 def test_targets_file(tmp_path, monkeypatch):

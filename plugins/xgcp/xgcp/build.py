@@ -11,6 +11,7 @@ slice (one replica per host); a multi-host GPU chief spills its other hosts into
 from __future__ import annotations
 
 import datetime
+import json
 import re
 import secrets
 import typing
@@ -125,6 +126,12 @@ def custom_job(requests: Sequence[xp.LaunchRequest], target: Target, store: str,
     specs: list[dict[str, Any]] = [{} for _ in range(max(pools) + 1)]
     for request, pool in zip(requests, pools, strict=True):
         specs[pool] = worker_pool(request, pool)
+    if len(requests) > 1:  # which pool each role is: Vertex's CLUSTER_SPEC names pools, not roles
+        roles = json.dumps({r.job_name: f"workerpool{p}" for r, p in zip(requests, pools, strict=True)},
+                           separators=(",", ":"))
+        for spec in specs:
+            if spec and not any(e["name"] == "XCORE_ROLE_POOLS" for e in spec["container_spec"]["env"]):
+                spec["container_spec"]["env"].insert(0, {"name": "XCORE_ROLE_POOLS", "value": roles})
     if specs[0].get("replica_count", 1) > 1 and "tpu_topology" not in specs[0]["machine_spec"]:
         specs = spread_hosts(specs)
     job_spec: dict[str, Any] = {"worker_pool_specs": specs}

@@ -18,7 +18,7 @@ from xcore.plugin import LaunchRequest
 from xhpc import config
 from xhpc.executors import ClusterExecutor
 from xhpc.handles import ClusterHandle, GridEngineHandle, SlurmHandle
-from xhpc.schedulers import SCHEDULERS
+from xhpc.schedulers import ANY_TASK, SCHEDULERS
 from xhpc.transport import connect, retrying, shell_path
 
 _RUN, _ID = "@@XHPC-RUN", "@@XHPC-ID"
@@ -79,7 +79,8 @@ def _adopt_on(cluster: Any, by_id: dict[int, LaunchRequest]) -> dict[int, Cluste
                 continue
             part, offset = next(((k, off) for k, off, count in run["chunks"] if off <= index < off + count), (0, 0))
             found[job_id] = cls(
-                cluster=cluster.name, job_id=ids.get((run_name, part), ""), task=scheduler.task_base + index - offset,
+                cluster=cluster.name, job_id=ids.get((run_name, part), ""),
+                task=ANY_TASK if run.get("gang") else scheduler.task_base + index - offset,  # a gang is not an array
                 index=index, run_dir=run_dir, log_path=f"{run_dir}/logs/{index}.log", local=cluster.is_local,
                 submitted_at=float(run.get("submitted_at", 0.0)), chunk=part,
             )

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 import attrs
 
-from xcore.plugin import Executor, ExecutorSpec
+from xcore.plugin import Distributed, Executor, ExecutorSpec, to_distributed
 
 
 @attrs.frozen
@@ -186,6 +186,7 @@ class ClusterExecutor(Executor):
     max_parallel_tasks: int | None = attrs.field(default=None, validator=_positive_or_none)
     workdir: str | None = None
     exclusive: bool = False
+    distributed: Distributed | None = attrs.field(default=None, converter=to_distributed)
 
     def __attrs_post_init__(self) -> None:
         # Start the SSH handshake now, so it overlaps the launch script adding work units.
@@ -204,7 +205,12 @@ class ClusterExecutor(Executor):
 @attrs.define(kw_only=True)
 class Slurm(ClusterExecutor):
     """Run on a Slurm cluster. ``gpu_type`` overrides the gres name derived from requirements
-    (``JobRequirements(a100=2)`` becomes ``--gres=gpu:a100:2``; ``gpu=2`` becomes ``--gres=gpu:2``)."""
+    (``JobRequirements(a100=2)`` becomes ``--gres=gpu:a100:2``; ``gpu=2`` becomes ``--gres=gpu:2``).
+
+    ``JobRequirements(replicas=N)`` runs N tasks (``srun``), each with its framework's variables
+    when ``distributed=xm.Distributed(...)`` is set; the jobs of a JobGroup start together as one
+    allocation (a gang) and learn each other's hosts. See docs/gangs.md.
+    """
 
     Spec: ClassVar[type[ExecutorSpec]] = SlurmSpec
     SCHEDULER: ClassVar[str] = "slurm"

@@ -23,7 +23,7 @@ import os
 import secrets
 import shlex
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -34,9 +34,9 @@ from xcore.plugin import LaunchContext, LaunchError, LaunchFailure, LaunchReques
 from xhpc import array_limits, config, scripts, staging_roots
 from xhpc.config import Cluster
 from xhpc.executables import ClusterExecutable
-from xhpc.executors import ClusterExecutor, with_defaults
+from xhpc.executors import ClusterExecutor, Slurm, with_defaults
 from xhpc.handles import ClusterHandle, GridEngineHandle, SlurmHandle
-from xhpc.schedulers import SCHEDULERS, Chunk, Scheduler
+from xhpc.schedulers import ANY_TASK, SCHEDULERS, Chunk, Scheduler
 from xhpc.transport import ClusterConnectionError, RemoteCommandError, Transport, connect, retrying
 
 CHUNK_MARK = "@@XHPC-CHUNK"
@@ -109,15 +109,17 @@ def launch(requests: Sequence[LaunchRequest], context: LaunchContext) -> list[Cl
     # further request is one dict lookup (the objects stay referenced, so ids are not reused).
     pairs: dict[tuple[int, int], tuple[Any, Any, tuple[Any, ...]]] = {}
     keys_of: dict[int, tuple[Any, ...]] = {}  # xcore job id -> its group's key (dependencies name them)
+    units = Counter((r.experiment_id, r.work_unit_id) for r in requests)
+    gangs = {unit for unit, count in units.items() if count > 1}
     for i, request in enumerate(requests):
         known = pairs.get((id(request.executor), id(request.executable)))
-        if known is not None and request.depends_on:  # a dependent: grouped with the like of it only
-            key = (*known[2], _dependency_key(request, keys_of))
+        if known is not None and (request.experiment_id, request.work_unit_id) not in gangs and request.depends_on:
+            key = (*known[2], _dependency_key(request, keys_of))  # a dependent: grouped with the like of it only
             groups[key].append(i)
             clusters[key] = clusters[known[2]]
             keys_of[request.job_id] = key
             continue
-        if known is not None:
+        if known is not None and (request.experiment_id, request.work_unit_id) not in gangs:
             groups[known[2]].append(i)
             keys_of[request.job_id] = known[2]
             continue
@@ -141,14 +143,27 @@ def launch(requests: Sequence[LaunchRequest], context: LaunchContext) -> list[Cl
         if id(request.executable) not in exe_keys:
             exe_keys[id(request.executable)] = (request.executable, _exe_key(request.executable))
         key = (cluster.name, cluster.is_local, exe_keys[id(request.executable)][1], ekey)
-        clusters[key] = (cluster, effective)
-        pairs[(id(executor), id(request.executable))] = (executor, request.executable, key)
-        if request.depends_on:
-            key = (*key, _dependency_key(request, keys_of))
+        unit = (request.experiment_id, request.work_unit_id)
+        if unit in gangs:  # a gang's dependencies are its first role's (see _dependency_plan)
+            key = _gang_key(key, unit, cluster, request, context)
+            if key[-1] == "gang" and key in clusters:  # a further role: the allocation is the first role's
+                groups[key].append(i)
+                keys_of[request.job_id] = key
+                continue
+        else:
+            pairs[(id(executor), id(request.executable))] = (executor, request.executable, key)
             clusters[key] = (cluster, effective)
+            if request.depends_on:
+                key = (*key, _dependency_key(request, keys_of))
         groups[key].append(i)
+        clusters[key] = (cluster, effective)
         keys_of[request.job_id] = key
 
+    split = Counter(key[3] for key in groups if key[-1] == "gang")
+    for experiment_id, unit in sorted(u for u, n in split.items() if n > 1):
+        context.progress.message(
+            f"xhpc: the jobs of work unit {experiment_id}/{unit} run different executables or clusters: they "
+            "start as separate allocations, not as one gang (package them as one executable; docs/gangs.md)")
     handles: list[ClusterHandle | LaunchFailure | None] = [None] * len(requests)
     stats: dict[str, Any] = {"groups": 0, "tasks": 0, "artifact_bytes_uploaded": 0, "artifacts_uploaded": 0,
                              "remote_commands": 0,
@@ -160,8 +175,9 @@ def launch(requests: Sequence[LaunchRequest], context: LaunchContext) -> list[Cl
     for key, all_indices in groups.items():
         cluster, executor = clusters[key]
         scheduler = SCHEDULERS[cluster.scheduler]
+        gang = key[-1] == "gang"
         for indices, dependency in _dependency_plan(scheduler, [requests[i] for i in all_indices], all_indices,
-                                                    done, array_limits.limit(cluster, context.state_dir)):
+                                                    done, array_limits.limit(cluster, context.state_dir), gang):
             group = [requests[i] for i in indices]
             transport = connect(cluster)
             before = (transport.bytes_uploaded, transport.calls)
@@ -169,11 +185,13 @@ def launch(requests: Sequence[LaunchRequest], context: LaunchContext) -> list[Cl
                 if dependency.startswith("!"):  # a dependency that was never submitted
                     raise LaunchError(dependency[1:])
                 try:
-                    result = _launch_group(cluster, executor, group, transport, context, stats, dependency)
+                    result = _launch_group(cluster, executor, group, transport, context, stats, dependency, gang)
                 except _Restart:  # the remembered staging path was stale (nothing was submitted)
-                    result = _launch_group(cluster, executor, group, transport, context, stats, dependency)
+                    result = _launch_group(cluster, executor, group, transport, context, stats, dependency, gang)
             except (LaunchError, OSError, ValueError) as exc:
-                result = GroupResult([], False, str(exc))
+                hint = (f" (the {len(group)} jobs of a JobGroup start together as ONE allocation: their tasks, "
+                        "CPUs and memory add up; docs/gangs.md)") if gang else ""
+                result = GroupResult([], False, str(exc) + hint)
             stats["remote_commands"] += transport.calls - before[1]
             if not result.submitted and not result.handles:
                 errors.append(result.error or "unknown error")
@@ -205,13 +223,24 @@ def _dependency_key(request: LaunchRequest, keys_of: dict[int, tuple[Any, ...]])
 
 
 def _dependency_plan(scheduler: Scheduler, group: list[LaunchRequest], indices: list[int],
-                     done: dict[int, ClusterHandle | LaunchFailure], limit: int) -> list[tuple[list[int], str]]:
+                     done: dict[int, ClusterHandle | LaunchFailure], limit: int,
+                     gang: bool = False) -> list[tuple[list[int], str]]:
     """How a group is submitted: ``(indices, dependency option)`` per submission. The whole group
     at once when it waits for nothing, or when task i waits for task i of one array (Slurm
-    ``aftercorr``, Grid Engine ``-hold_jid_ad``); else each dependent alone with its own
-    dependencies. A dependency that was not submitted gives ``"!reason"``."""
-    if not group[0].depends_on:
+    ``aftercorr``, Grid Engine ``-hold_jid_ad``), or when it is a gang (one allocation waiting
+    for every role's dependencies); else each dependent alone with its own dependencies. A
+    dependency that was not submitted gives ``"!reason"``."""
+    if not any(request.depends_on for request in group):
         return [(indices, "")]
+    if gang:
+        every: dict[tuple[str, int, str], None] = {}
+        for request in group:
+            for dep in request.depends_on:
+                handle = dep.handle if dep.handle is not None else done.get(dep.job_id)
+                if not isinstance(handle, ClusterHandle):
+                    return [(indices, f"!dependency {dep.name} was not submitted")]
+                every[(handle.job_id, handle.task, dep.when)] = None
+        return [(indices, scheduler.after(list(every)))]
     found: list[list[tuple[str, int, str]] | str] = []
     for request in group:
         deps: list[tuple[str, int, str]] = []
@@ -233,6 +262,23 @@ def _dependency_plan(scheduler: Scheduler, group: list[LaunchRequest], indices: 
             return [(indices, paired)]
     return [([i], entry if isinstance(entry, str) else scheduler.after(entry)) for i, entry in zip(indices, found,
                                                                                                    strict=True)]
+
+
+_warned: set[str] = set()
+
+
+def _gang_key(key: tuple[Any, ...], unit: tuple[int, int], cluster: Cluster, request: LaunchRequest,
+              context: LaunchContext) -> tuple[Any, ...]:
+    """The group of a JobGroup's job: on Slurm, one per work unit (its roles start together as
+    one allocation); on Grid Engine, the usual one (no gang: said once per process)."""
+    if cluster.scheduler == "slurm":
+        return (cluster.name, cluster.is_local, key[2], unit, "gang")
+    if "sge" not in _warned:
+        _warned.add("sge")
+        context.progress.message(
+            "xhpc: Grid Engine has no gangs: the jobs of a JobGroup are submitted as separate jobs and may "
+            "start at different times (docs/gangs.md)")
+    return key
 
 
 def _exe_key(executable: ClusterExecutable) -> str:
@@ -344,7 +390,8 @@ def _handle_cls(cluster: Cluster) -> type[ClusterHandle]:
 
 
 def _launch_group(cluster: Cluster, executor: ClusterExecutor, group: list[LaunchRequest], transport: Transport,
-                  context: LaunchContext, stats: dict[str, Any], dependency: str = "") -> GroupResult:
+                  context: LaunchContext, stats: dict[str, Any], dependency: str = "",
+                  gang: bool = False) -> GroupResult:
     scheduler = SCHEDULERS[cluster.scheduler]
     executable: ClusterExecutable = group[0].executable  # type: ignore[assignment]
     first = group[0]
@@ -371,21 +418,23 @@ def _launch_group(cluster: Cluster, executor: ClusterExecutor, group: list[Launc
     common = {**env, **scripts.common_env(group)}
     data, offsets = scripts.encode_tasks(cwd, command, common, group)
     name = executor.job_name or _default_name(context, first)
-    script_text = scripts.job_script(executor, name, run_dir, offsets)
+    files = _scripts(cluster, executor, group, name, run_dir, offsets, gang)
     limit = array_limits.limit(cluster, context.state_dir)
     chunks = [Chunk(k, off, min(limit, len(group) - off)) for k, off in enumerate(range(0, len(group), limit))]
+    if gang:  # one allocation for every role, whatever the array limit
+        chunks = [Chunk(0, 0, len(group))]
     submitted_at = time.time()
     # Which xcore job is which task: lets a later process adopt them if this launcher dies (adoption.py).
     adoption = {"job_ids": [r.job_id for r in group], "chunks": [[c.index, c.offset, c.count] for c in chunks],
-                "submitted_at": submitted_at}
-    files = {"job.sh": script_text.encode(), "tasks.bin": data, "xcore-jobs.json": json.dumps(adoption).encode()}
+                "submitted_at": submitted_at, "gang": gang}
+    files.update({"tasks.bin": data, "xcore-jobs.json": json.dumps(adoption).encode()})
     compressed = sum(len(content) for content in files.values()) > COMPRESS_ABOVE
     payload = _tar(files, compressed)
 
     def submit_script() -> str:
         return _guard(staging, root, executable) + _submit_script(
             scheduler, run_dir, root, uploads, executable, chunks, executor.max_parallel_tasks,
-            scripts.job_name(f"{name}-{run_name}"), compressed, dependency=dependency)
+            scripts.job_name(f"{name}-{run_name}"), compressed, dependency=dependency, array=not gang)
 
     chunk_ids: dict[int, str] = {}
     chunk_errors: dict[int, str] = {}
@@ -435,7 +484,9 @@ def _launch_group(cluster: Cluster, executor: ClusterExecutor, group: list[Launc
             handles += [LaunchFailure(f"submission failed: {error}")] * chunk.count
             continue
         number, offset = chunk.index, chunk.offset
-        handles += [cls(cluster=name_, job_id=job_id, task=base + t, index=offset + t, run_dir=run_dir,
+        if gang:  # not an array: every role is the whole job (status, cancel), with its own log
+            base = ANY_TASK
+        handles += [cls(cluster=name_, job_id=job_id, task=base + t * (not gang), index=offset + t, run_dir=run_dir,
                         log_path=f"{logs}{offset + t}.log", local=local, submitted_at=submitted_at, chunk=number)
                     for t in range(chunk.count)]
     if not chunk_ids and lost is None and not unconfirmed:
@@ -447,6 +498,24 @@ def _launch_group(cluster: Cluster, executor: ClusterExecutor, group: list[Launc
             + ", ".join(chunk_ids[k] for k in sorted(chunk_ids))
         )
     return GroupResult(handles, True, None)
+
+
+def _scripts(cluster: Cluster, executor: ClusterExecutor, group: list[LaunchRequest], name: str, run_dir: str,
+             offsets: list[int], gang: bool) -> dict[str, bytes]:
+    """``job.sh``, plus ``role.sh`` where the job runs as srun steps (replicas, distributed, a gang)."""
+    if not gang and not scripts.needs_steps(executor):
+        return {"job.sh": scripts.job_script(executor, name, run_dir, offsets).encode()}
+    if not isinstance(executor, Slurm):
+        raise LaunchError(f"Job {group[0].job_name!r}: replicas and distributed= need Slurm (srun); on Grid "
+                          "Engine run one job per process or ask your admins for a parallel environment "
+                          "(docs/gangs.md).")
+    if gang:
+        roles = [scripts.role_of(with_defaults(r.executor, cluster.defaults), r.job_name, i)  # type: ignore[arg-type]
+                 for i, r in enumerate(group)]
+    else:
+        roles = [scripts.role_of(executor, group[0].job_name, 0)]
+    return {"job.sh": scripts.launcher_script(executor, name, run_dir, roles).encode(),
+            "role.sh": scripts.role_script(executor, run_dir, offsets).encode()}
 
 
 def _read_outcomes(scheduler: Scheduler, out: str, err: str, chunk_ids: dict[int, str],
@@ -572,7 +641,7 @@ def _tar(files: dict[str, bytes], compress: bool) -> bytes:
 
 def _submit_script(scheduler: Scheduler, run_dir: str, root: str, uploads: list[Any], executable: ClusterExecutable,
                    chunks: list[Chunk], max_parallel: int | None, unique_name: str, compressed: bool = True,
-                   adoption: bytes | None = None, dependency: str = "") -> str:
+                   adoption: bytes | None = None, dependency: str = "", array: bool = True) -> str:
     """The submission, in as few remote processes as it can be (each is a fork and exec on a
     busy login node): one ``mkdir``, one ``tar``, one ``mv`` for the run files, then per chunk
     the claim, the scheduler's submit command and the ``mv`` that records its id."""
@@ -608,7 +677,7 @@ def _submit_script(scheduler: Scheduler, run_dir: str, root: str, uploads: list[
             lines.append(f"mkdir -p {q(root + '/artifacts/' + artifact.sha256)}")
     for chunk in chunks:
         k = chunk.index
-        submit = scheduler.submit_command(f"{run_dir}/job.sh", chunk, max_parallel, dependency)
+        submit = scheduler.submit_command(f"{run_dir}/job.sh", chunk, max_parallel, dependency, array)
         lines.append(f"if xhpc_claim {k}; then out=$({submit} 2>&1); xhpc_record {k} $? \"$out\"; "
                      f"else xhpc_report {k}; fi")
     return "\n".join(lines) + "\n"

@@ -57,8 +57,10 @@ class Scheduler:
     name = ""
     task_base = 0  # the scheduler's first array task id
 
-    def submit_command(self, script: str, chunk: Chunk, max_parallel: int | None, dependency: str = "") -> str:
-        """The submit command of one chunk; ``dependency``: ``after``'s or ``paired``'s options."""
+    def submit_command(self, script: str, chunk: Chunk, max_parallel: int | None, dependency: str = "",
+                       array: bool = True) -> str:
+        """The submit command of one chunk; ``dependency``: ``after``'s or ``paired``'s options;
+        ``array=False``: a gang, one job whose roles are rows ``offset..`` of tasks.bin."""
         raise NotImplementedError
 
     def waits_for(self, when: str) -> bool:
@@ -81,7 +83,8 @@ class Scheduler:
         """Prints the job id of a job already submitted under ``name`` (after a lost reply)."""
         raise NotImplementedError
 
-    def query_command(self, job_ids: Sequence[str]) -> str:
+    def query_command(self, job_ids: Sequence[str], gangs: Sequence[str] = ()) -> str:
+        """Shell printing the state of ``job_ids``, and of each role of the ``gangs`` among them."""
         raise NotImplementedError
 
     def parse_states(self, out: str) -> dict[tuple[str, int], JobState]:
@@ -120,6 +123,8 @@ _FAILED_MARK = "@@XHPC-QUERY-FAILED"
 # the other reason squeue fails, is an answer).
 _NO_ANSWER = ("Unable to contact slurm controller", "Socket timed out", "Connection refused",
               "Connection timed out", "Problem talking to the database", "slurmdbd")
+_STEPS_MARK = "@@XHPC-STEPS"
+ROLE = "/role"  # parse_states key (job + ROLE, row): how one role of a gang (an srun step) ended
 
 
 def _epoch(text: str) -> float | None:
@@ -158,11 +163,14 @@ class SlurmScheduler(Scheduler):
     name = "slurm"
     task_base = 0
 
-    def submit_command(self, script: str, chunk: Chunk, max_parallel: int | None, dependency: str = "") -> str:
+    def submit_command(self, script: str, chunk: Chunk, max_parallel: int | None, dependency: str = "",
+                       array: bool = True) -> str:
         limit = f"%{max_parallel}" if max_parallel else ""
         # A dependency that can never be satisfied (it failed, was cancelled) cancels the job
         # instead of leaving it PENDING forever.
         after = f" --dependency={shlex.quote(dependency)} --kill-on-invalid-dep=yes" if dependency else ""
+        if not array:  # a gang: one job whose roles are rows offset.. of tasks.bin
+            return f"sbatch --parsable{after} {shlex.quote(script)} {chunk.offset}"
         return f"sbatch --parsable --array=0-{chunk.count - 1}{limit}{after} {shlex.quote(script)} {chunk.offset}"
 
     def waits_for(self, when: str) -> bool:
@@ -185,8 +193,11 @@ class SlurmScheduler(Scheduler):
     def find_by_name_command(self, name: str) -> str:
         return f"squeue -h -r --name={shlex.quote(name)} -o %F | head -n 1"
 
-    def query_command(self, job_ids: Sequence[str]) -> str:
+    def query_command(self, job_ids: Sequence[str], gangs: Sequence[str] = ()) -> str:
         ids = ",".join(job_ids)
+        # A gang's roles are steps named xhpc-role-<row> (scripts.launcher_script): one more sacct.
+        steps = (f"; echo {_STEPS_MARK}; sacct -n -P -j {','.join(gangs)} -o JobID,State,ExitCode,Start,End,JobName "
+                 "2>/dev/null | grep '|xhpc-role-'") if gangs else ""
         # squeue and sacct run side by side (a status poll waits for the slower, not the sum);
         # squeue's output goes through a private temporary file, sacct's straight out.
         return (
@@ -198,6 +209,7 @@ class SlurmScheduler(Scheduler):
             f"xhpc_sacct=\"{_FAILED_MARK} sacct $(printf '%s' \"$xhpc_sacct\" | head -c 300 | tr '\\n' ' ')\"; "
             f"wait; cat \"$xhpc_sq\"; rm -f \"$xhpc_sq\" \"$xhpc_sq.err\"; echo {_SQUEUE_MARK}; "
             f"printf '%s\\n' \"$xhpc_sacct\""
+            + steps
         )
 
     def outage(self, out: str) -> Outage | None:
@@ -213,8 +225,16 @@ class SlurmScheduler(Scheduler):
         return None
 
     def parse_states(self, out: str) -> dict[tuple[str, int], JobState]:
+        out, _, steps_text = out.partition(_STEPS_MARK)
         squeue_text, _, sacct_text = out.partition(_SQUEUE_MARK)
         states: dict[tuple[str, int], JobState] = {}
+        for line in steps_text.splitlines():  # a gang's role: key (job + ROLE, row)
+            parts = line.strip().split("|")
+            if len(parts) < 6 or not parts[5].startswith("xhpc-role-") or not parts[5][10:].isdigit():
+                continue
+            final = self._final(parts[1].split()[0], parts[1], parts[2], _epoch(parts[3]), _epoch(parts[4]))
+            if final is not None:
+                states[(parts[0].split(".")[0] + ROLE, int(parts[5][10:]))] = final
         finished_in_squeue: dict[tuple[str, int], str] = {}
         by_raw_id: dict[str, list[tuple[str, int]]] = defaultdict(list)  # squeue's own job id -> tasks
         for line in squeue_text.splitlines():
@@ -290,6 +310,9 @@ class SlurmScheduler(Scheduler):
     def cancel_command(self, tasks: dict[str, list[int]]) -> str:
         targets = []
         for job, ids in sorted(tasks.items()):
+            if ANY_TASK in ids:  # not an array (a gang): the whole job
+                targets.append(job)
+                continue
             spans = [str(a) if a == b else f"{a}-{b}" for a, b in task_ranges(ids)]
             for i in range(0, len(spans), 500):  # one argument stays far below the 128 KiB cap
                 targets.append(f"{job}_[{','.join(spans[i:i + 500])}]")
@@ -309,7 +332,8 @@ class GridEngineScheduler(Scheduler):
     name = "sge"
     task_base = 1
 
-    def submit_command(self, script: str, chunk: Chunk, max_parallel: int | None, dependency: str = "") -> str:
+    def submit_command(self, script: str, chunk: Chunk, max_parallel: int | None, dependency: str = "",
+                       array: bool = True) -> str:
         limit = f" -tc {max_parallel}" if max_parallel else ""
         after = f" {dependency}" if dependency else ""
         return f"qsub -terse -t 1-{chunk.count}{limit}{after} {shlex.quote(script)} {chunk.offset}"
@@ -333,7 +357,7 @@ class GridEngineScheduler(Scheduler):
     def find_by_name_command(self, name: str) -> str:
         return f"qstat -j {shlex.quote(name)} 2>/dev/null | awk '/^job_number:/ {{print $2; exit}}'"
 
-    def query_command(self, job_ids: Sequence[str]) -> str:
+    def query_command(self, job_ids: Sequence[str], gangs: Sequence[str] = ()) -> str:
         # qacct only for array jobs that have tasks no longer in qstat (usually one call); then
         # one qstat -j for the jobs still queued, whose scheduling info says why they wait.
         ids = " ".join(job_ids)

@@ -10,6 +10,7 @@ the executor's ``setup`` commands (shell by design) are script text.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import shlex
@@ -122,14 +123,20 @@ def _extra(prefix: str, directives: Sequence[str]) -> list[str]:
     return lines
 
 
-def slurm_directives(executor: Slurm, name: str, run_dir: str) -> list[str]:
+def slurm_directives(executor: Slurm, name: str, run_dir: str, roles: Sequence[Role] = ()) -> list[str]:
+    """One task by default; with ``roles`` (replicas or a gang) the allocation holds every
+    role's tasks: as many CPUs per task as the largest role asks, the roles' memory summed."""
+    tasks = sum(role.tasks for role in roles) or 1
     d = [f"--job-name={job_name(name)}", f"--output={run_dir}/logs/slurm-%A_%a.out", "--open-mode=append",
-         "--ntasks=1"]
+         f"--ntasks={tasks}"]
     req = executor.requirements
-    if req.cpu:
-        d.append(f"--cpus-per-task={math.ceil(req.cpu)}")
-    if req.memory:
-        d.append(f"--mem={math.ceil(req.memory / 2**20)}M")
+    cpus = max((role.cpus or 1 for role in roles), default=0) if roles else (math.ceil(req.cpu) if req.cpu else 0)
+    if cpus and (cpus > 1 or req.cpu):
+        d.append(f"--cpus-per-task={cpus}")
+    memory = sum((role.memory_mb or 0) * role.tasks for role in roles) if roles else (
+        math.ceil(req.memory / 2**20) if req.memory else 0)
+    if memory:
+        d.append(f"--mem={memory}M")
     count, gtype = _gpu_type(executor)
     if count:
         d.append(f"--gres=gpu:{gtype}:{count}" if gtype else f"--gres=gpu:{count}")
@@ -206,6 +213,145 @@ export XHPC_INDEX XHPC_RUN
 exec "${{XHPC_CMD[@]}}" "${{XHPC_ARGS[@]}}"
 """
 
+@attrs.frozen
+class Role:
+    """One role of a Slurm allocation started by ``launcher_body``: a JobGroup member (a gang)
+    or the one job of a replicated task. ``index`` is its row in tasks.bin (added to the array
+    task's offset for a replicated sweep)."""
+
+    name: str
+    index: int
+    tasks: int
+    cpus: int | None = None
+    memory_mb: int | None = None
+    framework: str | None = None
+    port: int | None = None
+
+
+def role_of(executor: ClusterExecutor, name: str, index: int) -> Role:
+    req = executor.requirements
+    dist = executor.distributed
+    return Role(name, index, req.replicas, math.ceil(req.cpu) if req.cpu else None,
+                math.ceil(req.memory / 2**20) if req.memory else None,
+                dist.framework if dist else None, dist.port if dist else None)
+
+
+def needs_steps(executor: ClusterExecutor) -> bool:
+    """A job that runs as ``srun`` task(s) inside its allocation rather than as the batch script."""
+    return executor.requirements.replicas > 1 or executor.distributed is not None
+
+
+# The batch script of a replicated job or a gang: it lays every role's tasks on the
+# allocation's task slots (one node name per slot, in Slurm's order), tells each role every
+# role's hosts, starts each role as its own step on exactly its slots (SLURM_HOSTFILE with
+# the arbitrary distribution), and ends when they all did; the first role that fails stops
+# the others (a learner without its actors would wait forever) and gives the exit code.
+_LAUNCHER = r"""
+umask 077
+XHPC_RUN={run_dir}
+XHPC_BASE=$(( ${{1:-0}} + ${{SLURM_ARRAY_TASK_ID:-0}} ))
+mapfile -t xhpc_nodes < <(scontrol show hostnames "$SLURM_JOB_NODELIST")
+xhpc_slots=()
+xhpc_i=0
+IFS=, read -ra xhpc_counts <<< "$SLURM_TASKS_PER_NODE"
+for xhpc_c in "${{xhpc_counts[@]}}"; do
+    xhpc_n=${{xhpc_c%%(*}}; xhpc_r=1
+    [[ $xhpc_c == *"(x"* ]] && {{ xhpc_r=${{xhpc_c#*(x}}; xhpc_r=${{xhpc_r%)}}; }}
+    for ((xhpc_j = 0; xhpc_j < xhpc_r; xhpc_j++)); do
+        for ((xhpc_t = 0; xhpc_t < xhpc_n; xhpc_t++)); do xhpc_slots+=("${{xhpc_nodes[xhpc_i]}}"); done
+        xhpc_i=$((xhpc_i + 1))
+    done
+done
+XHPC_NAMES=({names})
+XHPC_KEYS=({keys})
+XHPC_TASKS=({tasks})
+XHPC_CPUS=({cpus})
+XHPC_MEM=({memory})
+XHPC_FRAMEWORKS=({frameworks})
+XHPC_PORTS=({ports})
+XHPC_INDEXES=({indexes})
+XHPC_VARS=({variables})
+xhpc_json="{{"
+xhpc_at=0
+for xhpc_k in "${{!XHPC_NAMES[@]}}"; do
+    xhpc_hosts=("${{xhpc_slots[@]:xhpc_at:XHPC_TASKS[xhpc_k]}}")
+    xhpc_at=$((xhpc_at + XHPC_TASKS[xhpc_k]))
+    XHPC_ROLE_HOSTS[xhpc_k]="${{xhpc_hosts[*]}}"
+    xhpc_list=$(printf '"%s",' "${{xhpc_hosts[@]}}")
+    xhpc_json+="${{XHPC_KEYS[xhpc_k]}}:[${{xhpc_list%,}}],"
+    export "XCORE_HOST_${{XHPC_VARS[xhpc_k]}}=${{xhpc_hosts[0]}}"
+done
+export XCORE_JOB_HOSTS="${{xhpc_json%,}}}}"
+mkdir -p "$XHPC_RUN/hosts"
+xhpc_pids=()
+for xhpc_k in "${{!XHPC_NAMES[@]}}"; do
+    xhpc_file="$XHPC_RUN/hosts/${{SLURM_JOB_ID}}-$xhpc_k"
+    printf '%s\n' ${{XHPC_ROLE_HOSTS[xhpc_k]}} > "$xhpc_file"
+    xhpc_opts=(--ntasks="${{XHPC_TASKS[xhpc_k]}}" --cpus-per-task="${{XHPC_CPUS[xhpc_k]}}")
+    [ "${{XHPC_MEM[xhpc_k]}}" != 0 ] && xhpc_opts+=(--mem="${{XHPC_MEM[xhpc_k]}}M")
+    xhpc_port=${{XHPC_PORTS[xhpc_k]}}
+    [ "$xhpc_port" = auto ] && xhpc_port=$(( 20000 + (SLURM_JOB_ID * 7 + xhpc_k * 211) % 40000 ))
+    xhpc_row=$((XHPC_BASE + XHPC_INDEXES[xhpc_k]))
+    SLURM_HOSTFILE="$xhpc_file" XHPC_ROLE_HOSTS="${{XHPC_ROLE_HOSTS[xhpc_k]}}" \
+        XHPC_FRAMEWORK="${{XHPC_FRAMEWORKS[xhpc_k]}}" XHPC_PORT="$xhpc_port" \
+        srun --distribution=arbitrary --exact --kill-on-bad-exit=1 --job-name="xhpc-role-$xhpc_row" \
+        "${{xhpc_opts[@]}}" bash "$XHPC_RUN/role.sh" "$xhpc_row" &
+    xhpc_pids+=($!)
+done
+xhpc_rc=0
+for _ in "${{xhpc_pids[@]}}"; do
+    wait -n; xhpc_code=$?
+    if [ "$xhpc_code" != 0 ] && [ "$xhpc_rc" = 0 ]; then
+        xhpc_rc=$xhpc_code
+        echo "xhpc: a role exited with $xhpc_code: stopping the others" >&2
+        kill -TERM "${{xhpc_pids[@]}}" 2>/dev/null
+    fi
+done
+exit "$xhpc_rc"
+"""
+
+# Per task (under srun): the framework's variables from Slurm's own (see xcore.model.distributed
+# for the names). Ranks follow the hosts the launcher gave the role, in order.
+_DISTRIBUTED = r"""read -ra xhpc_hosts <<< "${XHPC_ROLE_HOSTS:-${SLURMD_NODENAME:-localhost}}"
+xhpc_local=0
+for xhpc_h in "${xhpc_hosts[@]}"; do [ "$xhpc_h" = "${SLURMD_NODENAME:-}" ] && xhpc_local=$((xhpc_local + 1)); done
+XHPC_PORT=${XHPC_PORT:-29500}
+export XCORE_RANK=${SLURM_PROCID:-0} XCORE_WORLD_SIZE=${SLURM_NTASKS:-1} XCORE_LOCAL_RANK=${SLURM_LOCALID:-0}
+export XCORE_COORDINATOR="${xhpc_hosts[0]}:$XHPC_PORT"
+case "${XHPC_FRAMEWORK:-}" in
+    torch) export MASTER_ADDR="${xhpc_hosts[0]}" MASTER_PORT="$XHPC_PORT" RANK="$XCORE_RANK" \
+               WORLD_SIZE="$XCORE_WORLD_SIZE" LOCAL_RANK="$XCORE_LOCAL_RANK" LOCAL_WORLD_SIZE="$xhpc_local" ;;
+    jax) export JAX_COORDINATOR_ADDRESS="$XCORE_COORDINATOR" JAX_NUM_PROCESSES="$XCORE_WORLD_SIZE" \
+             JAX_PROCESS_ID="$XCORE_RANK" ;;
+    tf) xhpc_w=""
+        for xhpc_r in "${!xhpc_hosts[@]}"; do xhpc_w+="\"${xhpc_hosts[xhpc_r]}:$((XHPC_PORT + xhpc_r))\","; done
+        xhpc_w="{\"cluster\":{\"worker\":[${xhpc_w%,}]},"
+        export TF_CONFIG="$xhpc_w\"task\":{\"type\":\"worker\",\"index\":$XCORE_RANK}}" ;;
+esac
+unset xhpc_hosts xhpc_local xhpc_h xhpc_w xhpc_r XHPC_PORT XHPC_FRAMEWORK XHPC_ROLE_HOSTS
+"""
+
+
+def launcher_script(executor: Slurm, name: str, run_dir: str, roles: Sequence[Role]) -> str:
+    """``job.sh`` of a replicated job or a gang (``role.sh`` runs each task)."""
+    from xcore.plugin import role_variable  # the one rule for XCORE_HOST_<ROLE> names
+
+    body = _LAUNCHER.format(
+        run_dir=shlex.quote(run_dir),
+        names=" ".join(shlex.quote(r.name) for r in roles),
+        keys=" ".join(shlex.quote(json.dumps(r.name)) for r in roles),  # JSON strings, whatever the name holds
+        tasks=" ".join(str(r.tasks) for r in roles),
+        cpus=" ".join(str(r.cpus or 1) for r in roles),
+        memory=" ".join(str(r.memory_mb or 0) for r in roles),
+        frameworks=" ".join(shlex.quote(r.framework or "none") for r in roles),
+        ports=" ".join(str(r.port) if r.port else "auto" for r in roles),
+        indexes=" ".join(str(r.index) for r in roles),
+        variables=" ".join(role_variable(r.name).removeprefix("XCORE_HOST_") for r in roles),
+    )
+    header = slurm_directives(executor, name, run_dir, roles)
+    return "#!/bin/bash\n" + "\n".join(header) + "\n" + body
+
+
 _MODULE_INIT = """if ! type module >/dev/null 2>&1; then
     for f in /etc/profile.d/modules.sh /etc/profile.d/lmod.sh /usr/share/lmod/lmod/init/bash /etc/profile; do
         [ -f "$f" ] && . "$f" && type module >/dev/null 2>&1 && break
@@ -214,8 +360,16 @@ fi
 """
 
 
-def job_script(executor: ClusterExecutor, name: str, run_dir: str, offsets: Sequence[int]) -> str:
-    if isinstance(executor, Slurm):
+def role_script(executor: ClusterExecutor, run_dir: str, offsets: Sequence[int]) -> str:
+    """``role.sh``: what each task of a replicated job or gang runs (its row is ``$1``)."""
+    return job_script(executor, "", run_dir, offsets, step=True)
+
+
+def job_script(executor: ClusterExecutor, name: str, run_dir: str, offsets: Sequence[int],
+               step: bool = False) -> str:
+    if step:
+        header, task_expr = [], "0"
+    elif isinstance(executor, Slurm):
         header = slurm_directives(executor, name, run_dir)
         task_expr = "${SLURM_ARRAY_TASK_ID:-0}"
     elif isinstance(executor, GridEngine):
@@ -229,7 +383,7 @@ def job_script(executor: ClusterExecutor, name: str, run_dir: str, offsets: Sequ
             ' || { echo "xhpc: module load failed" >&2; exit 99; }\n'
     setup = "".join(f"{line}\n" for line in executor.setup)
     body = _BODY.format(run_dir=shlex.quote(run_dir), task_expr=task_expr, offsets=" ".join(map(str, offsets)),
-                        modules=modules, setup=setup)
+                        modules=modules, setup=(_DISTRIBUTED if step else "") + setup)
     return "#!/bin/bash\n" + "\n".join(header) + "\n" + body
 
 

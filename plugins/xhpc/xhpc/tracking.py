@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from xcore.plugin import BackendUnavailableError, JobState, Status, XcoreError, follow_bytes, lost_state
 from xhpc import config
 from xhpc.handles import ClusterHandle, GridEngineHandle
-from xhpc.schedulers import ANY_TASK, SCHEDULERS, Outage
+from xhpc.schedulers import ANY_TASK, ROLE, SCHEDULERS, Outage
 from xhpc.transport import ClusterConnectionError, Transport, connect
 
 LOST_REPLY_GRACE = 120.0  # seconds to wait for a chunk-K.id after a lost submission reply
@@ -116,7 +116,8 @@ def _query(group: list[ClusterHandle], scheduler_name: str) -> tuple[list[JobSta
             "for d in " + " ".join(q(d) for d in run_dirs) + "; do "
             f"for f in \"$d\"/cancelled/*; do [ -e \"$f\" ] && echo \"{_MARK_CANCELLED} $d ${{f##*/}}\"; done; done; "
         )
-        out = transport.run(markers + scheduler.query_command(job_ids)).out
+        gangs = sorted({h.job_id for h in group if h.job_id and h.task == ANY_TASK})
+        out = transport.run(markers + scheduler.query_command(job_ids, gangs)).out
         for line in out.splitlines():
             if line.startswith(_MARK_CANCELLED):
                 _, run_dir, index = line.split(" ", 2)
@@ -139,6 +140,8 @@ def _query(group: list[ClusterHandle], scheduler_name: str) -> tuple[list[JobSta
                                                       "the scheduler accepted the job"))
             continue
         state = table.get((job_id, handle.task)) or table.get((job_id, ANY_TASK))
+        if handle.task == ANY_TASK:
+            state = _role_state(state, table.get((job_id + ROLE, handle.index)))
         if outage is not None and (state is None or not (state.status.is_terminal or outage.active_known)):
             states.append(None)  # the part that knows this job did not answer: not lost, not pending
             continue
@@ -157,6 +160,21 @@ def _query(group: list[ClusterHandle], scheduler_name: str) -> tuple[list[JobSta
             state = JobState(Status.CANCELLED, "cancelled", state.exit_code, state.started_at, state.ended_at)
         states.append(state)
     return states, outage.reason if outage is not None else None
+
+
+def _role_state(gang: JobState | None, role: JobState | None) -> JobState | None:
+    """One role of a gang: how its own step ended once it did (a learner may finish before its
+    actors, a role that failed reads its own exit code), else the allocation's state. A step
+    that was cancelled waits for the allocation to say why: the user cancelled the gang (it
+    reads CANCELLED), or another role failed and the launcher stopped this one."""
+    if role is None:
+        return gang
+    if role.status is not Status.CANCELLED:
+        return role
+    if gang is not None and gang.status is Status.FAILED:
+        return JobState(Status.CANCELLED, "stopped: another job of its gang failed", role.exit_code,
+                        role.started_at, role.ended_at)
+    return gang
 
 
 _BENIGN_CANCEL_ERRORS = ("already complet", "Invalid job id", "does not exist", "not found")

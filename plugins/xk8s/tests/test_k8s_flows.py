@@ -442,3 +442,18 @@ def test_shell_execs_kubectl_into_the_trials_pod(fake_k8s, tmp_path, monkeypatch
 
     assert shell.argv[0] == "kubectl" and shell.argv[-6:] == (pod, "-c", manifests.CONTAINER, "--", "ls", "a b")
     assert shell.argv[shell.argv.index("-n") + 1] == handles[1].namespace
+
+
+def test_a_distributed_single_job_is_a_jobset_of_one_role_with_its_ranks(fake_k8s, tmp_path):
+    """docs/gangs.md: replicas=2 with distributed= runs both replicas together as one JobSet."""
+    import xcore as xm
+
+    executor = xk8s.Kubernetes(requirements=xm.JobRequirements(replicas=2), distributed="torch")
+    [handle] = launch(tmp_path, [make_request(exe(), executor, ["--lr", "0.1"])])
+    jobset = fake_k8s.get("JobSet", "default", handle.name)
+    [role] = jobset["spec"]["replicatedJobs"]
+    assert role["replicas"] == 2
+    env = {e["name"]: e.get("value") for e in role["template"]["spec"]["template"]["spec"]["containers"][0]["env"]}
+    assert env["MASTER_ADDR"] == f"{handle.name}-{role['name']}-0-0.{handle.name}"
+    assert (env["WORLD_SIZE"], env["RANK"]) == ("2", "$(XCORE_RANK)")
+    assert states([handle])[0].status is xp.Status.PENDING

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import crd_schemas
@@ -178,3 +179,40 @@ def test_per_trial_time_limit_is_the_pods_active_deadline():
     assert "activeDeadlineSeconds" not in job["spec"]
     for version in K8S_VERSIONS:
         kubernetes_validate.validate(job, version, strict=True)
+
+
+def _env(replicated_job: dict) -> list:
+    return replicated_job["template"]["spec"]["template"]["spec"]["containers"][0]["env"]
+
+
+@pytest.mark.parametrize("framework", ["torch", "jax", "tf"])
+def test_jobset_roles_learn_hosts_and_replicas_their_framework_variables(framework):
+    """docs/gangs.md: every role gets XCORE_JOB_HOSTS and XCORE_HOST_<ROLE> (pod DNS names under
+    the JobSet's headless service); a distributed role's replicas get the rank from their pod's
+    job-index annotation and the rest as values that refer to it."""
+    trainer = xk8s.Kubernetes(requirements=xm.JobRequirements(replicas=2), distributed=xm.Distributed(framework))
+    manifest = mf.jobset("xc-e1-u1-ab", "ml", [("trainer", trainer, "img:1", ["train"], {"A": "1"}),
+                                               ("eval", xk8s.Kubernetes(), "img:1", ["eval"], {})],
+                         {}, has_command=[True, True])
+    validate_jobset(manifest)
+    trainer_env, eval_env = (_env(r) for r in manifest["spec"]["replicatedJobs"])
+    hosts = {"trainer": ["xc-e1-u1-ab-trainer-0-0.xc-e1-u1-ab", "xc-e1-u1-ab-trainer-1-0.xc-e1-u1-ab"],
+             "eval": ["xc-e1-u1-ab-eval-0-0.xc-e1-u1-ab"]}
+    values = {e["name"]: e.get("value") for e in eval_env}
+    assert json.loads(values["XCORE_JOB_HOSTS"]) == hosts and values["XCORE_HOST_TRAINER"] == hosts["trainer"][0]
+    assert "XCORE_RANK" not in values  # not distributed
+    assert trainer_env[0] == {"name": "XCORE_RANK", "valueFrom": {"fieldRef": {
+        "fieldPath": "metadata.annotations['jobset.sigs.k8s.io/job-index']"}}}
+    values = {e["name"]: e.get("value") for e in trainer_env[1:]}
+    assert values["XCORE_WORLD_SIZE"] == "2" and values["A"] == "1"
+    master = hosts["trainer"][0]
+    if framework == "torch":
+        assert (values["MASTER_ADDR"], values["MASTER_PORT"], values["WORLD_SIZE"], values["RANK"]) == (
+            master, "29500", "2", "$(XCORE_RANK)")
+    elif framework == "jax":
+        assert (values["JAX_COORDINATOR_ADDRESS"], values["JAX_NUM_PROCESSES"], values["JAX_PROCESS_ID"]) == (
+            f"{master}:29500", "2", "$(XCORE_RANK)")
+    else:
+        assert values["TF_CONFIG"] == json.dumps({"cluster": {"worker": [f"{h}:29500" for h in hosts["trainer"]]},
+                                                  "task": {"type": "worker", "index": 0}},
+                                                 separators=(",", ":")).replace('"index":0', '"index":$(XCORE_RANK)')

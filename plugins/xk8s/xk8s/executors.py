@@ -194,6 +194,11 @@ class Kubernetes(xp.Executor):
     preemption and eviction never count against them. ``time_limit_secs`` bounds each trial
     (the pod's ``activeDeadlineSeconds``), not the whole sweep. ``max_parallel`` caps the pods of a sweep that run
     at once (``parallelism``).
+
+    A JobGroup's roles learn each other's pod DNS names (``XCORE_JOB_HOSTS``,
+    ``XCORE_HOST_<ROLE>``); ``distributed=xm.Distributed(...)`` gives each replica of a role
+    its framework's variables (a replicated or distributed single job runs as a JobSet of one
+    role). See docs/gangs.md.
     """
 
     Spec: ClassVar[type[xp.ExecutorSpec]] = KubernetesSpec
@@ -219,6 +224,7 @@ class Kubernetes(xp.Executor):
     max_parallel: int | None = attrs.field(default=None, validator=_positive_or_none)
     labels: dict[str, str] = attrs.field(factory=dict, validator=_labels)
     image_pull_policy: str | None = None
+    distributed: xp.Distributed | None = attrs.field(default=None, converter=xp.to_distributed)
 
     def __attrs_post_init__(self) -> None:
         for secret in self.image_pull_secrets:

@@ -137,6 +137,10 @@ def _plan(requests: Sequence[xp.LaunchRequest]) -> list[list[int]]:
             groups.append(positions)
             continue
         r = requests[positions[0]]
+        executor = typing.cast(Kubernetes, r.executor)
+        if executor.distributed is not None or executor.requirements.replicas > 1:  # a JobSet of one role
+            groups.append(positions)
+            continue
         exe = typing.cast(KubernetesExecutable, r.executable)
         key = (r.experiment_id, typing.cast(Kubernetes, r.executor).group_key(), exe.image, tuple(exe.command))
         if not exe.command:  # the image's own entrypoint: argv cannot be data, one Job each
@@ -381,7 +385,8 @@ class KubernetesBackend(xp.Backend):
             first = requests[group[0]]
             executor, ctx, namespace = resolved[group[0]]
             is_set = len({requests[i].job_name for i in group}) > 1 or (
-                len(group) > 1 and first.work_unit_id == requests[group[-1]].work_unit_id)
+                len(group) > 1 and first.work_unit_id == requests[group[-1]].work_unit_id) or (
+                len(group) == 1 and (executor.distributed is not None or executor.requirements.replicas > 1))
             try:
                 if is_set:
                     name = _name(first, token)

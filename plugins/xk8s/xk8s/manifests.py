@@ -117,14 +117,16 @@ def queue_labels(executor: Kubernetes) -> dict[str, str]:
 
 
 def pod_spec(executor: Kubernetes, image: str, *, command: Sequence[str] | None, args: Sequence[str] | None,
-             env: Mapping[str, str], trials_configmap: str | None = None) -> dict[str, Any]:
-    """The pod template's spec: one container named ``main``."""
+             env: Mapping[str, str], trials_configmap: str | None = None,
+             first_env: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+    """The pod template's spec: one container named ``main`` (``first_env``: entries listed
+    before the job's own, which may refer to them as ``$(NAME)``)."""
     container: dict[str, Any] = {"name": CONTAINER, "image": image}
     if command:
         container["command"] = list(command)
     if args:
         container["args"] = list(args)
-    env_list: list[dict[str, Any]] = [{"name": k, "value": v} for k, v in env.items()]
+    env_list: list[dict[str, Any]] = [*first_env, *({"name": k, "value": v} for k, v in env.items())]
     env_list += [{"name": var, "valueFrom": {"secretKeyRef": {"name": ref.split("/", 1)[0],
                                                                 "key": ref.split("/", 1)[1]}}}
                  for var, ref in executor.env_from_secrets.items()]
@@ -255,13 +257,15 @@ def jobset(name: str, namespace: str, roles: Sequence[tuple[str, Kubernetes, str
     first = roles[0][1]
     all_labels = {**first.labels, **queue_labels(first), **labels, LABEL_MANAGED: "xcore"}
     replicated = []
+    hosts = {role: role_hosts(name, role, _replicas(executor)) for role, executor, *_ in roles}
+    addresses = xp.role_env(hosts) if len(roles) > 1 else {}
     for (role, executor, image, argv, env), command in zip(roles, has_command, strict=True):
         pod = pod_spec(executor, image, command=list(argv) if command else None,
-                       args=None if command else list(argv), env=env)
+                       args=None if command else list(argv), env={**addresses, **env},
+                       first_env=distributed_env(executor, hosts[role]))
         role_labels = {**all_labels, "xcore.io/role": role}
         role_spec = job_spec(executor, pod, role_labels, completions=1, suspend=False)
-        replicas = int(executor.requirements.extras.get("num_slices") or executor.requirements.replicas)
-        replicated.append({"name": role, "replicas": replicas,
+        replicated.append({"name": role, "replicas": _replicas(executor),
                            "template": {"metadata": {"labels": role_labels}, "spec": role_spec}})
     spec: dict[str, Any] = {"replicatedJobs": replicated,
                             "failurePolicy": {"maxRestarts": first.retries}}
@@ -273,3 +277,35 @@ def jobset(name: str, namespace: str, roles: Sequence[tuple[str, Kubernetes, str
             "metadata": {"name": name, "namespace": namespace, "labels": all_labels,
                          "annotations": {ANNOTATION_CANCELLED: "[]"}},
             "spec": spec}
+
+
+JOB_INDEX = "jobset.sigs.k8s.io/job-index"  # the annotation JobSet puts on each replica's pods
+
+
+def _replicas(executor: Kubernetes) -> int:
+    return int(executor.requirements.extras.get("num_slices") or executor.requirements.replicas)
+
+
+def role_hosts(jobset_name: str, role: str, replicas: int) -> list[str]:
+    """The DNS names of a role's pods: JobSet gives each pod the hostname
+    ``<jobset>-<role>-<replica>-<pod>`` under the headless service named after the JobSet."""
+    return [f"{jobset_name}-{role}-{index}-0.{jobset_name}" for index in range(replicas)]
+
+
+def distributed_env(executor: Kubernetes, hosts: Sequence[str]) -> list[dict[str, Any]]:
+    """The framework's variables for each replica of a role: the rank is the replica's index
+    (read from its pod's annotation), everything else is the same for every replica, so the
+    values that hold the rank refer to it as ``$(XCORE_RANK)``."""
+    dist = executor.distributed
+    if dist is None:
+        return []
+    rank = "$(XCORE_RANK)"
+    port = dist.port or 29500
+    values = xp.distributed_env(dist, rank=0, world_size=len(hosts), coordinator=hosts[0], port=port,
+                                workers=[f"{host}:{port}" for host in hosts])
+    values.update({key: rank for key in ("RANK", "JAX_PROCESS_ID") if key in values})
+    if "TF_CONFIG" in values:  # the index inside the JSON, as Kubernetes expands it
+        values["TF_CONFIG"] = values["TF_CONFIG"].replace('"index":0}', f'"index":{rank}}}')
+    values.pop("XCORE_RANK")
+    field = {"fieldRef": {"fieldPath": f"metadata.annotations['{JOB_INDEX}']"}}
+    return [{"name": "XCORE_RANK", "valueFrom": field}, *({"name": k, "value": v} for k, v in values.items())]

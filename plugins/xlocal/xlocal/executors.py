@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 
 import attrs
 
-from xcore.plugin import Executor, ExecutorSpec, JobRequirements, to_requirements
+from xcore.plugin import Distributed, Executor, ExecutorSpec, JobRequirements, to_distributed, to_requirements
 
 
 def _requirements(value: JobRequirements | Mapping[str, Any] | None) -> JobRequirements:
@@ -102,6 +102,10 @@ class Local(Executor):
     keyword-only. ``experimental_stream_output=True`` copies each process job's output,
     prefixed with its name, to the launcher's terminal while the launcher runs (default False:
     jobs are detached and logged, see ``xcore logs``).
+
+    ``JobRequirements(replicas=N)`` runs the job as N processes (``xlocal.replicas``);
+    ``distributed=xm.Distributed("torch" | "jax" | "tf")`` gives each the variables its
+    framework reads, with a free port on 127.0.0.1 (see docs/gangs.md).
     """
 
     Spec: ClassVar[type[ExecutorSpec]] = LocalSpec
@@ -118,3 +122,4 @@ class Local(Executor):
     kill_grace_secs: float = attrs.field(default=5.0, kw_only=True)
     gpu_share: int = attrs.field(default=1, validator=_positive_or_none, kw_only=True)
     hide_gpus: bool = attrs.field(default=True, kw_only=True)
+    distributed: Distributed | None = attrs.field(default=None, converter=to_distributed, kw_only=True)

@@ -33,6 +33,7 @@ from xcore.plugin import (
     lost_state,
     mark_cancelled,
     private_dir,
+    role_env,
 )
 from xlocal import gpus
 from xlocal.executables import LocalContainer, LocalProcess
@@ -80,6 +81,7 @@ def launch(requests: Sequence[LaunchRequest], context: LaunchContext) -> list[Pr
         base_env[devices.found.env] = devices.hidden_value
     jobs: list[dict[str, Any]] = []
     handles: list[ProcessHandle] = []
+    groups = _group_hosts(requests)
     for index, request in enumerate(requests):
         executable = request.executable
         executor: Local = request.executor  # type: ignore[assignment]
@@ -87,6 +89,14 @@ def launch(requests: Sequence[LaunchRequest], context: LaunchContext) -> list[Pr
         if isinstance(executable, LocalProcess):
             argv, env, inherit, cwd = [*executable.command, *request.args], request.env, executor.inherit_env, (
                 executor.cwd or executable.cwd or here)
+            replicas = executor.requirements.replicas
+            if replicas > 1 or executor.distributed is not None:
+                from xlocal import replicas as replicated
+
+                argv = replicated.wrap(argv, replicas, executor.distributed)
+            roles = groups.get((request.experiment_id, request.work_unit_id))
+            if roles:
+                env = {**role_env(roles), **env}
         elif isinstance(executable, LocalContainer) and _containers().asks_for_gpus(request):
             argv, env, inherit, cwd = _containers().gpu_job(request, context), {}, True, here
         else:
@@ -152,6 +162,15 @@ def _after(request: LaunchRequest, run_dir: str, requests: Sequence[LaunchReques
             raise LaunchError(f"{request.full_name} depends on {dep.name}, a container job: xlocal's runner waits "
                               "only for process jobs; run the dependency as a process (xlocal.Local.Spec()).")
     return after
+
+
+def _group_hosts(requests: Sequence[LaunchRequest]) -> dict[tuple[int, int], dict[str, list[str]]]:
+    """Per work unit of several jobs (a JobGroup): role -> its hosts (127.0.0.1, once per replica)."""
+    units: dict[tuple[int, int], dict[str, list[str]]] = {}
+    for request in requests:
+        replicas = request.executor.requirements.replicas if isinstance(request.executor, Local) else 1
+        units.setdefault((request.experiment_id, request.work_unit_id), {})[request.job_name] = ["127.0.0.1"] * replicas
+    return {unit: roles for unit, roles in units.items() if len(roles) > 1}
 
 
 def _containers() -> Any:

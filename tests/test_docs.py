@@ -117,3 +117,23 @@ def test_a_console_block_that_differs_from_the_output_fails(tmp_path):
                                                 "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}"})
     with pytest.raises(AssertionError, match="but the documentation says"):
         example.evaluate()
+
+
+EXAMPLE_FOLDERS = sorted([*(REPO / "examples").iterdir(), *(REPO / "plugins").glob("*/examples")])
+
+
+@pytest.mark.parametrize("folder", [p for p in EXAMPLE_FOLDERS if p.is_dir()], ids=lambda p: str(p.relative_to(REPO)))
+def test_every_example_has_a_readme_naming_the_tests_that_run_it(folder):
+    """Each example says in a few lines what it is and which tests run it in CI, and those
+    tests exist and name the example."""
+    readme = folder / "README.md"
+    assert readme.is_file(), f"{folder.relative_to(REPO)} has no README.md"
+    text = readme.read_text()
+    assert len(text.splitlines()) <= 15, f"{readme.relative_to(REPO)}: a few lines, the manual lives in docs/"
+    runs_in = text.partition("Runs in CI")[2]
+    tests = re.findall(r"`([\w/.-]+\.py)`", runs_in)
+    assert tests, f"{readme.relative_to(REPO)} names no test that runs it ('Runs in CI: `path`')"
+    for test in tests:
+        assert (REPO / test).is_file(), f"{readme.relative_to(REPO)} names {test}, which does not exist"
+    named = "".join((REPO / t).read_text() for t in tests)
+    assert folder.name in named or "examples" in named, f"none of {tests} runs {folder.relative_to(REPO)}"

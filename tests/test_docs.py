@@ -137,3 +137,14 @@ def test_every_example_has_a_readme_naming_the_tests_that_run_it(folder):
         assert (REPO / test).is_file(), f"{readme.relative_to(REPO)} names {test}, which does not exist"
     named = "".join((REPO / t).read_text() for t in tests)
     assert folder.name in named or "examples" in named, f"none of {tests} runs {folder.relative_to(REPO)}"
+
+
+def test_every_test_the_reliability_page_cites_exists():
+    """docs/reliability.md names, for each guarantee, the test that shows it: each must exist."""
+    page = (REPO / "docs" / "reliability.md").read_text()
+    cited = set(re.findall(r"`((?:tests|plugins/\w+/tests)/[\w/]+\.py)(?:::(\w+))?`", page))
+    assert len(cited) >= 20
+    for path, name in cited:
+        assert (REPO / path).is_file(), f"docs/reliability.md cites {path}, which does not exist"
+        if name:
+            assert f"def {name}(" in (REPO / path).read_text(), f"docs/reliability.md cites {path}::{name}"

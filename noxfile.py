@@ -34,7 +34,7 @@ WHEELHOUSE = "dist"
 CORE_ALLOWED_PLUGINS = ["-e", "plugins/xlocal[docker]", "-e", "plugins/xhpc", "-e", "plugins/xgcp",
                         "-e", "plugins/xk8s"]
 TESTS = {
-    "core": (["-e", ".[test,postgres,ui]", *CORE_ALLOWED_PLUGINS], "tests"),
+    "core": (["-e", ".[test,postgres,ui,docs]", *CORE_ALLOWED_PLUGINS], "tests"),  # docs: tests/test_docs*.py
     # xlocal's end-to-end tests run on both stores (PostgreSQL when the server is up).
     "xlocal": (["-e", ".[test,postgres]", "-e", "plugins/xlocal[docker]"], "plugins/xlocal/tests"),
     # xhpc's xm_cluster offers xlocal's Local (lxm3's API), so its tests need xlocal too.

@@ -117,7 +117,9 @@ def hooks_reference() -> str:
         if not name.startswith("xcore_") or options is None:
             continue
         signature = str(inspect.signature(func)).replace("'", "")
-        first = " Stops at the first non-None result." if options.get("firstresult") else ""
+        first = ""
+        if options.get("firstresult") and "first non-None result" not in (func.__doc__ or ""):
+            first = "\n\nStops at the first non-None result."
         doc = _rst_to_markdown(inspect.cleandoc(func.__doc__ or "(no docstring)"))
         out.append(f"## `{name}`\n\n```python\ndef {name}{signature}\n```\n\n{doc}{first}\n")
     if not out:
@@ -128,4 +130,9 @@ def hooks_reference() -> str:
 def _rst_to_markdown(text: str) -> str:
     """The few reStructuredText forms the specs' docstrings use: ``code``, `::` and titles."""
     text = re.sub(r"^(.+)\n-{3,}$", r"## \1", text, flags=re.MULTILINE)
+    # Field lists become a list: `:param name:` -> `- **name**:`, `:return:`, `:raises E:`.
+    text = re.sub(r"^:param (\w+):", r"- **\1**:", text, flags=re.MULTILINE)
+    text = re.sub(r"^:returns?:", "- **returns**:", text, flags=re.MULTILINE)
+    text = re.sub(r"^:raises ([\w.]+):", r"- **raises** `\1`:", text, flags=re.MULTILINE)
+    text = re.sub(r"^(- \*\*)", r"\n\1", text, count=1, flags=re.MULTILINE)  # a blank line opens the list
     return text.replace("``", "`").replace("::\n", ":\n")

@@ -148,3 +148,15 @@ def test_every_test_the_reliability_page_cites_exists():
         assert (REPO / path).is_file(), f"docs/reliability.md cites {path}, which does not exist"
         if name:
             assert f"def {name}(" in (REPO / path).read_text(), f"docs/reliability.md cites {path}::{name}"
+
+
+def test_the_readme_is_a_five_minute_read_with_the_two_commands():
+    """At most 150 lines: what xcore is, every distribution, the quick start and test commands
+    (.ci/run runs the latter), a launch script, and links to the documentation."""
+    readme = (REPO / "README.md").read_text()
+    assert len(readme.splitlines()) <= 150
+    assert "```sh\nbash scripts/quickstart.sh\n```" in readme and "```sh\nbash scripts/test.sh\n```" in readme
+    for dist in ("xcore-core", "xcore-xlocal", "xcore-xhpc", "xcore-xk8s", "xcore-xgcp"):
+        assert f"| `{dist}` |" in readme
+    for link in re.findall(r"\]\(((?:docs|plugins)/[^)#]+)", readme):
+        assert (REPO / link).is_file(), f"README links to {link}, which does not exist"

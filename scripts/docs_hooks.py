@@ -3,9 +3,12 @@
 Three markers in a page's Markdown are replaced, so nothing the site shows is a second copy:
 
 - `<!-- xcore:include PATH [from=TEXT] -->`: a file of the repository (a plugin's README, the
-  changelog), from its first line containing TEXT if given. Its relative links are rewritten
-  for the page: to the page of the site that holds the target, else to the repository path as
-  code, since the site serves only docs/.
+  changelog), from its first line containing TEXT if given.
+
+Relative links, in pages and included files alike, are rewritten for the site, which serves
+only docs/: a link to a file that a page shows (README.md, a plugin's README, CHANGELOG.md) goes
+to that page, a link to another file of the repository names it as code, and a link to nothing
+is left for MkDocs's strict build to report.
 - `<!-- xcore:cli-help -->`: `xcore COMMAND --help` of every command, from the argument parser
   (xcore/cli/main.py), plugins' commands included.
 - `<!-- xcore:hooks -->`: every hook specification of xcore/hooks/specs.py with its signature
@@ -36,6 +39,9 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     """MkDocs calls this for every page before rendering it."""
     page_path = page.file.src_uri
     markdown = INCLUDE.sub(lambda m: include(m["path"], m["start"], page_path), markdown)
+    # A page's own links to the README, a plugin's README or another repository file work on
+    # GitHub; on the site they go to the page that shows that file, or name the file.
+    markdown = rewrite_links(markdown, posixpath.join("docs", posixpath.dirname(page_path)), page_path)
     if "<!-- xcore:cli-help -->" in markdown:
         markdown = markdown.replace("<!-- xcore:cli-help -->", cli_help())
     if "<!-- xcore:hooks -->" in markdown:
@@ -70,8 +76,10 @@ def rewrite_links(text: str, source_dir: str, page_path: str) -> str:
             doc = repo_path.removeprefix("docs/")
         elif repo_path in PAGES:
             doc = PAGES[repo_path]
-        else:
+        elif (REPO / repo_path).exists():
             return f"{m['text']} (`{repo_path}`)" if m["text"] and not m["bang"] else f"`{repo_path}`"
+        else:
+            return m[0]  # left for MkDocs to report as broken
         new = posixpath.relpath(doc, page_dir or ".") + (f"#{anchor}" if anchor else "")
         return f"{m['bang']}[{m['text']}]({new})"
 

@@ -49,8 +49,9 @@ def test_the_site_builds_in_strict_mode_with_the_generated_references(tmp_path):
     assert "Files on the cluster" in xhpc  # the plugin's README, included
 
 
-@pytest.mark.parametrize("broken", ["[the store](no-such-page.md)", "[the store](store.md#no-such-section)"],
-                         ids=["link", "anchor"])
+@pytest.mark.parametrize("broken", ["[the store](no-such-page.md)", "[the store](store.md#no-such-section)",
+                                    "[a script](../scripts/no-such-script.sh)"],
+                         ids=["link", "anchor", "repository-file"])
 def test_a_broken_link_fails_the_strict_build(tmp_path, broken):
     docs = tmp_path / "docs"
     shutil.copytree(REPO / "docs", docs)
@@ -67,3 +68,17 @@ def test_nothing_is_left_out_of_the_navigation():
     nav = (REPO / "mkdocs.yml").read_text()
     pages = {str(p.relative_to(REPO / "docs")) for p in (REPO / "docs").rglob("*.md")}
     assert {p for p in pages if p not in nav} == set()
+
+
+def test_links_to_repository_files_work_on_github_and_on_the_site(tmp_path):
+    """A page may link to the README, a plugin's README or a script as GitHub shows them; the
+    site sends such a link to the page that shows the file, or names the file."""
+    docs = tmp_path / "docs"
+    shutil.copytree(REPO / "docs", docs)
+    page = docs / "concepts.md"
+    page.write_text(page.read_text() + "\nSee [the README](../README.md), [Slurm](../plugins/xhpc/README.md) and "
+                    "[the test script](../scripts/test.sh).\n")
+    result = build(tmp_path, docs)
+    assert result.returncode == 0, result.stderr
+    html = (tmp_path / "site" / "concepts" / "index.html").read_text()
+    assert 'href="../backends/xhpc/"' in html and 'href="..' in html and "<code>scripts/test.sh</code>" in html

@@ -98,8 +98,7 @@ def test_runnable_blocks_run_as_written(name, tmp_path):
     document = SYBIL.parse(REPO / name)
     examples = list(document.examples())
     assert len(examples) >= MUST_RUN.get(name, 1), f"{name} lost its runnable blocks (<!-- runnable --> markers)"
-    shutil.copytree(REPO / "examples" / "sweep", tmp_path / "examples" / "sweep",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(REPO / "examples", tmp_path / "examples", ignore=shutil.ignore_patterns("__pycache__"))
     env = {**os.environ, "XCORE_HOME": str(tmp_path / "home"), "XCORE_QUIET": "1",
            "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
     env.pop("XCORE_STORE", None)

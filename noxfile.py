@@ -3,6 +3,7 @@
     nox -l                           # list them
     nox -s "tests-3.11(xhpc)"        # one distribution's tests on one Python
     nox -s lint typecheck build
+    nox -s docs                      # build the documentation site strictly, then serve it
 
 CI and the README use scripts/test.sh, which also starts the real services; these sessions are
 for working on one part quickly. Set XCORE_REQUIRE_INFRA=1 to make tests that need a missing
@@ -33,7 +34,7 @@ WHEELHOUSE = "dist"
 CORE_ALLOWED_PLUGINS = ["-e", "plugins/xlocal[docker]", "-e", "plugins/xhpc", "-e", "plugins/xgcp",
                         "-e", "plugins/xk8s"]
 TESTS = {
-    "core": (["-e", ".[test,postgres,ui]", *CORE_ALLOWED_PLUGINS], "tests"),
+    "core": (["-e", ".[test,postgres,ui,docs]", *CORE_ALLOWED_PLUGINS], "tests"),  # docs: tests/test_docs*.py
     # xlocal's end-to-end tests run on both stores (PostgreSQL when the server is up).
     "xlocal": (["-e", ".[test,postgres]", "-e", "plugins/xlocal[docker]"], "plugins/xlocal/tests"),
     # xhpc's xm_cluster offers xlocal's Local (lxm3's API), so its tests need xlocal too.
@@ -94,3 +95,15 @@ def bench(session: nox.Session) -> None:
     session.install(*EVERYTHING)
     for script in sorted(Path("bench").glob("bench_*.py")):
         session.run("python", str(script))
+
+
+@nox.session(python="3.11")
+def docs(session: nox.Session) -> None:
+    """The documentation site: a strict build (a broken link fails), then served at 127.0.0.1:8000
+    (`nox -s docs -- --no-serve` only builds). Every distribution is installed: the command line
+    page lists the plugins' commands too."""
+    session.install("-e", ".[docs]", "-e", "plugins/xlocal", "-e", "plugins/xhpc", "-e", "plugins/xgcp",
+                    "-e", "plugins/xk8s")
+    session.run("mkdocs", "build", "--strict", env={"NO_MKDOCS_2_WARNING": "1"})
+    if "--no-serve" not in session.posargs:
+        session.run("mkdocs", "serve", "--dev-addr", "127.0.0.1:8000", env={"NO_MKDOCS_2_WARNING": "1"})

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Run the whole test suite: install the core, every plugin, the test tools and the pinned linters
+# Run the whole test suite: install the core, every plugin, the test and docs tools and the pinned linters
 # into ./.venv, lint the repository (ruff, then mypy; findings fail the run), start the real
 # services the tests use (Slurm, Grid Engine, sshd, dockerd, PostgreSQL) when run as root, then run pytest.
 # Extra arguments go to pytest, e.g. scripts/test.sh -k store -x
@@ -9,7 +9,7 @@ source scripts/python.sh
 ensure_venv
 drop_renamed_core
 echo "==> installing xcore, plugins, test tools and linters into .venv"
-packages=(-e '.[test,postgres,ui]' -e 'plugins/xlocal[docker]' -e 'plugins/xhpc[lxm3]' -e plugins/xgcp -e 'plugins/xk8s[test]')
+packages=(-e '.[test,postgres,ui,docs]' -e 'plugins/xlocal[docker]' -e 'plugins/xhpc[lxm3]' -e plugins/xgcp -e 'plugins/xk8s[test]')
 .venv/bin/python -m pip install --quiet --disable-pip-version-check "${packages[@]}" pytest-timeout \
   -r scripts/lint-tools.txt
 # XManager's launch API itself (xmanager.xm only, so none of its cloud dependencies): the tests

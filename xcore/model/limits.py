@@ -1,7 +1,7 @@
 """Size limits on what a launch records (issue 30). Without them a 100 KB title or 10,000 tags
 were stored, and every row of ``xcore list`` carried them (158 KB per row); a work unit with
 100,000 argument keys made every ``show`` of its experiment slow. Each limit is far above
-real use and is checked before anything is recorded; the README lists them."""
+real use and is checked before anything is recorded; docs/reliability.md lists them."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ tracker (shown by ``xcore show`` and ``xcore ui``). The tracker's library is onl
 inside the job, never where xcore runs: xcore only writes environment variables and URLs.
 
 The built-in integrations (``xcore.trackers.builtin``) switch on from the launcher's
-environment; see README "Trackers". Floor 2, on the model: the data a tracker hook gets and
+environment; see docs/dashboard.md, "Trackers". Floor 2, on the model: the data a tracker hook gets and
 gives is ``xcore.model.tracking``; the runtime asks the hooks (``xcore.runtime.tracker_links``).
 """
 

@@ -412,8 +412,9 @@ with xm.create_experiment("held") as e:
         launched = run_xcore("launch", str(script))
         assert launched.returncode == 0, launched.stderr
         shown = run_xcore("show", "1")
-        assert "PENDING" in shown.stdout and "pending: on hold" in shown.stdout, shown.stdout
+        # the scheduler's own words (qstat -j): "held (Job is in hold state)"
+        assert "PENDING" in shown.stdout and "pending: held (" in shown.stdout, shown.stdout
         waited = run_xcore("wait", "1", "--timeout", "1")
-        assert waited.returncode == 124 and "1/command: PENDING pending: on hold" in waited.stderr, waited.stderr
+        assert waited.returncode == 124 and "1/command: PENDING pending: held (" in waited.stderr, waited.stderr
     finally:
         assert run_xcore("cancel", "1").returncode == 0

@@ -10,6 +10,9 @@ reading the same variables (``MASTER_ADDR``, ``MASTER_PORT``, ``RANK``, ``WORLD_
 ``XCORE_*`` names), so a test proves the processes found each other from those alone. Every
 process prints ``allreduce rank=R world=W sum=S via=torch|jax|tcp`` and exits 0 when S is
 W*(W+1)/2. It imports nothing of xcore: it runs where only Python is (a cluster node).
+
+``expected_via`` tells a test which ``via=`` the program must print here: CI installs torch
+(``scripts/test.sh``), so there the torch run must really be ``torch.distributed``.
 """
 
 from __future__ import annotations
@@ -110,6 +113,22 @@ def main(argv: list[str]) -> int:
     # line and its newline apart, so two processes' lines could mix.
     os.write(1, f"allreduce rank={rank} world={world} sum={total} via={via}\n".encode())
     return 0 if total == world * (world + 1) // 2 else 1
+
+
+TORCH_INSTALL = "scripts/test.sh installs torch==2.13.0 (the CPU wheel)"
+
+
+def expected_via(kind: str) -> str:
+    """For a test of ``allreduce.py kind``: the ``via=`` each process must print. A missing
+    torch fails the test in CI (``XCORE_REQUIRE_INFRA=1``) and skips it, with the reason,
+    elsewhere: the TCP fallback must never pass for torch unnoticed. jax, not installed by CI,
+    is used where present."""
+    if kind == "torch":
+        from xcore.testing import require_module
+
+        require_module("torch", TORCH_INSTALL)
+        return "torch"
+    return "jax" if kind == "jax" and _has("jax") else "tcp"
 
 
 def _has(module: str) -> bool:

@@ -2,7 +2,7 @@
 
 - ``require_service`` makes a test that needs a real service (Slurm, dockerd, sshd, ...)
   fail in CI (``XCORE_REQUIRE_INFRA=1``) and skip, with the reason, elsewhere;
-  ``require_module`` does the same for a Python package CI installs (torch).
+  ``require_module`` does the same for a Python package CI installs (torch, jax).
 - ``xcore.testing.fake``: a fake backend plugin (deterministic, controllable states).
 - ``InMemoryStore`` (and ``MemoryStorePlugin`` for ``XCORE_STORE=memory:``).
 - Builders: ``make_request``, ``make_launch_context``, ``make_packaging_context``,

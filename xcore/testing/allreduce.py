@@ -12,7 +12,7 @@ process prints ``allreduce rank=R world=W sum=S via=torch|jax|tcp`` and exits 0 
 W*(W+1)/2. It imports nothing of xcore: it runs where only Python is (a cluster node).
 
 ``expected_via`` tells a test which ``via=`` the program must print here: CI installs torch
-(``scripts/test.sh``), so there the torch run must really be ``torch.distributed``.
+and jax (``scripts/test.sh``), so there the torch run must really be ``torch.distributed``.
 """
 
 from __future__ import annotations
@@ -115,20 +115,19 @@ def main(argv: list[str]) -> int:
     return 0 if total == world * (world + 1) // 2 else 1
 
 
-TORCH_INSTALL = "scripts/test.sh installs torch==2.13.0 (the CPU wheel)"
+INSTALL = "scripts/test.sh installs torch==2.13.0 (the CPU wheel) and jax==0.10.2 jaxlib==0.10.2"
 
 
 def expected_via(kind: str) -> str:
     """For a test of ``allreduce.py kind``: the ``via=`` each process must print. A missing
-    torch fails the test in CI (``XCORE_REQUIRE_INFRA=1``) and skips it, with the reason,
-    elsewhere: the TCP fallback must never pass for torch unnoticed. jax, not installed by CI,
-    is used where present."""
-    if kind == "torch":
+    torch or jax fails the test in CI (``XCORE_REQUIRE_INFRA=1``) and skips it, with the
+    reason, elsewhere: the TCP fallback must never pass for the framework unnoticed."""
+    if kind in ("torch", "jax"):
         from xcore.testing import require_module
 
-        require_module("torch", TORCH_INSTALL)
-        return "torch"
-    return "jax" if kind == "jax" and _has("jax") else "tcp"
+        require_module(kind, INSTALL)
+        return kind
+    return "tcp"
 
 
 def _has(module: str) -> bool:

@@ -75,8 +75,8 @@ def tcp_allreduce(host: str, port: int, rank: int, world: int, value: int) -> in
 def torch_allreduce(rank: int, world: int, value: int) -> int:
     import datetime
 
-    import torch  # type: ignore[import-not-found]
-    import torch.distributed as dist  # type: ignore[import-not-found]
+    import torch  # type: ignore[import-not-found, unused-ignore]
+    import torch.distributed as dist  # type: ignore[import-not-found, unused-ignore]
 
     dist.init_process_group("gloo", init_method="env://", timeout=datetime.timedelta(seconds=TIMEOUT_SECS))
     tensor = torch.tensor([value])
@@ -88,9 +88,9 @@ def torch_allreduce(rank: int, world: int, value: int) -> int:
 def jax_allreduce(rank: int, world: int, value: int) -> int:
     """``jax.distributed.initialize()`` reads the coordinator's address from the environment;
     the process count and id are passed as docs/gangs.md says."""
-    import jax  # type: ignore[import-not-found]
-    import jax.numpy as jnp  # type: ignore[import-not-found]
-    from jax.experimental import multihost_utils  # type: ignore[import-not-found]
+    import jax  # type: ignore[import-not-found, unused-ignore]
+    import jax.numpy as jnp  # type: ignore[import-not-found, unused-ignore]
+    from jax.experimental import multihost_utils  # type: ignore[import-not-found, unused-ignore]
 
     jax.config.update("jax_cpu_collectives_implementation", "gloo")
     jax.distributed.initialize(num_processes=world, process_id=rank, initialization_timeout=int(TIMEOUT_SECS))

@@ -18,6 +18,13 @@ packages=(-e '.[test,postgres,ui,docs]' -e 'plugins/xlocal[docker]' -e 'plugins/
 # TensorBoard, which xcore.contrib.tensorboard's auxiliary unit serves in its xlocal test
 # (plugins/xlocal/tests/test_contrib_tensorboard_local.py); xcore itself never imports it.
 .venv/bin/python -m pip install --quiet --disable-pip-version-check tensorboard
+# torch, CPU build, for the real torch.distributed (gloo) all-reduce that a replicated job runs
+# on xlocal and Slurm with only `distributed=` set (xcore/testing/allreduce.py; a missing torch
+# fails those tests in CI). Pinned exactly: an unpinned torch would pull the CUDA build (GBs);
+# 2.13.0+cpu is the wheel in the local wheel directory (pip's find-links). xcore never imports it.
+# jax and jaxlib likewise, for jax.distributed.initialize() (gloo CPU collectives) in the same
+# tests: jaxlib is an 85 MB wheel from the local mirror (with scipy), about 25 s to install.
+.venv/bin/python -m pip install --quiet --disable-pip-version-check torch==2.13.0 jax==0.10.2 jaxlib==0.10.2
 
 # What is linted is configured in one place, pyproject.toml: ruff checks every Python file of the
 # repository (core, plugins, examples, tests, bench, scripts), mypy the packages in [tool.mypy] files

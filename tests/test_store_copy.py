@@ -106,3 +106,38 @@ def test_store_info_and_list_by_user(pg_url, tmp_path):
     sqlite_info = run_xcore("store", "info", f"sqlite:///{tmp_path / 'x.db'}")
     assert "backend         sqlite" in sqlite_info.stdout
     assert f"schema version  {SCHEMA_VERSION} (this xcore: {SCHEMA_VERSION})" in sqlite_info.stdout  # one numbering
+
+
+def test_copy_keeps_dependency_edges_and_held_states(tmp_path, store_url):
+    """A pipeline copied into a store whose ids are taken: its edges (one to the experiment
+    copied before it, under that one's new id) and its held units' states come along."""
+    from xcore.model.dependencies import DependencyEdge
+    from xcore.store.copy import copy_store
+    from xcore.store.records import UnitWrite
+
+    source = open_url(f"sqlite:///{tmp_path / 'source.db'}")
+    train = source.create_experiment("train")
+    evaluate = source.create_experiment("evaluate")
+    source.record_adds([
+        UnitWrite(train.id, 1, "work_unit", {}, "", [new_job("a")]),
+        UnitWrite(train.id, 2, "work_unit", {}, "", [new_job("b")],
+                  depends_on=[DependencyEdge(train.id, 2, train.id, 1)]),
+        UnitWrite(evaluate.id, 1, "work_unit", {}, "", [new_job("c")],
+                  depends_on=[DependencyEdge(evaluate.id, 1, train.id, 2, "b", "finished"),
+                              DependencyEdge(evaluate.id, 1, train.id, 1)])])
+    source.hold_units([(train.id, 2), (evaluate.id, 1)], [])
+    assert source.claim_held(train.id, 2, "released")
+    destination = open_url(store_url)
+    destination.create_experiment("someone else's")  # id 1 is taken: both copies are renumbered
+    report = copy_store(source, destination)
+    assert report.renumbered == {train.id: 2, evaluate.id: 3}
+
+    assert destination.dependencies(2) == [DependencyEdge(2, 2, 2, 1)]
+    assert destination.dependencies(3) == [DependencyEdge(3, 1, 2, 1), DependencyEdge(3, 1, 2, 2, "b", "finished")]
+    assert destination.held_states([(2, 2), (3, 1)]) == {(2, 2): "released", (3, 1): "held"}
+    assert {(e.experiment_id, e.work_unit_id) for e in destination.dependents([(2, 2)])} == {(3, 1)}
+    assert destination.claim_held(3, 1, "released") and not destination.claim_held(3, 1, "released")  # exactly once
+    assert copy_store(source, destination).skipped == 2  # a second copy adds no edge twice
+    assert len(destination.dependencies(3)) == 2
+    source.close()
+    destination.close()

@@ -60,6 +60,13 @@ class ExperimentHistory:
     links: list[tuple[int, str, str]] = attrs.field(factory=list)
     # Learning curves ``(job_id, name, points, at)``, points as the stored JSON text.
     series: list[tuple[int, str, str, float]] = attrs.field(factory=list)
+    # What its units wait for, and the held ones' states ``(work_unit_id, state, changed_at)``:
+    # a copy keeps a pipeline's edges and who released what. An edge to another experiment
+    # names it by id here; ``dependency_origins`` gives that experiment's origin, by which the
+    # destination finds its own id for it (it was copied first: copies go oldest first).
+    dependencies: list[DependencyEdge] = attrs.field(factory=list)
+    held: list[tuple[int, str, float]] = attrs.field(factory=list)
+    dependency_origins: dict[int, str] = attrs.field(factory=dict)
 
 
 @datamodel.frozen

@@ -676,18 +676,32 @@ class SqlStore(MetadataStore):
             "SELECT job_id, name, url FROM job_links WHERE experiment_id = ? ORDER BY job_id, name")]
         series = [(r["job_id"], r["name"], r["points"], r["at"]) for r in ask(
             "SELECT job_id, name, points, at FROM job_series WHERE experiment_id = ? ORDER BY job_id, name")]
+        edges = [_edge(r) for r in ask("SELECT * FROM unit_dependencies WHERE experiment_id = ?"
+                                       " ORDER BY work_unit_id, on_experiment_id, on_work_unit_id, on_job")]
+        held = [(r["work_unit_id"], r["state"], r["changed_at"]) for r in ask(
+            "SELECT work_unit_id, state, changed_at FROM held_units WHERE experiment_id = ? ORDER BY work_unit_id")]
+        origins = {}
+        for other in sorted({e.on_experiment_id for e in edges} - {record.id}):
+            found = cur.execute("SELECT origin FROM experiments WHERE id = ?", (other,)).fetchone()
+            if found is not None:
+                origins[other] = found["origin"] or f"{self._store_id(cur)}/{other}"
         return ExperimentHistory(record, units, events, row["origin"] or f"{self._store_id(cur)}/{record.id}",
-                                 results, final, links, series)
+                                 results, final, links, series, edges, held, origins)
+
+    def _by_origin(self, cur: Cursor, origin: str) -> int | None:
+        """The experiment here that ``origin`` (``STORE_ID/EXPERIMENT_ID``) names: one copied from
+        there, or the experiment itself when it was first recorded here."""
+        home, _, home_id = origin.partition("/")
+        row = cur.execute("SELECT id FROM experiments WHERE origin = ? OR (? AND id = ?)",
+                          (origin, home == self._store_id(cur), int(home_id) if home_id.isdigit() else -1)).fetchone()
+        return None if row is None else int(row["id"])
 
     @_writes
     def import_history(self, cur: Cursor, retrying: bool, now: float, history: ExperimentHistory) -> Imported:
         source = history.experiment
         jobs = [job for unit in history.units for job in unit.jobs]
         self.dialect.lock_experiments(cur)
-        home, _, home_id = history.origin.partition("/")
-        if cur.execute("SELECT 1 FROM experiments WHERE origin = ? OR (? AND id = ?)",
-                       (history.origin, home == self._store_id(cur),
-                        int(home_id) if home_id.isdigit() else -1)).fetchone():
+        if self._by_origin(cur, history.origin) is not None:
             return Imported(source.id, None)
         row = cur.execute("SELECT EXISTS (SELECT 1 FROM experiments WHERE id = ?) AS taken,"
                           " (SELECT COALESCE(MAX(id), 0) + 1 FROM experiments) AS next", (source.id,)).fetchone()
@@ -722,7 +736,20 @@ class SqlStore(MetadataStore):
         cur.executemany(
             "INSERT INTO job_series (job_id, experiment_id, work_unit_id, name, points, at) VALUES (?,?,?,?,?,?)",
             [(*here[j], name, points, at) for j, name, points, at in history.series if j in here])
+        self._copy_dependencies(cur, history, experiment_id)
         return Imported(source.id, experiment_id, clash)
+
+    def _copy_dependencies(self, cur: Cursor, history: ExperimentHistory, experiment_id: int) -> None:
+        """The copied experiment's edges and held states, each edge's dependency by its id here
+        (an experiment not found here by its origin keeps the source's id)."""
+        ids = {history.experiment.id: experiment_id}
+        for other, origin in history.dependency_origins.items():
+            found = self._by_origin(cur, origin)
+            ids[other] = other if found is None else found
+        cur.executemany(_INSERT_EDGE, [(experiment_id, e.work_unit_id, ids.get(e.on_experiment_id, e.on_experiment_id),
+                                        e.on_work_unit_id, e.on_job, e.when) for e in history.dependencies])
+        cur.executemany("INSERT INTO held_units (experiment_id, work_unit_id, state, changed_at) VALUES (?, ?, ?, ?)",
+                        [(experiment_id, unit, state, at) for unit, state, at in history.held])
 
     # -- dependencies between work units ---------------------------------------------------
 

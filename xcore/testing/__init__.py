@@ -1,7 +1,8 @@
 """The plugin author's test kit.
 
 - ``require_service`` makes a test that needs a real service (Slurm, dockerd, sshd, ...)
-  fail in CI (``XCORE_REQUIRE_INFRA=1``) and skip, with the reason, elsewhere.
+  fail in CI (``XCORE_REQUIRE_INFRA=1``) and skip, with the reason, elsewhere;
+  ``require_module`` does the same for a Python package CI installs (torch, jax).
 - ``xcore.testing.fake``: a fake backend plugin (deterministic, controllable states).
 - ``InMemoryStore`` (and ``MemoryStorePlugin`` for ``XCORE_STORE=memory:``).
 - Builders: ``make_request``, ``make_launch_context``, ``make_packaging_context``,
@@ -33,7 +34,7 @@ _EXPORTS = {
     "StoreContract": "xcore.testing.store_contract",
 }
 
-__all__ = sorted([*_EXPORTS, "require_service", "infra_required"])
+__all__ = sorted([*_EXPORTS, "require_service", "require_module", "infra_required"])
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
@@ -51,6 +52,21 @@ def require_service(name: str, available: Callable[[], bool] | bool, how_to_star
         return
     hint = how_to_start or f"run `sudo bash scripts/infra/setup.sh {name}`"
     message = f"{name} is not available; {hint}."
+    if infra_required():
+        pytest.fail(f"XCORE_REQUIRE_INFRA=1 but {message}", pytrace=False)
+    pytest.skip(message)
+
+
+def require_module(name: str, how_to_install: str) -> None:
+    """Fail (CI) or skip (laptop) the calling test unless ``name`` is importable: CI installs it
+    (``scripts/test.sh``), so its absence there is a broken setup, not a reason to test less."""
+    import importlib.util
+
+    import pytest
+
+    if importlib.util.find_spec(name) is not None:
+        return
+    message = f"Python package {name} is not installed; {how_to_install}."
     if infra_required():
         pytest.fail(f"XCORE_REQUIRE_INFRA=1 but {message}", pytrace=False)
     pytest.skip(message)

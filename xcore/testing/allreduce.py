@@ -10,6 +10,9 @@ reading the same variables (``MASTER_ADDR``, ``MASTER_PORT``, ``RANK``, ``WORLD_
 ``XCORE_*`` names), so a test proves the processes found each other from those alone. Every
 process prints ``allreduce rank=R world=W sum=S via=torch|jax|tcp`` and exits 0 when S is
 W*(W+1)/2. It imports nothing of xcore: it runs where only Python is (a cluster node).
+
+``expected_via`` tells a test which ``via=`` the program must print here: CI installs torch
+and jax (``scripts/test.sh``), so there the torch run must really be ``torch.distributed``.
 """
 
 from __future__ import annotations
@@ -72,8 +75,8 @@ def tcp_allreduce(host: str, port: int, rank: int, world: int, value: int) -> in
 def torch_allreduce(rank: int, world: int, value: int) -> int:
     import datetime
 
-    import torch  # type: ignore[import-not-found]
-    import torch.distributed as dist  # type: ignore[import-not-found]
+    import torch  # type: ignore[import-not-found, unused-ignore]
+    import torch.distributed as dist  # type: ignore[import-not-found, unused-ignore]
 
     dist.init_process_group("gloo", init_method="env://", timeout=datetime.timedelta(seconds=TIMEOUT_SECS))
     tensor = torch.tensor([value])
@@ -85,9 +88,9 @@ def torch_allreduce(rank: int, world: int, value: int) -> int:
 def jax_allreduce(rank: int, world: int, value: int) -> int:
     """``jax.distributed.initialize()`` reads the coordinator's address from the environment;
     the process count and id are passed as docs/gangs.md says."""
-    import jax  # type: ignore[import-not-found]
-    import jax.numpy as jnp  # type: ignore[import-not-found]
-    from jax.experimental import multihost_utils  # type: ignore[import-not-found]
+    import jax  # type: ignore[import-not-found, unused-ignore]
+    import jax.numpy as jnp  # type: ignore[import-not-found, unused-ignore]
+    from jax.experimental import multihost_utils  # type: ignore[import-not-found, unused-ignore]
 
     jax.config.update("jax_cpu_collectives_implementation", "gloo")
     jax.distributed.initialize(num_processes=world, process_id=rank, initialization_timeout=int(TIMEOUT_SECS))
@@ -110,6 +113,21 @@ def main(argv: list[str]) -> int:
     # line and its newline apart, so two processes' lines could mix.
     os.write(1, f"allreduce rank={rank} world={world} sum={total} via={via}\n".encode())
     return 0 if total == world * (world + 1) // 2 else 1
+
+
+INSTALL = "scripts/test.sh installs torch==2.13.0 (the CPU wheel) and jax==0.10.2 jaxlib==0.10.2"
+
+
+def expected_via(kind: str) -> str:
+    """For a test of ``allreduce.py kind``: the ``via=`` each process must print. A missing
+    torch or jax fails the test in CI (``XCORE_REQUIRE_INFRA=1``) and skips it, with the
+    reason, elsewhere: the TCP fallback must never pass for the framework unnoticed."""
+    if kind in ("torch", "jax"):
+        from xcore.testing import require_module
+
+        require_module(kind, INSTALL)
+        return kind
+    return "tcp"
 
 
 def _has(module: str) -> bool:

@@ -90,8 +90,11 @@ def _free_port() -> int:
 
 
 def test_two_replicas_all_reduce_with_only_the_option_set(slurm: dict[str, str]) -> None:
-    """torch.distributed (gloo) when torch is installed, else the same env:// rendezvous over TCP."""
+    """torch.distributed (gloo, CPU): the job runs this venv's Python (login-node mode: same
+    machine, same user), where CI installed torch; a job that fell back to TCP fails it."""
     import xhpc
+
+    via = xcore.testing.allreduce.expected_via("torch")
 
     with xm.create_experiment(title="allreduce") as experiment:
         [exe] = experiment.package([xm.Packageable(
@@ -101,13 +104,15 @@ def test_two_replicas_all_reduce_with_only_the_option_set(slurm: dict[str, str])
     [job] = experiment.wait_until_complete(timeout=150)
     log = _log(job)
     assert job.status is xm.Status.COMPLETED, log
-    lines = sorted(line.split(" via=")[0] for line in log.splitlines() if line.startswith("allreduce"))
-    assert lines == ["allreduce rank=0 world=2 sum=3", "allreduce rank=1 world=2 sum=3"], log
+    lines = sorted(line for line in log.splitlines() if line.startswith("allreduce"))
+    assert lines == [f"allreduce rank=0 world=2 sum=3 via={via}", f"allreduce rank=1 world=2 sum=3 via={via}"], log
 
 
 def test_a_sweep_of_replicated_jobs_is_still_one_array(slurm: dict[str, str]) -> None:
     """Each array task is an allocation of N tasks, with its own coordinator port."""
     import xhpc
+
+    via = xcore.testing.allreduce.expected_via("jax")
 
     with xm.create_experiment(title="sweep") as experiment:
         [exe] = experiment.package([xm.Packageable(
@@ -120,8 +125,8 @@ def test_a_sweep_of_replicated_jobs_is_still_one_array(slurm: dict[str, str]) ->
     for job in jobs:
         log = _log(job)
         assert job.status is xm.Status.COMPLETED, log
-        assert sorted(line.split(" via=")[0] for line in log.splitlines() if line.startswith("allreduce")) == [
-            "allreduce rank=0 world=2 sum=3", "allreduce rank=1 world=2 sum=3"], log
+        assert sorted(line for line in log.splitlines() if line.startswith("allreduce")) == [
+            f"allreduce rank=0 world=2 sum=3 via={via}", f"allreduce rank=1 world=2 sum=3 via={via}"], log
 
 
 def test_variables_of_each_framework(slurm: dict[str, str]) -> None:
@@ -346,6 +351,7 @@ def test_a_replicated_distributed_role_inside_a_gang(slurm: dict[str, str]) -> N
     with xm.create_experiment(title="mixed") as experiment:
         [exe] = experiment.package([xm.Packageable(xhpc.Command([f'exec {sys.executable} "$@"']),
                                                    xhpc.Slurm.Spec())])
+        via = xcore.testing.allreduce.expected_via("torch")
         trainer = xhpc.Slurm(requirements=xm.JobRequirements(replicas=2), distributed="torch")
         experiment.add(xm.JobGroup(
             sidecar=xm.Job(exe, xhpc.Slurm(), args=["-c", "import os; print(os.environ['XCORE_JOB_HOSTS'])"]),
@@ -354,5 +360,5 @@ def test_a_replicated_distributed_role_inside_a_gang(slurm: dict[str, str]) -> N
     logs = {name: _log(job) for name, job in jobs.items()}
     assert all(job.status is xm.Status.COMPLETED for job in jobs.values()), logs
     assert json.loads(logs["sidecar"]) == {"sidecar": ["localhost"], "trainer": ["localhost", "localhost"]}
-    assert sorted(line.split(" via=")[0] for line in logs["trainer"].splitlines()) == [
-        "allreduce rank=0 world=2 sum=3", "allreduce rank=1 world=2 sum=3"], logs["trainer"]
+    assert sorted(line for line in logs["trainer"].splitlines() if line.startswith("allreduce")) == [
+        f"allreduce rank=0 world=2 sum=3 via={via}", f"allreduce rank=1 world=2 sum=3 via={via}"], logs["trainer"]

@@ -29,7 +29,9 @@ def _run(experiment: xm.Experiment, job: xm.Job | xm.JobGroup) -> list:
 
 @pytest.mark.parametrize("framework", ["torch", "jax", "xcore"])
 def test_two_replicas_all_reduce_with_only_the_option_set(framework):
-    """torch.distributed (gloo) when torch is installed, else the same env:// rendezvous over TCP."""
+    """torch.distributed (gloo, CPU; CI installs torch), jax where installed, and the same
+    env:// rendezvous over TCP from the XCORE_* variables."""
+    via = xcore.testing.allreduce.expected_via(framework)
     option = xm.Distributed("torch" if framework == "xcore" else framework)
     with xm.create_experiment("allreduce") as experiment:
         [exe] = experiment.package([xm.binary(xlocal.Local.Spec(), sys.executable, args=[ALLREDUCE, framework])])
@@ -37,8 +39,8 @@ def test_two_replicas_all_reduce_with_only_the_option_set(framework):
         [job] = _run(experiment, xm.Job(exe, executor))
     log = Path(job.log_path).read_text()
     assert job.status is Status.COMPLETED, log
-    assert sorted(line.split(" via=")[0] for line in log.splitlines()) == [
-        "allreduce rank=0 world=2 sum=3", "allreduce rank=1 world=2 sum=3"]
+    assert sorted(line for line in log.splitlines() if line.startswith("allreduce")) == [
+        f"allreduce rank=0 world=2 sum=3 via={via}", f"allreduce rank=1 world=2 sum=3 via={via}"], log
 
 
 def test_variables_of_each_framework():

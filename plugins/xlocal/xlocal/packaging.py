@@ -31,7 +31,9 @@ from xlocal.executables import LocalContainer, LocalProcess
 def package_binary(packageable: Packageable, spec: Binary) -> LocalProcess:
     path = Path(spec.path).expanduser()
     if os.sep in spec.path or path.exists():
-        resolved = path.resolve()
+        # Absolute, its symlinks kept: a virtual environment's python is a symlink, and its target
+        # run directly has none of the environment's packages.
+        resolved = Path(os.path.abspath(path))
         if not resolved.is_file():
             raise PackagingError(
                 f"Binary {spec.path!r} does not exist (looked at {resolved}). Check the path in xm.binary(...); "

@@ -1,0 +1,115 @@
+"""The dashboard's charts, server side (issue 26): uPlot instead of Plotly, loaded only where a
+chart is drawn; the chart endpoint as columns, sampled for a big sweep, with a timeline counted
+on the server; grouped tables and each group's mean curve with its std. Browser checks are in
+test_ui_browser.py."""
+
+from __future__ import annotations
+
+import math
+import re
+import statistics
+
+import pytest
+from starlette.testclient import TestClient  # xcore-core[ui], installed by scripts/test.sh
+
+from xcore.hooks.host import get_host
+from xcore.launch.registry import open_store
+from xcore.testing import fake, plugin_host
+from xcore.ui import charts
+from xcore.ui.app import HERE, create_app
+from xcore.ui.sample import sample_sweep
+
+
+@pytest.fixture
+def sweep(xcore_home):
+    plugin_host({"fake": fake})
+    store = open_store()
+    experiment_id = sample_sweep(store, 60, curves=True)
+    return experiment_id, TestClient(create_app(store, get_host()), base_url="http://127.0.0.1")
+
+
+def test_uplot_is_served_and_loaded_only_where_a_chart_is_drawn(sweep):
+    experiment_id, http = sweep
+    assert "uPlot.iife.min.js" not in http.get("/").text  # the list draws nothing
+    page = http.get(f"/experiments/{experiment_id}").text
+    assert all(f"/static/{name}" in page for name in ("uPlot.iife.min.js", "uPlot.min.css", "charts.js",
+                                                      "parcoords.js"))
+    assert "plotly" not in page.lower()
+    script = http.get("/static/uPlot.iife.min.js")
+    assert script.status_code == 200 and len(script.content) < 100_000 and b"uPlot" in script.content
+    assert http.get("/static/plotly.min.js").status_code == 404
+    assert "MIT" in (HERE / "static" / "uPlot.LICENSE").read_text()
+    bare = sample_sweep(open_store(), 2)  # no curves: its units' pages load no chart library
+    assert "uPlot" not in http.get(f"/experiments/{bare}/units/1").text
+
+
+def test_the_chart_endpoint_sends_columns(sweep):
+    experiment_id, http = sweep
+    chart = http.get(f"/api/experiments/{experiment_id}/chart").json()
+    assert chart["ids"] == list(range(1, 61)) and chart["total"] == 60
+    assert chart["args"] == ["lr", "batch_size", "seed"] and chart["results"] == ["loss", "accuracy"]
+    assert chart["arg_values"]["seed"] == chart["ids"] and chart["status"][5] == "COMPLETED"
+    assert chart["result_values"]["loss"][3] is None  # unit 4 failed: no loss
+    assert set(chart["timeline"]) == {"t", "queued", "running", "completed", "failed"}
+
+
+class _Row:
+    def __init__(self, i: int, created: float, started: float | None, ended: float | None, status: str) -> None:
+        from xcore.model.status import Status
+
+        self.id, self.role, self.status = i, "work_unit", Status[status]
+        self.created_at, self.started_at, self.ended_at = created, started, ended
+        self.named_args, self.results = {"i": i}, {"loss": i / 10}
+
+
+def test_a_big_sweep_is_sampled_evenly_and_its_timeline_counted_whole():
+    rows = [_Row(i, 0.0, 1.0 + i, 2.0 + i if i % 2 else None, "COMPLETED" if i % 2 else "RUNNING")
+            for i in range(20_000)]
+    answer = charts.payload(rows, ["i"], ["loss"])  # type: ignore[arg-type]
+    assert answer["total"] == 20_000 and len(answer["ids"]) == charts.MAX_TRIALS
+    assert answer["ids"][:3] == [0, 4, 8] and answer["arg_values"]["i"] == answer["ids"]
+    line = answer["timeline"]
+    assert len(line["t"]) <= charts.MAX_TIMELINE + 2 and line["t"] == sorted(line["t"])
+    assert line["queued"][0] == 20_000 and line["t"][0] == 0.0  # everything created at once
+    last = {name: line[name][-1] for name in ("queued", "running", "completed", "failed")}
+    assert last == {"queued": 0, "running": 10_000, "completed": 10_000, "failed": 0}
+
+
+def test_group_curves_are_means_and_stds_aligned_by_step():
+    a = [(0, 1.0), (10, 2.0), (20, 3.0)]
+    b = [(0, 3.0), (20, 5.0)]  # read at step 10 by interpolation: 4.0
+    c = [(0, 5.0), (10, None)]  # a missing value is skipped; no extrapolation past step 0
+    [group] = charts.group_curves({"lr=0.1": [a, b, c]})
+    assert group["label"] == "lr=0.1" and group["n"] == 3 and group["steps"] == [0, 10, 20]
+    assert group["mean"] == [3.0, 3.0, 4.0]
+    assert group["std"][0] == pytest.approx(2.0) and group["std"][1] == pytest.approx(math.sqrt(2))
+    many = charts.group_curves({"g": [[(s, float(s)) for s in range(1000)]]}, limit=50)[0]
+    assert len(many["steps"]) == 50 and many["steps"][0] == 0 and many["steps"][-1] == 999
+    assert many["std"] == [None] * 50  # one member: no spread
+
+
+def test_grouped_curves_and_table_match_the_trials(sweep):
+    experiment_id, http = sweep
+    store = open_store()
+    answer = http.get(f"/api/experiments/{experiment_id}/curves", params={"group_by": "lr"}).json()
+    groups = {g["label"]: g for g in answer["groups"]["loss"]}
+    rows = {u.id: u for u in __import__("xcore.workspace.views", fromlist=["read_units"]).read_units(
+        store, experiment_id)}
+    series = store.series(experiment_id)
+    for label, group in groups.items():
+        lr = float(label.removeprefix("lr="))
+        members = [series[i]["loss"] for i in series if rows[i].named_args["lr"] == lr]
+        assert group["n"] == len(members) > 1
+        at = group["steps"].index(100)
+        values = [dict(m)[100] for m in members]
+        assert group["mean"][at] == pytest.approx(statistics.fmean(values))
+        assert group["std"][at] == pytest.approx(statistics.stdev(values))
+    assert len(groups) == 5
+    page = http.get(f"/experiments/{experiment_id}", params={"group_by": "lr,batch_size"}).text
+    table = page.split('id="groups"')[1].split("</table>")[0]
+    assert table.count('<tr class="group">') == 20
+    link = re.search(r'class="group-units" href="([^"]+)"', table).group(1).replace("&amp;", "&")
+    assert "where=lr%3D" in link and "batch_size%3D" in link
+    assert len(re.findall(r'data-unit="\d+"', http.get(f"/experiments/{experiment_id}{link}").text)) == 3
+    bad = http.get(f"/experiments/{experiment_id}", params={"group_by": "lx"}).text
+    assert "Cannot group by &#39;lx&#39;" in bad

@@ -113,3 +113,39 @@ def test_grouped_curves_and_table_match_the_trials(sweep):
     assert len(re.findall(r'data-unit="\d+"', http.get(f"/experiments/{experiment_id}{link}").text)) == 3
     bad = http.get(f"/experiments/{experiment_id}", params={"group_by": "lx"}).text
     assert "Cannot group by &#39;lx&#39;" in bad
+
+
+def test_a_slow_to_read_sweep_is_served_from_its_last_read_while_it_is_read_again(xcore_home, monkeypatch):
+    """A 100,000-trial sweep takes seconds to read: its pages answer from the previous read
+    and a thread reads it anew (the next poll sees the change); a quick read stays synchronous."""
+    import time
+
+    import xcore.ui.app as app_module
+
+    plugin_host({"fake": fake})
+    store = open_store()
+    experiment_id = sample_sweep(store, 12)
+    monkeypatch.setenv("XCORE_UI_CACHE_SECS", "0")
+    read_units, slow = app_module.read_units, {"on": False}
+
+    def timed_read(*args, **kwargs):
+        if slow["on"]:
+            time.sleep(app_module.SLOW_READ + 0.1)
+        return read_units(*args, **kwargs)
+
+    monkeypatch.setattr(app_module, "read_units", timed_read)
+    http = TestClient(create_app(store, get_host()), base_url="http://127.0.0.1")
+    summary = f"/api/experiments/{experiment_id}/summary"
+    [job] = store.work_units(experiment_id, [4])[0].jobs  # unit 4 runs, without results
+    before = http.get(summary).json()["version"]
+    store.record_results(job.id, {"loss": 1.0}, final=True)
+    after = http.get(summary).json()["version"]
+    assert after != before  # a quick read: every request reads (XCORE_UI_CACHE_SECS=0)
+    slow["on"] = True
+    assert http.get(summary).json()["version"] == after  # read synchronously (the last read was quick)
+    store.record_results(job.id, {"loss": 1.0, "accuracy": 0.5}, final=True)
+    assert http.get(summary).json()["version"] == after  # the last read was slow: served from it
+    deadline = time.monotonic() + 30
+    while http.get(summary).json()["version"] == after:
+        assert time.monotonic() < deadline, "the background read never landed"
+        time.sleep(0.05)

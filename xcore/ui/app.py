@@ -38,6 +38,8 @@ HERE = Path(__file__).resolve().parent
 LOOPBACK = ["127.0.0.1", "localhost", "::1", "[::1]"]
 COOKIE = "xcore_ui_token"  # the default cookie name; `xcore ui` names one per port (cookies ignore ports)
 LOG_LIMIT = 2 * 1024 * 1024  # bytes of a log sent at once (the newest; the page offers the whole file)
+SLOW_READ = 0.5  # seconds: an experiment read slower than this is refreshed in the background
+STALE_SECS = 60.0  # ... and its previous rows served meanwhile, when no older than this
 MAX_COMPARED = 50  # trials compared or overlaid at once
 MAX_ID = 2**63 - 1  # ids are 64-bit in every store: a larger one names nothing (and overflows a query)
 STATIC = ("ui.js", "ui.css", "charts.js", "parcoords.js", "uPlot.iife.min.js", "uPlot.min.css")  # /static/NAME
@@ -176,23 +178,52 @@ def create_app(store: MetadataStore, host: PluginHost, *, read_only: bool = Fals
                        read_only=read_only, poll_ms=int(poll_seconds * 1000), statuses=list(Status.__members__))
     csrf = secrets.token_urlsafe(32)
     cache_secs = env_number("XCORE_UI_CACHE_SECS", 2)
-    cache: dict[int, tuple[float, list[UnitView], dict[str, Any]]] = {}  # id: (read at, rows, derived)
+    cache: dict[int, tuple[float, list[UnitView], dict[str, Any], float]] = {}  # id: (read at, rows, derived, took)
     cache_lock = threading.Lock()
+    refreshing: set[int] = set()
+
+    def read(experiment_id: int) -> list[UnitView]:
+        start = time.monotonic()
+        rows = read_units(store, experiment_id)
+        with cache_lock:
+            cache[experiment_id] = (start, rows, {}, time.monotonic() - start)
+            for old in sorted(cache, key=lambda k: cache[k][0])[:-16]:  # keep the 16 most recent
+                del cache[old]
+            refreshing.discard(experiment_id)
+        return rows
+
+    def refresh_later(experiment_id: int) -> None:
+        with cache_lock:
+            if experiment_id in refreshing:
+                return
+            refreshing.add(experiment_id)
+
+        def run() -> None:
+            try:
+                read(experiment_id)
+            finally:
+                with cache_lock:
+                    refreshing.discard(experiment_id)
+
+        threading.Thread(target=run, name=f"xcore-ui-read-{experiment_id}", daemon=True).start()
 
     def rows_of(experiment_id: int, fresh: bool = False) -> list[UnitView]:
         """An experiment's rows, read at most every XCORE_UI_CACHE_SECS (default 2 s) however
-        many pages, sorts and polls ask: a 10,000-trial sweep is read once per interval."""
+        many pages, sorts and polls ask: a 10,000-trial sweep is read once per interval. A
+        sweep whose read took over SLOW_READ seconds (100,000 trials: 2-4 s) is answered from
+        its previous read, at most STALE_SECS old, while a thread reads it anew: its pages
+        then cost what a cached page costs, and are at most one read behind."""
         now = time.monotonic()
         with cache_lock:
             hit = cache.get(experiment_id)
-        if hit is not None and not fresh and now - hit[0] < cache_secs:
-            return hit[1]
-        rows = read_units(store, experiment_id)
-        with cache_lock:
-            cache[experiment_id] = (now, rows, {})
-            for old in sorted(cache, key=lambda k: cache[k][0])[:-16]:  # keep the 16 most recent
-                del cache[old]
-        return rows
+        if hit is not None and not fresh:
+            age = now - hit[0]
+            if age < cache_secs:
+                return hit[1]
+            if hit[3] > SLOW_READ and age < STALE_SECS:
+                refresh_later(experiment_id)
+                return hit[1]
+        return read(experiment_id)
 
     def once(experiment_id: int, rows: list[UnitView], name: str, compute: Callable[[], Any]) -> Any:
         """``compute()``, kept with the cached ``rows`` it reads: the columns, the usage line,

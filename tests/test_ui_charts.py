@@ -144,7 +144,7 @@ def test_a_slow_to_read_sweep_is_served_from_its_last_read_while_it_is_read_agai
     slow["on"] = True
     assert http.get(summary).json()["version"] == after  # read synchronously (the last read was quick)
     store.record_results(job.id, {"loss": 1.0, "accuracy": 0.5}, final=True)
-    assert http.get(summary).json()["version"] == after  # the last read was slow: served from it
+    assert http.get(summary).json()["version"] == after  # the last read was slow: reused, then served while redone
     deadline = time.monotonic() + 30
     while http.get(summary).json()["version"] == after:
         assert time.monotonic() < deadline, "the background read never landed"

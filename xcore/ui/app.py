@@ -40,6 +40,7 @@ COOKIE = "xcore_ui_token"  # the default cookie name; `xcore ui` names one per p
 LOG_LIMIT = 2 * 1024 * 1024  # bytes of a log sent at once (the newest; the page offers the whole file)
 SLOW_READ = 0.5  # seconds: an experiment read slower than this is refreshed in the background
 STALE_SECS = 60.0  # ... and its previous rows served meanwhile, when no older than this
+REREAD_FACTOR = 5  # a read is reused for at least this many times as long as it took
 MAX_COMPARED = 50  # trials compared or overlaid at once
 MAX_ID = 2**63 - 1  # ids are 64-bit in every store: a larger one names nothing (and overflows a query)
 STATIC = ("ui.js", "ui.css", "charts.js", "parcoords.js", "uPlot.iife.min.js", "uPlot.min.css")  # /static/NAME
@@ -210,17 +211,19 @@ def create_app(store: MetadataStore, host: PluginHost, *, read_only: bool = Fals
     def rows_of(experiment_id: int, fresh: bool = False) -> list[UnitView]:
         """An experiment's rows, read at most every XCORE_UI_CACHE_SECS (default 2 s) however
         many pages, sorts and polls ask: a 10,000-trial sweep is read once per interval. A
-        sweep whose read took over SLOW_READ seconds (100,000 trials: 2-4 s) is answered from
-        its previous read, at most STALE_SECS old, while a thread reads it anew: its pages
-        then cost what a cached page costs, and are at most one read behind."""
+        read is reused for at least REREAD_FACTOR times as long as it took, so that reading
+        takes at most a sixth of the server's time. A sweep whose read took over SLOW_READ
+        seconds (100,000 trials: 2-5 s) is then answered from its previous read while a thread
+        reads it anew: its pages cost what a cached page costs and follow the sweep a few reads
+        behind."""
         now = time.monotonic()
         with cache_lock:
             hit = cache.get(experiment_id)
         if hit is not None and not fresh:
-            age = now - hit[0]
-            if age < cache_secs:
+            age, took = now - hit[0], hit[3]
+            if age < max(cache_secs, REREAD_FACTOR * took):
                 return hit[1]
-            if hit[3] > SLOW_READ and age < STALE_SECS:
+            if took > SLOW_READ and age < max(STALE_SECS, 2 * REREAD_FACTOR * took):
                 refresh_later(experiment_id)
                 return hit[1]
         return read(experiment_id)
@@ -386,7 +389,8 @@ def create_app(store: MetadataStore, host: PluginHost, *, read_only: bool = Fals
     def group_curves(request: Request, experiment_id: int, group_by: str, answer: dict[str, Any]
                      ) -> dict[str, list[dict[str, Any]]]:
         """Each series name's group means with their std (``charts.group_curves``), over the
-        trials the page's filters select, grouped by ``group_by``."""
+        trials the page's filters select (an even sample of MAX_GROUP_TRIALS when more),
+        grouped by ``group_by``."""
         from xcore.workspace.groups import parse_names
 
         _, shown, _ = selected(request, experiment_id)
@@ -394,7 +398,7 @@ def create_app(store: MetadataStore, host: PluginHost, *, read_only: bool = Fals
             names = parse_names(group_by)
         except Exception:  # noqa: BLE001 - the table says what is wrong with it
             return {}
-        shown = [u for u in shown if u.role == "work_unit"][: charts.MAX_TRIALS]
+        shown = charts.sample([u for u in shown if u.role == "work_unit"], charts.MAX_GROUP_TRIALS)
         series = store.series(experiment_id, [u.id for u in shown]) if shown else {}
         members: dict[str, dict[str, list[Any]]] = {}  # series name: group label: members' points
         for unit in shown:

@@ -13,6 +13,7 @@ from xcore.workspace.views import UnitView
 
 MAX_TRIALS = 5000  # a scatter or parallel-coordinates plot shows no more than this legibly
 MAX_TIMELINE = 400
+MAX_GROUP_TRIALS = 2000  # group mean curves are worked out over at most this many trials (an even sample)
 
 
 def sample(rows: Sequence[UnitView], limit: int = MAX_TRIALS) -> list[UnitView]:

@@ -424,3 +424,28 @@ def test_a_brushed_range_and_a_zoom_survive_live_updates(server, browser):
     assert browser.execute_script(
         "const u = document.getElementById('plot').uplot; return [u.scales.x.min, u.scales.x.max]") == zoomed
     _shot(browser, "13-brushed")
+
+
+def test_clicking_a_point_of_the_plot_opens_its_trial(server, browser):
+    """Issue 26: a point of the result-against-argument plot opens its trial."""
+    from selenium.webdriver.common.by import By
+
+    browser.get(f"{server['url']}/experiments/{server['sweep']}")
+    _until(lambda: browser.execute_script("const p = document.getElementById('plot'); return p.uplot && p.scatter"),
+           what="the plot")
+    points = browser.execute_script(
+        "const p = document.getElementById('plot');"
+        "return p.scatter.map((s) => [s[3], xcoreCharts.scatterPointOf(p, s[3])])")
+    spot = {i: (at["x"], at["y"]) for i, at in points}
+
+    def room(i: int) -> float:  # to the nearest point drawn elsewhere (points may coincide)
+        return min((abs(spot[i][0] - x) + abs(spot[i][1] - y) for x, y in spot.values()
+                    if abs(spot[i][0] - x) + abs(spot[i][1] - y) >= 1), default=99.0)
+
+    chosen = max(spot, key=room)
+    assert room(chosen) >= 4
+    same = {i for i, (x, y) in spot.items() if abs(x - spot[chosen][0]) + abs(y - spot[chosen][1]) < 1}
+    over = browser.find_element(By.CSS_SELECTOR, "#plot .u-over")
+    _click_at(browser, over, *spot[chosen])
+    _until(lambda: "/units/" in browser.current_url, what="a trial's page")
+    assert int(browser.current_url.rsplit("/", 1)[1]) in same

@@ -149,3 +149,35 @@ def test_a_slow_to_read_sweep_is_served_from_its_last_read_while_it_is_read_agai
     while http.get(summary).json()["version"] == after:
         assert time.monotonic() < deadline, "the background read never landed"
         time.sleep(0.05)
+
+
+def test_the_grouped_table_shows_the_means_and_stds_of_a_groupby_of_show_json(sweep, capsys):
+    """Issue 26: the dashboard's groups are ``show --group-by``'s, checked against a groupby
+    of the trials ``show --json`` lists."""
+    import json
+    from collections import defaultdict
+
+    from xcore.cli.main import main
+    from xcore.ui.data import cell
+
+    experiment_id, http = sweep
+    capsys.readouterr()
+    assert main(["show", str(experiment_id), "--json"]) == 0
+    members: dict[tuple, list[dict]] = defaultdict(list)
+    for unit in json.loads(capsys.readouterr().out)["work_units"]:
+        members[(unit["args"]["lr"], unit["args"]["batch_size"])].append(unit)
+    page = http.get(f"/experiments/{experiment_id}", params={"group_by": "lr,batch_size"}).text
+    table = page.split('id="groups"')[1].split("</table>")[0]
+    rows = re.findall(r'<tr class="group">(.*?)</tr>', table, re.S)
+    assert len(rows) == len(members) == 20
+    for row in rows:
+        cells = [re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
+        lr, batch, count, completed, failed, loss = cells[:6]
+        group = members[(float(lr), int(batch))]
+        assert int(count) == len(group)
+        assert int(completed) == sum(u["status"] == "COMPLETED" for u in group)
+        assert int(failed) == sum(u["status"] == "FAILED" for u in group)
+        losses = [u["results"]["loss"] for u in group if "loss" in u["results"]]
+        expected = (cell(statistics.fmean(losses)) + (f" ± {cell(statistics.stdev(losses))}" if len(losses) > 1
+                                                       else "")) if losses else ""
+        assert loss == expected

@@ -62,7 +62,7 @@ function drawScatter(element, chart, x, y) {
   const xs = chart.arg_values[x] || [], ys = chart.result_values[y] || [];
   for (let i = 0; i < chart.ids.length; i++) {
     if (typeof ys[i] !== "number" || xs[i] === undefined || xs[i] === null) continue;
-    points.push([xs[i], ys[i], chart.status[i]]);
+    points.push([xs[i], ys[i], chart.status[i], chart.ids[i]]);
   }
   const numeric = points.length > 0 && points.every((p) => typeof p[0] === "number");
   const cats = numeric ? [] : [...new Set(points.map((p) => typeof p[0] === "string" ? p[0] : JSON.stringify(p[0])))].sort();
@@ -74,7 +74,8 @@ function drawScatter(element, chart, x, y) {
   const data = [points.map((p) => p[0]), ...statuses.map((s) => points.map((p) => p[2] === s ? p[1] : null))];
   const key = JSON.stringify([x, y, statuses, cats, logX]);
   element.dataset.points = String(points.length);
-  return chartIn(element, key, (width) => ({
+  element.scatter = points;  // [x, y, status, id] in data order: what a click looks up
+  const plot = chartIn(element, key, (width) => ({
     width, height: 280,
     scales: {x: {time: false, distr: logX ? 3 : 1, ...(numeric ? {} : {range: () => [-0.5, cats.length - 0.5]})}},
     axes: [{label: x, ...(numeric ? {} : {splits: () => cats.map((_, i) => i),
@@ -82,6 +83,30 @@ function drawScatter(element, chart, x, y) {
     series: [{label: x, value: (u, v) => v === null || v === undefined ? "--" : (numeric ? v : cats[v])},
       ...statuses.map((s) => pointsOnly(s.toLowerCase(), STATUS_COLORS[s] || "#333"))],
   }), data, JSON.stringify([x, y, cats, logX]));
+  if (!plot.opensTrials) {  // a click on a point opens its trial
+    plot.opensTrials = true;
+    plot.over.addEventListener("click", (event) => {
+      const id = pointAt(plot, element.scatter, event.offsetX, event.offsetY);
+      if (id !== null && element.onTrial) element.onTrial(id);
+    });
+  }
+  return plot;
+}
+
+// The trial of the point nearest (left, top) in the plotting area, within 8 pixels, or null.
+function pointAt(plot, points, left, top) {
+  let best = null, distance = 8;
+  for (const [x, y, , id] of points) {
+    const d = Math.hypot(plot.valToPos(x, "x") - left, plot.valToPos(y, "y") - top);
+    if (d < distance) { distance = d; best = id; }
+  }
+  return best;
+}
+
+// Where a trial's point is drawn, in pixels from the plotting area's top left (for tests and tools).
+function scatterPointOf(element, id) {
+  const found = (element.scatter || []).find((p) => p[3] === id);
+  return found ? {x: element.uplot.valToPos(found[0], "x"), y: element.uplot.valToPos(found[1], "y")} : null;
 }
 
 // How many trials were queued, running, completed and failed over time (counted on the server).
@@ -127,4 +152,4 @@ function drawCurves(element, units, name, groups) {
   }), data);
 }
 
-window.xcoreCharts = {drawScatter, drawTimeline, drawCurves, STATUS_COLORS, PALETTE};
+window.xcoreCharts = {drawScatter, drawTimeline, drawCurves, scatterPointOf, STATUS_COLORS, PALETTE};

@@ -82,6 +82,7 @@ function experimentPage(section) {
   const parcoords = pcHolder && window.xcoreParcoords ? window.xcoreParcoords.parallelCoordinates(pcHolder,
     (unit) => { window.location.href = "/experiments/" + id + "/units/" + unit; }) : null;
   if (parcoords) pcColour.addEventListener("change", () => parcoords.colorBy(pcColour.value));
+  document.getElementById("plot").onTrial = (unit) => { window.location.href = "/experiments/" + id + "/units/" + unit; };
   const redraw = () => {
     if (!chart || !window.xcoreCharts) return;
     drawPlot(chart);

@@ -182,12 +182,15 @@ def create_app(store: MetadataStore, host: PluginHost, *, read_only: bool = Fals
     cache: dict[int, tuple[float, list[UnitView], dict[str, Any], float]] = {}  # id: (read at, rows, derived, took)
     cache_lock = threading.Lock()
     refreshing: set[int] = set()
+    dropped: dict[int, float] = {}  # id: when its rows were dropped (a cancel): older reads are not kept
 
     def read(experiment_id: int) -> list[UnitView]:
         start = time.monotonic()
         rows = read_units(store, experiment_id)
         with cache_lock:
-            cache[experiment_id] = (start, rows, {}, time.monotonic() - start)
+            newer = cache[experiment_id][0] if experiment_id in cache else dropped.get(experiment_id, 0.0)
+            if start >= newer:  # never over a newer read, nor a read from before a cancel
+                cache[experiment_id] = (start, rows, {}, time.monotonic() - start)
             for old in sorted(cache, key=lambda k: cache[k][0])[:-16]:  # keep the 16 most recent
                 del cache[old]
             refreshing.discard(experiment_id)
@@ -391,12 +394,13 @@ def create_app(store: MetadataStore, host: PluginHost, *, read_only: bool = Fals
         """Each series name's group means with their std (``charts.group_curves``), over the
         trials the page's filters select (an even sample of MAX_GROUP_TRIALS when more),
         grouped by ``group_by``."""
+        from xcore.errors import XcoreError
         from xcore.workspace.groups import parse_names
 
         _, shown, _ = selected(request, experiment_id)
         try:
             names = parse_names(group_by)
-        except Exception:  # noqa: BLE001 - the table says what is wrong with it
+        except XcoreError:  # the table says what is wrong with it
             return {}
         shown = charts.sample([u for u in shown if u.role == "work_unit"], charts.MAX_GROUP_TRIALS)
         series = store.series(experiment_id, [u.id for u in shown]) if shown else {}
@@ -501,6 +505,7 @@ def create_app(store: MetadataStore, host: PluginHost, *, read_only: bool = Fals
         await run_in_threadpool(run)
         with cache_lock:
             cache.pop(experiment_id, None)
+            dropped[experiment_id] = time.monotonic()
         target = f"/experiments/{experiment_id}" + (f"/units/{unit_id}" if unit_id is not None else "")
         return RedirectResponse(target, status_code=303)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import re
 import statistics
+import time
 
 import pytest
 from starlette.testclient import TestClient  # xcore-core[ui], installed by scripts/test.sh
@@ -71,6 +72,7 @@ def test_a_big_sweep_is_sampled_evenly_and_its_timeline_counted_whole():
     line = answer["timeline"]
     assert len(line["t"]) <= charts.MAX_TIMELINE + 2 and line["t"] == sorted(line["t"])
     assert line["queued"][0] == 20_000 and line["t"][0] == 0.0  # everything created at once
+    assert line["t"][-1] >= time.time() - 60  # half of them still run: drawn on to now
     last = {name: line[name][-1] for name in ("queued", "running", "completed", "failed")}
     assert last == {"queued": 0, "running": 10_000, "completed": 10_000, "failed": 0}
 
@@ -118,8 +120,6 @@ def test_grouped_curves_and_table_match_the_trials(sweep):
 def test_a_slow_to_read_sweep_is_served_from_its_last_read_while_it_is_read_again(xcore_home, monkeypatch):
     """A 100,000-trial sweep takes seconds to read: its pages answer from the previous read
     and a thread reads it anew (the next poll sees the change); a quick read stays synchronous."""
-    import time
-
     import xcore.ui.app as app_module
 
     plugin_host({"fake": fake})

@@ -5,6 +5,7 @@ trial on the server, at most ``MAX_TIMELINE`` points."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -41,7 +42,8 @@ def payload(rows: Sequence[UnitView], arg_names: Sequence[str], result_names: Se
 
 def timeline(rows: Sequence[UnitView], limit: int = MAX_TIMELINE) -> dict[str, list[float]]:
     """How many work units were queued, running, completed and failed (or cancelled) over
-    time, after each change, thinned to about ``limit`` points (the last one kept)."""
+    time, after each change, thinned to about ``limit`` points (the last one kept), and on to
+    now while any is unfinished."""
     events: list[tuple[float, int, int]] = []  # (when, column, +1/-1); columns as in `names` below
     for row in rows:
         if row.created_at is None:
@@ -67,6 +69,10 @@ def timeline(rows: Sequence[UnitView], limit: int = MAX_TIMELINE) -> dict[str, l
             for name, count in zip(names, counts, strict=True):
                 out[name].append(count)
             since = 0
+    if out["t"] and any(r.ended_at is None for r in rows):  # drawn on to now while anything is unfinished
+        out["t"].append(max(time.time(), out["t"][-1]))
+        for name in names:
+            out[name].append(out[name][-1])
     return out
 
 

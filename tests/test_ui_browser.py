@@ -327,6 +327,17 @@ def test_group_means_draw_bands_over_the_curves(server, browser):
     assert browser.execute_script("return document.getElementById('curves').uplot.bands.length") == 5
     assert len(browser.find_elements(By.CSS_SELECTOR, "#groups tr.group")) == 5
     _shot(browser, "11-group-bands")
+    first = browser.find_element(By.CSS_SELECTOR, "#groups tr.group")
+    lr = first.find_elements(By.CSS_SELECTOR, "td.arg")[0].text
+    first.find_element(By.CSS_SELECTOR, "button.expand").click()  # the group opens in place
+    members = _until(lambda: browser.find_elements(By.CSS_SELECTOR, "#groups tr.members table.members tbody tr"),
+                     what="the group's trials")
+    assert len(members) == 20 and {m.find_elements(By.CSS_SELECTOR, "td.arg")[0].text for m in members} == {lr}
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#units tbody tr")) == 50  # the table below is as it was
+    browser.execute_script("arguments[0].scrollIntoView()", first)
+    _shot(browser, "11b-group-open")
+    browser.find_element(By.CSS_SELECTOR, "#groups button.expand").click()
+    _until(lambda: not browser.find_elements(By.CSS_SELECTOR, "#groups tr.members"), what="the group to close")
 
 
 def _parcoords(browser, what: str) -> str:

@@ -73,10 +73,54 @@ function ticked() {
   return [...document.querySelectorAll("input[name=unit][form=compare-form]:checked")].map((box) => box.value);
 }
 
+// The grouped table's ▸ opens a group in place: its trials (the first page of them) under its
+// row, from the same table the page shows filtered to the group. Open groups stay open when
+// the table is refreshed.
+function groupRows(holder, id) {
+  const open = new Set();
+  const expand = async (row) => {
+    const query = new URLSearchParams(window.location.search);
+    query.delete("group_by"); query.delete("page");
+    query.set("where", row.dataset.where);
+    const response = await fetch("/experiments/" + id + "/table?" + query, {credentials: "same-origin"});
+    if (!response.ok) return;
+    const page = document.createElement("template");
+    page.innerHTML = await response.text();  // server-rendered, escaped by the template engine
+    const units = page.content.getElementById("units");
+    if (!units || !row.isConnected) return;
+    units.removeAttribute("id");
+    units.className = "members";
+    const members = document.createElement("tr");
+    members.className = "members";
+    const cell = document.createElement("td");
+    cell.colSpan = row.children.length;
+    const more = page.content.getElementById("matching");
+    cell.append(units);
+    if (more) { more.removeAttribute("id"); cell.append(more); }
+    members.append(cell);
+    row.after(members);
+    confirmForms(members);
+  };
+  const toggle = (row, opening) => {
+    const button = row.querySelector("button.expand");
+    button.setAttribute("aria-expanded", String(opening));
+    button.textContent = opening ? "▾" : "▸";
+    if (opening) { open.add(row.dataset.where); expand(row).catch(console.warn); return; }
+    open.delete(row.dataset.where);
+    if (row.nextElementSibling && row.nextElementSibling.classList.contains("members")) row.nextElementSibling.remove();
+  };
+  holder.addEventListener("click", (event) => {
+    const button = event.target.closest("button.expand");
+    if (button) toggle(button.closest("tr.group"), button.getAttribute("aria-expanded") !== "true");
+  });
+  return () => holder.querySelectorAll("tr.group").forEach((row) => { if (open.has(row.dataset.where)) toggle(row, true); });
+}
+
 function experimentPage(section) {
   const id = section.dataset.id, poll = Number(section.dataset.poll) || 3000;
   let version = null;
   let chart = null;
+  const reopenGroups = groupRows(document.getElementById("units-table"), id);
   const pcHolder = document.getElementById("parcoords");
   const pcColour = document.getElementById("pc-color");
   const parcoords = pcHolder && window.xcoreParcoords ? window.xcoreParcoords.parallelCoordinates(pcHolder,
@@ -132,6 +176,7 @@ function experimentPage(section) {
           holder.innerHTML = await response.text();  // server-rendered, escaped by the template engine
           holder.querySelectorAll("input[name=unit]").forEach((tick) => { tick.checked = keep.has(tick.value); });
           confirmForms(holder);
+          reopenGroups();
         }
         await loadChart();
         section.dataset.updates = String(Number(section.dataset.updates || 0) + 1);

@@ -133,8 +133,8 @@ def test_sweep_page_sorts_by_a_result_and_draws_plot_and_timeline(server, browse
     from selenium.webdriver.common.by import By
 
     browser.get(f"{server['url']}/experiments/{server['sweep']}")
-    _until(lambda: browser.find_elements(By.CSS_SELECTOR, "#plot .main-svg"), what="the plot")
-    _until(lambda: browser.find_elements(By.CSS_SELECTOR, "#timeline .main-svg"), what="the timeline")
+    _until(lambda: browser.find_elements(By.CSS_SELECTOR, "#plot .uplot canvas"), what="the plot")
+    _until(lambda: browser.find_elements(By.CSS_SELECTOR, "#timeline .uplot canvas"), what="the timeline")
     assert "page 1 of 2" in browser.find_element(By.CSS_SELECTOR, "#units-table .pager").text
     assert len(browser.find_elements(By.CSS_SELECTOR, "#units tbody tr")) == 50
     browser.find_element(By.CSS_SELECTOR, 'a.sort[data-sort="result:loss"]').click()
@@ -150,8 +150,7 @@ def test_sweep_page_sorts_by_a_result_and_draws_plot_and_timeline(server, browse
     _until(lambda: "sort=-result%3Aloss" in browser.current_url, what="the descending sort")
     descending = losses()
     assert descending == sorted(descending, reverse=True) and descending[0] > ascending[0]
-    _until(lambda: browser.find_elements(By.CSS_SELECTOR, "#plot .main-svg"), what="the plot")
-    time.sleep(0.5)  # let Plotly finish drawing before the screenshot
+    _until(lambda: browser.find_elements(By.CSS_SELECTOR, "#plot .uplot canvas"), what="the plot")
     _shot(browser, "02-sweep")
 
 
@@ -284,7 +283,7 @@ def _traces(browser) -> str:
 
     found = browser.find_elements(By.CSS_SELECTOR, "#curves")
     return (found[0].get_attribute("data-traces") or "") if found and \
-        found[0].find_elements(By.CSS_SELECTOR, ".main-svg") else ""
+        found[0].find_elements(By.CSS_SELECTOR, ".uplot canvas") else ""
 
 
 def test_curves_overlay_the_first_trials_then_the_ticked_ones_and_compare(server, browser):
@@ -299,7 +298,6 @@ def test_curves_overlay_the_first_trials_then_the_ticked_ones_and_compare(server
     ticks[0].click()
     ticks[3].click()
     _until(lambda: _traces(browser) == "2", what="the two ticked trials' curves")
-    time.sleep(0.5)  # let Plotly finish drawing before the screenshot
     _shot(browser, "09-curves")
     browser.find_element(By.ID, "compare").click()
     _until(lambda: "/compare?" in browser.current_url, what="the compare page")
@@ -312,3 +310,153 @@ def test_curves_overlay_the_first_trials_then_the_ticked_ones_and_compare(server
     browser.get(f"{server['url']}/experiments/{server['sweep']}/units/{first}")
     _until(lambda: _traces(browser) == "1", what="the unit's curve")
     _no_script_ran(browser)
+
+
+def test_group_means_draw_bands_over_the_curves(server, browser):
+    """Issue 26: grouped by lr, the curve overlay adds each group's mean curve with a band of
+    ±1 std (uPlot bands), and the table lists the groups."""
+    from selenium.webdriver.common.by import By
+
+    browser.get(f"{server['url']}/experiments/{server['sweep']}?group_by=lr")
+    _until(lambda: browser.execute_script(
+        "const c = document.getElementById('curves'); return c && c.uplot && c.dataset.bands === '5'"),
+        what="five group bands")
+    labels = browser.execute_script("return document.getElementById('curves').uplot.series.map((s) => s.label)")
+    assert [label for label in labels if label.endswith("(mean)")] == \
+        [f"lr={lr} (mean)" for lr in ("0.1", "0.03", "0.01", "0.003", "0.3")]
+    assert browser.execute_script("return document.getElementById('curves').uplot.bands.length") == 5
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#groups tr.group")) == 5
+    _shot(browser, "11-group-bands")
+    first = browser.find_element(By.CSS_SELECTOR, "#groups tr.group")
+    lr = first.find_elements(By.CSS_SELECTOR, "td.arg")[0].text
+    first.find_element(By.CSS_SELECTOR, "button.expand").click()  # the group opens in place
+    members = _until(lambda: browser.find_elements(By.CSS_SELECTOR, "#groups tr.members table.members tbody tr"),
+                     what="the group's trials")
+    assert len(members) == 20 and {m.find_elements(By.CSS_SELECTOR, "td.arg")[0].text for m in members} == {lr}
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#units tbody tr")) == 50  # the table below is as it was
+    browser.execute_script("arguments[0].scrollIntoView()", first)
+    _shot(browser, "11b-group-open")
+    browser.find_element(By.CSS_SELECTOR, "#groups button.expand").click()
+    _until(lambda: not browser.find_elements(By.CSS_SELECTOR, "#groups tr.members"), what="the group to close")
+
+
+def _parcoords(browser, what: str) -> str:
+    return browser.execute_script(
+        "const c = document.querySelector('#parcoords canvas'); return c ? c.dataset[arguments[0]] || '' : ''", what)
+
+
+def _click_at(browser, element, x: float, y: float) -> None:
+    """A click at (x, y) pixels from ``element``'s top left (Selenium offsets from its centre)."""
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    size = element.size
+    ActionChains(browser).move_to_element_with_offset(element, int(x - size["width"] / 2),
+                                                      int(y - size["height"] / 2)).click().perform()
+
+
+def test_parallel_coordinates_draw_failed_trials_dashed_and_a_click_opens_the_trial(server, browser):
+    """Issue 26: one line per trial over its arguments and results; failed trials apart (grey,
+    dashed); clicking a line opens that trial's page."""
+    import json
+
+    from selenium.webdriver.common.by import By
+
+    shown = subprocess.run([sys.executable, "-m", "xcore.cli.main", "show", str(server["sweep"]), "--json"],
+                           env=server["env"], check=True, capture_output=True, text=True, timeout=60)
+    units = json.loads(shown.stdout)["work_units"]
+    failed = sum(u["status"] == "FAILED" for u in units)
+    browser.get(f"{server['url']}/experiments/{server['sweep']}")
+    _until(lambda: _parcoords(browser, "lines") == "100", what="100 lines")
+    assert _parcoords(browser, "failed") == str(failed) and failed > 0
+    canvas = browser.find_element(By.CSS_SELECTOR, "#parcoords canvas")
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", canvas)
+    _shot(browser, "12-parallel-coordinates")
+    seed_axis = 2  # lr, batch_size, seed, loss, accuracy: each trial has its own seed
+    lines = browser.execute_script("return document.getElementById('parcoords').parcoords.points(arguments[0], 0.5)",
+                                   seed_axis)  # half way from seed to loss: [[id, x, y], ...]
+    status = {u["id"]: u["status"] for u in units}
+
+    def clearest(wanted_status: str) -> list:
+        """The line of that status farthest from any other line there, so the click is not a near tie."""
+        def room(line: list) -> float:
+            return min(abs(line[2] - other[2]) for other in lines if other[0] != line[0])
+        return max((line for line in lines if status[line[0]] == wanted_status), key=room)
+
+    for wanted_status in ("COMPLETED", "FAILED"):
+        wanted, x, y = clearest(wanted_status)
+        _click_at(browser, canvas, x, y)
+        page = f"/units/{wanted}"
+        _until(lambda: browser.current_url.endswith(page), what=f"trial {wanted}'s page")  # noqa: B023
+        assert browser.find_element(By.TAG_NAME, "h1").text.startswith(f"Work unit {server['sweep']}/{wanted}")
+        browser.back()
+        _until(lambda: _parcoords(browser, "lines") == "100", what="the lines again")
+        canvas = browser.find_element(By.CSS_SELECTOR, "#parcoords canvas")
+        browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", canvas)
+
+
+def _record(server, unit: int, values: dict) -> None:
+    """Write results for a work unit of the sweep, as a collector would: a live change."""
+    code = ("import sys, json; from xcore.launch.registry import open_store; s = open_store(); "
+            "[u] = s.work_units(int(sys.argv[1]), [int(sys.argv[2])]); "
+            "s.record_results(u.jobs[0].id, json.loads(sys.argv[3]), final=True)")
+    import json
+
+    subprocess.run([sys.executable, "-c", code, str(server["sweep"]), str(unit), json.dumps(values)],
+                   env=server["env"], check=True, capture_output=True, timeout=60)
+
+
+def test_a_brushed_range_and_a_zoom_survive_live_updates(server, browser):
+    """Issue 26: drag along an axis to keep a range of lines; drag over the scatter plot to zoom;
+    new data arrives (the page updates itself) and both stay."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+
+    browser.get(f"{server['url']}/experiments/{server['sweep']}")
+    _until(lambda: _parcoords(browser, "lines") == "100", what="100 lines")
+    canvas = browser.find_element(By.CSS_SELECTOR, "#parcoords canvas")
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", canvas)
+    top = browser.execute_script("return document.getElementById('parcoords').parcoords.pointOf(1, 0)")  # lr=0.1
+    size = canvas.size
+    ActionChains(browser).move_to_element_with_offset(canvas, int(top["x"] - size["width"] / 2),
+                                                      int(top["y"] - 8 - size["height"] / 2)) \
+        .click_and_hold().move_by_offset(0, 16).release().perform()
+    _until(lambda: _parcoords(browser, "lines") == "20", what="the 20 lr=0.1 lines")
+    plot = browser.find_element(By.CSS_SELECTOR, "#plot .u-over")
+    ActionChains(browser).move_to_element_with_offset(plot, -100, 0).click_and_hold().move_by_offset(120, 0) \
+        .release().perform()
+    zoomed = _until(lambda: browser.execute_script(
+        "const u = document.getElementById('plot').uplot; return u.zoomed && [u.scales.x.min, u.scales.x.max]"),
+        what="a zoomed plot")
+    updates = browser.execute_script("return document.getElementById('experiment').dataset.updates || '0'")
+    _record(server, 4, {"loss": 9.0})  # unit 4 runs: a result changes what the page shows
+    _until(lambda: browser.execute_script("return document.getElementById('experiment').dataset.updates || '0'")
+           != updates, what="a live update")
+    assert _parcoords(browser, "lines") == "20"
+    assert browser.execute_script(
+        "const u = document.getElementById('plot').uplot; return [u.scales.x.min, u.scales.x.max]") == zoomed
+    _shot(browser, "13-brushed")
+
+
+def test_clicking_a_point_of_the_plot_opens_its_trial(server, browser):
+    """Issue 26: a point of the result-against-argument plot opens its trial."""
+    from selenium.webdriver.common.by import By
+
+    browser.get(f"{server['url']}/experiments/{server['sweep']}")
+    _until(lambda: browser.execute_script("const p = document.getElementById('plot'); return p.uplot && p.scatter"),
+           what="the plot")
+    points = browser.execute_script(
+        "const p = document.getElementById('plot');"
+        "return p.scatter.map((s) => [s[3], xcoreCharts.scatterPointOf(p, s[3])])")
+    spot = {i: (at["x"], at["y"]) for i, at in points}
+
+    def room(i: int) -> float:  # to the nearest point drawn elsewhere (points may coincide)
+        return min((abs(spot[i][0] - x) + abs(spot[i][1] - y) for x, y in spot.values()
+                    if abs(spot[i][0] - x) + abs(spot[i][1] - y) >= 1), default=99.0)
+
+    chosen = max(spot, key=room)
+    assert room(chosen) >= 4
+    same = {i for i, (x, y) in spot.items() if abs(x - spot[chosen][0]) + abs(y - spot[chosen][1]) < 1}
+    over = browser.find_element(By.CSS_SELECTOR, "#plot .u-over")
+    _click_at(browser, over, *spot[chosen])
+    _until(lambda: "/units/" in browser.current_url, what="a trial's page")
+    assert int(browser.current_url.rsplit("/", 1)[1]) in same

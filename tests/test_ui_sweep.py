@@ -102,7 +102,7 @@ def test_compare_shows_the_arguments_that_differ_and_the_results(sweep):
     assert re.findall(r'<tr class="differs"><th>(\w+)</th>', table) == ["lr", "seed"]
     assert re.findall(r'<tr class="result"><th>(\w+)</th>', table) == ["step", "loss"]
     assert "&lt;b&gt;x&lt;/b&gt;" in page.text.split('id="same-args"')[1]  # the same everywhere: apart, escaped
-    assert 'id="series-data"' in page.text and "plotly.min.js" in page.text
+    assert 'id="series-data"' in page.text and "uPlot.iife.min.js" in page.text
     assert http.get(f"/experiments/{experiment_id}/compare").status_code == 400
     assert http.get(f"/experiments/{experiment_id}/compare?unit=x").status_code == 400
     assert http.get(f"/experiments/{experiment_id}/compare?unit=1&unit=99").status_code == 404
@@ -122,7 +122,7 @@ def test_curves_are_stored_downsampled_and_served(sweep):
     assert [u["id"] for u in chosen["units"]] == [3, 1] and chosen["units"][1]["series"]["loss"] == \
         [list(p) for p in dense]
     unit = http.get(f"/experiments/{experiment_id}/units/1").text
-    assert 'id="series-data"' in unit and "plotly.min.js" in unit
+    assert 'id="series-data"' in unit and "uPlot.iife.min.js" in unit
 
 
 def test_a_series_keeps_its_first_and_last_points_within_bounds():

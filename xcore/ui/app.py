@@ -31,23 +31,21 @@ from xcore.model.filters import FilterError
 from xcore.model.status import Status
 from xcore.settings import env_number
 from xcore.store import MetadataStore
-from xcore.ui import data, logs
+from xcore.ui import charts, data, logs
 from xcore.workspace.views import ExperimentView, UnitView, read_units
 
 HERE = Path(__file__).resolve().parent
 LOOPBACK = ["127.0.0.1", "localhost", "::1", "[::1]"]
 COOKIE = "xcore_ui_token"  # the default cookie name; `xcore ui` names one per port (cookies ignore ports)
 LOG_LIMIT = 2 * 1024 * 1024  # bytes of a log sent at once (the newest; the page offers the whole file)
+SLOW_READ = 0.5  # seconds: an experiment read slower than this is refreshed in the background
+STALE_SECS = 60.0  # ... and its previous rows served meanwhile, when no older than this
+REREAD_FACTOR = 5  # a read is reused for at least this many times as long as it took
 MAX_COMPARED = 50  # trials compared or overlaid at once
 MAX_ID = 2**63 - 1  # ids are 64-bit in every store: a larger one names nothing (and overflows a query)
+STATIC = ("ui.js", "ui.css", "charts.js", "parcoords.js", "uPlot.iife.min.js", "uPlot.min.css")  # /static/NAME
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
        "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
-
-
-def _plotly_js() -> Path:
-    import plotly
-
-    return Path(plotly.__file__).resolve().parent / "package_data" / "plotly.min.js"
 
 
 class _Security(BaseHTTPMiddleware):
@@ -153,6 +151,16 @@ def _usage_line(rows: list[UnitView]) -> str:
     return "" if used == Usage() else used.describe(prices.currency if prices is not None else "")
 
 
+def _group_where(args: dict[str, Any]) -> str:
+    """The filter that selects one group's trials: ``lr=0.1 depth=8`` (text values quoted)."""
+    terms = []
+    for name, value in args.items():
+        text = data.cell(value)
+        terms.append(f"{name}={text}" if isinstance(value, (int, float)) and not isinstance(value, bool)
+                     else f"{name}={json.dumps(text)}")
+    return " ".join(terms)
+
+
 def _is_web_link(url: str) -> bool:
     return url.lower().startswith(("https://", "http://"))
 
@@ -166,27 +174,74 @@ def create_app(store: MetadataStore, host: PluginHost, *, read_only: bool = Fals
 
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(HERE / "templates")), autoescape=True)
     templates = Jinja2Templates(env=env)
+    env.globals.update(group_where=_group_where)
     env.globals.update(fmt_time=_fmt_time, fmt_duration=_fmt_duration, cell=data.cell, is_web_link=_is_web_link,
                        read_only=read_only, poll_ms=int(poll_seconds * 1000), statuses=list(Status.__members__))
     csrf = secrets.token_urlsafe(32)
     cache_secs = env_number("XCORE_UI_CACHE_SECS", 2)
-    cache: dict[int, tuple[float, list[UnitView]]] = {}
+    cache: dict[int, tuple[float, list[UnitView], dict[str, Any], float]] = {}  # id: (read at, rows, derived, took)
     cache_lock = threading.Lock()
+    refreshing: set[int] = set()
+    dropped: dict[int, float] = {}  # id: when its rows were dropped (a cancel): older reads are not kept
+
+    def read(experiment_id: int) -> list[UnitView]:
+        start = time.monotonic()
+        rows = read_units(store, experiment_id)
+        with cache_lock:
+            newer = cache[experiment_id][0] if experiment_id in cache else dropped.get(experiment_id, 0.0)
+            if start >= newer:  # never over a newer read, nor a read from before a cancel
+                cache[experiment_id] = (start, rows, {}, time.monotonic() - start)
+            for old in sorted(cache, key=lambda k: cache[k][0])[:-16]:  # keep the 16 most recent
+                del cache[old]
+            refreshing.discard(experiment_id)
+        return rows
+
+    def refresh_later(experiment_id: int) -> None:
+        with cache_lock:
+            if experiment_id in refreshing:
+                return
+            refreshing.add(experiment_id)
+
+        def run() -> None:
+            try:
+                read(experiment_id)
+            finally:
+                with cache_lock:
+                    refreshing.discard(experiment_id)
+
+        threading.Thread(target=run, name=f"xcore-ui-read-{experiment_id}", daemon=True).start()
 
     def rows_of(experiment_id: int, fresh: bool = False) -> list[UnitView]:
         """An experiment's rows, read at most every XCORE_UI_CACHE_SECS (default 2 s) however
-        many pages, sorts and polls ask: a 10,000-trial sweep is read once per interval."""
+        many pages, sorts and polls ask: a 10,000-trial sweep is read once per interval. A
+        read is reused for at least REREAD_FACTOR times as long as it took, so that reading
+        takes at most a sixth of the server's time. A sweep whose read took over SLOW_READ
+        seconds (100,000 trials: 2-5 s) is then answered from its previous read while a thread
+        reads it anew: its pages cost what a cached page costs and follow the sweep a few reads
+        behind."""
         now = time.monotonic()
         with cache_lock:
             hit = cache.get(experiment_id)
-        if hit is not None and not fresh and now - hit[0] < cache_secs:
-            return hit[1]
-        rows = read_units(store, experiment_id)
+        if hit is not None and not fresh:
+            age, took = now - hit[0], hit[3]
+            if age < max(cache_secs, REREAD_FACTOR * took):
+                return hit[1]
+            if took > SLOW_READ and age < max(STALE_SECS, 2 * REREAD_FACTOR * took):
+                refresh_later(experiment_id)
+                return hit[1]
+        return read(experiment_id)
+
+    def once(experiment_id: int, rows: list[UnitView], name: str, compute: Callable[[], Any]) -> Any:
+        """``compute()``, kept with the cached ``rows`` it reads: the columns, the usage line,
+        the summary's version and the chart's JSON are worked out once per read of the store, not
+        once per request (over 100,000 trials each costs tens to hundreds of milliseconds)."""
         with cache_lock:
-            cache[experiment_id] = (now, rows)
-            for old in sorted(cache, key=lambda k: cache[k][0])[:-16]:  # keep the 16 most recent
-                del cache[old]
-        return rows
+            hit = cache.get(experiment_id)
+        if hit is None or hit[1] is not rows:
+            return compute()
+        if name not in hit[2]:
+            hit[2][name] = compute()  # a race computes it twice, harmlessly
+        return hit[2][name]
 
     def render(request: Request, name: str, context: dict[str, Any], status_code: int = 200) -> Response:
         return templates.TemplateResponse(request, name, {"csrf": csrf, **context}, status_code=status_code)
@@ -207,18 +262,36 @@ def create_app(store: MetadataStore, host: PluginHost, *, read_only: bool = Fals
         filter's message ("" when it reads; then nothing is selected)."""
         params = request.query_params
         rows = rows_of(experiment_id)
+        status, q, where = params.get("status", ""), params.get("q", ""), params.get("where", "")
+        sort = params.get("sort", "id")
+        if not (status or q or where.strip()):
+            return rows, once(experiment_id, rows, "sort:" + sort, lambda: data.sort_rows(rows, sort)), ""
         try:
-            shown = data.filter_rows(rows, status=params.get("status", ""), q=params.get("q", ""),
-                                     where=params.get("where", ""))
+            shown = data.filter_rows(rows, status=status, q=q, where=where)
         except FilterError as exc:
             return rows, [], str(exc)
-        return rows, data.sort_rows(shown, params.get("sort", "id")), ""
+        return rows, data.sort_rows(shown, sort), ""
+
+    def grouped(group_by: str, shown: list[UnitView]) -> tuple[list[Any], str]:
+        """The groups (``xcore show --group-by``'s) of the rows shown, and a message for a bad
+        ``group_by`` ("" when it reads)."""
+        from xcore.errors import XcoreError
+        from xcore.workspace.groups import group_units, parse_names, sort_groups
+
+        if not group_by.strip():
+            return [], ""
+        try:
+            return sort_groups(group_units(shown, parse_names(group_by)), None), ""
+        except XcoreError as exc:
+            return [], str(exc)
 
     def _units_view(request: Request, experiment_id: int) -> dict[str, Any]:
         params = request.query_params
         rows, shown, bad = selected(request, experiment_id)
-        arg_names, result_names = data.columns(rows)
-        return {"rows": rows, "page": data.paginate(shown, _int(params.get("page"), 1)), "arg_names": arg_names,
+        arg_names, result_names = once(experiment_id, rows, "columns", lambda: data.columns(rows))
+        groups, group_error = grouped(params.get("group_by", ""), shown)
+        return {"groups": groups, "group_by": params.get("group_by", ""), "group_error": group_error,
+                "rows": rows, "page": data.paginate(shown, _int(params.get("page"), 1)), "arg_names": arg_names,
                 "result_names": result_names, "sort": params.get("sort", "id"), "status": params.get("status", ""),
                 "q": params.get("q", ""), "where": params.get("where", ""), "bad_filter": bad,
                 "query": _query(request), "experiment_id": experiment_id, "matching": len(shown)}
@@ -231,7 +304,8 @@ def create_app(store: MetadataStore, host: PluginHost, *, read_only: bool = Fals
             return not_found(request, f"No experiment {experiment_id}.")
         view = _units_view(request, experiment_id)
         return render(request, "experiment.html", {"record": record, "counts": ExperimentView(record).counts,
-                                                   "usage": _usage_line(view["rows"]), **view},
+                                                   "usage": once(experiment_id, view["rows"], "usage",
+                                                                 lambda: _usage_line(view["rows"])), **view},
                       status_code=400 if view["bad_filter"] else 200)
 
     def table(request: Request) -> Response:
@@ -310,7 +384,35 @@ def create_app(store: MetadataStore, host: PluginHost, *, read_only: bool = Fals
             ids = [u.id for u in shown[: min(max(_int(params.get("top"), 10), 1), MAX_COMPARED)]]
         series = store.series(experiment_id, ids) if ids else {}
         names = list(dict.fromkeys(n for unit in series.values() for n in unit))
-        return JSONResponse({"names": names, "units": [{"id": i, "series": series[i]} for i in ids if i in series]})
+        answer: dict[str, Any] = {"names": names, "units": [{"id": i, "series": series[i]} for i in ids if i in series]}
+        if params.get("group_by", "").strip():
+            answer["groups"] = group_curves(request, experiment_id, params["group_by"], answer)
+        return JSONResponse(answer)
+
+    def group_curves(request: Request, experiment_id: int, group_by: str, answer: dict[str, Any]
+                     ) -> dict[str, list[dict[str, Any]]]:
+        """Each series name's group means with their std (``charts.group_curves``), over the
+        trials the page's filters select (an even sample of MAX_GROUP_TRIALS when more),
+        grouped by ``group_by``."""
+        from xcore.errors import XcoreError
+        from xcore.workspace.groups import parse_names
+
+        _, shown, _ = selected(request, experiment_id)
+        try:
+            names = parse_names(group_by)
+        except XcoreError:  # the table says what is wrong with it
+            return {}
+        shown = charts.sample([u for u in shown if u.role == "work_unit"], charts.MAX_GROUP_TRIALS)
+        series = store.series(experiment_id, [u.id for u in shown]) if shown else {}
+        members: dict[str, dict[str, list[Any]]] = {}  # series name: group label: members' points
+        for unit in shown:
+            label = " ".join(f"{n}={data.cell(unit.named_args.get(n))}" for n in names)
+            for name, points in series.get(unit.id, {}).items():
+                members.setdefault(name, {}).setdefault(label, []).append(points)
+        for name in members:
+            if name not in answer["names"]:
+                answer["names"].append(name)
+        return {name: charts.group_curves(groups) for name, groups in members.items()}
 
     def summary(request: Request) -> Response:
         experiment_id = request.path_params["experiment_id"]
@@ -319,21 +421,20 @@ def create_app(store: MetadataStore, host: PluginHost, *, read_only: bool = Fals
         except NotFoundError:
             return JSONResponse({"error": "not found"}, status_code=404)
         rows = rows_of(experiment_id)  # the rows the table is rendered from, so a change is never missed
-        version = json.dumps([sorted(Counter(r.status.value for r in rows).items()), sum(len(r.results) for r in rows),
-                              sum(len(r.message) for r in rows), len(rows)])
+        version = once(experiment_id, rows, "version", lambda: json.dumps([
+            sorted(Counter(r.status.value for r in rows).items()), sum(len(r.results) for r in rows),
+            sum(len(r.message) for r in rows), len(rows)]))
         return JSONResponse({"status": record.status.value, "counts": dict(ExperimentView(record).counts),
                              "version": version})
 
     def chart(request: Request) -> Response:
         experiment_id = request.path_params["experiment_id"]
         rows = rows_of(experiment_id)
-        arg_names, result_names = data.columns(rows)
-        return JSONResponse({
-            "args": arg_names, "results": result_names,
-            "units": [{"id": r.id, "status": r.status.value, "args": r.named_args, "results": r.results,
-                       "created": r.created_at, "started": r.started_at, "ended": r.ended_at}
-                      for r in rows if r.role == "work_unit"],
-        })
+        arg_names, result_names = once(experiment_id, rows, "columns", lambda: data.columns(rows))
+        body = once(experiment_id, rows, "chart", lambda: json.dumps(
+            charts.payload(rows, arg_names, result_names), ensure_ascii=False, allow_nan=False,
+            separators=(",", ":")).encode())
+        return Response(body, media_type="application/json")
 
     def unit(request: Request) -> Response:
         experiment_id, unit_id = request.path_params["experiment_id"], request.path_params["unit_id"]
@@ -404,14 +505,13 @@ def create_app(store: MetadataStore, host: PluginHost, *, read_only: bool = Fals
         await run_in_threadpool(run)
         with cache_lock:
             cache.pop(experiment_id, None)
+            dropped[experiment_id] = time.monotonic()
         target = f"/experiments/{experiment_id}" + (f"/units/{unit_id}" if unit_id is not None else "")
         return RedirectResponse(target, status_code=303)
 
     def static(request: Request) -> Response:
         name = request.path_params["name"]
-        if name == "plotly.min.js":
-            path = _plotly_js()
-        elif name in ("ui.js", "ui.css"):
+        if name in STATIC:
             path = HERE / "static" / name
         else:
             return PlainTextResponse("not found", status_code=404)

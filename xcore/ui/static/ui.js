@@ -1,13 +1,7 @@
-// xcore ui: confirmations, live updates, charts and the log viewer. Every value from the
-// store is put into the page as text (textContent) or escaped for Plotly's labels.
+// xcore ui: confirmations, live updates, the log viewer, and the charts' wiring (charts.js and
+// parcoords.js draw them, loaded only on pages that show one). Every value from the store is
+// put into the page as text (textContent), or drawn on a canvas.
 "use strict";
-
-const COLORS = {COMPLETED: "#2e7d32", FAILED: "#c62828", CANCELLED: "#757575", RUNNING: "#1565c0",
-  PENDING: "#f9a825", LAUNCHING: "#8e24aa", UNKNOWN: "#6d4c41", QUEUED: "#bdbdbd"};
-
-function esc(value) {  // Plotly reads a few HTML tags in labels: show them as text instead
-  return String(value).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
-}
 
 function confirmForms(root) {
   root.querySelectorAll("form[data-confirm]").forEach((form) => {
@@ -35,95 +29,35 @@ async function getJSON(url) {
 
 // -- experiment page -----------------------------------------------------------------------
 
+function fillSelect(select, names) {
+  const keep = select.value;
+  if (select.options.length === names.length && [...select.options].every((o, i) => o.value === names[i])) return;
+  select.replaceChildren(...names.map((n) => new Option(n, n)));
+  if (names.includes(keep)) select.value = keep;
+}
+
 function drawPlot(chart) {
   const ySelect = document.getElementById("plot-y"), xSelect = document.getElementById("plot-x");
-  const fill = (select, names) => {
-    if (select.options.length === names.length) return;
-    const keep = select.value;
-    select.replaceChildren(...names.map((n) => new Option(n, n)));
-    if (names.includes(keep)) select.value = keep;
-  };
-  fill(ySelect, chart.results);
-  fill(xSelect, chart.args);
+  fillSelect(ySelect, chart.results);
+  fillSelect(xSelect, chart.args);
   const plot = document.getElementById("plot");
   if (!chart.results.length || !chart.args.length) {
     plot.textContent = chart.results.length ? "no arguments to plot against" :
       "no results yet: programs report them as XCORE_RESULT {\"name\": value} lines";
     return;
   }
-  const y = ySelect.value, x = xSelect.value;
-  const byStatus = {};
-  for (const unit of chart.units) {
-    const value = unit.results[y];
-    if (value === undefined || value === null || !(x in unit.args)) continue;
-    const arg = unit.args[x];
-    const group = byStatus[unit.status] || (byStatus[unit.status] = {x: [], y: [], text: []});
-    group.x.push(typeof arg === "number" ? arg : esc(typeof arg === "string" ? arg : JSON.stringify(arg)));
-    group.y.push(value);
-    group.text.push("WU " + unit.id);
-  }
-  const xs = Object.values(byStatus).flatMap((g) => g.x);
-  const numeric = xs.length && xs.every((v) => typeof v === "number");
-  const logX = numeric && xs.every((v) => v > 0) && Math.max(...xs) / Math.min(...xs) >= 100;
-  const traces = Object.entries(byStatus).map(([status, g]) => ({
-    type: "scatter", mode: "markers", name: status.toLowerCase(), x: g.x, y: g.y, text: g.text,
-    marker: {color: COLORS[status] || "#333", size: 8}, hovertemplate: "%{text}<br>" + esc(x) + "=%{x}<br>" + esc(y) + "=%{y}<extra></extra>",
-  }));
-  window.Plotly.react(plot, traces, {
-    margin: {t: 10, r: 10, b: 40, l: 50}, height: 280, xaxis: {title: {text: esc(x)}, type: logX ? "log" : (numeric ? "linear" : "category")},
-    yaxis: {title: {text: esc(y)}}, showlegend: true, legend: {orientation: "h"},
-  }, {displaylogo: false, responsive: true});
-}
-
-function drawTimeline(chart) {
-  const element = document.getElementById("timeline");
-  const now = Date.now() / 1000;
-  const units = chart.units.slice(-2000);  // the newest 2000: a readable timeline
-  const queued = {y: [], base: [], x: []};
-  const byStatus = {};
-  for (const unit of units) {
-    const label = "WU " + unit.id;
-    const start = unit.started === null ? null : unit.started;
-    queued.y.push(label); queued.base.push(new Date(unit.created * 1000).toISOString());
-    queued.x.push(((start === null ? (unit.ended === null ? now : unit.ended) : start) - unit.created) * 1000);
-    if (start !== null) {
-      const group = byStatus[unit.status] || (byStatus[unit.status] = {y: [], base: [], x: []});
-      group.y.push(label); group.base.push(new Date(start * 1000).toISOString());
-      group.x.push(((unit.ended === null ? now : unit.ended) - start) * 1000);
-    }
-  }
-  const bar = (name, g, color) => ({type: "bar", orientation: "h", name, y: g.y, base: g.base, x: g.x,
-    marker: {color}, hovertemplate: "%{y}: " + name + "<extra></extra>"});
-  const traces = [bar("queued", queued, COLORS.QUEUED)];
-  for (const [status, g] of Object.entries(byStatus)) traces.push(bar(status.toLowerCase(), g, COLORS[status] || "#333"));
-  window.Plotly.react(element, traces, {
-    barmode: "overlay", margin: {t: 10, r: 10, b: 55, l: 60}, height: 280, xaxis: {type: "date"},
-    yaxis: {autorange: "reversed", type: "category", showticklabels: units.length <= 60}, legend: {orientation: "h"},
-  }, {displaylogo: false, responsive: true});
+  window.xcoreCharts.drawScatter(plot, chart, xSelect.value, ySelect.value);
 }
 
 // -- learning curves ------------------------------------------------------------------------
 
-function drawCurves(units) {
-  // units: [{id, series: {name: [[step, value], ...]}}]; one line per unit for the chosen name
+function drawCurves(units, groups) {
+  // units: [{id, series: {name: [[step, value], ...]}}]; groups: {name: [{label, steps, mean, std}]}
   const select = document.getElementById("curve-name"), element = document.getElementById("curves");
   const names = [...new Set(units.flatMap((u) => Object.keys(u.series)))];
-  if (!select || !element || !window.Plotly) return names.length;
-  const keep = select.value;
-  if (select.options.length !== names.length) {
-    select.replaceChildren(...names.map((n) => new Option(n, n)));
-    if (names.includes(keep)) select.value = keep;
-  }
-  const name = select.value;
-  const traces = units.filter((u) => u.series[name]).map((u) => ({
-    type: "scatter", mode: "lines", name: "WU " + u.id, x: u.series[name].map((p) => p[0]),
-    y: u.series[name].map((p) => p[1]), hovertemplate: "WU " + u.id + "<br>step %{x}<br>" + esc(name) + "=%{y}<extra></extra>",
-  }));
-  window.Plotly.react(element, traces, {
-    margin: {t: 10, r: 10, b: 40, l: 50}, height: 280, xaxis: {title: {text: "step"}},
-    yaxis: {title: {text: esc(name)}}, showlegend: traces.length <= 12, legend: {orientation: "h"},
-  }, {displaylogo: false, responsive: true});
-  element.dataset.traces = String(traces.length);
+  if (!select || !element || !window.xcoreCharts) return names.length;
+  fillSelect(select, names);
+  window.xcoreCharts.drawCurves(element, units, select.value, (groups || {})[select.value]);
   return names.length;
 }
 
@@ -132,28 +66,90 @@ function embeddedCurves(script) {
   const units = JSON.parse(script.textContent);  // [{id, series}], in the table's order
   const draw = () => drawCurves(units);
   document.getElementById("curve-name").addEventListener("change", draw);
-  if (window.Plotly) draw(); else window.addEventListener("load", draw);
+  draw();
 }
 
 function ticked() {
   return [...document.querySelectorAll("input[name=unit][form=compare-form]:checked")].map((box) => box.value);
 }
 
+// The grouped table's ▸ opens a group in place: its trials (the first page of them) under its
+// row, from the same table the page shows filtered to the group. Open groups stay open when
+// the table is refreshed.
+function groupRows(holder, id) {
+  const open = new Set();
+  const expand = async (row) => {
+    const query = new URLSearchParams(window.location.search);
+    query.delete("group_by"); query.delete("page");
+    query.set("where", row.dataset.where);
+    const response = await fetch("/experiments/" + id + "/table?" + query, {credentials: "same-origin"});
+    if (!response.ok) return;
+    const page = document.createElement("template");
+    page.innerHTML = await response.text();  // server-rendered, escaped by the template engine
+    const units = page.content.getElementById("units");
+    if (!units || !row.isConnected) return;
+    units.removeAttribute("id");
+    units.className = "members";
+    const members = document.createElement("tr");
+    members.className = "members";
+    const cell = document.createElement("td");
+    cell.colSpan = row.children.length;
+    const more = page.content.getElementById("matching");
+    cell.append(units);
+    if (more) { more.removeAttribute("id"); cell.append(more); }
+    members.append(cell);
+    row.after(members);
+    confirmForms(members);
+  };
+  const toggle = (row, opening) => {
+    const button = row.querySelector("button.expand");
+    button.setAttribute("aria-expanded", String(opening));
+    button.textContent = opening ? "▾" : "▸";
+    if (opening) { open.add(row.dataset.where); expand(row).catch(console.warn); return; }
+    open.delete(row.dataset.where);
+    if (row.nextElementSibling && row.nextElementSibling.classList.contains("members")) row.nextElementSibling.remove();
+  };
+  holder.addEventListener("click", (event) => {
+    const button = event.target.closest("button.expand");
+    if (button) toggle(button.closest("tr.group"), button.getAttribute("aria-expanded") !== "true");
+  });
+  return () => holder.querySelectorAll("tr.group").forEach((row) => { if (open.has(row.dataset.where)) toggle(row, true); });
+}
+
 function experimentPage(section) {
   const id = section.dataset.id, poll = Number(section.dataset.poll) || 3000;
   let version = null;
   let chart = null;
-  const redraw = () => { if (chart && window.Plotly) { drawPlot(chart); drawTimeline(chart); } };
+  const reopenGroups = groupRows(document.getElementById("units-table"), id);
+  const pcHolder = document.getElementById("parcoords");
+  const pcColour = document.getElementById("pc-color");
+  const parcoords = pcHolder && window.xcoreParcoords ? window.xcoreParcoords.parallelCoordinates(pcHolder,
+    (unit) => { window.location.href = "/experiments/" + id + "/units/" + unit; }) : null;
+  if (parcoords) pcColour.addEventListener("change", () => parcoords.colorBy(pcColour.value));
+  document.getElementById("plot").onTrial = (unit) => { window.location.href = "/experiments/" + id + "/units/" + unit; };
+  const redraw = () => {
+    if (!chart || !window.xcoreCharts) return;
+    drawPlot(chart);
+    window.xcoreCharts.drawTimeline(document.getElementById("timeline"), chart.timeline);
+    if (parcoords && chart.args.length + chart.results.length > 1) {
+      document.getElementById("parcoords-box").hidden = false;
+      const names = [...chart.results, ...chart.args];
+      fillSelect(pcColour, names);
+      parcoords.colorBy(pcColour.value);
+      parcoords.update(chart);
+    }
+  };
   document.getElementById("plot-y").addEventListener("change", redraw);
   document.getElementById("plot-x").addEventListener("change", redraw);
-  let curves = [];
+  let curves = [], groups = {};
   const box = document.getElementById("curves-box");
-  const redrawCurves = () => { if (drawCurves(curves)) box.hidden = false; };
+  const redrawCurves = () => { if (drawCurves(curves, groups)) box.hidden = false; };
   const loadCurves = async () => {
     const query = new URLSearchParams(window.location.search);
     for (const unit of ticked()) query.append("unit", unit);
     const answer = await getJSON("/api/experiments/" + id + "/curves?" + query);
     curves = answer.units;
+    groups = answer.groups || {};
     if (answer.names.length) { box.hidden = false; redrawCurves(); }
   };
   document.getElementById("curve-name").addEventListener("change", redrawCurves);
@@ -164,6 +160,7 @@ function experimentPage(section) {
     chart = await getJSON("/api/experiments/" + id + "/chart"); redraw();
     await loadCurves();
   };
+  section.reloadCharts = loadChart;
   const tick = async () => {
     try {
       const summary = await getJSON("/api/experiments/" + id + "/summary");
@@ -179,8 +176,10 @@ function experimentPage(section) {
           holder.innerHTML = await response.text();  // server-rendered, escaped by the template engine
           holder.querySelectorAll("input[name=unit]").forEach((tick) => { tick.checked = keep.has(tick.value); });
           confirmForms(holder);
+          reopenGroups();
         }
         await loadChart();
+        section.dataset.updates = String(Number(section.dataset.updates || 0) + 1);
       }
       version = summary.version;
     } catch (error) {

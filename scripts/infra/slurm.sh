@@ -89,7 +89,8 @@ SlurmctldPort=6817
 SlurmdPort=6818
 AuthType=auth/munge
 # A requeued job (preempted, scontrol requeue) waits cred_expire seconds before it may start again
-# (default 120): 20 keeps the retry tests short and still leaves a loaded node time to launch.
+# (default 120): 20 keeps the retry tests short and still leaves a loaded node time to launch;
+# sched_interval=2 starts it within seconds once eligible (else up to the 60 s main-loop pass).
 AuthInfo=cred_expire=20
 SlurmUser=slurm
 StateSaveLocation=/var/spool/slurmctld
@@ -108,7 +109,7 @@ TaskPlugin=task/none
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
 SchedulerType=sched/backfill
-SchedulerParameters=batch_sched_delay=0,sched_min_interval=100000,bf_interval=1
+SchedulerParameters=batch_sched_delay=0,sched_min_interval=100000,bf_interval=1,sched_interval=2
 DependencyParameters=kill_invalid_depend
 SlurmdParameters=config_overrides
 ReturnToService=2

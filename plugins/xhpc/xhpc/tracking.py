@@ -11,6 +11,8 @@ import time
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 
+import attrs
+
 from xcore.plugin import BackendUnavailableError, JobState, Status, XcoreError, follow_bytes, lost_state
 from xhpc import config
 from xhpc.handles import ClusterHandle, GridEngineHandle
@@ -20,6 +22,7 @@ from xhpc.transport import ClusterConnectionError, Transport, connect
 LOST_REPLY_GRACE = 120.0  # seconds to wait for a chunk-K.id after a lost submission reply
 _MARK_CHUNK = "@@XHPC-CHUNKID"
 _MARK_CANCELLED = "@@XHPC-CANCELLED"
+_MARK_REQUEUED = "@@XHPC-REQUEUED"
 
 
 def _scheduler_name(handle: ClusterHandle) -> str:
@@ -102,18 +105,25 @@ def _query(group: list[ClusterHandle], scheduler_name: str) -> list[JobState]:
     job_ids = sorted({h.job_id for h in group if h.job_id} | set(lost_ids.values()))
     table: dict[tuple[str, int], JobState] = {}
     cancelled: set[tuple[str, int]] = set()
+    requeued: set[tuple[str, int, int]] = set()  # (run_dir, index, attempt) stopped before the time limit
     if job_ids:
         run_dirs = sorted({h.run_dir for h in group if h.run_dir})
+        # Markers the job script and cancel leave: cancelled/INDEX, and requeued/INDEX.ATTEMPT
+        # for a run the script requeued before its time limit (the scheduler records "requeued").
         markers = (
             "for d in " + " ".join(q(d) for d in run_dirs) + "; do "
-            f"for f in \"$d\"/cancelled/*; do [ -e \"$f\" ] && echo \"{_MARK_CANCELLED} $d ${{f##*/}}\"; done; done; "
+            f"for f in \"$d\"/cancelled/*; do [ -e \"$f\" ] && echo \"{_MARK_CANCELLED} $d ${{f##*/}}\"; done; "
+            f"for f in \"$d\"/requeued/*; do [ -e \"$f\" ] && echo \"{_MARK_REQUEUED} $d ${{f##*/}}\"; done; done; "
         )
         out = transport.run(markers + scheduler.query_command(job_ids)).out
         for line in out.splitlines():
-            if line.startswith(_MARK_CANCELLED):
-                _, run_dir, index = line.split(" ", 2)
-                if index.isdigit():
-                    cancelled.add((run_dir, int(index)))
+            if line.startswith((_MARK_CANCELLED, _MARK_REQUEUED)):
+                mark, run_dir, name = line.split(" ", 2)
+                if mark == _MARK_CANCELLED and name.isdigit():
+                    cancelled.add((run_dir, int(name)))
+                index, _, attempt = name.partition(".")
+                if mark == _MARK_REQUEUED and index.isdigit() and attempt.isdigit():
+                    requeued.add((run_dir, int(index), int(attempt)))
         table = scheduler.parse_states(out)
     now = time.time()
     states: list[JobState] = []
@@ -143,8 +153,23 @@ def _query(group: list[ClusterHandle], scheduler_name: str) -> list[JobState]:
                                    "to the scheduler or its accounting")
         if marked and state.status is Status.FAILED:
             state = JobState(Status.CANCELLED, "cancelled", state.exit_code, state.started_at, state.ended_at)
-        states.append(state)
+        states.append(_numbered(state, handle, requeued))
     return states
+
+
+def _numbered(state: JobState, handle: ClusterHandle, requeued: set[tuple[str, int, int]]) -> JobState:
+    """The scheduler counts a task's runs from 1; the submission's first run is attempt
+    ``handle.attempt``. A run the job script requeued before its time limit is a timeout."""
+    shift = handle.attempt - 1
+    if not state.previous_attempts and not shift:
+        return state
+    previous = []
+    for attempt in state.previous_attempts:
+        number = attempt.number + shift
+        if (handle.run_dir, handle.index, number) in requeued:
+            attempt = attrs.evolve(attempt, failure="timeout", message="stopped before its time limit (requeued)")
+        previous.append(attrs.evolve(attempt, number=number))
+    return attrs.evolve(state, attempt=(state.attempt or 1) + shift, previous_attempts=tuple(previous))
 
 
 _BENIGN_CANCEL_ERRORS = ("already complet", "Invalid job id", "does not exist", "not found")

@@ -71,6 +71,7 @@ def test_every_hook_is_called_in_a_real_flow(xcore_home, tmp_path, capsys):
         jobs = [job for unit in store.work_units(experiment.experiment_id) for job in unit.jobs]
         handle = get_host().serializer.load(jobs[0].handle)
         assert "".join(get_host().job_logs(jobs[0].handle_kind, handle, True)) == "hi ✓\n"
+        assert get_host().job_env(jobs[0].handle_kind, handle) == {}
         with pytest.raises(TimeoutError):  # the held job: the wait blocks in the backend between polls
             wait_for(lambda: jobs[1:], store, get_host(), timeout=0.05)
         assert cancel_jobs(store, get_host(), jobs[1:]) == 1

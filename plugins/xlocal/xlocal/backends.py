@@ -114,6 +114,11 @@ class Processes(Backend):
 
         return processes.logs(handle, follow)
 
+    def env(self, handle: ProcessHandle) -> dict[str, str] | None:
+        from xlocal import processes
+
+        return processes.job_env(handle)
+
 
 class Containers(Backend):
     """The state, cancel and logs of container jobs (``Processes.launch`` starts them)."""

@@ -470,6 +470,16 @@ def read_events(run_dir: str | os.PathLike[str]) -> dict[int, dict[str, Any]]:
     return reader.read()
 
 
+def job_env(handle: ProcessHandle) -> dict[str, str] | None:
+    """The job's own environment as launched, from its run's 0600 batch file (secrets in
+    clear); None once the run directory is gone."""
+    batch = _read_json(Path(handle.run_dir) / "batch.json")
+    jobs = (batch or {}).get("jobs") or []
+    if not 0 <= handle.index < len(jobs):
+        return None
+    return {str(k): str(v) for k, v in (jobs[handle.index].get("env") or {}).items()}
+
+
 def _read_json(path: Path) -> dict[str, Any] | None:
     try:
         return dict(json.loads(path.read_text()))

@@ -72,6 +72,15 @@ def _time_limit(value: Any) -> int | None:
     return parse_time_limit(value)
 
 
+def _signal_before(value: Any) -> int | None:
+    if value is None or (value == 0 and not isinstance(value, bool)):
+        return value if value is None else 0
+    try:
+        return parse_time_limit(value)
+    except ValueError as exc:
+        raise ValueError(str(exc).replace("time_limit=", "signal_before_limit=")) from None
+
+
 def _str_list(value: Any) -> list[str]:
     if value is None:
         return []
@@ -186,6 +195,10 @@ class ClusterExecutor(Executor):
     max_parallel_tasks: int | None = attrs.field(default=None, validator=_positive_or_none)
     workdir: str | None = None
     exclusive: bool = False
+    signal_before_limit: int | None = attrs.field(default=None, converter=_signal_before)
+    """Seconds before ``time_limit`` the job gets SIGUSR1 to save a checkpoint (``"5m"`` works too).
+    None: 300 s (at most half the limit) when the retry policy retries ``timeout``, else no
+    signal; 0: never. See ``xhpc.retries`` and docs/long-runs.md."""
 
     def __attrs_post_init__(self) -> None:
         # Start the SSH handshake now, so it overlaps the launch script adding work units.

@@ -30,8 +30,17 @@ from typing import Any
 
 import attrs
 
-from xcore.plugin import LaunchContext, LaunchError, LaunchFailure, LaunchRequest
-from xhpc import array_limits, config, scripts, staging_roots
+from xcore.plugin import (
+    ATTEMPT_VAR,
+    CHECKPOINT_VAR,
+    LaunchContext,
+    LaunchError,
+    LaunchFailure,
+    LaunchRequest,
+    attempt_env,
+    checkpoint_dir,
+)
+from xhpc import array_limits, config, retries, scripts, staging_roots
 from xhpc.config import Cluster
 from xhpc.executables import ClusterExecutable
 from xhpc.executors import ClusterExecutor, with_defaults
@@ -110,7 +119,7 @@ def launch(requests: Sequence[LaunchRequest], context: LaunchContext) -> list[Cl
     pairs: dict[tuple[int, int], tuple[Any, Any, tuple[Any, ...]]] = {}
     for i, request in enumerate(requests):
         known = pairs.get((id(request.executor), id(request.executable)))
-        if known is not None:
+        if known is not None and known[2][-1] == request.retry:
             groups[known[2]].append(i)
             continue
         executor = request.executor
@@ -132,7 +141,8 @@ def launch(requests: Sequence[LaunchRequest], context: LaunchContext) -> list[Cl
         cluster, effective = resolved[ekey]
         if id(request.executable) not in exe_keys:
             exe_keys[id(request.executable)] = (request.executable, _exe_key(request.executable))
-        key = (cluster.name, cluster.is_local, exe_keys[id(request.executable)][1], ekey)
+        # One array per retry policy: its directives and job script follow the policy.
+        key = (cluster.name, cluster.is_local, exe_keys[id(request.executable)][1], ekey, request.retry)
         groups[key].append(i)
         clusters[key] = (cluster, effective)
         pairs[(id(executor), id(request.executable))] = (executor, request.executable, key)
@@ -304,17 +314,25 @@ def _launch_group(cluster: Cluster, executor: ClusterExecutor, group: list[Launc
                                if executable.cwd_in_package and executable.package
                                else run_dir)
     command, env = _command_and_env(cluster, executor, executable, root, cwd,
-                                    sorted({k for r in group for k in r.env}))
-    common = {**env, **scripts.common_env(group)}
-    data, offsets = scripts.encode_tasks(cwd, command, common, group)
+                                    sorted({k for r in group for k in r.env} | {ATTEMPT_VAR, CHECKPOINT_VAR}))
+    # Each task's attempt number and checkpoint directory (XCORE_ATTEMPT is counted on from it
+    # by the job script) come after its own variables: xcore sets them.
+    tasks = [scripts.Task(r.args, {**r.env, **attempt_env(r.attempt, checkpoint_dir(root, r.experiment_id,
+                                                                                     r.work_unit_id))})
+             for r in group]
+    common = {**env, **scripts.common_env(tasks)}
+    data, offsets = scripts.encode_tasks(cwd, command, common, tasks)
     name = executor.job_name or _default_name(context, first)
-    script_text = scripts.job_script(executor, name, run_dir, offsets)
+    plan = retries.plan(first.retry, executor.time_limit, executor.signal_before_limit)
+    script_text = scripts.job_script(executor, name, run_dir, offsets, plan)
     limit = array_limits.limit(cluster, context.state_dir)
     chunks = [Chunk(k, off, min(limit, len(group) - off)) for k, off in enumerate(range(0, len(group), limit))]
     submitted_at = time.time()
     # Which xcore job is which task: lets a later process adopt them if this launcher dies (adoption.py).
     adoption = {"job_ids": [r.job_id for r in group], "chunks": [[c.index, c.offset, c.count] for c in chunks],
-                "submitted_at": submitted_at}
+                "submitted_at": submitted_at, "attempts": [r.attempt for r in group],
+                # variables xcore added to tasks.bin (not the job's own): env() leaves them out
+                "backend_env": sorted(set(env) - {k for r in group for k in r.env})}
     files = {"job.sh": script_text.encode(), "tasks.bin": data, "xcore-jobs.json": json.dumps(adoption).encode()}
     compressed = sum(len(content) for content in files.values()) > COMPRESS_ABOVE
     payload = _tar(files, compressed)
@@ -372,7 +390,8 @@ def _launch_group(cluster: Cluster, executor: ClusterExecutor, group: list[Launc
             continue
         number, offset = chunk.index, chunk.offset
         handles += [cls(cluster=name_, job_id=job_id, task=base + t, index=offset + t, run_dir=run_dir,
-                        log_path=f"{logs}{offset + t}.log", local=local, submitted_at=submitted_at, chunk=number)
+                        log_path=f"{logs}{offset + t}.log", local=local, submitted_at=submitted_at, chunk=number,
+                        attempt=group[offset + t].attempt)
                     for t in range(chunk.count)]
     if not chunk_ids and lost is None and not unconfirmed:
         raise LaunchError(f"Submitting to cluster {cluster.name!r} failed: "

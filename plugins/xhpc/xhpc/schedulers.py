@@ -187,7 +187,8 @@ class SlurmScheduler(Scheduler):
             "export SLURM_TIME_FORMAT=%s; "
             'xhpc_sq=$(mktemp "${TMPDIR:-/tmp}/xhpc-squeue.XXXXXX") || exit 1; '
             f"squeue -h -r -t all -j {ids} -o '%F|%K|%T|%r|%S|%A' >\"$xhpc_sq\" 2>/dev/null & "
-            f"xhpc_sacct=$(sacct -n -X -P --duplicates -j {ids} -o JobID,State,ExitCode,Start,End,JobIDRaw,NodeList 2>&1); "
+            f"xhpc_sacct=$(sacct -n -X -P --duplicates -j {ids} "
+            "-o JobID,State,ExitCode,Start,End,JobIDRaw,NodeList 2>&1); "
             f"wait; cat \"$xhpc_sq\"; rm -f \"$xhpc_sq\"; echo {_SQUEUE_MARK}; printf '%s\\n' \"$xhpc_sacct\""
         )
 

@@ -18,6 +18,7 @@ from typing import Protocol
 
 import attrs
 
+from xhpc import retries
 from xhpc.executors import ClusterExecutor, GridEngine, Slurm
 
 
@@ -202,9 +203,10 @@ XHPC_ARGS=("${{XHPC_REC[@]:1:XHPC_N}}")
 for XHPC_KV in "${{XHPC_REC[@]:1+XHPC_N}}"; do export -- "$XHPC_KV"; done
 unset XHPC_REC XHPC_N XHPC_KV XHPC_OFFSETS XHPC_F
 export XHPC_INDEX XHPC_RUN
-{modules}{setup}cd -- "$XHPC_CWD" || {{ echo "xhpc: cannot enter $XHPC_CWD" >&2; exit 98; }}
-exec "${{XHPC_CMD[@]}}" "${{XHPC_ARGS[@]}}"
-"""
+{attempts}{modules}{setup}cd -- "$XHPC_CWD" || {{ echo "xhpc: cannot enter $XHPC_CWD" >&2; exit 98; }}
+{run}"""
+_EXEC = 'exec "${XHPC_CMD[@]}" "${XHPC_ARGS[@]}"\n'
+
 
 _MODULE_INIT = """if ! type module >/dev/null 2>&1; then
     for f in /etc/profile.d/modules.sh /etc/profile.d/lmod.sh /usr/share/lmod/lmod/init/bash /etc/profile; do
@@ -214,22 +216,33 @@ fi
 """
 
 
-def job_script(executor: ClusterExecutor, name: str, run_dir: str, offsets: Sequence[int]) -> str:
+def job_script(executor: ClusterExecutor, name: str, run_dir: str, offsets: Sequence[int],
+               plan: retries.Plan | None = None) -> str:
+    """The array job's script; ``plan`` (``xhpc.retries``) adds the retry directives, the attempt
+    number and checkpoint directory, and the requeue at the time-limit warning."""
     if isinstance(executor, Slurm):
         header = slurm_directives(executor, name, run_dir)
         task_expr = "${SLURM_ARRAY_TASK_ID:-0}"
+        scheduler = "slurm"
+        extra = [f"#SBATCH {d}" for d in retries.slurm_directives(plan)] if plan is not None else []
     elif isinstance(executor, GridEngine):
         header = sge_directives(executor, name, run_dir)
         task_expr = "$(( ${SGE_TASK_ID:-1} - 1 ))"
+        scheduler = "sge"
+        extra = [f"#$ {d}" for d in retries.sge_directives(plan, executor.time_limit)] if plan is not None else []
     else:
         raise TypeError(f"not a cluster executor: {executor!r}")
+    own = len(header) - len(executor.directives)  # the user's directives come last: they may override ours
+    header = header[:own] + extra + header[own:]
     modules = ""
     if executor.modules:
         modules = _MODULE_INIT + "module load " + " ".join(shlex.quote(m) for m in executor.modules) + \
             ' || { echo "xhpc: module load failed" >&2; exit 99; }\n'
     setup = "".join(f"{line}\n" for line in executor.setup)
+    attempts = retries.attempt_lines(scheduler, plan) if plan is not None else ""
+    run = (retries.run_lines(scheduler, plan) if plan is not None else None) or _EXEC
     body = _BODY.format(run_dir=shlex.quote(run_dir), task_expr=task_expr, offsets=" ".join(map(str, offsets)),
-                        modules=modules, setup=setup)
+                        modules=modules, setup=setup, attempts=attempts, run=run)
     return "#!/bin/bash\n" + "\n".join(header) + "\n" + body
 
 

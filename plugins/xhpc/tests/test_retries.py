@@ -1,0 +1,208 @@
+"""Retries on the real schedulers (issue 23): a requeue or reschedule is the next attempt, the
+program sees it in XCORE_ATTEMPT and keeps its XCORE_CHECKPOINT_DIR; a time limit is caught by
+the warning signal and the task requeued; a preemptible partition's tasks finish after a
+higher-priority job took their node. Each test waits on conditions with deadlines."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import xcore as xm
+from xcore.testing import require_service
+from xhpc_helpers import HOW, REMOTE_STAGING, cluster_toml, service_up
+
+pytestmark = pytest.mark.infra("slurm")
+
+
+def _configure(xcore_env: Path, scheduler: str, mode: str) -> str:
+    require_service(scheduler, lambda: service_up(scheduler), HOW)
+    if mode == "ssh":
+        require_service("sshd", lambda: service_up("sshd"), HOW)
+        staging = f"{REMOTE_STAGING}/test-{uuid.uuid4().hex[:8]}"
+    else:
+        staging = str(xcore_env / "staging")
+    (xcore_env / "config" / "clusters.toml").write_text(cluster_toml("test", scheduler, mode, staging))
+    return staging
+
+
+def _handle(job: Any) -> Any:
+    from xcore.hooks.host import get_host
+
+    return get_host().serializer.load(job.handle)
+
+
+def _state(job: Any) -> xm.JobState:
+    from xcore.hooks.host import get_host
+
+    return get_host().job_states(job.handle_kind, [_handle(job)])[0]
+
+
+def _log(job: Any) -> str:
+    from xcore.hooks.host import get_host
+
+    return "".join(get_host().job_logs(job.handle_kind, _handle(job), False))
+
+
+def _until(what: str, check: Any, timeout: float) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(0.5)
+
+
+def _running(job: Any) -> bool:
+    return _state(job).status is xm.Status.RUNNING
+
+
+def _done(job: Any) -> xm.JobState | None:
+    state = _state(job)
+    return state if state.status.is_terminal else None
+
+
+def _sh(*argv: str) -> None:
+    subprocess.run(argv, check=True, capture_output=True, timeout=30)
+
+
+def _slurm_task(job: Any) -> str:
+    handle = _handle(job)
+    return f"{handle.job_id}_{handle.task}"
+
+
+# Attempt 1 waits to be taken off the node; a later attempt records what it saw and finishes.
+_WAIT_FOR_REQUEUE = (
+    'echo "attempt=$XCORE_ATTEMPT checkpoint=$XCORE_CHECKPOINT_DIR"; '
+    'stat -c "mode=%a" "$XCORE_CHECKPOINT_DIR"; '
+    '[ "$XCORE_ATTEMPT" -gt 1 ] || { echo seen > "$XCORE_CHECKPOINT_DIR/first"; exec sleep 600; }; '
+    'echo "first attempt left: $(cat "$XCORE_CHECKPOINT_DIR/first")"')
+
+
+def test_slurm_requeued_task_is_attempt_2_and_keeps_its_checkpoint_dir(xcore_env: Path) -> None:
+    """`scontrol requeue` of a running task (over SSH): it runs again as attempt 2, its
+    program sees XCORE_ATTEMPT=2 and the file attempt 1 left in XCORE_CHECKPOINT_DIR (0700, on
+    the cluster's staging area), and status reports the first run as a preempted attempt."""
+    import xhpc
+
+    staging = _configure(xcore_env, "slurm", "ssh")
+    with xm.create_experiment(title="requeue") as experiment:
+        [exe] = experiment.package([xm.Packageable(xhpc.Command([_WAIT_FOR_REQUEUE]), xhpc.Slurm.Spec())])
+        unit = experiment.add(xm.Job(exe, xhpc.Slurm())).result()
+    [job] = experiment._all_jobs()
+    _until("the task to run", lambda: _running(job) and "attempt=1" in _log(job), 60)
+    _sh("scontrol", "requeue", _slurm_task(job))
+    state = _until("attempt 2 to finish", lambda: _done(job), 120)
+    assert state.status is xm.Status.COMPLETED, state
+    assert state.attempt == 2, state
+    [first] = state.previous_attempts
+    assert (first.number, first.failure, first.status) == (1, "preempted", xm.Status.FAILED), first
+    log = _log(job)
+    checkpoint = f"{staging}/checkpoints/{experiment.experiment_id}/{unit.work_unit_id}"
+    assert f"attempt=1 checkpoint={checkpoint}" in log and f"attempt=2 checkpoint={checkpoint}" in log, log
+    assert "first attempt left: seen" in log and "mode=700" in log, log
+    assert stat.S_IMODE(os.stat(checkpoint).st_mode) == 0o700
+
+
+_RESUMABLE = r"""
+import os, pathlib, signal, sys, time
+attempt = os.environ["XCORE_ATTEMPT"]
+saved = pathlib.Path(os.environ["XCORE_CHECKPOINT_DIR"], "step")
+if saved.exists():
+    print(f"attempt {attempt} resumed at step {saved.read_text()}", flush=True)
+    sys.exit(0)
+step = 0
+def save(signum, frame):
+    saved.write_text(str(step))
+    print(f"attempt {attempt} saved step {step} on the warning", flush=True)
+    sys.exit(75)  # not finished: the job script requeues it
+signal.signal(signal.SIGUSR1, save)
+print(f"attempt {attempt} starts from scratch", flush=True)
+while True:
+    step += 1
+    time.sleep(0.5)
+"""
+
+
+def test_slurm_time_limit_warning_checkpoints_and_attempt_2_resumes(xcore_env: Path) -> None:
+    """A job with Slurm's smallest limit (one minute) and a policy that retries timeouts gets
+    SIGUSR1 40 s before the limit, saves its step and exits; the job script requeues it and
+    attempt 2 resumes from the checkpoint and completes. Status calls the first run a timeout."""
+    import xhpc
+
+    _configure(xcore_env, "slurm", "local")
+    executor = xhpc.Slurm(time_limit=60, signal_before_limit=40,
+                          retry=xm.Retry(max_attempts=2, on=("preemption", "node_failure", "timeout")))
+    with xm.create_experiment(title="time limit") as experiment:
+        [exe] = experiment.package([xm.Packageable(xm.Binary("python3"), xhpc.Slurm.Spec())])
+        experiment.add(xm.Job(exe, executor, args=["-c", _RESUMABLE]))
+    [job] = experiment._all_jobs()
+    state = _until("the job to finish", lambda: _done(job), 150)
+    log = _log(job)
+    assert state.status is xm.Status.COMPLETED, (state, log)
+    assert "attempt 1 starts from scratch" in log and "attempt 1 saved step" in log, log
+    saved = log.split("attempt 1 saved step ")[1].split()[0]
+    assert f"attempt 2 resumed at step {saved}" in log, log
+    assert state.attempt == 2, state
+    [first] = state.previous_attempts
+    assert first.failure == "timeout", first
+
+
+def test_slurm_preempted_sweep_finishes_in_later_attempts(xcore_env: Path) -> None:
+    """A 4-task sweep on the preemptible partition fills the node; a high-priority job that
+    needs the whole node preempts (requeues) them. Every preempted task completes afterwards
+    as attempt 2 with a preempted attempt in its history; the high-priority job completes."""
+    import xhpc
+
+    _configure(xcore_env, "slurm", "local")
+    low = xhpc.Slurm(partition="lowprio", requirements=xm.JobRequirements(cpu=2))
+    high = xhpc.Slurm(partition="highprio", requirements=xm.JobRequirements(cpu=8), time_limit="5m")
+    with xm.create_experiment(title="preemption") as experiment:
+        [exe] = experiment.package([xm.Packageable(xhpc.Command(
+            ['echo "attempt=$XCORE_ATTEMPT"; [ "$XCORE_ATTEMPT" -gt 1 ] || exec sleep 600']), xhpc.Slurm.Spec())])
+        for _ in range(4):
+            experiment.add(xm.Job(exe, low))
+    sweep = experiment._all_jobs()
+    _until("the sweep to fill the node", lambda: all(_running(j) for j in sweep), 120)
+    with xm.create_experiment(title="urgent") as urgent:
+        [exe] = urgent.package([xm.Packageable(xhpc.Command(["sleep 1"]), xhpc.Slurm.Spec())])
+        urgent.add(xm.Job(exe, high))
+    [hot] = urgent._all_jobs()
+    hot_state = _until("the high-priority job", lambda: _done(hot), 120)
+    assert hot_state.status is xm.Status.COMPLETED, hot_state
+    for job in sweep:
+        state = _until("a preempted task to finish", lambda job=job: _done(job), 120)
+        assert state.status is xm.Status.COMPLETED, (state, _log(job))
+        assert state.attempt is not None and state.attempt > 1, state
+        assert "preempted" in [a.failure for a in state.previous_attempts], state
+        assert "attempt=2" in _log(job)
+
+
+def test_sge_rescheduled_task_is_attempt_2(xcore_env: Path) -> None:
+    """`qmod -rj` of a running (rerunnable) Grid Engine task: it runs again as attempt 2, its
+    program sees XCORE_ATTEMPT=2, status lists the rescheduled run as a preempted attempt."""
+    import xhpc
+
+    _configure(xcore_env, "sge", "local")
+    with xm.create_experiment(title="reschedule") as experiment:
+        [exe] = experiment.package([xm.Packageable(xhpc.Command([_WAIT_FOR_REQUEUE]), xhpc.GridEngine.Spec())])
+        experiment.add(xm.Job(exe, xhpc.GridEngine()))
+    [job] = experiment._all_jobs()
+    _until("the task to run", lambda: _running(job) and "attempt=1" in _log(job), 60)
+    handle = _handle(job)
+    _sh("qmod", "-rj", f"{handle.job_id}.{handle.task}")
+    state = _until("attempt 2 to finish", lambda: _done(job), 120)
+    assert state.status is xm.Status.COMPLETED, (state, _log(job))
+    assert state.attempt == 2, state
+    assert [(a.number, a.failure) for a in state.previous_attempts] == [(1, "preempted")], state
+    log = _log(job)
+    assert "attempt=2" in log and "first attempt left: seen" in log, log

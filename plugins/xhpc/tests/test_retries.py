@@ -206,3 +206,27 @@ def test_sge_rescheduled_task_is_attempt_2(xcore_env: Path) -> None:
     assert [(a.number, a.failure) for a in state.previous_attempts] == [(1, "preempted")], state
     log = _log(job)
     assert "attempt=2" in log and "first attempt left: seen" in log, log
+
+
+def test_env_reads_the_real_environment_back_from_the_cluster(xcore_env: Path) -> None:
+    """`env(handle)` over SSH: each task's own variables, unredacted, from the 0600 task file
+    (shared ones from its first record, the task's own from its record), without what xcore
+    adds (XCORE_ATTEMPT, XCORE_CHECKPOINT_DIR, the package variables); None once it is gone."""
+    import shutil
+
+    import xhpc
+    from xcore.hooks.host import get_host
+
+    _configure(xcore_env, "slurm", "ssh")
+    with xm.create_experiment(title="env") as experiment:
+        [exe] = experiment.package([xm.Packageable(xhpc.Command(["true"]), xhpc.Slurm.Spec())])
+        for i in range(2):
+            experiment.add(xm.Job(exe, xhpc.Slurm(), env_vars={"API_TOKEN": "s3cret=x\nline", "SEED": str(i)}))
+    jobs = experiment.wait_until_complete(timeout=90)
+    host = get_host()
+    for i, job in enumerate(jobs):
+        assert host.job_env(job.handle_kind, _handle(job)) == {"API_TOKEN": "s3cret=x\nline", "SEED": str(i)}
+    run_dir = _handle(jobs[0]).run_dir
+    assert stat.S_IMODE(os.stat(f"{run_dir}/tasks.bin").st_mode) == 0o600
+    shutil.rmtree(run_dir)
+    assert host.job_env(jobs[0].handle_kind, _handle(jobs[0])) is None

@@ -54,3 +54,8 @@ class Clusters(Backend):
         from xhpc import tracking
 
         return tracking.logs(handle, follow)
+
+    def env(self, handle: ClusterHandle) -> dict[str, str] | None:
+        from xhpc import task_env
+
+        return task_env.env(handle)

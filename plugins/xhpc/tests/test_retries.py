@@ -187,6 +187,36 @@ def test_slurm_preempted_sweep_finishes_in_later_attempts(xcore_env: Path) -> No
         assert "attempt=2" in _log(job)
 
 
+def test_slurm_preemption_of_the_last_attempt_is_final(xcore_env: Path) -> None:
+    """max_attempts caps Slurm's own requeue: with Retry(max_attempts=2), attempt 2 (after a
+    requeue) turns requeue off, so a preemption leaves it FAILED, class preempted, attempt 2.
+    A policy that retries nothing (max_attempts=1) is submitted --no-requeue: preempted once,
+    it stays failed."""
+    import xhpc
+
+    _configure(xcore_env, "slurm", "local")
+    capped = xhpc.Slurm(partition="lowprio", requirements=xm.JobRequirements(cpu=4), retry=xm.Retry(max_attempts=2))
+    never = xhpc.Slurm(partition="lowprio", requirements=xm.JobRequirements(cpu=4), retry=xm.Retry(max_attempts=1))
+    with xm.create_experiment(title="cap") as experiment:
+        [exe] = experiment.package([xm.Packageable(xhpc.Command(
+            ['echo "attempt=$XCORE_ATTEMPT"; exec sleep 600']), xhpc.Slurm.Spec())])
+        experiment.add(xm.Job(exe, capped))
+        experiment.add(xm.Job(exe, never))
+    two, one = experiment._all_jobs()
+    _until("both to run", lambda: _running(two) and _running(one) and "attempt=1" in _log(two), 120)
+    _sh("scontrol", "requeue", _slurm_task(two))
+    _until("attempt 2 to run", lambda: "attempt=2" in _log(two) and _running(two) and _running(one), 120)
+    with xm.create_experiment(title="urgent") as urgent:
+        [exe] = urgent.package([xm.Packageable(xhpc.Command(["sleep 1"]), xhpc.Slurm.Spec())])
+        urgent.add(xm.Job(exe, xhpc.Slurm(partition="highprio", requirements=xm.JobRequirements(cpu=8))))
+    [hot] = urgent._all_jobs()
+    assert _until("the high-priority job", lambda: _done(hot), 120).status is xm.Status.COMPLETED
+    for job, attempt in ((two, 2), (one, 1)):
+        state = _until("the preempted job's final state", lambda job=job: _done(job), 60)
+        assert (state.status, state.failure, state.attempt or 1) == (xm.Status.FAILED, "preempted", attempt), state
+        assert f"attempt={attempt + 1}" not in _log(job)
+
+
 def test_sge_rescheduled_task_is_attempt_2(xcore_env: Path) -> None:
     """`qmod -rj` of a running (rerunnable) Grid Engine task: it runs again as attempt 2, its
     program sees XCORE_ATTEMPT=2, status lists the rescheduled run as a preempted attempt."""

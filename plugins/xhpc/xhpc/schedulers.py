@@ -291,9 +291,10 @@ class SlurmScheduler(Scheduler):
 # -- Grid Engine -----------------------------------------------------------------------------
 
 _QACCT_MARK = "@@XHPC-QACCT"
-# qacct's "failed" for a run ended by rescheduling (qmod -rj, a host gone); below it, failures
-# before the job script ran (shell, output file, working directory...).
+# qacct's "failed" for a run ended by rescheduling (qmod -rj, a host gone), and the codes of
+# failures before the job script ran (setup, output file, shell, working directory).
 _RESCHEDULED = 25
+_BEFORE_START = frozenset(range(1, 25)) | {26, 27, 28, 29}
 
 
 def _failed_code(record: dict[str, str]) -> int:
@@ -368,8 +369,8 @@ class GridEngineScheduler(Scheduler):
             if key in ("jobnumber", "taskid", "failed", "exit_status", "start_time", "end_time", "category"):
                 record[key] = value.strip()
         flush()
-        for key, ended in runs.items():
-            live = states.get(key)
+        for task_key, ended in runs.items():
+            live = states.get(task_key)
             if ended[-1][0]:  # rescheduled: every run accounting closed is an earlier attempt
                 previous = [state for _, state in ended]
                 current = live if live is not None else JobState(Status.PENDING, "pending: rescheduled")
@@ -377,7 +378,7 @@ class GridEngineScheduler(Scheduler):
                 previous, current = [state for _, state in ended[:-1]], ended[-1][1]
             else:  # qstat still lists the run that just ended: its final state comes next poll
                 previous, current = [state for _, state in ended[:-1]], live
-            states[key] = current if not previous else attrs.evolve(
+            states[task_key] = current if not previous else attrs.evolve(
                 current, attempt=len(previous) + 1,
                 previous_attempts=tuple(as_attempt(i + 1, state) for i, state in enumerate(previous)))
         return states
@@ -436,7 +437,7 @@ class GridEngineScheduler(Scheduler):
         if failed_code == 100 and code is not None and code > 128:  # killed after start (qdel, signal)
             return JobState(Status.FAILED, describe_exit(code, signalled=True), code, start, end, failure="error")
         return JobState(Status.FAILED, f"failed {failed_code}: {reason}" + (f", exit code {code}" if code else ""),
-                        code, start, end, failure="launch" if failed_code < _RESCHEDULED else "error")
+                        code, start, end, failure="launch" if failed_code in _BEFORE_START else "error")
 
     def cancel_command(self, tasks: dict[str, list[int]]) -> str:
         targets = [f"{job} -t {a}-{b}" for job, ids in sorted(tasks.items()) for a, b in task_ranges(ids)]

@@ -260,3 +260,24 @@ def test_env_reads_the_real_environment_back_from_the_cluster(xcore_env: Path) -
     assert stat.S_IMODE(os.stat(f"{run_dir}/tasks.bin").st_mode) == 0o600
     shutil.rmtree(run_dir)
     assert host.job_env(jobs[0].handle_kind, _handle(jobs[0])) is None
+
+
+def test_sge_soft_limit_warning_checkpoints_and_attempt_2_resumes(xcore_env: Path) -> None:
+    """Grid Engine: the warning is the soft limit's SIGUSR1 (s_rt = h_rt - signal_before_limit);
+    the program saves and exits, the job script exits 99 (reschedule) and attempt 2 resumes."""
+    import xhpc
+
+    _configure(xcore_env, "sge", "local")
+    executor = xhpc.GridEngine(time_limit=20, signal_before_limit=10,
+                               retry=xm.Retry(max_attempts=2, on=("preemption", "node_failure", "timeout")))
+    with xm.create_experiment(title="soft limit") as experiment:
+        [exe] = experiment.package([xm.Packageable(xm.Binary("python3"), xhpc.GridEngine.Spec())])
+        experiment.add(xm.Job(exe, executor, args=["-c", _RESUMABLE]))
+    [job] = experiment._all_jobs()
+    state = _until("the job to finish", lambda: _done(job), 90)
+    log = _log(job)
+    assert state.status is xm.Status.COMPLETED, (state, log)
+    saved = log.split("attempt 1 saved step ")[1].split()[0]
+    assert f"attempt 2 resumed at step {saved}" in log, log
+    assert state.attempt == 2, state
+    assert [a.failure for a in state.previous_attempts] == ["timeout"], state

@@ -52,7 +52,7 @@ def test_signal_before_limit_field() -> None:
 
 @pytest.mark.parametrize("policy", [None, xm.Retry(max_attempts=1), TIMEOUTS])
 @pytest.mark.parametrize("executor", [Slurm(local=True, time_limit=600, directives=["--requeue"]),
-                                      GridEngine(local=True, time_limit=600)])
+                                      GridEngine(local=True, time_limit=600, modules=["cuda/12.1"])])
 def test_job_scripts_are_valid_bash(executor: object, policy: xm.Retry | None) -> None:
     plan = retries.plan(policy, 600, None)
     text = scripts.job_script(executor, "n", "/tmp/run", [0, 10, 20], plan)  # type: ignore[arg-type]
@@ -65,6 +65,8 @@ def test_job_scripts_are_valid_bash(executor: object, policy: xm.Retry | None) -
         assert lines.index("#SBATCH --requeue") > lines.index(f"#SBATCH {retries.slurm_directives(plan)[0]}") \
             or retries.slurm_directives(plan)[0] == "--requeue"
         assert ('requeue=0' in text) is plan.requeue  # the last attempt is not requeued again
+    # 99 tells Grid Engine "reschedule me": only the time-limit requeue may exit with it
+    assert ("exit 99" in text) is (plan.on_limit and isinstance(executor, GridEngine))
 
 
 def _slurm(squeue: str, sacct: str) -> dict[tuple[str, int], xm.JobState]:

@@ -99,9 +99,9 @@ _SLURM_CLASS = {
 }
 # A run that ended in one of these was put back in the queue: the task runs again.
 _SLURM_REQUEUED = {"REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED"}
-# Exit codes of the job script itself (task record missing, working directory, module load):
-# the program never started.
-SCRIPT_EXIT_CODES = (97, 98, 99)
+# Exit codes of the job script itself (module load, task record missing, working or checkpoint
+# directory): the program never started. Not 99: Grid Engine reschedules a job that exits 99.
+SCRIPT_EXIT_CODES = (96, 97, 98)
 _SQUEUE_MARK = "@@XHPC-SACCT"
 
 

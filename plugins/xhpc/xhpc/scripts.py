@@ -237,7 +237,7 @@ def job_script(executor: ClusterExecutor, name: str, run_dir: str, offsets: Sequ
     modules = ""
     if executor.modules:
         modules = _MODULE_INIT + "module load " + " ".join(shlex.quote(m) for m in executor.modules) + \
-            ' || { echo "xhpc: module load failed" >&2; exit 99; }\n'
+            ' || { echo "xhpc: module load failed" >&2; exit 96; }\n'
     setup = "".join(f"{line}\n" for line in executor.setup)
     attempts = retries.attempt_lines(scheduler, plan) if plan is not None else ""
     run = (retries.run_lines(scheduler, plan) if plan is not None else None) or _EXEC

@@ -495,12 +495,14 @@ def _command_and_env(cluster: Cluster, executor: ClusterExecutor, executable: Cl
             image = f"{root}/artifacts/{sha}{Path(artifact.local_path).suffix}"
         if options.runtime == "docker":
             names = sorted({*env, *(env_names or []), "XHPC_INDEX", "XHPC_RUN"})
-            mounts = [p for p in dict.fromkeys([package_dir, cwd]) if p]
+            # the checkpoint directories too: XCORE_CHECKPOINT_DIR is the same path inside
+            mounts = [p for p in dict.fromkeys([package_dir, cwd, f"{root}/checkpoints"]) if p]
             command = scripts.docker_command(image, command, mounts, options.binds, options.options,
                                              scripts.uses_gpus(executor), cwd, names)
         else:
             command = scripts.container_command(cluster.singularity, image, command, options.binds, options.options,
-                                                scripts.uses_gpus(executor), [package_dir] if package_dir else [])
+                                                scripts.uses_gpus(executor),
+                                                [p for p in (package_dir, f"{root}/checkpoints") if p])
     if not command:
         raise LaunchError(f"Executable {executable.name!r} has no command to run.")
     return command, env

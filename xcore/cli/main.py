@@ -103,6 +103,8 @@ def build_parser(with_plugins: bool = True, command: str | None = None) -> argpa
     p.add_argument("target", help="EXP/WU")
     p.add_argument("--job", help="which job of a job group (default: all)")
     p.add_argument("--follow", "-f", action="store_true", help="keep printing until the job ends")
+    p.add_argument("--attempt", type=int, metavar="K", help="the output of attempt K of a retried job "
+                   "(default: the latest)")
     p.set_defaults(func="xcore.cli.commands:logs")
 
     p = sub.add_parser("ui", help="a local web dashboard of experiments (needs xcore-core[ui])",

@@ -456,8 +456,8 @@ def _serve(runs: list[Run], channel: Any) -> None:
                     run_.again.pop(0)
                     run_.events.write(i=index, e="exit", rc=None, t=time.time(), error="cancelled before it started")
                     continue
-                slot = pool.acquire()
-                if slot is None:
+                again_slot = pool.acquire()
+                if again_slot is None:
                     blocked = blocked or len(pool.held) < len(pool.paths)
                     break
                 run_.again.pop(0)
@@ -466,12 +466,12 @@ def _serve(runs: list[Run], channel: Any) -> None:
                 started = start_job(run_.batch["jobs"][index], index, run_.base_env, run_.events, None, None,
                                     run_.attempt(index))
                 if started is None:
-                    pool.release(slot)
+                    pool.release(again_slot)
                     continue
                 run_.running += 1
                 pidfd = os.pidfd_open(started.pid)
                 poller.register(pidfd, select.POLLIN)
-                running[pidfd] = (started, run_, index, pool, slot)
+                running[pidfd] = (started, run_, index, pool, again_slot)
             while run_.next < run_.count and run_.running < run_.limit:
                 index = run_.next
                 if os.path.exists(os.path.join(run_.jobs_dir, f"{index}.cancel")):

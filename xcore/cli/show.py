@@ -24,7 +24,7 @@ from xcore.model.status import Status
 from xcore.runtime import collector
 from xcore.store.records import JobRecord
 from xcore.workspace import Workspace, current
-from xcore.workspace.views import ExperimentView, UnitView, job_duration, unit_views
+from xcore.workspace.views import ExperimentView, UnitView, add_attempts, job_duration, unit_views
 
 EXIT_OK = 0
 _BATCH = 500  # work units per piece of JSON text: small pieces, few encoder calls
@@ -74,6 +74,7 @@ def _show(args: argparse.Namespace, collecting: bool) -> int:
                                    pending=pending)
     if refreshed:  # states were recorded: the experiment's counts changed
         record = store.get_experiment(experiment_id)
+    add_attempts(units, store.job_attempts(experiment_id, wanted))
     results, links = store.results(experiment_id, wanted), store.links(experiment_id, wanted)
     now = time.time()
     views = unit_views(units, results, links, now)
@@ -105,13 +106,14 @@ def _show(args: argparse.Namespace, collecting: bool) -> int:
     rows: list[tuple[object, ...]] = []
     names = results_module.result_names(results)
     completed = Status.COMPLETED.value
+    retried = any("attempts" in job for view in views for job in view.jobs)  # then an ATTEMPTS column
     for view in views:
         values = tuple(_format_result(view.results.get(n)) for n in names)
         arguments = _format_args(view.args)
         jobs = view.jobs
         if not jobs:
             name = f"{view.id} (aux)" if view.role == "auxiliary" else f"{view.id}"
-            rows.append((name, view.status.value, "-", "-", *values, "", arguments))
+            rows.append((name, view.status.value, "-", "-", *values, "", arguments, *(("-",) if retried else ())))
             continue
         for job in jobs:
             name = f"{view.id}" if len(jobs) <= 1 else f"{view.id}/{job['name']}"
@@ -120,10 +122,11 @@ def _show(args: argparse.Namespace, collecting: bool) -> int:
             exit_code = job["exit_code"]
             rows.append((name, job["status"], "-" if exit_code is None else exit_code,
                          format_duration(job_duration(job, now)), *values,
-                         job["message"] if job["status"] != completed else "", arguments))
+                         job["message"] if job["status"] != completed else "", arguments,
+                         *((_format_attempts(job),) if retried else ())))
     if rows:
-        print(render_table(["WU", "STATUS", "EXIT", "DURATION", *(n.upper() for n in names), "MESSAGE", "ARGS"],
-                           rows))
+        print(render_table(["WU", "STATUS", "EXIT", "DURATION", *(n.upper() for n in names), "MESSAGE", "ARGS",
+                            *(("ATTEMPTS",) if retried else ())], rows))
     else:
         print("(no work units)")
     link_rows = [(view.id, name, url) for view in views for name, url in view.links.items()]
@@ -323,6 +326,14 @@ def _units_json(units: list[UnitView], tables: _SpecTables, now: float) -> list[
             "results": unit.results, "links": unit.links,
         })
     return pieces
+
+
+def _format_attempts(job: dict[str, Any]) -> str:
+    """``3 (last: preempted)``: how many attempts the job had and its last failure class."""
+    if "attempts" not in job:
+        return "1"
+    failure = job.get("failure")
+    return f"{job['attempt']}" + (f" (last: {failure})" if failure else "")
 
 
 def _format_result(value: float | None) -> str:

@@ -77,6 +77,8 @@ from xcore.store.redaction import mask_args, mask_nested_urls, redact_env, redac
 if TYPE_CHECKING:
     import asyncio  # imported where a loop is used: a plain script never pays for it
 
+    from xcore.runtime.rerun import RetryPlan
+
 # -- experiment ------------------------------------------------------------------------------
 
 CANCELLED_PLACEHOLDER = "launch_cancelled"
@@ -536,6 +538,18 @@ class Experiment:
     def stop(self) -> None:
         """Cancel every unit of the experiment."""
         self.cancel_jobs(self._all_jobs(include_auxiliary=True))
+
+    def retry(self, work_units: Sequence[int] | None = None, *, failed: bool = True, cancelled: bool = False,
+              lost: bool = False, dry_run: bool = False) -> RetryPlan:
+        """Run the failed (``cancelled``, ``lost``) jobs of these units (all when None) again, as the
+        next attempt of the same units, one submission per executor kind; ``xcore retry`` from
+        the launch API. Active units, and units whose secrets are gone, are refused (``refused``
+        says why); ``dry_run`` only says what would be resubmitted."""
+        from xcore.runtime.rerun import retry
+
+        self._launcher.flush()
+        return retry(self._store, self._host, self.experiment_id, work_units, failed=failed, cancelled=cancelled,
+                     lost=lost, dry_run=dry_run, progress=self._progress)
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:

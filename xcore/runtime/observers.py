@@ -27,7 +27,9 @@ ObserverDuty = Callable[["MetadataStore", "PluginHost", "Sequence[JobRecord]"], 
 def duties() -> tuple[ObserverDuty, ...]:
     """The duties, in the order they run. Imported here, lazily, so that a refresh that saw
     nothing change imports none of them."""
-    return ()
+    from xcore.runtime.resubmit import relaunch_pending
+
+    return (relaunch_pending,)
 
 
 def after_refresh(store: MetadataStore, host: PluginHost, changed: Sequence[JobRecord]) -> None:

@@ -17,6 +17,9 @@ works between any two stores of the current version.
   old rows held is reused by new records; to give it back to the disk, ``VACUUM`` the SQLite
   file (``sqlite3 xcore.db VACUUM``) or ``VACUUM FULL jobs`` on PostgreSQL, once, when idle.
 
+- 6: attempts (``jobs.attempt``, ``jobs.failure``, ``job_attempts``): a retried job keeps its
+  id, its row holds the current attempt and each earlier one is kept (``xcore.model.retry``).
+
 A store older than the code is migrated forward in one transaction: on open for the personal
 SQLite file, by ``xcore store migrate`` for a shared server (so one person decides when every
 teammate's xcore must be new enough). A newer store is never touched.
@@ -26,7 +29,7 @@ from __future__ import annotations
 
 from xcore.errors import ConfigurationError
 
-SCHEMA_VERSION = 5  # both stores' version: each asserts it has exactly this many migrations
+SCHEMA_VERSION = 6  # both stores' version: each asserts it has exactly this many migrations
 
 
 class SchemaVersionError(ConfigurationError):

@@ -156,15 +156,16 @@ def xcore_launch(executor_kind: str, requests: Sequence[LaunchRequest],
 @hookimpl
 def xcore_adopt(executor_kind: str, requests: Sequence[LaunchRequest],
                 context: LaunchContext) -> list[FakeHandle | None]:
-    """Each job's record names its job id: the submitted ones are found by scanning them."""
-    wanted = {request.job_id for request in requests}
+    """Each job's record names its job id and attempt: the submitted ones are found by scanning them."""
+    wanted = {request.job_id: request.attempt for request in requests}
     found: dict[int, FakeHandle] = {}
     for record in (context.state_dir / "jobs").glob("*.json"):
         try:
-            job_id = json.loads(record.read_text()).get("job_id")
+            data = json.loads(record.read_text())
+            job_id = data.get("job_id")
         except (OSError, ValueError):
             continue
-        if job_id in wanted:
+        if job_id in wanted and data.get("attempt", 1) == wanted[job_id]:  # a relaunch: that attempt's record
             found[job_id] = FakeHandle(str(record), log_path=str(record.with_suffix(".log")))
     return [found.get(request.job_id) for request in requests]
 

@@ -109,8 +109,15 @@ def test_slurm_requeued_task_is_attempt_2_and_keeps_its_checkpoint_dir(xcore_env
     log = _log(job)
     checkpoint = f"{staging}/checkpoints/{experiment.experiment_id}/{unit.work_unit_id}"
     assert f"attempt=1 checkpoint={checkpoint}" in log and f"attempt=2 checkpoint={checkpoint}" in log, log
-    assert "first attempt left: seen" in log and "mode=700" in log, log
+    assert "first attempt left: seen" in log and "mode=700" in log and "----- xhpc: attempt 2 -----" in log, log
     assert stat.S_IMODE(os.stat(checkpoint).st_mode) == 0o700
+    # The store keeps the history: two attempts, the first preempted.
+    from xcore.launch.registry import open_store
+
+    [recorded] = experiment.wait_until_complete(timeout=60)
+    assert recorded.status is xm.Status.COMPLETED
+    attempts = open_store().job_attempts(experiment.experiment_id)[recorded.id]
+    assert attempts.count == 2 and [(a.number, a.failure) for a in attempts.earlier] == [(1, "preempted")]
 
 
 _RESUMABLE = r"""

@@ -75,11 +75,14 @@ def sge_directives(p: Plan, time_limit: int | None) -> list[str]:
 # Slurm counts its own requeues; Grid Engine only says "restarted", so the script counts the
 # task's starts in the run directory.
 _ATTEMPT = {
-    "slurm": 'XCORE_ATTEMPT=$(( ${XCORE_ATTEMPT:-1} + ${SLURM_RESTART_COUNT:-0} ))\n',
+    "slurm": 'XHPC_RESTARTS=${SLURM_RESTART_COUNT:-0}\n',
     "sge": ('mkdir -p "$XHPC_RUN/starts" && printf . >> "$XHPC_RUN/starts/$XHPC_INDEX"\n'
-            'XCORE_ATTEMPT=$(( ${XCORE_ATTEMPT:-1} + $(wc -c < "$XHPC_RUN/starts/$XHPC_INDEX") - 1 ))\n'),
+            'XHPC_RESTARTS=$(( $(wc -c < "$XHPC_RUN/starts/$XHPC_INDEX") - 1 ))\n'),
 }
-_COMMON = ('export XCORE_ATTEMPT\n'
+# A rerun appends to the same log: a line says where the next attempt starts.
+_COMMON = ('XCORE_ATTEMPT=$(( ${XCORE_ATTEMPT:-1} + XHPC_RESTARTS ))\n'
+           '[ "$XHPC_RESTARTS" = 0 ] || echo "----- xhpc: attempt $XCORE_ATTEMPT -----"\n'
+           'export XCORE_ATTEMPT\n'
            '[ -z "${XCORE_CHECKPOINT_DIR:-}" ] || mkdir -p -- "$XCORE_CHECKPOINT_DIR" '
            '|| { echo "xhpc: cannot create $XCORE_CHECKPOINT_DIR" >&2; exit 98; }\n')
 # The last attempt: Slurm must not requeue it again (a preempted last attempt stays PREEMPTED).

@@ -164,6 +164,29 @@ def test_slurm_time_limit_warning_checkpoints_and_attempt_2_resumes(xcore_env: P
     assert first.failure == "timeout", first
 
 
+def test_slurm_retries_a_program_failure_by_itself(xcore_env: Path) -> None:
+    """A policy that retries exit code 75 (not preemption: the job is submitted --no-requeue):
+    the job script requeues the task itself, with no xcore process watching, and attempt 2
+    completes; the first attempt reads error, exit code 75. Another exit code is final."""
+    import xhpc
+
+    _configure(xcore_env, "slurm", "local")
+    executor = xhpc.Slurm(retry=xm.Retry(max_attempts=2, on=(), exit_codes=(75,)))
+    with xm.create_experiment(title="exit codes") as experiment:
+        [exe] = experiment.package([xm.Packageable(xhpc.Command(
+            ['echo "attempt=$XCORE_ATTEMPT"; [ "$XCORE_ATTEMPT" -gt 1 ] || exit "$1"']), xhpc.Slurm.Spec())])
+        experiment.add(xm.Job(exe, executor, args=["75"]))
+        experiment.add(xm.Job(exe, executor, args=["3"]))
+    retried, final = experiment._all_jobs()
+    state = _until("attempt 2 to finish", lambda: _done(retried), 120)
+    assert (state.status, state.attempt) == (xm.Status.COMPLETED, 2), (state, _log(retried))
+    [first] = state.previous_attempts
+    assert (first.failure, first.exit_code) == ("error", 75), first
+    state = _until("the other job", lambda: _done(final), 60)
+    assert (state.status, state.failure, state.exit_code, state.attempt) == (xm.Status.FAILED, "error", 3, None)
+    assert "attempt=2" not in _log(final)
+
+
 def test_slurm_preempted_sweep_finishes_in_later_attempts(xcore_env: Path) -> None:
     """A 4-task sweep on the preemptible partition fills the node; a high-priority job that
     needs the whole node preempts (requeues) them. Every preempted task completes afterwards
@@ -179,7 +202,7 @@ def test_slurm_preempted_sweep_finishes_in_later_attempts(xcore_env: Path) -> No
         for _ in range(4):
             experiment.add(xm.Job(exe, low))
     sweep = experiment._all_jobs()
-    _until("the sweep to fill the node", lambda: all(_running(j) for j in sweep), 120)
+    _until("the sweep to fill the node", lambda: all(_running(j) for j in sweep), 240)
     with xm.create_experiment(title="urgent") as urgent:
         [exe] = urgent.package([xm.Packageable(xhpc.Command(["sleep 1"]), xhpc.Slurm.Spec())])
         urgent.add(xm.Job(exe, high))

@@ -27,7 +27,10 @@ def test_plan_follows_the_policy() -> None:
     assert retries.slurm_directives(never) == ["--no-requeue"]
     assert retries.sge_directives(never, 3600) == ["-r n"]
     errors_only = retries.plan(xm.Retry(on=("error",)), None, None)
-    assert not errors_only.requeue and not errors_only.on_limit
+    assert not errors_only.requeue and not errors_only.on_limit and errors_only.exit_codes == ()
+    assert retries.plan(xm.Retry(exit_codes=(75,)), None, None).exit_codes == (75,)
+    assert default.exit_codes is None and retries.plan(xm.Retry(max_attempts=1, on=("error",)), None, None).exit_codes \
+        is None
     hours = retries.plan(TIMEOUTS, 4 * 3600, None)
     assert (hours.on_limit, hours.warn_secs, hours.grace_secs) == (True, 300, 290)
     assert retries.slurm_directives(hours) == ["--requeue", "--signal=B:USR1@300"]
@@ -50,15 +53,17 @@ def test_signal_before_limit_field() -> None:
         Slurm(local=True, signal_before_limit="soon")
 
 
-@pytest.mark.parametrize("policy", [None, xm.Retry(max_attempts=1), TIMEOUTS])
+@pytest.mark.parametrize("policy", [None, xm.Retry(max_attempts=1), TIMEOUTS, xm.Retry(on=("error",)),
+                                    xm.Retry(exit_codes=(75, 3))])
 @pytest.mark.parametrize("executor", [Slurm(local=True, time_limit=600, directives=["--requeue"]),
                                       GridEngine(local=True, time_limit=600, modules=["cuda/12.1"])])
 def test_job_scripts_are_valid_bash(executor: object, policy: xm.Retry | None) -> None:
     plan = retries.plan(policy, 600, None)
     text = scripts.job_script(executor, "n", "/tmp/run", [0, 10, 20], plan)  # type: ignore[arg-type]
     assert subprocess.run(["bash", "-n"], input=text, text=True, capture_output=True).returncode == 0, text
-    assert ('"${XHPC_CMD[@]}" "${XHPC_ARGS[@]}" &' in text) is plan.on_limit
-    assert ('exec "${XHPC_CMD[@]}"' in text) is not plan.on_limit
+    child = plan.on_limit or plan.exit_codes is not None
+    assert ('"${XHPC_CMD[@]}" "${XHPC_ARGS[@]}" &' in text) is child
+    assert ('exec "${XHPC_CMD[@]}"' in text) is not child
     if isinstance(executor, Slurm):
         lines = text.splitlines()
         # the user's own directives come after xcore's, so they win
@@ -66,7 +71,7 @@ def test_job_scripts_are_valid_bash(executor: object, policy: xm.Retry | None) -
             or retries.slurm_directives(plan)[0] == "--requeue"
         assert ('requeue=0' in text) is plan.requeue  # the last attempt is not requeued again
     # 99 tells Grid Engine "reschedule me": only the time-limit requeue may exit with it
-    assert ("exit 99" in text) is (plan.on_limit and isinstance(executor, GridEngine))
+    assert ("exit 99" in text) is (child and isinstance(executor, GridEngine))
 
 
 def _slurm(squeue: str, sacct: str) -> dict[tuple[str, int], xm.JobState]:
@@ -147,11 +152,13 @@ def test_attempts_count_on_from_the_submissions_first_attempt() -> None:
     time-limit warning (its requeued/INDEX.ATTEMPT marker) is a timeout, not a preemption."""
     state = _slurm("", "\n".join(["9_0|REQUEUED|0:0|100|110|9|n1", "9_0|COMPLETED|0:0|130|150|9|n1"]))[("9", 0)]
     handle = SlurmHandle(cluster="c", job_id="9", task=0, index=4, run_dir="/r", attempt=3)
-    numbered = tracking._numbered(state, handle, {("/r", 4, 3)})
+    numbered = tracking._numbered(state, handle, {("/r", 4, 3): ("timeout", None)})
     assert numbered.attempt == 4
     [first] = numbered.previous_attempts
     assert (first.number, first.failure) == (3, "timeout")
-    assert tracking._numbered(state, handle, set()).previous_attempts[0].failure == "preempted"
+    [failed] = tracking._numbered(state, handle, {("/r", 4, 3): ("error", 3)}).previous_attempts
+    assert (failed.failure, failed.exit_code, failed.message) == ("error", 3, "exit code 3 (requeued)")
+    assert tracking._numbered(state, handle, {}).previous_attempts[0].failure == "preempted"
 
 
 def test_env_parses_the_task_file_records() -> None:

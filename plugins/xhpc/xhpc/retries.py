@@ -6,9 +6,10 @@ Grid Engine reschedules a rerunnable one (``-r y``). A time limit is the job scr
 the scheduler sends a warning signal (SIGUSR1) ``signal_before_limit`` seconds before the
 limit, the script passes it to the program, gives it time to save a checkpoint, and puts the
 task back in the queue (``scontrol requeue``; on Grid Engine exit 99, "reschedule me") while
-attempts remain. The script counts attempts (``XCORE_ATTEMPT``) and creates the work unit's
-checkpoint directory (``XCORE_CHECKPOINT_DIR``); on the last attempt it turns Slurm's requeue
-off, so a job that used up ``max_attempts`` stays failed with its class.
+attempts remain. So is a program failure the policy retries (``error``, ``exit_codes``).
+The script counts attempts (``XCORE_ATTEMPT``) and creates the work unit's checkpoint
+directory (``XCORE_CHECKPOINT_DIR``); on the last attempt it turns Slurm's requeue off, so a
+job that used up ``max_attempts`` stays failed with its class.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ class Plan:
     on_limit: bool = False  # the job script requeues the task at the time-limit warning
     max_attempts: int = 1
     warn_secs: int | None = None  # seconds before the limit the warning signal comes
+    # the program's exit codes on which the job script requeues the task: None none, () any but 0
+    exit_codes: tuple[int, ...] | None = None
 
     @property
     def grace_secs(self) -> int:
@@ -53,8 +56,9 @@ def plan(retry: Retry | None, time_limit: int | None, signal_before_limit: int |
         if warn >= time_limit:
             raise LaunchError(f"signal_before_limit={warn} s is not shorter than the job's time_limit "
                               f"({time_limit} s): give a smaller signal_before_limit or a longer time_limit.")
+    exit_codes = None if not retried else () if "error" in policy.on else (policy.exit_codes or None)
     return Plan(requeue=retried and any(c in policy.on for c in _NATIVE), on_limit=on_limit and bool(warn),
-                max_attempts=policy.max_attempts, warn_secs=warn)
+                max_attempts=policy.max_attempts, warn_secs=warn, exit_codes=exit_codes)
 
 
 def slurm_directives(p: Plan) -> list[str]:
@@ -99,12 +103,14 @@ def attempt_lines(scheduler: str, p: Plan) -> str:
     return text
 
 
-# Runs the program as a child instead of exec, when the policy retries timeouts. On the warning
-# (SIGUSR1) the program gets it too (Slurm signals only the batch shell; Grid Engine the whole
-# job) and has GRACE seconds to save and exit: exit 0 means the work is done; anything else
-# (another exit code, killed by the signal, still running) puts the task back in the queue
-# while attempts remain. ``requeued/INDEX.ATTEMPT`` tells status that this run was a timeout.
-_ON_LIMIT = r"""XHPC_WARNED=
+# Runs the program as a child instead of exec, when the policy retries timeouts or the
+# program's failures. On the warning (SIGUSR1) the program gets it too (Slurm signals only the
+# batch shell; Grid Engine the whole job) and has GRACE seconds to save and exit: exit 0 means
+# the work is done; anything else (another exit code, killed by the signal, still running) puts
+# the task back in the queue while attempts remain, as does an exit code the policy retries.
+# ``requeued/INDEX.ATTEMPT.CLASS[.CODE]`` tells status why that run ended (the scheduler only
+# records "requeued").
+_RUN_CHILD = r"""XHPC_WARNED=
 trap 'XHPC_WARNED=$SECONDS; {forward}' USR1
 "${{XHPC_CMD[@]}}" "${{XHPC_ARGS[@]}}" &
 XHPC_CHILD=$!
@@ -116,9 +122,13 @@ while :; do
         if kill -0 "$XHPC_CHILD" 2>/dev/null; then XHPC_RC=still-running; break; fi
     fi
 done
-if [ -n "$XHPC_WARNED" ] && [ "$XHPC_RC" != 0 ] && [ "$XCORE_ATTEMPT" -lt {max} ]; then
-    echo "xhpc: attempt $XCORE_ATTEMPT stopped before the time limit; attempt $((XCORE_ATTEMPT + 1)) follows" >&2
-    mkdir -p "$XHPC_RUN/requeued" && : > "$XHPC_RUN/requeued/$XHPC_INDEX.$XCORE_ATTEMPT"
+XHPC_WHY=
+if [ "$XHPC_RC" != 0 ] && [ -n "$XHPC_WARNED" ] && {on_limit}; then XHPC_WHY=timeout
+elif {on_exit}; then XHPC_WHY=error.$XHPC_RC
+fi
+if [ -n "$XHPC_WHY" ] && [ "$XCORE_ATTEMPT" -lt {max} ]; then
+    echo "xhpc: attempt $XCORE_ATTEMPT ended (${{XHPC_WHY/./, exit code }}); attempt $((XCORE_ATTEMPT + 1)) follows" >&2
+    mkdir -p "$XHPC_RUN/requeued" && : > "$XHPC_RUN/requeued/$XHPC_INDEX.$XCORE_ATTEMPT.$XHPC_WHY"
 {requeue}fi
 if [ "$XHPC_RC" = still-running ]; then wait "$XHPC_CHILD"; XHPC_RC=$?; fi
 exit "$XHPC_RC"
@@ -133,9 +143,19 @@ _REQUEUE = {
 _FORWARD = {"slurm": 'kill -USR1 "$XHPC_CHILD" 2>/dev/null', "sge": ":"}
 
 
+def _exit_test(codes: tuple[int, ...] | None) -> str:
+    if codes is None:
+        return "false"
+    if not codes:
+        return '[ "$XHPC_RC" != 0 ]'
+    return f'case " {" ".join(map(str, codes))} " in *" $XHPC_RC "*) true;; *) false;; esac'
+
+
 def run_lines(scheduler: str, p: Plan) -> str | None:
-    """The lines that run the program, or None: ``exec`` it (no timeout retry)."""
-    if not p.on_limit:
+    """The lines that run the program, or None: ``exec`` it (the policy retries neither
+    timeouts nor the program's failures: nothing changes for the job)."""
+    if not p.on_limit and p.exit_codes is None:
         return None
-    return _ON_LIMIT.format(forward=_FORWARD[scheduler], grace=p.grace_secs, max=p.max_attempts,
-                            requeue=_REQUEUE[scheduler])
+    return _RUN_CHILD.format(forward=_FORWARD[scheduler], grace=p.grace_secs, max=p.max_attempts,
+                             requeue=_REQUEUE[scheduler], on_limit="true" if p.on_limit else "false",
+                             on_exit=_exit_test(p.exit_codes))

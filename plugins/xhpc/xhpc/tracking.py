@@ -13,7 +13,15 @@ from collections.abc import Iterator, Sequence
 
 import attrs
 
-from xcore.plugin import BackendUnavailableError, JobState, Status, XcoreError, follow_bytes, lost_state
+from xcore.plugin import (
+    BackendUnavailableError,
+    JobState,
+    Status,
+    XcoreError,
+    describe_exit,
+    follow_bytes,
+    lost_state,
+)
 from xhpc import config
 from xhpc.handles import ClusterHandle, GridEngineHandle
 from xhpc.schedulers import ANY_TASK, SCHEDULERS
@@ -105,7 +113,7 @@ def _query(group: list[ClusterHandle], scheduler_name: str) -> list[JobState]:
     job_ids = sorted({h.job_id for h in group if h.job_id} | set(lost_ids.values()))
     table: dict[tuple[str, int], JobState] = {}
     cancelled: set[tuple[str, int]] = set()
-    requeued: set[tuple[str, int, int]] = set()  # (run_dir, index, attempt) stopped before the time limit
+    requeued: dict[tuple[str, int, int], tuple[str, int | None]] = {}  # (run_dir, index, attempt): why, exit code
     if job_ids:
         run_dirs = sorted({h.run_dir for h in group if h.run_dir})
         # Markers the job script and cancel leave: cancelled/INDEX, and requeued/INDEX.ATTEMPT
@@ -121,9 +129,10 @@ def _query(group: list[ClusterHandle], scheduler_name: str) -> list[JobState]:
                 mark, run_dir, name = line.split(" ", 2)
                 if mark == _MARK_CANCELLED and name.isdigit():
                     cancelled.add((run_dir, int(name)))
-                index, _, attempt = name.partition(".")
-                if mark == _MARK_REQUEUED and index.isdigit() and attempt.isdigit():
-                    requeued.add((run_dir, int(index), int(attempt)))
+                fields = name.split(".")  # INDEX.ATTEMPT.CLASS[.CODE]
+                if mark == _MARK_REQUEUED and len(fields) >= 3 and fields[0].isdigit() and fields[1].isdigit():
+                    code = int(fields[3]) if len(fields) > 3 and fields[3].isdigit() else None
+                    requeued[(run_dir, int(fields[0]), int(fields[1]))] = (fields[2], code)
         table = scheduler.parse_states(out)
     now = time.time()
     states: list[JobState] = []
@@ -157,17 +166,23 @@ def _query(group: list[ClusterHandle], scheduler_name: str) -> list[JobState]:
     return states
 
 
-def _numbered(state: JobState, handle: ClusterHandle, requeued: set[tuple[str, int, int]]) -> JobState:
+def _numbered(state: JobState, handle: ClusterHandle,
+              requeued: dict[tuple[str, int, int], tuple[str, int | None]]) -> JobState:
     """The scheduler counts a task's runs from 1; the submission's first run is attempt
-    ``handle.attempt``. A run the job script requeued before its time limit is a timeout."""
+    ``handle.attempt``. A run the job script requeued says why in its marker: before its time
+    limit (timeout) or a program failure the policy retries (error, with its exit code)."""
     shift = handle.attempt - 1
     if not state.previous_attempts and not shift:
         return state
     previous = []
     for attempt in state.previous_attempts:
         number = attempt.number + shift
-        if (handle.run_dir, handle.index, number) in requeued:
+        why, code = requeued.get((handle.run_dir, handle.index, number), (None, None))
+        if why == "timeout":
             attempt = attrs.evolve(attempt, failure="timeout", message="stopped before its time limit (requeued)")
+        elif why == "error":
+            attempt = attrs.evolve(attempt, failure="error", exit_code=code,
+                                   message=f"{describe_exit(code) if code else 'failed'} (requeued)")
         previous.append(attrs.evolve(attempt, number=number))
     return attrs.evolve(state, attempt=(state.attempt or 1) + shift, previous_attempts=tuple(previous))
 

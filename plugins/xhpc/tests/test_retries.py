@@ -311,3 +311,25 @@ def test_sge_soft_limit_warning_checkpoints_and_attempt_2_resumes(xcore_env: Pat
     assert f"attempt 2 resumed at step {saved}" in log, log
     assert state.attempt == 2, state
     assert [a.failure for a in state.previous_attempts] == ["timeout"], state
+
+
+def test_a_failure_the_scheduler_cannot_rerun_is_relaunched_by_an_observer(xcore_env: Path) -> None:
+    """A class the job script does not retry itself (launch: the working directory is missing)
+    reads FAILED; with a policy that retries it, the waiting xcore process submits attempt 2 as
+    a new array job (its handle counts from attempt 2), and the store keeps both attempts."""
+    import xhpc
+    from xcore.launch.registry import open_store
+
+    _configure(xcore_env, "slurm", "local")
+    executor = xhpc.Slurm(workdir=f"/nonexistent-{uuid.uuid4().hex[:6]}",
+                          retry=xm.Retry(max_attempts=2, on=("launch",)))
+    with xm.create_experiment(title="relaunch") as experiment:
+        [exe] = experiment.package([xm.Packageable(xhpc.Command(["true"]), xhpc.Slurm.Spec())])
+        experiment.add(xm.Job(exe, executor))
+    first = _handle(experiment._all_jobs()[0])
+    [job] = experiment.wait_until_complete(timeout=120)
+    assert (job.status, job.message) == (xm.Status.FAILED, "exit code 98")
+    second = _handle(job)
+    assert second.job_id != first.job_id and (first.attempt, second.attempt) == (1, 2)
+    attempts = open_store().job_attempts(experiment.experiment_id)[job.id]
+    assert (attempts.current, attempts.failure, [a.failure for a in attempts.earlier]) == (2, "launch", ["launch"])

@@ -51,6 +51,8 @@ def test_signal_before_limit_field() -> None:
     assert GridEngine(local=True).signal_before_limit is None
     with pytest.raises(ValueError, match="signal_before_limit="):
         Slurm(local=True, signal_before_limit="soon")
+    with pytest.raises(ValueError, match=r"signal_before_limit=600\) must be shorter than time_limit=600 s"):
+        GridEngine(local=True, time_limit="10m", signal_before_limit=600)
 
 
 @pytest.mark.parametrize("policy", [None, xm.Retry(max_attempts=1), TIMEOUTS, xm.Retry(on=("error",)),

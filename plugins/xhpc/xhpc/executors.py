@@ -201,6 +201,9 @@ class ClusterExecutor(Executor):
     signal; 0: never. See ``xhpc.retries`` and docs/long-runs.md."""
 
     def __attrs_post_init__(self) -> None:
+        if self.time_limit and self.signal_before_limit and self.signal_before_limit >= self.time_limit:
+            raise ValueError(f"{type(self).__name__}(signal_before_limit={self.signal_before_limit}) must be shorter "
+                             f"than time_limit={self.time_limit} s (seconds before the limit the warning comes).")
         # Start the SSH handshake now, so it overlaps the launch script adding work units.
         if not self.local and os.environ.get("XHPC_PREWARM", "1") != "0":
             from xhpc import transport

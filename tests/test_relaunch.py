@@ -222,3 +222,29 @@ def test_show_and_logs_tell_the_attempts_apart(capsys):
     assert capsys.readouterr().out == "attempt one\n"
     assert main(["logs", f"{experiment_id}/1", "--attempt", "3"]) == 1
     assert "has no attempt 3" in capsys.readouterr().err
+
+
+def test_a_wait_follows_the_relaunched_attempt():
+    import threading
+
+    experiment_id = _launch(fake.FakeExecutor(hold=True))
+    [job] = _jobs(experiment_id)
+    fake.preempt(_handle(job))
+
+    def finish_attempt_2() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            [fresh] = _jobs(experiment_id)
+            if fresh.attempt == 2 and fresh.handle is not None:
+                fake.set_state(_handle(fresh), Status.COMPLETED, "exit code 0", 0)
+                return
+            time.sleep(0.05)
+
+    finisher = threading.Thread(target=finish_attempt_2)
+    finisher.start()
+    from xcore.cli.main import main
+
+    assert main(["wait", str(experiment_id), "--timeout", "60"]) == 0  # the wait relaunches it and follows attempt 2
+    finisher.join()
+    [job] = _jobs(experiment_id)
+    assert (job.status, job.attempt) == (Status.COMPLETED, 2)

@@ -92,7 +92,27 @@ def refresh_jobs(store: MetadataStore, host: PluginHost, jobs: Sequence[JobRecor
             after_refresh(store, host, [job for job in jobs if job.id in changed_ids or retries.is_pending(job)])
     elif any(retries.is_pending(job) for job in jobs):  # a relaunch an observer has not done yet
         after_refresh(store, host, [job for job in jobs if retries.is_pending(job)])
+    if any(retries.is_pending(job) for job in jobs):
+        _follow_relaunches(store, [job for job in jobs if retries.is_pending(job)], cache)
     return list(jobs)
+
+
+def _follow_relaunches(store: MetadataStore, pending: Sequence[JobRecord], cache: dict[int, Any] | None) -> None:
+    """Jobs whose retry was pending may have been relaunched (here or by another observer):
+    their records take the new attempt's handle and state, so a wait follows the new attempt."""
+    for experiment_id in {job.experiment_id for job in pending}:
+        mine = {job.id: job for job in pending if job.experiment_id == experiment_id}
+        units = sorted({job.work_unit_id for job in mine.values()})
+        for unit in store.work_units(experiment_id, units):
+            for fresh in unit.jobs:
+                job = mine.get(fresh.id)
+                if job is None or fresh.attempt == job.attempt:
+                    continue
+                for field in ("status", "message", "exit_code", "handle_kind", "handle", "log_path", "launched_at",
+                              "started_at", "ended_at", "attempt"):
+                    setattr(job, field, getattr(fresh, field))
+                if cache is not None:
+                    cache.pop(job.id, None)
 
 
 _warned: set[str] = set()

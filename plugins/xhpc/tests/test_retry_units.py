@@ -170,3 +170,9 @@ def test_env_parses_the_task_file_records() -> None:
     out = "\n".join(base64.b64encode(x.encode()).decode() for x in (head, task, meta)) + "\n"
     assert task_env.parse(out) == {"SHARED": "1", "TOKEN": "a=b\nc"}
     assert task_env.parse("") is None and task_env.parse("\n\n") is None
+
+
+def test_a_submission_that_failed_reads_launch() -> None:
+    handle = SlurmHandle(cluster="c", job_id="", task=0, index=0, run_dir="/r", error="sbatch: invalid partition")
+    [state] = tracking.states([handle])
+    assert (state.status, state.failure) == (Status.FAILED, "launch")

@@ -46,7 +46,7 @@ def states(handles: Sequence[ClusterHandle]) -> list[JobState]:
     groups: dict[tuple[str, bool, str], list[int]] = defaultdict(list)
     for i, handle in enumerate(handles):
         if handle.error:
-            result[i] = JobState(Status.FAILED, handle.error)
+            result[i] = JobState(Status.FAILED, handle.error, failure="launch")
         else:
             groups[(handle.cluster, handle.local, _scheduler_name(handle))].append(i)
     out_of_reach: list[str] = []
@@ -141,12 +141,12 @@ def _query(group: list[ClusterHandle], scheduler_name: str) -> list[JobState]:
         if not job_id:
             error = lost_errors.get((handle.run_dir, handle.chunk))
             if error is not None:
-                states.append(JobState(Status.FAILED, f"submission failed: {error}"))
+                states.append(JobState(Status.FAILED, f"submission failed: {error}", failure="launch"))
             elif now - handle.submitted_at < LOST_REPLY_GRACE:
                 states.append(JobState(Status.PENDING, "pending: confirming submission (the reply was lost)"))
             else:
                 states.append(JobState(Status.FAILED, "submission not confirmed: the connection dropped before "
-                                                      "the scheduler accepted the job"))
+                                                      "the scheduler accepted the job", failure="launch"))
             continue
         state = table.get((job_id, handle.task)) or table.get((job_id, ANY_TASK))
         marked = (handle.run_dir, handle.index) in cancelled

@@ -333,3 +333,31 @@ def test_a_failure_the_scheduler_cannot_rerun_is_relaunched_by_an_observer(xcore
     assert second.job_id != first.job_id and (first.attempt, second.attempt) == (1, 2)
     attempts = open_store().job_attempts(experiment.experiment_id)[job.id]
     assert (attempts.current, attempts.failure, [a.failure for a in attempts.earlier]) == (2, "launch", ["launch"])
+
+
+def test_xcore_retry_resubmits_failed_tasks_as_one_array_with_their_secrets(xcore_env: Path) -> None:
+    """`experiment.retry()` on a Slurm sweep over SSH: the two failed tasks run again as attempt
+    2 of the same units, in ONE new array job, with their real (secret) environment read back
+    from the cluster's task file, and complete; the completed tasks are left alone."""
+    import xhpc
+
+    _configure(xcore_env, "slurm", "ssh")
+    program = ('echo "attempt=$XCORE_ATTEMPT token=$API_TOKEN"; '
+               '[ "$XCORE_ATTEMPT" -gt 1 ] || [ "$1" != fail ] || exit 3')
+    with xm.create_experiment(title="retry") as experiment:
+        [exe] = experiment.package([xm.Packageable(xhpc.Command([program]), xhpc.Slurm.Spec())])
+        for arg in ("ok", "fail", "ok", "fail"):
+            experiment.add(xm.Job(exe, xhpc.Slurm(), args=[arg], env_vars={"API_TOKEN": "hunter2"}))
+    jobs = experiment.wait_until_complete(timeout=90)
+    assert [j.status for j in jobs] == [xm.Status.COMPLETED, xm.Status.FAILED] * 2
+    first_ids = {_handle(j).job_id for j in jobs}
+    plan = xm.get_experiment(experiment.experiment_id).retry()
+    assert not plan.refused, plan.refused
+    jobs = xm.get_experiment(experiment.experiment_id).wait_until_complete(timeout=90)
+    assert all(j.status is xm.Status.COMPLETED for j in jobs), [(j.status, j.message) for j in jobs]
+    again = [_handle(j) for j in jobs[1::2]]
+    assert len({h.job_id for h in again}) == 1 and again[0].job_id not in first_ids  # one new array
+    assert [h.attempt for h in again] == [2, 2]
+    assert all(_handle(j).job_id in first_ids for j in jobs[0::2])  # untouched
+    for job in jobs[1::2]:
+        assert "attempt=2 token=hunter2" in _log(job), _log(job)

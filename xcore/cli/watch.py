@@ -3,7 +3,8 @@
 Each cycle it reads the active jobs of every experiment with active units (one store query),
 asks their backends (``refresh_jobs``: one query per handle kind, so one per cluster or API),
 records what changed and runs the observers' duties (``xcore.runtime.observers``): a retry
-the backend cannot drive is relaunched here even when no one else looks. Several watchers
+the backend cannot drive is relaunched here even when no one else looks, and notifications
+no status change reveals (a unit waiting too long, a delivery due for another try) go out. Several watchers
 (and ``xcore wait``, ``show``, the dashboard) may run at once: every duty claims its work in
 the store. SIGINT or SIGTERM ends it after the cycle under way.
 """
@@ -59,6 +60,12 @@ def cycle() -> str:
     jobs = store.active_jobs(active) if active else []
     before: dict[int, Any] = {job.id: (job.status, job.message) for job in jobs}
     refresh_jobs(store, workspace.host, jobs)  # records changes and runs the duties (relaunches)
+    try:  # events no change shows (a unit waiting too long) and deliveries due for another try
+        from xcore.runtime.notifications import tick
+
+        tick(store, workspace.host, active)
+    except Exception as exc:  # noqa: BLE001 - the watcher keeps watching whatever a sink does
+        print(f"xcore watch: warning: notifications: {type(exc).__name__}: {exc}", file=sys.stderr)
     changed = sum((job.status, job.message) != before[job.id] for job in jobs)
     retried = sum(is_pending(job) for job in jobs)
     kinds = len({job.handle_kind for job in jobs if job.handle_kind})

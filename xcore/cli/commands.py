@@ -225,10 +225,12 @@ def _with_usage(store: MetadataStore, experiments: list[dict[str, Any]]) -> list
     import time
 
     from xcore.model.usage import Meter, configured_prices
+    from xcore.workspace.views import add_attempts
 
     meter = Meter(time.time(), configured_prices())
     for experiment in experiments:
         rows = store.unit_rows(experiment["id"])
+        add_attempts(rows, store.job_attempts(experiment["id"]))  # every attempt's hours count
         experiment["usage"] = meter.jobs(job for row in rows for job in row["jobs"]).to_json()
     return experiments
 

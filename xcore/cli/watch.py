@@ -58,7 +58,7 @@ def cycle() -> str:
         resolve_orphans(store, workspace.host, quiet=True)
     active = [e.id for e in store.list_experiments(limit=None) if e.has_active_units]
     jobs = store.active_jobs(active) if active else []
-    before: dict[int, Any] = {job.id: (job.status, job.message) for job in jobs}
+    before: dict[int, Any] = {job.id: (job.status, job.message, job.attempt) for job in jobs}
     refresh_jobs(store, workspace.host, jobs)  # records changes and runs the duties (relaunches)
     try:  # events no change shows (a unit waiting too long) and deliveries due for another try
         from xcore.runtime.notifications import tick
@@ -66,8 +66,8 @@ def cycle() -> str:
         tick(store, workspace.host, active)
     except Exception as exc:  # noqa: BLE001 - the watcher keeps watching whatever a sink does
         print(f"xcore watch: warning: notifications: {type(exc).__name__}: {exc}", file=sys.stderr)
-    changed = sum((job.status, job.message) != before[job.id] for job in jobs)
-    retried = sum(is_pending(job) for job in jobs)
+    changed = sum((job.status, job.message, job.attempt) != before[job.id] for job in jobs)
+    retried = sum(job.attempt != before[job.id][2] or is_pending(job) for job in jobs)  # relaunched, or due
     kinds = len({job.handle_kind for job in jobs if job.handle_kind})
     return (f"{len(active)} active experiment{'s' if len(active) != 1 else ''}, {len(jobs)} active jobs on "
             f"{kinds} backend kind{'s' if kinds != 1 else ''}, {changed} changed, {retried} retried")

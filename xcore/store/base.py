@@ -61,6 +61,9 @@ class ExperimentHistory:
     links: list[tuple[int, str, str]] = attrs.field(factory=list)
     # Learning curves ``(job_id, name, points, at)``, points as the stored JSON text.
     series: list[tuple[int, str, str, float]] = attrs.field(factory=list)
+    # Each retried or classified job's attempts (by job id): its current attempt, last failure
+    # class and earlier attempts, copied so a copy keeps the history (``job_attempts``).
+    attempts: dict[int, JobAttempts] = attrs.field(factory=dict)
 
 
 @datamodel.frozen

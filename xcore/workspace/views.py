@@ -161,7 +161,8 @@ def unit_views(rows: list[dict[str, Any]], results: dict[int, dict[str, float | 
 
 def read_units(store: MetadataStore, experiment_id: int,
                work_unit_ids: Sequence[int] | None = None) -> list[UnitView]:
-    """The work units (all when None) as they are stored now, by id."""
+    """The work units (all when None) as they are stored now, by id, with their jobs' attempts."""
     rows = store.unit_rows(experiment_id, work_unit_ids)
+    add_attempts(rows, store.job_attempts(experiment_id, work_unit_ids))
     return unit_views(rows, store.results(experiment_id, work_unit_ids), store.links(experiment_id, work_unit_ids),
                       time.time(), store.dependencies(experiment_id, work_unit_ids))

@@ -77,6 +77,7 @@ def test_every_hook_is_called_in_a_real_flow(xcore_home, tmp_path, capsys):
         assert "".join(get_host().job_logs(jobs[0].handle_kind, handle, True)) == "hi ✓\n"
         shell = get_host().job_shell(jobs[1].handle_kind, get_host().serializer.load(jobs[1].handle), ["true"])
         assert shell.argv == ("true",)
+        assert get_host().job_env(jobs[0].handle_kind, handle) == {}
         with pytest.raises(TimeoutError):  # the held job: the wait blocks in the backend between polls
             wait_for(lambda: jobs[1:], store, get_host(), timeout=0.05)
         assert cancel_jobs(store, get_host(), jobs[1:]) == 1

@@ -61,6 +61,30 @@ def test_two_gpus_for_thirty_minutes_is_one_gpu_hour(xcore_home, capsys):
     assert listed["usage"]["gpu_hours"] == 1.0
 
 
+def test_every_attempt_of_a_retried_job_counts(xcore_home, capsys):
+    """A 2-GPU job preempted after 30 minutes and run again for 30 more used 2 GPU-hours, in
+    `show`, `list --json` and the dashboard's line alike (issue 28 item 4 with issue 23's attempts)."""
+    from xcore import paths
+    from xcore.model.status import Attempt, JobState, Status
+    from xcore.store.sqlite import open_url
+    from xcore.ui.app import _usage_line
+    from xcore.workspace.views import read_units
+
+    experiment_id = _store_jobs([(_requirements({"A100": 2, "CPU": 2}), 1000.0, None)])
+    store = open_url(paths.store_url())
+    [unit] = store.work_units(experiment_id)
+    first = Attempt(number=1, status=Status.FAILED, failure="preempted", exit_code=None, started_at=1000.0,
+                    ended_at=1000.0 + 1800)
+    store.record_states([(unit.jobs[0].id, JobState(Status.COMPLETED, "exit code 0", 0, 5000.0, 5000.0 + 1800,
+                                                    attempt=2, previous_attempts=(first,)))])
+    assert main(["show", str(experiment_id), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["usage"]["gpu_hours"] == 2.0
+    assert main(["list", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["usage"]["gpu_hours"] == 2.0
+    assert _usage_line(read_units(store, experiment_id)).startswith("2.00 GPU-h (A100), 2.00 CPU-h")
+    store.close()
+
+
 def test_a_price_table_turns_hours_into_cost(xcore_home, capsys):
     experiment_id = _store_jobs([(_requirements({"A100": 2, "CPU": 4}), 1000.0, 1000.0 + 1800)])
     _config(xcore_home, 'title = "mine"\n[cost]\ncurrency = "USD"\ncpu = 0.05\ngpu = 2.5\n')

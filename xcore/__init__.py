@@ -87,6 +87,7 @@ _EXPORTS: dict[str, str] = {
     # status
     "Status": "xcore.model.status",
     "JobState": "xcore.model.status",
+    "Retry": "xcore.model.retry",
     "ExperimentUnitStatus": "xcore.model.status",
     "WorkUnitStatus": "xcore.model.status",
     # plugin authors
@@ -186,6 +187,7 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the real names
         Topology,
         TpuType,
     )
+    from xcore.model.retry import Retry
     from xcore.model.status import ExperimentUnitStatus, JobState, Status, WorkUnitStatus
     from xcore.model.utils import ShellSafeArg, run_in_asyncio_loop
     from xcore.store import MetadataStore

@@ -93,6 +93,9 @@ What this module exports:
   ``decode_chunks``, ``TextDecoder``; ``atomic_write``, ``private_dir``; ``mark_cancelled``,
   ``cancel_requested``, ``cancelled_at``; ``exit_state``, ``lost_state``, ``describe_exit``,
   ``signal_name``, ``signal_exit_code``, ``normalize_exit_code``, ``launch_failure_message``;
+  retries (``docs/long-runs.md``): ``Retry``, ``FAILURE_CLASSES``, ``Attempt``, ``failed_state``
+  (a FAILED state with its failure class), ``checkpoint_dir``, ``attempt_env``,
+  ``ATTEMPT_VAR``, ``CHECKPOINT_VAR``;
   ``DEFAULT_IGNORE_PATTERNS``, ``IGNORED_ANYWHERE``, ``IGNORED_AT_TOP``, ``is_ignored``,
   ``iter_project_files``; ``DigestCache``, ``file_digest``.
 """
@@ -184,6 +187,14 @@ _EXPORTS = {
     "signal_name": "xcore.plumbing.exits",
     "signal_exit_code": "xcore.plumbing.exits",
     "normalize_exit_code": "xcore.plumbing.exits",
+    "failed_state": "xcore.plumbing.exits",
+    "Retry": "xcore.model.retry",
+    "FAILURE_CLASSES": "xcore.model.status",
+    "Attempt": "xcore.model.status",
+    "checkpoint_dir": "xcore.plumbing.attempts",
+    "attempt_env": "xcore.plumbing.attempts",
+    "ATTEMPT_VAR": "xcore.plumbing.attempts",
+    "CHECKPOINT_VAR": "xcore.plumbing.attempts",
     "DEFAULT_IGNORE_PATTERNS": "xcore.plumbing.ignore",
     "IGNORED_ANYWHERE": "xcore.plumbing.ignore",
     "IGNORED_AT_TOP": "xcore.plumbing.ignore",
@@ -261,15 +272,18 @@ if TYPE_CHECKING:
     )
     from xcore.model.job_blocks import Executable, ExecutableSpec, Executor, ExecutorSpec, Packageable, to_requirements
     from xcore.model.resources import JobRequirements, ResourceType
+    from xcore.model.retry import Retry
     from xcore.model.shell import ShellCommand
-    from xcore.model.status import JobState, Status
+    from xcore.model.status import FAILURE_CLASSES, Attempt, JobState, Status
     from xcore.paths import config_dir, from_launch_dir, plugin_state_dir
     from xcore.paths import home as xcore_home
+    from xcore.plumbing.attempts import ATTEMPT_VAR, CHECKPOINT_VAR, attempt_env, checkpoint_dir
     from xcore.plumbing.cancel import cancel_requested, cancelled_at, mark_cancelled
     from xcore.plumbing.digests import DigestCache, file_digest
     from xcore.plumbing.exits import (
         describe_exit,
         exit_state,
+        failed_state,
         lost_state,
         normalize_exit_code,
         signal_exit_code,

@@ -3,7 +3,8 @@
 # Conventions (other code relies on them, keep them stable):
 #   sshd       127.0.0.1:2222, user xcore, key /var/lib/xcore-infra/ssh/id_ed25519,
 #              known_hosts /var/lib/xcore-infra/ssh/known_hosts
-#   slurm      partitions debug (default) and short (MaxTime 10 min), node "localhost"
+#   slurm      partitions debug (default) and short (MaxTime 10 min), never preempted; lowprio
+#              (preempted by requeue) and highprio (PriorityTier 10), node "localhost"
 #   sge        SGE_ROOT=/var/lib/gridengine SGE_CELL=default, queue all.q
 #   docker     local base image xcore-python:3.11
 #   postgres   127.0.0.1:5432, role xcore (password in /var/lib/xcore-infra/postgres/password),

@@ -111,6 +111,8 @@ def build_parser(with_plugins: bool = True, command: str | None = None) -> argpa
     p.add_argument("target", help="EXP/WU")
     p.add_argument("--job", help="which job of a job group (default: all)")
     p.add_argument("--follow", "-f", action="store_true", help="keep printing until the job ends")
+    p.add_argument("--attempt", type=int, metavar="K", help="the output of attempt K of a retried job "
+                   "(default: the latest)")
     p.set_defaults(func="xcore.cli.commands:logs")
 
     p = sub.add_parser("shell", help="open a shell (or run one command) inside a running job",
@@ -120,6 +122,25 @@ def build_parser(with_plugins: bool = True, command: str | None = None) -> argpa
     p.add_argument("target", help="EXP/WU")
     p.add_argument("--job", help="which job of a job group (needed when the unit has several)")
     p.set_defaults(func="xcore.cli.shell:shell", shell_command=None)
+
+    p = sub.add_parser("retry", help="run failed work units again, as new attempts of the same units",
+                       description="Resubmit the jobs of an experiment's (or one unit's) failed units with the "
+                       "same arguments and executables, as the next attempt of the same units (ids kept), one "
+                       "submission per executor kind. Active units are refused.")
+    p.add_argument("target", help="EXP or EXP/WU")
+    p.add_argument("--failed", action="store_true", help="jobs that failed (the default when no kind is named)")
+    p.add_argument("--cancelled", action="store_true", help="jobs that were cancelled")
+    p.add_argument("--lost", action="store_true", help="jobs their backend forgot")
+    p.add_argument("--dry-run", action="store_true", help="say what would be resubmitted, submit nothing")
+    p.set_defaults(func="xcore.cli.retry:retry")
+
+    p = sub.add_parser("watch", help="keep observing every active experiment (relaunches retries)",
+                       description="A long-running observer: polls every active experiment, one backend query "
+                       "per kind each cycle, and runs the observers' duties (relaunching retries the backend "
+                       "cannot drive). Run it in tmux or as a service; Ctrl-C or SIGTERM stops it.")
+    p.add_argument("--interval", type=float, default=30.0, metavar="S", help="seconds between cycles (default 30)")
+    p.add_argument("--once", action="store_true", help="one cycle, then exit")
+    p.set_defaults(func="xcore.cli.watch:watch")
 
     p = sub.add_parser("ui", help="a local web dashboard of experiments (needs xcore-core[ui])",
                        description="Serve a web dashboard over the metadata store: experiments, work units with "

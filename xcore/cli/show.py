@@ -25,7 +25,7 @@ from xcore.model.usage import Meter, Usage, configured_prices, total
 from xcore.runtime import collector
 from xcore.store.records import JobRecord
 from xcore.workspace import Workspace, current
-from xcore.workspace.views import ExperimentView, UnitView, job_duration, unit_views
+from xcore.workspace.views import ExperimentView, UnitView, add_attempts, job_duration, unit_views
 
 EXIT_OK = 0
 _BATCH = 500  # work units per piece of JSON text: small pieces, few encoder calls
@@ -93,6 +93,7 @@ def _show(args: argparse.Namespace, collecting: bool) -> int:
                         job["message"] = messages.get(job["id"], job["message"])
     if refreshed:  # states were recorded: the experiment's counts changed
         record = store.get_experiment(experiment_id)
+    add_attempts(units, store.job_attempts(experiment_id, wanted))
     results, links = store.results(experiment_id, wanted), store.links(experiment_id, wanted)
     now = time.time()
     views = unit_views(units, results, links, now, store.dependencies(experiment_id, wanted))
@@ -151,6 +152,7 @@ def _show(args: argparse.Namespace, collecting: bool) -> int:
     rows: list[tuple[object, ...]] = []
     names = results_module.result_names(results)
     completed = Status.COMPLETED.value
+    retried = any("attempts" in job for view in views for job in view.jobs)  # then an ATTEMPTS column
     for view in views:
         values = tuple(_format_result(view.results.get(n)) for n in names)
         arguments = _format_args(view.args)
@@ -160,7 +162,8 @@ def _show(args: argparse.Namespace, collecting: bool) -> int:
             usage_cells = (usages[view.id].describe(),)
         if not jobs:
             name = f"{view.id} (aux)" if view.role == "auxiliary" else f"{view.id}"
-            rows.append((name, view.status.value, "-", "-", *usage_cells, *values, "", arguments))
+            rows.append((name, view.status.value, "-", "-", *usage_cells, *values, "", arguments,
+                         *(("-",) if retried else ())))
             continue
         for job in jobs:
             name = f"{view.id}" if len(jobs) <= 1 else f"{view.id}/{job['name']}"
@@ -170,10 +173,12 @@ def _show(args: argparse.Namespace, collecting: bool) -> int:
             rows.append((name, job["status"], "-" if exit_code is None else exit_code,
                          format_duration(job_duration(job, now)),
                          *(() if not usage_cells else (meter.job(job).describe(),)), *values,
-                         job["message"] if job["status"] != completed else "", arguments))
+                         job["message"] if job["status"] != completed else "", arguments,
+                         *((_format_attempts(job),) if retried else ())))
     if rows:
         print(render_table(["WU", "STATUS", "EXIT", "DURATION", *(["USAGE"] if usage_column else []),
-                            *(n.upper() for n in names), "MESSAGE", "ARGS"], rows))
+                            *(n.upper() for n in names), "MESSAGE", "ARGS", *(("ATTEMPTS",) if retried else ())],
+                           rows))
     else:
         print("(no work units)")
     link_rows = [(view.id, name, url) for view in views for name, url in view.links.items()]
@@ -417,6 +422,14 @@ def _units_json(units: list[UnitView], tables: _SpecTables, now: float,
             pieces[-1]["depends_on"] = [edge.on_name for edge in unit.depends_on]
             pieces[-1]["depends_when"] = unit.depends_on[0].when
     return pieces
+
+
+def _format_attempts(job: dict[str, Any]) -> str:
+    """``3 (last: preempted)``: how many attempts the job had and its last failure class."""
+    if "attempts" not in job:
+        return "1"
+    failure = job.get("failure")
+    return f"{job['attempt']}" + (f" (last: {failure})" if failure else "")
 
 
 def _format_result(value: float | None) -> str:

@@ -20,7 +20,7 @@ lists its classes once in ``kinds`` and gives an instance to the registrar in it
 
 The plugin host then calls the methods of the one object that declared a job's kind: its
 executor spec's kind for ``package``, its executor's for ``launch`` and ``adopt``, its
-handle's for ``states``, ``wait_for_change``, ``cancel``, ``logs`` and ``shell``. So a plugin with two
+handle's for ``states``, ``wait_for_change``, ``cancel``, ``logs``, ``shell`` and ``env``. So a plugin with two
 kinds of jobs (xlocal's processes and containers) writes two backends instead of routing
 by kind strings. Each method is the hook of the same name in ``xcore.hooks.specs`` (its
 docstring is the reference: arguments, results, the rules) minus the ``*_kind`` argument.
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from xcore.model.status import JobState
 
 #: Which methods a backend must write for each category of kind it declares (the others have
-#: defaults: ``adopt`` cannot tell, ``wait_for_change`` does not wait).
+#: defaults: ``adopt`` cannot tell, ``wait_for_change`` does not wait, ``env`` keeps nothing).
 REQUIRED = {
     "executor spec": ("package",),
     "executor": ("launch",),
@@ -114,11 +114,17 @@ class Backend:
         None (the default): this backend cannot, and the user is told so."""
         return None
 
+    def env(self, handle: Any) -> dict[str, str] | None:
+        """``xcore_job_env``: the job's real, unredacted environment where the backend keeps it
+        privately (a 0600 batch or task file), for ``xcore retry``; None when gone (the default)."""
+        return None
+
 
 #: The hook each method is, for ``xcore plugins --json`` (a backend's plugin lists them as its hooks).
 HOOK_OF = {"package": "xcore_package", "launch": "xcore_launch", "adopt": "xcore_adopt",
            "states": "xcore_job_states", "wait_for_change": "xcore_wait_for_change", "cancel": "xcore_cancel",
-           "logs": "xcore_job_logs", "log_lines": "xcore_job_log_lines", "shell": "xcore_job_shell"}
+           "logs": "xcore_job_logs", "log_lines": "xcore_job_log_lines", "shell": "xcore_job_shell",
+           "env": "xcore_job_env"}
 
 
 def served_hooks(backend: Backend) -> set[str]:

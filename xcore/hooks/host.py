@@ -580,6 +580,15 @@ class PluginHost:
                                    "documentation for how to reach a running job.")
         return plan
 
+    def job_env(self, handle_kind: str, handle: JobHandle) -> dict[str, str] | None:
+        """The job's real environment as the backend kept it (``xcore_job_env``); None when gone
+        or not kept."""
+        backend, owner = self._server(handle_kind)
+        if backend is not None:
+            return backend.env(handle)
+        found = self._owner_hook("xcore_job_env", owner)(handle_kind=handle_kind, handle=handle)
+        return None if found is None else dict(found)
+
     def open_store(self, url: str, options: dict[str, Any] | None = None) -> MetadataStore:
         if url.startswith("sqlite:") and self._pending:  # the built-in store: no plugin import needed
             from xcore.store.sqlite import open_url

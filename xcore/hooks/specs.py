@@ -19,9 +19,9 @@ Routing: every hook that takes a kind, packaging included, is called only on the
 that registered that kind (for ``xcore_package``, the executor spec's kind). A plugin never
 needs to check kind strings; returning None from a routed hook is an error the core reports.
 
-Backends (plugin API 1.1): the execution hooks (``xcore_package`` to ``xcore_job_logs``) are
+Backends (plugin API 1.1): the execution hooks (``xcore_package`` to ``xcore_job_env``) are
 best written as the methods of an ``xcore.plugin.Backend`` (``package``, ``launch``,
-``adopt``, ``states``, ``wait_for_change``, ``cancel``, ``logs``: the same arguments without
+``adopt``, ``states``, ``wait_for_change``, ``cancel``, ``logs``, ``env``: the same arguments without
 the kind), which ``xcore_register_kinds`` hands to the core with ``registry.add_backend``; the
 host then calls the one backend that declared a job's kind. The docstrings below are the
 reference for both forms.
@@ -61,6 +61,10 @@ The rules, the same for every backend
 - **From any process.** Status, cancel and logs are called with handles loaded from the
   store, often in a process other than the launcher: keep in the handle (and the plugin's
   ``LaunchContext.state_dir``) everything they need.
+- **Failures and attempts.** A FAILED job says why in ``JobState.failure`` (``preempted``,
+  ``node_failure``, ``timeout``, ``out_of_memory``, ``error``, ``lost``, ``launch``;
+  ``xcore.plugin.failed_state``); none reads ``error``. Apply ``LaunchRequest.retry`` where the
+  backend can retry by itself, and report the attempt it is on (``JobState.attempt``).
 """
 
 from __future__ import annotations
@@ -294,6 +298,35 @@ def xcore_job_shell(handle_kind: str, handle: JobHandle, command: list[str] | No
         Raise ``XcoreError`` with a message saying why not and what to do instead when this
         job cannot have one (a cluster without the means, a job that is gone).
     """
+
+
+@hookspec(firstresult=True)
+def xcore_job_env(handle_kind: str, handle: JobHandle) -> dict[str, str] | None:
+    """Optional: the job's real environment (``LaunchRequest.env``, unredacted), where the
+    backend keeps it privately (xlocal's 0600 batch file, a cluster's 0600 task file).
+
+    The store keeps secrets redacted; ``xcore retry`` (running a failed unit again from any
+    process) and the core's relaunch of a preempted job need the real values. Called only on
+    the plugin that registered ``handle_kind``. Stops at first non-None result.
+
+    :param handle_kind: the registered kind of the handle.
+    :param handle: the job's handle, loaded from the store.
+    :return: the job's own variables as launched; None when they are gone (or not kept): the
+        core then refuses to rerun a job whose stored environment holds redacted values,
+        naming them, and never runs it with ``<redacted>``.
+    """
+
+
+# -------------------------------------------------------------------------------------------
+# Retries (docs/long-runs.md)
+#
+# No hook of its own beyond ``xcore_job_env``: a backend reads the policy from
+# ``LaunchRequest.retry`` and the attempt from ``LaunchRequest.attempt``, exports
+# ``XCORE_ATTEMPT``/``XCORE_CHECKPOINT_DIR`` (``xcore.plugin.attempt_env``), and reports
+# ``JobState.failure`` (the class of a failure), ``attempt`` and ``previous_attempts``. A
+# backend that retries natively keeps the job ACTIVE between attempts; one that does not
+# reports the FAILED attempt with its class, and an observing xcore process relaunches it.
+# -------------------------------------------------------------------------------------------
 
 
 # -------------------------------------------------------------------------------------------

@@ -24,6 +24,8 @@ import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+import attrs
+
 from xcore.errors import DebugInterrupt, ExperimentUnitError
 from xcore.hooks.host import PluginHost
 from xcore.launch import core
@@ -52,6 +54,7 @@ from xcore.model.job_blocks import (
     check_job,
     job_args_with_overrides,
 )
+from xcore.model.retry import DEFAULT_RETRY, Retry
 from xcore.model.status import (
     CANCELLED_AT_LAUNCH,
     STOPPED_AT_LAUNCH,
@@ -75,6 +78,8 @@ from xcore.store.redaction import mask_args, mask_nested_urls, redact_env, redac
 
 if TYPE_CHECKING:
     import asyncio  # imported where a loop is used: a plain script never pays for it
+
+    from xcore.runtime.rerun import RetryPlan
 
 # -- experiment ------------------------------------------------------------------------------
 
@@ -102,6 +107,7 @@ class Experiment:
         self._id_lock = threading.Lock()
         self._dump_cache: dict[int, tuple[object, dict[str, Any]]] = {}
         self._checked_executors: dict[int, object] = {}  # kept alive so ids stay unique
+        self._retry_executors: dict[tuple[int, Retry], tuple[Any, Any]] = {}  # see _with_retry
         self._generator_loop: asyncio.AbstractEventLoop | None = None
         self._owns_generator_loop = False
         self._context_tokens: list[Any] = []
@@ -369,7 +375,7 @@ class Experiment:
         edges: list[DependencyEdge] | None = None,
     ) -> LaunchFuture:
         links: list[tuple[int, str, str]] = []  # (index in prepared, name, url): ids come with the commit
-        jobs: list[tuple[str, Executable, Any, list[str], dict[str, str], str]] = []
+        jobs: list[tuple[str, Executable, Any, list[str], dict[str, str], str, Retry]] = []
         new_jobs: list[NewJob] = []
         if not self._tracking_decided:  # once: when no tracker hook has anything to add, no call per job
             self._tracking, self._tracking_decided = tracking_for(self._host, os.environ), True
@@ -384,10 +390,14 @@ class Experiment:
                 if extra.env:
                     env = {**extra.env, **env}
             args = argv.to_argv()
-            new_jobs.append(NewJob(name=name, executor_kind=kind, executor=self._dump(job.executor),
+            executor = job.executor
+            if job.retry is not None:  # the job's own policy is stored with its executor (read by observers)
+                executor = self._with_retry(executor, job.retry)
+            new_jobs.append(NewJob(name=name, executor_kind=kind, executor=self._dump(executor),
                                    executable=self._dump(job.executable), args=mask_args(args),
                                    env=redact_env(env) if env else {}))
-            jobs.append((name, job.executable, job.executor, args, env, kind))
+            jobs.append((name, job.executable, executor, args, env, kind,
+                         getattr(executor, "retry", None) or DEFAULT_RETRY))
         write = UnitWrite(self._record.id, unit.work_unit_id, role_name, stored_args, identity, new_jobs, links,
                           replace_unlaunched, edges or [])
         unit.note_job_names((prepared[0][0],) if len(prepared) == 1 else tuple([entry[0] for entry in prepared]))
@@ -451,6 +461,16 @@ class Experiment:
                 prepared += entries
             return prepared
         raise TypeError(f"Expected a Job or JobGroup, got {type(job).__name__}.")
+
+    def _with_retry(self, executor: Any, retry: Retry) -> Any:
+        """``executor`` carrying a job's own retry policy (one copy per executor and policy)."""
+        if getattr(executor, "retry", None) == retry:
+            return executor
+        key = (id(executor), retry)
+        cached = self._retry_executors.get(key)
+        if cached is None or cached[0] is not executor:
+            cached = self._retry_executors[key] = (executor, attrs.evolve(executor, retry=retry))
+        return cached[1]
 
     def _dump(self, obj: object) -> dict[str, Any]:
         cached = self._dump_cache.get(id(obj))
@@ -557,6 +577,18 @@ class Experiment:
     def stop(self) -> None:
         """Cancel every unit of the experiment."""
         self.cancel_jobs(self._all_jobs(include_auxiliary=True))
+
+    def retry(self, work_units: Sequence[int] | None = None, *, failed: bool = True, cancelled: bool = False,
+              lost: bool = False, dry_run: bool = False) -> RetryPlan:
+        """Run the failed (``cancelled``, ``lost``) jobs of these units (all when None) again, as the
+        next attempt of the same units, one submission per executor kind; ``xcore retry`` from
+        the launch API. Active units, and units whose secrets are gone, are refused (``refused``
+        says why); ``dry_run`` only says what would be resubmitted."""
+        from xcore.runtime.rerun import retry
+
+        self._launcher.flush()
+        return retry(self._store, self._host, self.experiment_id, work_units, failed=failed, cancelled=cancelled,
+                     lost=lost, dry_run=dry_run, progress=self._progress)
 
 
 def _dependencies(depends_on: Sequence[Any] | None, when: str) -> list[tuple[Any, str, str]]:

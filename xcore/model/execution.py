@@ -14,6 +14,7 @@ import attrs
 
 from xcore.model import datamodel
 from xcore.model.job_blocks import Executable, Executor
+from xcore.model.retry import Retry
 
 if TYPE_CHECKING:
     from xcore.model.dependencies import Dependency
@@ -80,6 +81,13 @@ class LaunchRequest:
       documented choice (xlocal processes inherit it, containers and clusters do not).
     - ``depends_on``: the jobs this one must wait for (``xcore.model.dependencies.Dependency``),
       given only to a backend whose ``native_dependencies`` is True; empty otherwise.
+    - ``retry``: the job's resolved retry policy (the job's, else its executor's, else
+      ``xcore.model.retry.DEFAULT_RETRY``). A backend that can retry by itself applies it;
+      one that cannot reports ``JobState.failure`` and the core relaunches (see
+      ``docs/long-runs.md``). None only in requests built by hand (read it as the default).
+    - ``attempt``: the attempt number of this submission (1 for a first launch; a relaunch or
+      ``xcore retry`` gives N+1). Export ``XCORE_ATTEMPT`` as this plus your own restarts, and
+      ``XCORE_CHECKPOINT_DIR`` (``xcore.plugin.checkpoint_dir``) to the program.
     """
 
     job_id: int
@@ -91,6 +99,8 @@ class LaunchRequest:
     args: list[str]
     env: dict[str, str]
     depends_on: tuple[Dependency, ...] = ()
+    retry: Retry | None = None
+    attempt: int = 1
 
     @property
     def full_name(self) -> str:

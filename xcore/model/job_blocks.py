@@ -17,6 +17,7 @@ import attrs
 from xcore.model import datamodel
 from xcore.model.args import SequentialArgs, UserArgs, merge_args
 from xcore.model.resources import JobRequirements
+from xcore.model.retry import Retry, check_retry
 from xcore.model.validation import check_field_types
 
 
@@ -87,6 +88,9 @@ class Executor:
 
     Spec: ClassVar[type[ExecutorSpec]] = ExecutorSpec
     requirements: JobRequirements = attrs.field(factory=JobRequirements, converter=_to_requirements)
+    retry: Retry | None = attrs.field(default=None, kw_only=True)
+    """The retry policy of every job on this executor (``xm.Retry``); None: the default
+    (preemption and node failure, up to 3 attempts). A job's own ``retry=`` overrides it."""
 
     def __attrs_post_init__(self) -> None:
         check_field_types(self)
@@ -104,15 +108,18 @@ class Packageable:
 
 @datamodel.define
 class Job:
-    """One executable on one executor, with its own args and environment."""
+    """One executable on one executor, with its own args and environment. ``retry`` (keyword)
+    is its retry policy (``xm.Retry``), overriding its executor's."""
 
     executable: Executable
     executor: Executor
     name: str | None = None
     args: SequentialArgs = attrs.field(factory=SequentialArgs, converter=_to_args)
     env_vars: dict[str, str] = attrs.field(factory=dict, converter=_to_env)
+    retry: Retry | None = attrs.field(default=None, kw_only=True)
 
     def __attrs_post_init__(self) -> None:
+        check_retry(self.retry, "Job(retry=...)")
         # Anything may stand in for the executable and executor (XManager's own tests, and their
         # users', build jobs of mocks); ``experiment.add`` checks them (``check_job``). Only the
         # usual mistakes are refused here, with what to do instead.

@@ -34,12 +34,39 @@ class Status(enum.Enum):
 _TERMINAL = frozenset({Status.COMPLETED, Status.FAILED, Status.CANCELLED})
 
 
+FAILURE_CLASSES = ("preempted", "node_failure", "timeout", "out_of_memory", "error", "lost", "launch")
+"""Why a job (or one attempt of it) failed, as ``JobState.failure`` says: the scheduler took the
+node back (``preempted``), the node died (``node_failure``), a time limit (``timeout``), the
+memory limit or OOM killer (``out_of_memory``), the program's own exit code (``error``), the
+backend forgot the job (``lost``), it never started (``launch``). See ``xcore.model.retry``."""
+
+
+@datamodel.frozen
+class Attempt:
+    """One run of a job that ended (or, the newest, still runs): attempts are numbered from 1
+    and the store keeps each as history, never overwritten."""
+
+    number: int
+    status: Status
+    failure: str | None = None
+    exit_code: int | None = None
+    started_at: float | None = None
+    ended_at: float | None = None
+    message: str = ""
+
+
 @datamodel.frozen
 class JobState:
     """What a backend reports about one job.
 
     ``message`` says why (``"pending: Resources"``, ``"exit code 3"``); ``exit_code`` is the
     program's own exit code when known; times are UNIX seconds when the backend knows them.
+
+    Retries (``xcore.model.retry``): ``failure`` is the class of a FAILED job (one of
+    ``FAILURE_CLASSES``; a plugin that reports none reads ``error``); ``attempt`` is the attempt
+    the backend is on, 1-based, when it counts them (a Slurm requeue, xlocal's runner respawn);
+    ``previous_attempts`` the earlier attempts the backend knows of (``sacct --duplicates``),
+    which the store merges by number into the job's history.
     """
 
     status: Status
@@ -47,6 +74,9 @@ class JobState:
     exit_code: int | None = None
     started_at: float | None = None
     ended_at: float | None = None
+    failure: str | None = None
+    attempt: int | None = None
+    previous_attempts: tuple[Attempt, ...] = ()
 
 
 def recorded_times(state: JobState, started: float | None, ended: float | None,

@@ -164,11 +164,13 @@ class Meter:
         accelerators: set[str] = set()
         now = self.now
         for job in jobs:
-            started = job.get("started_at")
-            if started is None:
+            started, ended = job.get("started_at"), job.get("ended_at")
+            # every attempt counts: the earlier ones' run time (``earlier_seconds``) and this one's
+            hours = (job.get("earlier_seconds") or 0.0) / _HOUR
+            if started is not None:
+                hours += max(0.0, ((ended if ended is not None else now) - started) / _HOUR)
+            if not hours:
                 continue
-            ended = job.get("ended_at")
-            hours = max(0.0, ((ended if ended is not None else now) - started) / _HOUR)
             request, hourly = self.rate(job.get("executor"), job.get("executor_kind"))
             cpu += request.cpus * hours
             gpu += request.gpus * hours

@@ -61,7 +61,21 @@ def exit_state(code: int | None, *, cancelled: bool = False, signalled: bool | N
         return JobState(Status.COMPLETED, "exit code 0", 0, started_at, ended_at)
     if cancelled:
         return JobState(Status.CANCELLED, "cancelled", normalized, started_at, ended_at)
-    return JobState(Status.FAILED, describe_exit(code, signalled=signalled), normalized, started_at, ended_at)
+    return JobState(Status.FAILED, describe_exit(code, signalled=signalled), normalized, started_at, ended_at,
+                    failure="error")
+
+
+def failed_state(failure: str, message: str, *, exit_code: int | None = None, started_at: float | None = None,
+                 ended_at: float | None = None, attempt: int | None = None) -> JobState:
+    """A FAILED ``JobState`` of class ``failure`` (one of ``xcore.model.status.FAILURE_CLASSES``:
+    ``preempted``, ``node_failure``, ``timeout``, ``out_of_memory``, ``error``, ``lost``,
+    ``launch``), so the retry policy can tell a preemption from the program's own failure."""
+    from xcore.model.status import FAILURE_CLASSES
+
+    if failure not in FAILURE_CLASSES:
+        raise ValueError(f"failure class {failure!r} is not one of {', '.join(FAILURE_CLASSES)}")
+    return JobState(Status.FAILED, message, None if exit_code is None else normalize_exit_code(exit_code),
+                    started_at, ended_at, failure=failure, attempt=attempt)
 
 
 def lost_state(why: str = "", *, started_at: float | None = None, ended_at: float | None = None) -> JobState:
@@ -74,4 +88,4 @@ def lost_state(why: str = "", *, started_at: float | None = None, ended_at: floa
     it first saw the job, and its duration reads 0.
     """
     return JobState(Status.FAILED, f"lost: {why or 'the backend no longer knows this job'}", None, started_at,
-                    ended_at)
+                    ended_at, failure="lost")

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from xcore.model.dependencies import DependencyEdge, dependency_message, satisfied
+from xcore.model.retry import DEFAULT_RETRY
 from xcore.model.status import JobState, Status
 
 if TYPE_CHECKING:
@@ -184,7 +185,8 @@ def _submit(store: MetadataStore, host: PluginHost, key: Unit) -> None:
                 failed.append((job.id, JobState(Status.FAILED, launch_failure_message(f"{type(exc).__name__}: {exc}"))))
                 continue
             request = LaunchRequest(job.id, experiment_id, unit_id, job.name, kept["executable"], kept["executor"],
-                                    kept["args"], kept["env"])
+                                    kept["args"], kept["env"],
+                                    retry=getattr(kept["executor"], "retry", None) or DEFAULT_RETRY)
             pending.append(PendingJob(request, job.executor_kind, ticket, edges))
         if failed:
             store.record_states(failed)

@@ -286,8 +286,9 @@ class BatchLauncher:
             write = pending.write
             jobs += [
                 PendingJob(LaunchRequest(job_id, write.experiment_id, write.work_unit_id, name, executable, executor,
-                                         args, env), kind, pending.ticket, write.depends_on)
-                for job_id, (name, executable, executor, args, env, kind) in zip(job_ids, pending.jobs, strict=True)
+                                         args, env, retry=retry), kind, pending.ticket, write.depends_on)
+                for job_id, (name, executable, executor, args, env, kind, retry)
+                in zip(job_ids, pending.jobs, strict=True)
             ]
         if jobs:
             self.submit(jobs)
@@ -611,7 +612,7 @@ class BatchLauncher:
             self.errors.append(error)
             self._fail_tickets(group, error)
             self._progress.message(f"error: {plural(len(group), 'job')} on {kind}: {message}")
-            states = [(job_id, JobState(Status.FAILED, message)) for job_id in job_ids]
+            states = [(job_id, JobState(Status.FAILED, message, failure="launch")) for job_id in job_ids]
             try:
                 self._retry_store(lambda: self._store.record_states(states, intent_id=intent),
                                   "recording a failed submission")
@@ -751,13 +752,14 @@ class BatchLauncher:
         for pending, handle in zip(group, handles, strict=True):
             if isinstance(handle, LaunchFailure):
                 message = launch_failure_message(handle.reason)
-                failed.append((pending.request.job_id, JobState(Status.FAILED, message)))
+                failed.append((pending.request.job_id, JobState(Status.FAILED, message, failure="launch")))
                 error = self._make_error(f"{pending.request.full_name}: {message}")
                 self.errors.append(error)
                 pending.ticket.job_done(error)
                 continue
             if reported := getattr(handle, "error", None):
-                failed.append((pending.request.job_id, JobState(Status.FAILED, launch_failure_message(str(reported)))))
+                failed.append((pending.request.job_id, JobState(Status.FAILED, launch_failure_message(str(reported)),
+                                                                failure="launch")))
             done.append(pending.ticket)
         UnitTicket.jobs_done(done)
         if failed:

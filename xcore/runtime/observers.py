@@ -29,8 +29,9 @@ def duties() -> tuple[ObserverDuty, ...]:
     nothing change imports none of them."""
     from xcore.runtime.dependents import release
     from xcore.runtime.notifications import observe as notify
+    from xcore.runtime.resubmit import relaunch_pending
 
-    return (release, notify)
+    return (relaunch_pending, release, notify)
 
 
 def held_seen(store: MetadataStore, host: PluginHost, jobs: Sequence[JobRecord]) -> None:

@@ -94,7 +94,7 @@ def _adopt(host: PluginHost, kind: str, jobs: list[JobRecord]) -> list | None:
         serializer = host.serializer
         requests = [
             LaunchRequest(job.id, job.experiment_id, job.work_unit_id, job.name, serializer.load(job.executable),
-                          serializer.load(job.executor), list(job.args), dict(job.env))
+                          serializer.load(job.executor), list(job.args), dict(job.env), attempt=job.attempt)
             for job in jobs
         ]
         owner = host.kinds.owner(kind)

@@ -16,6 +16,7 @@ from typing import Any
 from xcore.errors import BackendUnavailableError, StoreFullError, XcoreError
 from xcore.hooks.host import PluginHost
 from xcore.model.status import JobState, Status, recorded_times
+from xcore.runtime import retries
 from xcore.runtime.observers import after_refresh, held_seen
 from xcore.store import MetadataStore
 from xcore.store.records import JobRecord, unreadable
@@ -63,15 +64,22 @@ def refresh_jobs(store: MetadataStore, host: PluginHost, jobs: Sequence[JobRecor
                 job.status, job.message = Status.UNKNOWN, str(exc).split(". ")[0]
             continue
         now = time.time()
+        if any(state.status is Status.FAILED for _, state in reached):
+            reached = retries.pending(store, reached)
         for job, state in reached:
             if unavailable:
                 unavailable.pop(job.id, None)
             changed = (job.status, job.message, job.exit_code) != (state.status, state.message, state.exit_code)
+            new_attempt = state.attempt is not None and state.attempt > job.attempt
+            if new_attempt:  # the backend retried it: the new attempt's times start afresh
+                job.started_at = job.ended_at = None
+                job.attempt = state.attempt or job.attempt
             # The times the store will record, with the same rule and clock: the records returned
             # (e.g. by wait_until_complete) then say what `xcore show` says, an end included.
             started, ended = recorded_times(state, job.started_at, job.ended_at, now)
-            if changed:
-                changes.append((job.id, JobState(state.status, state.message, state.exit_code, started, ended)))
+            if changed or new_attempt:  # earlier attempts come with the move to a new one
+                changes.append((job.id, JobState(state.status, state.message, state.exit_code, started, ended,
+                                                 state.failure, state.attempt, state.previous_attempts)))
             job.status, job.message, job.exit_code = state.status, state.message, state.exit_code
             job.started_at, job.ended_at = started, ended
     if changes:
@@ -81,10 +89,32 @@ def refresh_jobs(store: MetadataStore, host: PluginHost, jobs: Sequence[JobRecor
             warn_not_recorded(str(exc))
         else:
             changed_ids = {job_id for job_id, _ in changes}
-            after_refresh(store, host, [job for job in jobs if job.id in changed_ids])
+            after_refresh(store, host, [job for job in jobs if job.id in changed_ids or retries.is_pending(job)])
+    elif any(retries.is_pending(job) for job in jobs):  # a relaunch an observer has not done yet
+        after_refresh(store, host, [job for job in jobs if retries.is_pending(job)])
+    if any(retries.is_pending(job) for job in jobs):
+        _follow_relaunches(store, [job for job in jobs if retries.is_pending(job)], cache)
     if any(job.status is Status.PENDING and job.handle is None for job in jobs):
         held_seen(store, host, jobs)  # held for their dependencies: decided by ones no one saw end?
     return list(jobs)
+
+
+def _follow_relaunches(store: MetadataStore, pending: Sequence[JobRecord], cache: dict[int, Any] | None) -> None:
+    """Jobs whose retry was pending may have been relaunched (here or by another observer):
+    their records take the new attempt's handle and state, so a wait follows the new attempt."""
+    for experiment_id in {job.experiment_id for job in pending}:
+        mine = {job.id: job for job in pending if job.experiment_id == experiment_id}
+        units = sorted({job.work_unit_id for job in mine.values()})
+        for unit in store.work_units(experiment_id, units):
+            for fresh in unit.jobs:
+                job = mine.get(fresh.id)
+                if job is None or fresh.attempt == job.attempt:
+                    continue
+                for field in ("status", "message", "exit_code", "handle_kind", "handle", "log_path", "launched_at",
+                              "started_at", "ended_at", "attempt"):
+                    setattr(job, field, getattr(fresh, field))
+                if cache is not None:
+                    cache.pop(job.id, None)
 
 
 _warned: set[str] = set()

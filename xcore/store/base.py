@@ -17,6 +17,7 @@ from xcore.model.status import JobState, Status
 from xcore.store.outbox import NewNotification, NotificationRecord
 from xcore.store.records import (
     ExperimentRecord,
+    JobAttempts,
     JobRecord,
     LeaseRecord,
     NewJob,
@@ -67,6 +68,9 @@ class ExperimentHistory:
     dependencies: list[DependencyEdge] = attrs.field(factory=list)
     held: list[tuple[int, str, float]] = attrs.field(factory=list)
     dependency_origins: dict[int, str] = attrs.field(factory=dict)
+    # Each retried or classified job's attempts (by job id): its current attempt, last failure
+    # class and earlier attempts, copied so a copy keeps the history (``job_attempts``).
+    attempts: dict[int, JobAttempts] = attrs.field(factory=dict)
 
 
 @datamodel.frozen
@@ -226,6 +230,31 @@ class MetadataStore(abc.ABC):
             rows.append({"id": unit.id, "role": unit.role, "args": unit.args, "identity": unit.identity,
                          "created_at": unit.created_at, "jobs": jobs})
         return rows
+
+    # Attempts (``xcore.model.retry``, docs/long-runs.md): a retried job keeps its id; its row
+    # holds the current attempt and each earlier one is kept, never overwritten. ``record_states``
+    # merges a state's ``previous_attempts`` and moves the row on when ``attempt`` is higher.
+
+    def job_attempts(self, experiment_id: int,
+                     work_unit_ids: Sequence[int] | None = None) -> dict[int, JobAttempts]:
+        """``{job_id: JobAttempts}`` for the jobs of these units that were retried or failed with
+        a class (others are absent: one attempt, no failure). Empty for a store without attempts."""
+        return {}
+
+    def retry_policies(self, job_ids: Sequence[int]) -> dict[int, tuple[int, Any]]:
+        """``{job_id: (current attempt, the stored executor's "retry" value or None)}``: what a
+        poll needs to decide whether a failed attempt is retried (asked only for failed jobs)."""
+        return {}
+
+    def begin_attempts(self, claims: Sequence[tuple[int, int, str]], lease_id: int | None,
+                       message: str) -> list[int]:
+        """Claim ``(job_id, attempt, status)`` for a relaunch, compare-and-set: a job whose row
+        still holds that attempt in that status gets its attempt archived and becomes the next
+        attempt, LAUNCHING, without a handle, held by launcher lease ``lease_id`` (so a relauncher
+        killed before recording the submission is resolved like any launcher: adopted or
+        failed, never submitted twice). Returns the jobs claimed; of many processes claiming one
+        job at once, exactly one gets it. A store without attempts claims none."""
+        return []
 
     # Trial results (see ``xcore.runtime.results``): the scalars a program printed as
     # ``XCORE_RESULT {"loss": 0.1}`` lines, collected from its log. Tracker links (see

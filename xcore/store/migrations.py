@@ -22,6 +22,9 @@ works between any two stores of the current version.
 - 8: the notifications outbox (``notifications``: one row per event and sink, its delivery
   state; see ``xcore.runtime.notifications``). Never copied by ``xcore store copy``.
 
+- 9: attempts (``jobs.attempt``, ``jobs.failure``, ``job_attempts``): a retried job keeps its
+  id, its row holds the current attempt and each earlier one is kept (``xcore.model.retry``).
+
 A store older than the code is migrated forward in one transaction: on open for the personal
 SQLite file, by ``xcore store migrate`` for a shared server (so one person decides when every
 teammate's xcore must be new enough). A newer store is never touched.
@@ -31,7 +34,7 @@ from __future__ import annotations
 
 from xcore.errors import ConfigurationError
 
-SCHEMA_VERSION = 8  # both stores' version: each asserts it has exactly this many migrations
+SCHEMA_VERSION = 9  # both stores' version: each asserts it has exactly this many migrations
 
 
 class SchemaVersionError(ConfigurationError):

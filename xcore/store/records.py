@@ -33,10 +33,58 @@ class JobRecord:
     launched_at: float | None = None
     started_at: float | None = None
     ended_at: float | None = None
+    attempt: int = 1  # the attempt the row holds (read by polls and ``lease_orphans``; 1 elsewhere)
 
     @property
     def duration(self) -> float | None:
         return _elapsed(self.started_at, self.ended_at)
+
+
+@datamodel.frozen
+class AttemptRecord:
+    """An earlier attempt of a job, as ``job_attempts`` keeps it: written once, never changed,
+    with the handle and log of that attempt (``xcore logs --attempt K``)."""
+
+    number: int
+    status: Status
+    failure: str | None = None
+    exit_code: int | None = None
+    started_at: float | None = None
+    ended_at: float | None = None
+    message: str = ""
+    handle_kind: str | None = None
+    handle: dict[str, Any] | None = None
+    log_path: str | None = None
+
+    @property
+    def duration(self) -> float | None:
+        return None if self.started_at is None else _elapsed(self.started_at, self.ended_at or self.started_at)
+
+
+@datamodel.define
+class JobAttempts:
+    """A job's attempts: the one its row holds (``current``, with the ``failure`` class of its
+    last failure) and the earlier ones, oldest first."""
+
+    job_id: int
+    current: int = 1
+    failure: str | None = None
+    earlier: list[AttemptRecord] = attrs.field(factory=list)
+
+    @property
+    def count(self) -> int:
+        return max([self.current, *(a.number for a in self.earlier)])
+
+    @property
+    def last_failure(self) -> str | None:
+        """The class of the newest failure: the current attempt's, else the newest earlier one's."""
+        if self.failure:
+            return self.failure
+        return next((a.failure for a in reversed(self.earlier) if a.failure), None)
+
+    def earlier_seconds(self) -> float:
+        """The run time of the earlier attempts (a job's duration counts every attempt)."""
+        return sum(d for a in self.earlier if (d := a.duration) is not None)
 
 
 @datamodel.frozen

@@ -12,7 +12,7 @@ from typing import Any, NamedTuple, Protocol
 
 from xcore.errors import NotFoundError
 from xcore.model.status import JobState, Status, combine, recorded_times
-from xcore.store.records import ExperimentRecord, JobRecord, StatusEvent, UnitWrite
+from xcore.store.records import AttemptRecord, ExperimentRecord, JobRecord, StatusEvent, UnitWrite
 from xcore.store.specs import SPEC_COLUMNS
 
 # ``json.dumps`` without its Python layers: the C encoder json.dumps builds on each call, built
@@ -52,7 +52,10 @@ COPIED_JOB_COLUMNS = JOB_COLUMNS[:-1]
 STORED_JOB_COLUMNS = tuple(SPEC_COLUMNS.get(c, c) for c in COPIED_JOB_COLUMNS)
 # What ``active_jobs`` reads: polling never needs a job's specs, args or env (read as empty).
 LIGHT_JOB_COLUMNS = (", ".join(c for c in JOB_COLUMNS if c not in ("executor", "executable", "args", "env"))
-                     + ", '{}' AS executor, '{}' AS executable, '[]' AS args, '{}' AS env")
+                     + ", '{}' AS executor, '{}' AS executable, '[]' AS args, '{}' AS env, attempt")
+#: An earlier attempt's columns in ``job_attempts`` (``attempt_record`` reads them).
+ATTEMPT_COLUMNS = ("job_id", "number", "status", "failure", "exit_code", "started_at", "ended_at", "message",
+                   "handle_kind", "handle", "log_path")
 
 def experiment_record(row: Row, counts: dict[str, int]) -> ExperimentRecord:
     """An ``experiments`` row with its work units counted by status (``git_dirty`` is an
@@ -76,8 +79,24 @@ def job_record(row: Row, spec: Callable[[str], Any] = json.loads) -> JobRecord:
         status=Status(row["status"]), message=row["message"], exit_code=row["exit_code"],
         handle_kind=row["handle_kind"], handle=json.loads(row["handle"]) if row["handle"] else None,
         log_path=row["log_path"], created_at=row["created_at"], launched_at=row["launched_at"],
-        started_at=row["started_at"], ended_at=row["ended_at"],
+        started_at=row["started_at"], ended_at=row["ended_at"], attempt=_optional(row, "attempt", 1),
     )
+
+
+def _optional(row: Row, column: str, default: Any) -> Any:
+    """A column some queries read and others do not."""
+    try:
+        value = row[column]
+    except (KeyError, IndexError):
+        return default
+    return default if value is None else value
+
+
+def attempt_record(row: Row) -> AttemptRecord:
+    """A ``job_attempts`` row."""
+    return AttemptRecord(row["number"], Status(row["status"]), row["failure"], row["exit_code"], row["started_at"],
+                         row["ended_at"], row["message"], row["handle_kind"],
+                         json.loads(row["handle"]) if row["handle"] else None, row["log_path"])
 
 
 def status_event(row: Row) -> StatusEvent:
@@ -143,7 +162,7 @@ def add_rows(writes: Sequence[UnitWrite], ids: Sequence[int], spec: Callable[[ob
 def state_changes(jobs: Mapping[int, Row], states: Sequence[tuple[int, JobState]], now: float, where: str
                   ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
     """What ``record_states`` writes, from the jobs' rows (``status``, ``started_at``,
-    ``ended_at`` by id): the updates ``(status, message, exit_code, started_at, ended_at, id)``
+    ``ended_at`` by id): the updates ``(status, message, exit_code, started_at, ended_at, failure, id)``
     and the history events ``(job_id, status, message, exit_code, at)``. A finished job never
     becomes active again, and a job named twice in one call gets one event per change."""
     updates, events = [], []
@@ -159,7 +178,7 @@ def state_changes(jobs: Mapping[int, Row], states: Sequence[tuple[int, JobState]
         if Status(status).is_terminal and not state.status.is_terminal:
             continue
         started, ended = recorded_times(state, started, ended, now)
-        updates.append((state.status.value, state.message, state.exit_code, started, ended, job_id))
+        updates.append((state.status.value, state.message, state.exit_code, started, ended, state.failure, job_id))
         if status != state.status.value:
             events.append((job_id, state.status.value, state.message, state.exit_code, now))
         seen[job_id] = (state.status.value, started, ended)

@@ -174,6 +174,19 @@ _V8 = """
     CREATE INDEX notifications_by_experiment ON notifications(experiment_id);
     """
 
+# 9: attempts (issue 23): a job's row holds its current attempt (``attempt``, the ``failure``
+# class of its last failure); every earlier attempt is a row of ``job_attempts``, written once
+# and never overwritten, with the handle and log of that attempt.
+_V9 = """
+    ALTER TABLE jobs ADD COLUMN attempt INTEGER NOT NULL DEFAULT 1;
+    ALTER TABLE jobs ADD COLUMN failure TEXT;
+    CREATE TABLE job_attempts (
+        job_id {id} NOT NULL REFERENCES jobs(id), number INTEGER NOT NULL, status TEXT NOT NULL, failure TEXT,
+        exit_code INTEGER, started_at {real}, ended_at {real}, message TEXT NOT NULL DEFAULT '',
+        handle_kind TEXT, handle TEXT, log_path TEXT, PRIMARY KEY (job_id, number)
+    );
+    """
+
 SQLITE = {
     "experiment_key": "INTEGER PRIMARY KEY AUTOINCREMENT", "key": "INTEGER PRIMARY KEY AUTOINCREMENT",
     "id": "INTEGER", "real": "REAL", "bool": "INTEGER", "user": "user", "event_seq": "",
@@ -195,6 +208,6 @@ def migrations(types: dict[str, str]) -> list[str]:
     """Every migration's statements in one dialect (``SQLITE`` or ``POSTGRES``), version 1 first."""
     fifth = _SQLITE_V5 if types is SQLITE else _POSTGRES_V5
     found = [migration.format(**types) for migration in _V1_TO_V4] + [fifth]
-    found += [migration.format(**types) for migration in (_V6, _V7, _V8)]
+    found += [migration.format(**types) for migration in (_V6, _V7, _V8, _V9)]
     assert len(found) == SCHEMA_VERSION
     return found

@@ -335,11 +335,96 @@ class SqlStore(MetadataStore):
     def _record_states(self, cur: Cursor, states: Sequence[tuple[int, JobState]], now: float) -> None:
         if not states:
             return
-        found = self._rows_by_id(cur, [job_id for job_id, _ in states], "id, status, started_at, ended_at")
+        found = self._rows_by_id(cur, [job_id for job_id, _ in states], "id, status, started_at, ended_at, attempt")
+        if any(state.attempt is not None or state.previous_attempts for _, state in states):
+            found = self._record_attempts(cur, found, states, now)
         updates, events = rows.state_changes(found, states, now, self.dialect.where)
         cur.executemany(sql.RECORD_STATE, updates)
         cur.executemany(sql.INSERT_EVENT, events)
         self._refresh_units(cur, [job_id for job_id, _ in states])
+
+    def _record_attempts(self, cur: Cursor, found: dict[int, Any], states: Sequence[tuple[int, JobState]],
+                         now: float) -> dict[int, Any]:
+        """Merge the attempts the backend reports: earlier attempts are added if new (never
+        overwritten); a state on a higher attempt than the row's archives the row's attempt
+        and moves the row on, so the new attempt's status is recorded even after a failure."""
+        found = dict(found)
+        for job_id, state in states:
+            row = found.get(job_id)
+            if row is None:
+                continue
+            current = row["attempt"]
+            for earlier in state.previous_attempts:
+                if earlier.number < max(current, state.attempt or 0) or (
+                        earlier.number == current and state.attempt is not None and state.attempt > current):
+                    cur.execute(sql.ARCHIVE_ATTEMPT, (job_id, earlier.number, earlier.status.value, earlier.failure,
+                                                      earlier.exit_code, earlier.started_at, earlier.ended_at,
+                                                      earlier.message, None, None, None))
+            if state.attempt is None or state.attempt <= current:
+                continue
+            old = cur.execute("SELECT status, message, exit_code, failure, started_at, ended_at, handle_kind, handle,"
+                              " log_path FROM jobs WHERE id = ?", (job_id,)).fetchone()
+            status = old["status"] if Status(old["status"]).is_terminal else Status.FAILED.value
+            cur.execute(sql.ARCHIVE_ATTEMPT, (job_id, current, status, old["failure"], old["exit_code"],
+                                              old["started_at"], old["ended_at"] or now, old["message"],
+                                              old["handle_kind"], old["handle"], old["log_path"]))
+            cur.execute(sql.NEXT_ATTEMPT, (state.attempt, job_id))
+            cur.execute(sql.INSERT_EVENT, (job_id, state.status.value, f"attempt {state.attempt}", None, now))
+            found[job_id] = {"id": job_id, "status": Status.LAUNCHING.value, "started_at": None, "ended_at": None,
+                             "attempt": state.attempt}
+        return found
+
+    @_writes
+    def begin_attempts(self, cur: Cursor, retrying: bool, now: float, claims: Sequence[tuple[int, int, str]],
+                       lease_id: int | None, message: str) -> list[int]:
+        claimed = []
+        for job_id, attempt, status in claims:
+            row = cur.execute("SELECT status, message, exit_code, failure, started_at, ended_at, handle_kind, handle,"
+                              f" log_path, attempt, lease_id FROM jobs WHERE id = ?{self.dialect.for_update}",
+                              (job_id,)).fetchone()
+            if row is None:
+                continue
+            if row["attempt"] != attempt or row["status"] != status:
+                if retrying and row["attempt"] == attempt + 1 and row["lease_id"] == lease_id \
+                        and row["status"] == Status.LAUNCHING.value:
+                    claimed.append(job_id)  # our first try committed it
+                continue
+            archived = status if Status(status).is_terminal else Status.FAILED.value  # a retry pending: it failed
+            cur.execute(sql.ARCHIVE_ATTEMPT, (job_id, attempt, archived, row["failure"], row["exit_code"],
+                                              row["started_at"], row["ended_at"] or now, row["message"],
+                                              row["handle_kind"], row["handle"], row["log_path"]))
+            if cur.execute(sql.RELAUNCH, (attempt + 1, message, lease_id, job_id, attempt)).rowcount == 1:
+                cur.execute(sql.INSERT_EVENT, (job_id, Status.LAUNCHING.value, message, None, now))
+                claimed.append(job_id)
+        if claimed:
+            self._refresh_units(cur, claimed)
+        return claimed
+
+    @_reads
+    def job_attempts(self, cur: Cursor, experiment_id: int,
+                     work_unit_ids: Sequence[int] | None = None) -> dict[int, records.JobAttempts]:
+        where, params = self._unit_filter("work_unit_id", experiment_id, work_unit_ids)
+        found = {r["id"]: records.JobAttempts(r["id"], r["attempt"], r["failure"]) for r in cur.execute(
+            "SELECT id, attempt, failure FROM jobs WHERE experiment_id = ?"
+            f"{where} AND (attempt > 1 OR failure IS NOT NULL) ORDER BY id", params).fetchall()}
+        if found:
+            columns = ", ".join(f"a.{c}" for c in rows.ATTEMPT_COLUMNS)
+            for r in cur.execute(f"SELECT {columns} FROM job_attempts a JOIN jobs ON jobs.id = a.job_id"
+                                 f" WHERE jobs.experiment_id = ?{where.replace('work_unit_id', 'jobs.work_unit_id')}"
+                                 " ORDER BY a.job_id, a.number", params).fetchall():
+                if r["job_id"] in found:
+                    found[r["job_id"]].earlier.append(rows.attempt_record(r))
+        return found
+
+    @_reads
+    def retry_policies(self, cur: Cursor, job_ids: Sequence[int]) -> dict[int, tuple[int, Any]]:
+        found: dict[int, tuple[int, Any]] = {}
+        for clause, params in self.dialect.in_chunks("jobs.id", sorted(set(job_ids))):
+            for r in cur.execute(f"SELECT jobs.id, jobs.attempt, s.body FROM jobs JOIN job_specs s"
+                                 f" ON s.id = jobs.executor_spec WHERE {clause}", params).fetchall():
+                body = _json_or_reason(r["body"])
+                found[r["id"]] = (r["attempt"], body.get("retry") if isinstance(body, dict) else None)
+        return found
 
     def _rows_by_id(self, cur: Cursor, job_ids: Sequence[int], columns: str) -> dict[int, Any]:
         """The jobs' rows by id (locked in id order where the dialect locks rows)."""
@@ -412,13 +497,13 @@ class SqlStore(MetadataStore):
         }
         # by unit, then id: each unit's jobs in id order, in the jobs_by_unit index's own order
         # (ORDER BY id alone sorted every row, specs' ids and handles included, in a temp B-tree)
-        for row in plain.execute(f"SELECT {', '.join(rows.STORED_JOB_COLUMNS)} FROM jobs WHERE experiment_id = ?"
-                                 f"{job_filter} ORDER BY work_unit_id, id", params):
+        for row in plain.execute(f"SELECT {', '.join(rows.STORED_JOB_COLUMNS)}, attempt FROM jobs"
+                                 f" WHERE experiment_id = ?{job_filter} ORDER BY work_unit_id, id", params):
             unit = units.get(row[2])
             if unit is None:
                 continue
             (job_id, experiment, work_unit, name, executor_kind, executor, executable, args, env, status, message,
-             exit_code, handle_kind, handle, log_path, created_at, launched_at, started_at, ended_at) = row
+             exit_code, handle_kind, handle, log_path, created_at, launched_at, started_at, ended_at, attempt) = row
             try:
                 if status not in statuses:
                     raise ValueError(f"{status!r} is not a valid Status")
@@ -428,14 +513,14 @@ class SqlStore(MetadataStore):
                     "executable": spec_values[executable], "args": decoded[args], "env": decoded[env],
                     "status": status, "message": message, "exit_code": exit_code, "handle_kind": handle_kind,
                     "handle": _loads(handle) if handle else None, "log_path": log_path, "created_at": created_at,
-                    "launched_at": launched_at, "started_at": started_at, "ended_at": ended_at,
+                    "launched_at": launched_at, "started_at": started_at, "ended_at": ended_at, "attempt": attempt,
                 }
             except Exception:  # noqa: BLE001 - the record path says why, for this row only
-                fields = dict(zip(rows.COPIED_JOB_COLUMNS, row, strict=True))
+                fields = dict(zip(rows.COPIED_JOB_COLUMNS, row[:-1], strict=True))
                 fields["executor"], fields["executable"] = bodies[executor], bodies[executable]
                 record = self._job(fields)
                 job = {field: getattr(record, field) for field in rows.COPIED_JOB_COLUMNS}
-                job["status"] = record.status.value
+                job["status"], job["attempt"] = record.status.value, attempt
             unit["jobs"].append(job)
         return list(units.values())
 
@@ -536,7 +621,8 @@ class SqlStore(MetadataStore):
     @_reads
     def lease_orphans(self, cur: Cursor, lease_id: int) -> tuple[list[tuple[str, list[JobRecord]]], list[JobRecord]]:
         jobs = {row["id"]: self._job(row) for row in cur.execute(
-            f"{specs.select_jobs(rows.JOB_COLUMNS)} WHERE jobs.lease_id = ? AND jobs.status = 'LAUNCHING'"
+            f"{specs.select_jobs([*rows.JOB_COLUMNS, 'attempt'])} WHERE jobs.lease_id = ?"
+            " AND jobs.status = 'LAUNCHING'"
             " AND jobs.handle IS NULL ORDER BY jobs.id", (lease_id,)).fetchall()}
         intents = cur.execute("SELECT * FROM launch_intents WHERE lease_id = ? ORDER BY id", (lease_id,)).fetchall()
         return rows.orphans_by_intent(jobs, intents)
@@ -656,10 +742,12 @@ class SqlStore(MetadataStore):
                          self._store_id(cur), c["e"], c["w"], c["j"], c["v"])
 
     def export_history(self, experiment_id: int) -> ExperimentHistory:
-        return self._export(self.get_experiment(experiment_id), self.work_units(experiment_id))
+        return self._export(self.get_experiment(experiment_id), self.work_units(experiment_id),
+                            self.job_attempts(experiment_id))
 
     @_reads
-    def _export(self, cur: Cursor, record: ExperimentRecord, units: list[WorkUnitRecord]) -> ExperimentHistory:
+    def _export(self, cur: Cursor, record: ExperimentRecord, units: list[WorkUnitRecord],
+                attempts: dict[int, records.JobAttempts]) -> ExperimentHistory:
         def ask(query: str) -> list[Any]:  # the experiment's rows
             return list(cur.execute(query, (record.id,)).fetchall())
 
@@ -686,7 +774,7 @@ class SqlStore(MetadataStore):
             if found is not None:
                 origins[other] = found["origin"] or f"{self._store_id(cur)}/{other}"
         return ExperimentHistory(record, units, events, row["origin"] or f"{self._store_id(cur)}/{record.id}",
-                                 results, final, links, series, edges, held, origins)
+                                 results, final, links, series, edges, held, origins, attempts)
 
     def _by_origin(self, cur: Cursor, origin: str) -> int | None:
         """The experiment here that ``origin`` (``STORE_ID/EXPERIMENT_ID``) names: one copied from
@@ -737,6 +825,16 @@ class SqlStore(MetadataStore):
             "INSERT INTO job_series (job_id, experiment_id, work_unit_id, name, points, at) VALUES (?,?,?,?,?,?)",
             [(*here[j], name, points, at) for j, name, points, at in history.series if j in here])
         self._copy_dependencies(cur, history, experiment_id)
+        for source_job, attempts in history.attempts.items():
+            if source_job not in here:
+                continue
+            job_id = here[source_job][0]
+            cur.execute("UPDATE jobs SET attempt = ?, failure = ? WHERE id = ?",
+                        (attempts.current, attempts.failure, job_id))
+            cur.executemany(sql.ARCHIVE_ATTEMPT, [
+                (job_id, a.number, a.status.value, a.failure, a.exit_code, a.started_at, a.ended_at, a.message,
+                 a.handle_kind, None if a.handle is None else json.dumps(a.handle), a.log_path)
+                for a in attempts.earlier])
         return Imported(source.id, experiment_id, clash)
 
     def _copy_dependencies(self, cur: Cursor, history: ExperimentHistory, experiment_id: int) -> None:

@@ -44,11 +44,21 @@ LAUNCHED_UNITS = (
     f"UPDATE work_units SET status = (SELECT {unit_status('j.status')} FROM jobs j"
     " WHERE j.experiment_id = work_units.experiment_id AND j.work_unit_id = work_units.id)"
     " WHERE (experiment_id, id) IN (SELECT experiment_id, work_unit_id FROM jobs WHERE {})")
-RECORD_STATE = "UPDATE jobs SET status = ?, message = ?, exit_code = ?, started_at = ?, ended_at = ? WHERE id = ?"
+RECORD_STATE = ("UPDATE jobs SET status = ?, message = ?, exit_code = ?, started_at = ?, ended_at = ?, failure = ?"
+                " WHERE id = ?")
 UNIT_STATUSES = ("UPDATE work_units SET status = ? WHERE experiment_id = ? AND id BETWEEN ? AND ?"
                  " AND status <> ?")
 INSERT_EVENT = "INSERT INTO job_events (job_id, status, message, exit_code, at) VALUES (?,?,?,?,?)"
 CLOSE_INTENT = "DELETE FROM launch_intents WHERE id = ?"
+# -- attempts (``job_attempts``: an earlier attempt is written once, never overwritten)
+ARCHIVE_ATTEMPT = ("INSERT INTO job_attempts (job_id, number, status, failure, exit_code, started_at, ended_at,"
+                   " message, handle_kind, handle, log_path) VALUES (?,?,?,?,?,?,?,?,?,?,?)"
+                   " ON CONFLICT (job_id, number) DO NOTHING")
+NEXT_ATTEMPT = ("UPDATE jobs SET attempt = ?, exit_code = NULL, failure = NULL, started_at = NULL, ended_at = NULL"
+                " WHERE id = ?")
+RELAUNCH = ("UPDATE jobs SET attempt = ?, status = 'LAUNCHING', message = ?, exit_code = NULL, failure = NULL,"
+            " started_at = NULL, ended_at = NULL, handle_kind = NULL, handle = NULL, log_path = NULL,"
+            " launched_at = NULL, results_at = NULL, lease_id = ? WHERE id = ? AND attempt = ?")
 # -- leases
 CLAIM_LEASE = ("UPDATE launch_leases SET state = 'resolving', host = ?, pid = ?, proc_start = ?, heartbeat = ?"
                " WHERE id = ? AND pid = ? AND host = ? AND heartbeat = ?")

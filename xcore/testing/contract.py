@@ -273,6 +273,19 @@ class ContractSuite:
         assert jobs[1].message == "exit code 3"
         assert all(j.handle is not None for j in jobs)
 
+    def test_failures_name_a_class(self, launch: Callable[..., ContractRun]) -> None:
+        """A failed job's state names its failure class (``JobState.failure``: one of
+        ``FAILURE_CLASSES``, or None, which reads ``error``); an attempt is counted from 1."""
+        from xcore.hooks.host import get_host
+        from xcore.model.status import FAILURE_CLASSES
+
+        [job] = launch([["exit", "3"]]).wait()
+        host = get_host()
+        [state] = host.job_states(job.handle_kind or "", [host.serializer.load(job.handle)])
+        assert state.status is Status.FAILED and state.failure in (None, *FAILURE_CLASSES), state
+        assert state.attempt is None or state.attempt >= 1, state
+        assert all(a.number >= 1 and (a.failure in (None, *FAILURE_CLASSES)) for a in state.previous_attempts), state
+
     def test_signal_exit_code_convention(self, launch: Callable[..., ContractRun],
                                          xcore_contract_target: ContractTarget) -> None:
         """A job killed by signal N reads FAILED, exit code 128+N, 'killed by signal N (SIGNAME)'."""

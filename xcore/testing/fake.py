@@ -15,6 +15,12 @@ execution hook through the public plugin API, so it doubles as a reference execu
   returning: kill the launcher then to leave submitted but unrecorded jobs, which a later
   command adopts (``xcore_adopt``), or act while the launch is under way.
 - ``forget(handle)`` makes the backend forget a job (it then reads ``lost: ...``).
+- ``preempt(handle)`` ends a job as the scheduler taking its node back (FAILED, class
+  ``preempted``); ``set_state(..., failure=...)`` reports any failure class. The fake never
+  retries by itself: a failed job whose policy retries it is relaunched by the core's
+  observers (``xcore.runtime.relaunch``), as a Vertex CustomJob is.
+- Jobs get ``XCORE_ATTEMPT`` and ``XCORE_CHECKPOINT_DIR`` (under the state directory), and
+  ``xcore_job_env`` answers their real environment from the record.
 - ``set_unreachable("reason")`` puts the whole backend out of reach (its status hook raises
   ``BackendUnavailableError``) until ``set_unreachable(None)``.
 - A notification sink type ``fake`` (``xcore_notification_sinks``): ``type = "fake"`` in
@@ -56,12 +62,15 @@ from xcore.plugin import (
     PythonModule,
     Status,
     atomic_write,
+    attempt_env,
     cancel_requested,
+    checkpoint_dir,
     exit_state,
     follow_file,
     hookimpl,
     lost_state,
     mark_cancelled,
+    private_dir,
 )
 
 XCORE_PLUGIN_API = "1.0"
@@ -131,10 +140,11 @@ def xcore_launch(executor_kind: str, requests: Sequence[LaunchRequest],
         stem = jobs / f"{request.full_name}-{uuid.uuid4().hex[:8]}"
         handle = FakeHandle(str(stem) + ".json", log_path=str(stem) + ".log")
         record: dict[str, Any] = {"job_id": request.job_id, "argv": request.args, "env": request.env,
-                                  "status": "RUNNING", "message": "held", "exit_code": None}
+                                  "status": "RUNNING", "message": "held", "exit_code": None,
+                                  "attempt": request.attempt}
         atomic_write(handle.log_path or "", b"")
         if not executor.hold:
-            record.update(_run(request, handle))
+            record.update(_run(request, handle, context))
         atomic_write(handle.record, json.dumps(record))
         results.append(handle)
     pauses = {marker for r in requests if (marker := getattr(r.executor, "pause_after_launch", ""))}
@@ -149,26 +159,31 @@ def xcore_launch(executor_kind: str, requests: Sequence[LaunchRequest],
 @hookimpl
 def xcore_adopt(executor_kind: str, requests: Sequence[LaunchRequest],
                 context: LaunchContext) -> list[FakeHandle | None]:
-    """Each job's record names its job id: the submitted ones are found by scanning them."""
-    wanted = {request.job_id for request in requests}
+    """Each job's record names its job id and attempt: the submitted ones are found by scanning them."""
+    wanted = {request.job_id: request.attempt for request in requests}
     found: dict[int, FakeHandle] = {}
     for record in (context.state_dir / "jobs").glob("*.json"):
         try:
-            job_id = json.loads(record.read_text()).get("job_id")
+            data = json.loads(record.read_text())
+            job_id = data.get("job_id")
         except (OSError, ValueError):
             continue
-        if job_id in wanted:
+        if job_id in wanted and data.get("attempt", 1) == wanted[job_id]:  # a relaunch: that attempt's record
             found[job_id] = FakeHandle(str(record), log_path=str(record.with_suffix(".log")))
     return [found.get(request.job_id) for request in requests]
 
 
-def _run(request: LaunchRequest, handle: FakeHandle) -> dict[str, Any]:
+def _run(request: LaunchRequest, handle: FakeHandle, context: LaunchContext) -> dict[str, Any]:
     executable: FakeExecutable = request.executable  # type: ignore[assignment]
+    checkpoints = checkpoint_dir(context.state_dir, request.experiment_id, request.work_unit_id)
+    private_dir(checkpoints)
+    env = {**os.environ, **request.env, **attempt_env(request.attempt, checkpoints)}
     with open(handle.log_path or "", "wb") as log:
-        code = subprocess.run([*executable.command, *request.args], env={**os.environ, **request.env},
+        code = subprocess.run([*executable.command, *request.args], env=env,
                               cwd=executable.cwd, stdout=log, stderr=subprocess.STDOUT, check=False).returncode
     state = exit_state(code)
-    return {"status": state.status.value, "message": state.message, "exit_code": state.exit_code}
+    return {"status": state.status.value, "message": state.message, "exit_code": state.exit_code,
+            "failure": state.failure}
 
 
 def _read(handle: FakeHandle) -> dict[str, Any] | None:
@@ -189,7 +204,9 @@ def xcore_job_states(handle_kind: str, handles: Sequence[FakeHandle]) -> list[Jo
         if record is None:
             states.append(lost_state("the fake backend has no record of this job"))
         else:
-            states.append(JobState(Status(record["status"]), record["message"], record["exit_code"]))
+            status = Status(record["status"])
+            failure = record.get("failure") or ("error" if status is Status.FAILED else None)
+            states.append(JobState(status, record["message"], record["exit_code"], failure=failure))
     return states
 
 
@@ -260,6 +277,13 @@ def xcore_job_shell(handle_kind: str, handle: FakeHandle, command: list[str] | N
 
 
 @hookimpl
+def xcore_job_env(handle_kind: str, handle: FakeHandle) -> dict[str, str] | None:
+    """The job's real environment, from its (0600) record; None once the backend forgot it."""
+    record = _read(handle)
+    return None if record is None else dict(record.get("env", {}))
+
+
+@hookimpl
 def xcore_job_tracking(job: Any) -> Any:
     """A link per job, as a tracker plugin adds (shown by ``xcore show`` and ``xcore ui``)."""
     from xcore.model.tracking import JobTracking
@@ -325,13 +349,21 @@ def set_unreachable(reason: str | None) -> None:
         atomic_write(_outage_file(), reason)
 
 
-def set_state(handle: FakeHandle, status: Status, message: str = "", exit_code: int | None = None) -> None:
-    """Move a job to ``status`` (a finished job stays finished, as on a real backend)."""
+def set_state(handle: FakeHandle, status: Status, message: str = "", exit_code: int | None = None,
+              failure: str | None = None) -> None:
+    """Move a job to ``status``, FAILED ones with failure class ``failure`` (None reads
+    ``error``)."""
     record = _read(handle)
     if record is None:
         raise FileNotFoundError(f"fake: job {handle.record} was forgotten")
-    record.update(status=status.value, message=message or status.value.lower(), exit_code=exit_code)
+    record.update(status=status.value, message=message or status.value.lower(), exit_code=exit_code,
+                  failure=failure)
     atomic_write(handle.record, json.dumps(record))
+
+
+def preempt(handle: FakeHandle) -> None:
+    """End a job as a scheduler reclaiming its machine does: FAILED, class ``preempted``."""
+    set_state(handle, Status.FAILED, "preempted: the machine was reclaimed", failure="preempted")
 
 
 def write_output(handle: FakeHandle, data: bytes | str) -> None:

@@ -37,7 +37,7 @@ import pytest
 
 from xcore.errors import NotFoundError
 from xcore.model.dependencies import DependencyEdge
-from xcore.model.status import JobState, Status, combine
+from xcore.model.status import Attempt, JobState, Status, combine
 from xcore.store import MetadataStore
 from xcore.store.base import CancelRequest
 from xcore.store.migrations import SCHEMA_VERSION
@@ -122,6 +122,13 @@ def _take_all(url: str, barrier: Any, out: Any) -> None:
     store = open_url(url)
     barrier.wait(60)  # every taker asks for the same due rows at the same instant
     out.put([(n.event_id, n.sink) for n in store.take_notifications(f"taker-{os.getpid()}", 60.0)])
+
+
+def _claim_attempts(url: str, job_ids: list[int], barrier: Any, out: Any) -> None:
+    store = open_url(url)
+    lease = store.open_lease(1, "relauncher", os.getpid(), None)
+    barrier.wait(60)  # every relauncher saw attempt 1 pending a retry, and claims at the same instant
+    out.put(store.begin_attempts([(job_id, 1, "PENDING") for job_id in job_ids], lease, "relaunching"))
     store.close()
 
 
@@ -623,6 +630,74 @@ class StoreContract:
         assert [j.id for j in store.lease_orphans(first)[1]] == [waiting]
         assert store.get_experiment(exp.id).status_counts == {"LAUNCHING": 1, "FAILED": 1}
         assert min(new) > max(ran, never, stopped, waiting, other)  # ids are never reused
+
+    def test_attempts_are_history_never_overwritten(self, store_url):
+        """A state on a higher attempt archives the row's attempt and moves the row on (also
+        after a FAILED one); earlier attempts the backend reports are added once, never changed."""
+        store = self.open(store_url)
+        exp = store.create_experiment("attempts")
+        [a, b] = store.add_work_unit(exp.id, 1, "work_unit", {}, "", [new_job("a"), new_job("b")])
+        store.mark_launched([(a, "k", {"pid": 1}, "/log1"), (b, "k", {"pid": 2}, None)])
+        store.record_states([(a, JobState(Status.RUNNING, "running", started_at=10.0)),
+                             (b, JobState(Status.FAILED, "exit code 3", 3, failure="error"))])
+        store.record_states([(a, JobState(Status.FAILED, "preempted", None, 10.0, 20.0, failure="preempted"))])
+        store.record_states([(a, JobState(Status.RUNNING, "running again", started_at=30.0, attempt=2))])
+        assert store.work_units(exp.id)[0].jobs[0].status is Status.RUNNING  # attempt 2 runs after attempt 1 failed
+        reported = Attempt(1, Status.FAILED, "node_failure", None, 1.0, 2.0, "rewritten")
+        store.record_states([(a, JobState(Status.COMPLETED, "exit code 0", 0, 30.0, 45.0, attempt=2,
+                                          previous_attempts=(reported,)))])
+        found = store.job_attempts(exp.id)
+        assert set(found) == {a, b}
+        assert (found[b].current, found[b].failure, found[b].earlier) == (1, "error", [])
+        [first] = found[a].earlier
+        assert (first.number, first.status, first.failure, first.started_at, first.ended_at) == (
+            1, Status.FAILED, "preempted", 10.0, 20.0)  # the record kept, not the later report
+        assert (first.handle, first.log_path) == ({"pid": 1}, "/log1")
+        assert (found[a].current, found[a].count, found[a].last_failure) == (2, 2, "preempted")
+        assert found[a].earlier_seconds() == 10.0
+        [unit] = store.work_units(exp.id)
+        assert unit.jobs[0].status is Status.COMPLETED and unit.jobs[0].started_at == 30.0
+        assert "attempt 2" in [e.message for e in store.job_history(a)]
+        assert store.retry_policies([a]) == {a: (2, None)}
+        assert store.job_attempts(exp.id, [2]) == {}
+
+    def test_a_relaunch_claims_each_attempt_once(self, store_url):
+        store = self.open(store_url)
+        exp = store.create_experiment("relaunch")
+        lease = store.open_lease(exp.id, "h", 1, None)
+        [a] = store.add_work_unit(exp.id, 1, "work_unit", {}, "", [new_job("a")])
+        store.mark_launched([(a, "k", {"pid": 1}, "/log1")])
+        store.record_states([(a, JobState(Status.FAILED, "exit code 1", 1, 1.0, 2.0, failure="error"))])
+        assert store.begin_attempts([(a, 1, "RUNNING")], lease, "retry") == []  # not what the claimer saw
+        assert store.begin_attempts([(a, 1, "FAILED")], lease, "retry (attempt 2)") == [a]
+        assert store.begin_attempts([(a, 1, "FAILED")], lease, "retry (attempt 2)") == []  # claimed already
+        [job] = store.work_units(exp.id)[0].jobs
+        assert (job.status, job.handle, job.log_path, job.exit_code, job.message) == (
+            Status.LAUNCHING, None, None, None, "retry (attempt 2)")
+        assert [j.id for j in store.lease_orphans(lease)[1]] == [a]  # a relauncher that dies now is resolved
+        assert store.lease_orphans(lease)[1][0].attempt == 2
+        [earlier] = store.job_attempts(exp.id)[a].earlier
+        assert (earlier.number, earlier.status, earlier.exit_code, earlier.log_path) == (1, Status.FAILED, 1, "/log1")
+        assert store.get_experiment(exp.id).status_counts == {"LAUNCHING": 1}
+
+    @_across_processes
+    def test_many_relaunchers_claim_each_attempt_exactly_once(self, store_url):
+        store = self.open(store_url)
+        exp = store.create_experiment("racing observers")
+        ids = [store.add_work_unit(exp.id, u, "work_unit", {}, "", [new_job()])[0] for u in range(1, 21)]
+        store.mark_launched([(j, "k", {"n": j}, None) for j in ids])
+        store.record_states([(j, JobState(Status.PENDING, "retry pending", failure="preempted")) for j in ids])
+        ctx = multiprocessing.get_context("spawn")
+        barrier, out = ctx.Barrier(3), ctx.Queue()
+        procs = [ctx.Process(target=_claim_attempts, args=(store_url, ids, barrier, out)) for _ in range(3)]
+        for proc in procs:
+            proc.start()
+        won = [out.get(timeout=120) for _ in procs]
+        for proc in procs:
+            proc.join(60)
+            assert proc.exitcode == 0
+        assert Counter(j for w in won for j in w) == Counter(ids)  # every job claimed exactly once
+        assert {a.current for a in store.job_attempts(exp.id).values()} == {2}
 
     def test_results_overwrite_by_name_and_the_last_recorded_wins(self, store_url):
         store = self.open(store_url)

@@ -62,12 +62,14 @@ class ExperimentView:
 
 
 def job_duration(job: dict[str, Any], now: float) -> float | None:
-    """A job's run time from its row: until ``now`` while it runs, None before it started."""
+    """A job's run time from its row: until ``now`` while it runs, None before it started; with
+    the run time of its earlier attempts (``earlier_seconds``, set by ``add_attempts``)."""
     started = job["started_at"]
+    earlier = job.get("earlier_seconds", 0.0)  # a retried job's duration counts every attempt
     if started is None:
-        return None
+        return earlier or None
     ended = job["ended_at"]
-    return (ended if ended is not None else now) - started
+    return (ended if ended is not None else now) - started + earlier
 
 
 class UnitView:
@@ -107,6 +109,9 @@ class UnitView:
         start = self.started_at
         self.duration: float | None = (
             None if start is None else (self.ended_at if self.ended_at is not None else now) - start)
+        earlier = max([j["earlier_seconds"] for j in jobs if "earlier_seconds" in j] or [0.0])
+        if earlier:  # retried: every attempt's run time counts
+            self.duration = (self.duration or 0.0) + earlier
 
     @property
     def message(self) -> str:
@@ -122,6 +127,27 @@ class UnitView:
         return {} if args in (None, [], "") else {"args": args}
 
 
+def add_attempts(rows: list[dict[str, Any]], attempts: dict[int, Any]) -> None:
+    """Give the job dicts of ``rows`` their attempts (``MetadataStore.job_attempts``): a retried
+    or failed job gets ``attempt`` (the current one), ``failure`` (the last failure class),
+    ``attempts`` (each attempt, oldest first) and ``earlier_seconds``; others carry none of these
+    keys, so a plain job reads as it always did."""
+    for row in rows:
+        for job in row["jobs"]:
+            job.pop("attempt", None)
+            info = attempts.get(job["id"])
+            if info is None:
+                continue
+            history = [{"number": a.number, "status": a.status.value, "failure": a.failure, "exit_code": a.exit_code,
+                        "started_at": a.started_at, "ended_at": a.ended_at, "message": a.message,
+                        "log_path": a.log_path} for a in info.earlier]
+            history.append({"number": info.current, "status": job["status"], "failure": info.failure,
+                            "exit_code": job["exit_code"], "started_at": job["started_at"],
+                            "ended_at": job["ended_at"], "message": job["message"], "log_path": job["log_path"]})
+            job["attempt"], job["failure"], job["attempts"] = info.current, info.last_failure, history
+            job["earlier_seconds"] = info.earlier_seconds()
+
+
 def unit_views(rows: list[dict[str, Any]], results: dict[int, dict[str, float | None]],
                links: dict[int, dict[str, str]], now: float,
                dependencies: Sequence[DependencyEdge] = ()) -> list[UnitView]:
@@ -135,7 +161,8 @@ def unit_views(rows: list[dict[str, Any]], results: dict[int, dict[str, float | 
 
 def read_units(store: MetadataStore, experiment_id: int,
                work_unit_ids: Sequence[int] | None = None) -> list[UnitView]:
-    """The work units (all when None) as they are stored now, by id."""
+    """The work units (all when None) as they are stored now, by id, with their jobs' attempts."""
     rows = store.unit_rows(experiment_id, work_unit_ids)
+    add_attempts(rows, store.job_attempts(experiment_id, work_unit_ids))
     return unit_views(rows, store.results(experiment_id, work_unit_ids), store.links(experiment_id, work_unit_ids),
                       time.time(), store.dependencies(experiment_id, work_unit_ids))

@@ -7,6 +7,8 @@ import datetime
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import attrs
+
 from xcore import plugin as xp
 from xgcp.executors import Vertex, VertexExecutable, VertexHandle, VertexSpec, console_url
 
@@ -63,12 +65,32 @@ def job_state(job: Any, handle: VertexHandle) -> xp.JobState:
     if state == CANCELLED:
         return xp.JobState(xp.Status.CANCELLED, "cancelled", started_at=started, ended_at=ended)
     text = job.error.message if job.error and job.error.message else ""
+    code = int(job.error.code or 0) if job.error else 0
     match = EXIT_RE.search(text)
     if state == FAILED and match and int(match.group(2)) == handle.pool:
-        return xp.exit_state(xp.normalize_exit_code(int(match.group(3))), started_at=started, ended_at=ended)
+        final = xp.exit_state(xp.normalize_exit_code(int(match.group(3))), started_at=started, ended_at=ended)
+        return attrs.evolve(final, failure=failure_class(state, code, text)) if final.failure else final
     what = {FAILED: "failed", EXPIRED: "expired", PARTIAL: "partially succeeded"}.get(state, f"state {state}")
     return xp.JobState(xp.Status.FAILED, f"Vertex: {what}" + (f": {text}" if text else ""),
-                       started_at=started, ended_at=ended)
+                       started_at=started, ended_at=ended, failure=failure_class(state, code, text))
+
+
+def failure_class(state: int, code: int, text: str) -> str:
+    """The failure class of a failed CustomJob (``docs/long-runs.md``), from its state, its
+    error's gRPC code and message: Vertex cannot rerun a job, so the core relaunches one
+    whose policy retries its class (a spot VM reclaimed reads ``preempted``)."""
+    low = text.lower()
+    if "preempt" in low:
+        return "preempted"
+    if "out-of-memory" in low or "out of memory" in low or "oomkilled" in low:
+        return "out_of_memory"
+    if state == EXPIRED or code == 4 or "deadline" in low or "timed out" in low or "timeout" in low:
+        return "timeout"
+    if code == 14 or "maintenance" in low or "host error" in low or "node failure" in low:
+        return "node_failure"
+    if "insufficient" in low or "stockout" in low or "quota" in low:
+        return "launch"  # never ran for want of capacity: not the program's failure, not retried by default
+    return "error"
 
 
 def _label_filter(handles: Sequence[VertexHandle]) -> str:
@@ -218,6 +240,22 @@ class VertexBackend(xp.Backend):
                                 f"{uri}" + (" and run your command there." if command else "."))
         raise xp.XcoreError("Vertex: this job has no web shell; launch with xgcp.Vertex(enable_web_access=True) to "
                             "get one (Vertex offers no other way into a running job).")
+
+    def env(self, handle: VertexHandle) -> dict[str, str] | None:
+        """The job's own environment as its CustomJob's container spec keeps it (for a relaunch
+        or ``xcore retry``: the store keeps secrets redacted); None once Vertex forgot the job."""
+        from xgcp import api
+
+        try:
+            job = api.client(handle.location).get_custom_job(name=handle.name)
+        except api._errors().NotFound:
+            return None
+        except Exception as exc:  # noqa: BLE001  (any Google error: the caller refuses to rerun, saying why)
+            raise api.VertexError(f"cannot ask Vertex: {api.explain(exc, handle.project)}") from None
+        pools = job.job_spec.worker_pool_specs
+        if handle.pool >= len(pools):
+            return None
+        return {e.name: e.value for e in pools[handle.pool].container_spec.env if e.name != xp.ATTEMPT_VAR}
 
     def logs(self, handle: VertexHandle, follow: bool) -> Iterator[str]:
         from xgcp import api

@@ -74,15 +74,19 @@ def _adopt_on(cluster: Any, by_id: dict[int, LaunchRequest]) -> dict[int, Cluste
     found: dict[int, ClusterHandle] = {}
     for run_name, run in runs.items():
         run_dir = f"{root}/{run_name}"
+        attempts = run.get("attempts") or []
         for index, job_id in enumerate(run.get("job_ids", [])):
             if job_id not in by_id:
+                continue
+            attempt = attempts[index] if index < len(attempts) else 1
+            if attempt != by_id[job_id].attempt:  # another attempt's submission of this job
                 continue
             part, offset = next(((k, off) for k, off, count in run["chunks"] if off <= index < off + count), (0, 0))
             found[job_id] = cls(
                 cluster=cluster.name, job_id=ids.get((run_name, part), ""),
                 task=ANY_TASK if run.get("gang") else scheduler.task_base + index - offset,  # a gang is not an array
                 index=index, run_dir=run_dir, log_path=f"{run_dir}/logs/{index}.log", local=cluster.is_local,
-                submitted_at=float(run.get("submitted_at", 0.0)), chunk=part,
+                submitted_at=float(run.get("submitted_at", 0.0)), chunk=part, attempt=attempt,
             )
     return found
 

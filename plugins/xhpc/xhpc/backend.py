@@ -79,3 +79,8 @@ class Clusters(Backend):
         from xhpc import shell
 
         return shell.shell(handle, command)
+
+    def env(self, handle: ClusterHandle) -> dict[str, str] | None:
+        from xhpc import task_env
+
+        return task_env.env(handle)

@@ -72,6 +72,15 @@ def _time_limit(value: Any) -> int | None:
     return parse_time_limit(value)
 
 
+def _signal_before(value: Any) -> int | None:
+    if value is None or (value == 0 and not isinstance(value, bool)):
+        return value if value is None else 0
+    try:
+        return parse_time_limit(value)
+    except ValueError as exc:
+        raise ValueError(str(exc).replace("time_limit=", "signal_before_limit=")) from None
+
+
 def _str_list(value: Any) -> list[str]:
     if value is None:
         return []
@@ -187,8 +196,15 @@ class ClusterExecutor(Executor):
     workdir: str | None = None
     exclusive: bool = False
     distributed: Distributed | None = attrs.field(default=None, converter=to_distributed)
+    signal_before_limit: int | None = attrs.field(default=None, converter=_signal_before)
+    """Seconds before ``time_limit`` the job gets SIGUSR1 to save a checkpoint (``"5m"`` works too).
+    None: 300 s (at most half the limit) when the retry policy retries ``timeout``, else no
+    signal; 0: never. See ``xhpc.retries`` and docs/long-runs.md."""
 
     def __attrs_post_init__(self) -> None:
+        if self.time_limit and self.signal_before_limit and self.signal_before_limit >= self.time_limit:
+            raise ValueError(f"{type(self).__name__}(signal_before_limit={self.signal_before_limit}) must be shorter "
+                             f"than time_limit={self.time_limit} s (seconds before the limit the warning comes).")
         # Start the SSH handshake now, so it overlaps the launch script adding work units.
         if not self.local and os.environ.get("XHPC_PREWARM", "1") != "0":
             from xhpc import transport

@@ -16,7 +16,8 @@ class ClusterHandle(JobHandle):
     launch went through is a ``LaunchFailure``, not a handle (handles stored by older versions
     may carry ``error``; status then reports FAILED with it). An empty ``job_id`` means the
     scheduler's reply was lost (dropped connection): status reads the id from
-    ``chunk-<chunk>.id`` in ``run_dir``.
+    ``chunk-<chunk>.id`` in ``run_dir``. ``attempt`` is the attempt number the task's first
+    run is (1, or N+1 for ``xcore retry``); a requeue or reschedule counts on from it.
     """
 
     cluster: str
@@ -27,6 +28,7 @@ class ClusterHandle(JobHandle):
     local: bool = False
     submitted_at: float = 0.0
     chunk: int = 0
+    attempt: int = 1
 
     @property
     def task_id(self) -> str:

@@ -30,8 +30,17 @@ from typing import Any
 
 import attrs
 
-from xcore.plugin import LaunchContext, LaunchError, LaunchFailure, LaunchRequest
-from xhpc import array_limits, config, scripts, staging_roots
+from xcore.plugin import (
+    ATTEMPT_VAR,
+    CHECKPOINT_VAR,
+    LaunchContext,
+    LaunchError,
+    LaunchFailure,
+    LaunchRequest,
+    attempt_env,
+    checkpoint_dir,
+)
+from xhpc import array_limits, config, retries, scripts, staging_roots
 from xhpc.config import Cluster
 from xhpc.executables import ClusterExecutable
 from xhpc.executors import ClusterExecutor, Slurm, with_defaults
@@ -113,13 +122,14 @@ def launch(requests: Sequence[LaunchRequest], context: LaunchContext) -> list[Cl
     gangs = {unit for unit, count in units.items() if count > 1}
     for i, request in enumerate(requests):
         known = pairs.get((id(request.executor), id(request.executable)))
-        if known is not None and (request.experiment_id, request.work_unit_id) not in gangs and request.depends_on:
+        unit = (request.experiment_id, request.work_unit_id)
+        if known is not None and unit not in gangs and known[2][-1] == request.retry and request.depends_on:
             key = (*known[2], _dependency_key(request, keys_of))  # a dependent: grouped with the like of it only
             groups[key].append(i)
             clusters[key] = clusters[known[2]]
             keys_of[request.job_id] = key
             continue
-        if known is not None and (request.experiment_id, request.work_unit_id) not in gangs:
+        if known is not None and unit not in gangs and known[2][-1] == request.retry:
             groups[known[2]].append(i)
             keys_of[request.job_id] = known[2]
             continue
@@ -142,8 +152,8 @@ def launch(requests: Sequence[LaunchRequest], context: LaunchContext) -> list[Cl
         cluster, effective = resolved[ekey]
         if id(request.executable) not in exe_keys:
             exe_keys[id(request.executable)] = (request.executable, _exe_key(request.executable))
-        key = (cluster.name, cluster.is_local, exe_keys[id(request.executable)][1], ekey)
-        unit = (request.experiment_id, request.work_unit_id)
+        # One array per retry policy: its directives and job script follow the policy.
+        key = (cluster.name, cluster.is_local, exe_keys[id(request.executable)][1], ekey, request.retry)
         if unit in gangs:  # a gang's dependencies are its first role's (see _dependency_plan)
             key = _gang_key(key, unit, cluster, request, context)
             if key[-1] == "gang" and key in clusters:  # a further role: the allocation is the first role's
@@ -414,11 +424,17 @@ def _launch_group(cluster: Cluster, executor: ClusterExecutor, group: list[Launc
                                if executable.cwd_in_package and executable.package
                                else run_dir)
     command, env = _command_and_env(cluster, executor, executable, root, cwd,
-                                    sorted({k for r in group for k in r.env}))
-    common = {**env, **scripts.common_env(group)}
-    data, offsets = scripts.encode_tasks(cwd, command, common, group)
+                                    sorted({k for r in group for k in r.env} | {ATTEMPT_VAR, CHECKPOINT_VAR}))
+    # Each task's attempt number and checkpoint directory (XCORE_ATTEMPT is counted on from it
+    # by the job script) come after its own variables: xcore sets them.
+    tasks = [scripts.Task(r.args, {**r.env, **attempt_env(r.attempt, checkpoint_dir(root, r.experiment_id,
+                                                                                     r.work_unit_id))})
+             for r in group]
+    common = {**env, **scripts.common_env(tasks)}
+    data, offsets = scripts.encode_tasks(cwd, command, common, tasks)
     name = executor.job_name or _default_name(context, first)
-    files = _scripts(cluster, executor, group, name, run_dir, offsets, gang)
+    plan = retries.plan(first.retry, executor.time_limit, executor.signal_before_limit)
+    files = _scripts(cluster, executor, group, name, run_dir, offsets, gang, plan)
     limit = array_limits.limit(cluster, context.state_dir)
     chunks = [Chunk(k, off, min(limit, len(group) - off)) for k, off in enumerate(range(0, len(group), limit))]
     if gang:  # one allocation for every role, whatever the array limit
@@ -426,7 +442,9 @@ def _launch_group(cluster: Cluster, executor: ClusterExecutor, group: list[Launc
     submitted_at = time.time()
     # Which xcore job is which task: lets a later process adopt them if this launcher dies (adoption.py).
     adoption = {"job_ids": [r.job_id for r in group], "chunks": [[c.index, c.offset, c.count] for c in chunks],
-                "submitted_at": submitted_at, "gang": gang}
+                "submitted_at": submitted_at, "gang": gang, "attempts": [r.attempt for r in group],
+                # variables xcore added to tasks.bin (not the job's own): env() leaves them out
+                "backend_env": sorted(set(env) - {k for r in group for k in r.env})}
     files.update({"tasks.bin": data, "xcore-jobs.json": json.dumps(adoption).encode()})
     compressed = sum(len(content) for content in files.values()) > COMPRESS_ABOVE
     payload = _tar(files, compressed)
@@ -487,7 +505,8 @@ def _launch_group(cluster: Cluster, executor: ClusterExecutor, group: list[Launc
         if gang:  # not an array: every role is the whole job (status, cancel), with its own log
             base = ANY_TASK
         handles += [cls(cluster=name_, job_id=job_id, task=base + t * (not gang), index=offset + t, run_dir=run_dir,
-                        log_path=f"{logs}{offset + t}.log", local=local, submitted_at=submitted_at, chunk=number)
+                        log_path=f"{logs}{offset + t}.log", local=local, submitted_at=submitted_at, chunk=number,
+                        attempt=group[offset + t].attempt)
                     for t in range(chunk.count)]
     if not chunk_ids and lost is None and not unconfirmed:
         raise LaunchError(f"Submitting to cluster {cluster.name!r} failed: "
@@ -501,10 +520,11 @@ def _launch_group(cluster: Cluster, executor: ClusterExecutor, group: list[Launc
 
 
 def _scripts(cluster: Cluster, executor: ClusterExecutor, group: list[LaunchRequest], name: str, run_dir: str,
-             offsets: list[int], gang: bool) -> dict[str, bytes]:
-    """``job.sh``, plus ``role.sh`` where the job runs as srun steps (replicas, distributed, a gang)."""
+             offsets: list[int], gang: bool, plan: retries.Plan | None = None) -> dict[str, bytes]:
+    """``job.sh``, plus ``role.sh`` where the job runs as srun steps (replicas, distributed, a gang).
+    ``plan``: the retry plan of an array's job script (a gang's roles export the attempt only)."""
     if not gang and not scripts.needs_steps(executor):
-        return {"job.sh": scripts.job_script(executor, name, run_dir, offsets).encode()}
+        return {"job.sh": scripts.job_script(executor, name, run_dir, offsets, plan).encode()}
     if not isinstance(executor, Slurm):
         raise LaunchError(f"Job {group[0].job_name!r}: replicas and distributed= need Slurm (srun); on Grid "
                           "Engine run one job per process or ask your admins for a parallel environment "
@@ -515,7 +535,7 @@ def _scripts(cluster: Cluster, executor: ClusterExecutor, group: list[LaunchRequ
     else:
         roles = [scripts.role_of(executor, group[0].job_name, 0)]
     return {"job.sh": scripts.launcher_script(executor, name, run_dir, roles).encode(),
-            "role.sh": scripts.role_script(executor, run_dir, offsets).encode()}
+            "role.sh": scripts.role_script(executor, run_dir, offsets, plan).encode()}
 
 
 def _read_outcomes(scheduler: Scheduler, out: str, err: str, chunk_ids: dict[int, str],
@@ -609,12 +629,14 @@ def _command_and_env(cluster: Cluster, executor: ClusterExecutor, executable: Cl
             image = f"{root}/artifacts/{sha}{Path(artifact.local_path).suffix}"
         if options.runtime == "docker":
             names = sorted({*env, *(env_names or []), "XHPC_INDEX", "XHPC_RUN"})
-            mounts = [p for p in dict.fromkeys([package_dir, cwd]) if p]
+            # the checkpoint directories too: XCORE_CHECKPOINT_DIR is the same path inside
+            mounts = [p for p in dict.fromkeys([package_dir, cwd, f"{root}/checkpoints"]) if p]
             command = scripts.docker_command(image, command, mounts, options.binds, options.options,
                                              scripts.uses_gpus(executor), cwd, names)
         else:
             command = scripts.container_command(cluster.singularity, image, command, options.binds, options.options,
-                                                scripts.uses_gpus(executor), [package_dir] if package_dir else [])
+                                                scripts.uses_gpus(executor),
+                                                [p for p in (package_dir, f"{root}/checkpoints") if p])
     if not command:
         raise LaunchError(f"Executable {executable.name!r} has no command to run.")
     return command, env

@@ -4,6 +4,12 @@ Each scheduler builds shell text for the login node and parses what comes back; 
 transport runs it. Status needs at most two scheduler calls for any number of tasks of one
 array job: Slurm ``squeue`` + ``sacct``; Grid Engine ``qstat`` + ``qacct`` per array job
 whose tasks have left ``qstat``.
+
+Each task's earlier attempts come from the same calls: ``sacct --duplicates`` keeps one
+record per run of a requeued task, ``qacct`` one per run of a rescheduled one. States carry
+the failure class the scheduler's own record gives (``failure``), the attempt number counted
+from 1 for this submission (``attempt``) and the earlier runs (``previous_attempts``); the
+caller shifts the numbers by the submission's first attempt.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from datetime import datetime
 
 import attrs
 
-from xcore.plugin import JobState, Status, describe_exit, signal_exit_code
+from xcore.plugin import Attempt, JobState, Status, describe_exit, signal_exit_code
 
 
 @attrs.frozen
@@ -117,6 +123,16 @@ _SLURM_FAILED = {
     "NODE_FAIL": "node failure", "BOOT_FAIL": "node boot failure", "DEADLINE": "deadline reached",
     "PREEMPTED": "preempted", "REVOKED": "revoked", "SPECIAL_EXIT": "special exit",
 }
+# Each failed state's failure class (xcore.plugin.FAILURE_CLASSES).
+_SLURM_CLASS = {
+    "PREEMPTED": "preempted", "NODE_FAIL": "node_failure", "BOOT_FAIL": "node_failure", "TIMEOUT": "timeout",
+    "DEADLINE": "timeout", "OUT_OF_MEMORY": "out_of_memory",
+}
+# A run that ended in one of these was put back in the queue: the task runs again.
+_SLURM_REQUEUED = {"REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED"}
+# Exit codes of the job script itself (module load, task record missing, working or checkpoint
+# directory): the program never started. Not 99: Grid Engine reschedules a job that exits 99.
+SCRIPT_EXIT_CODES = (96, 97, 98)
 _SQUEUE_MARK = "@@XHPC-SACCT"
 _FAILED_MARK = "@@XHPC-QUERY-FAILED"
 # What squeue and sacct print when slurmctld or slurmdbd does not answer (an unknown job id,
@@ -157,6 +173,30 @@ def _expand_tasks(spec: str) -> list[int]:
         else:
             ids.append(int(part))
     return ids
+
+
+def as_attempt(number: int, state: JobState) -> Attempt:
+    return Attempt(number=number, status=state.status, failure=state.failure, exit_code=state.exit_code,
+                   started_at=state.started_at, ended_at=state.ended_at, message=state.message)
+
+
+def _with_attempts(current: JobState | None, ended: list[tuple[str, JobState]]) -> JobState:
+    """A task's state from the runs accounting has closed (oldest first) and, when the
+    scheduler queues or runs it again, its live state: every closed run before the live one
+    (or before the last) is an earlier attempt."""
+    last = ended[-1][1]
+    if current is not None and current.status.is_active and (
+            current.status is Status.PENDING or None in (current.started_at, last.started_at)
+            or current.started_at > last.started_at):  # type: ignore[operator]
+        previous = [state for _, state in ended]  # a new run (squeue's COMPLETING is the last one ending)
+    elif ended[-1][0] in _SLURM_REQUEUED:  # requeued, not yet back in the queue's listing
+        previous, current = [state for _, state in ended], JobState(Status.PENDING, "pending: requeued")
+    else:
+        previous, current = [state for _, state in ended[:-1]], ended[-1][1]
+    if not previous:
+        return current
+    return attrs.evolve(current, attempt=len(previous) + 1,
+                        previous_attempts=tuple(as_attempt(i + 1, state) for i, state in enumerate(previous)))
 
 
 class SlurmScheduler(Scheduler):
@@ -200,12 +240,14 @@ class SlurmScheduler(Scheduler):
                  "2>/dev/null | grep '|xhpc-role-'") if gangs else ""
         # squeue and sacct run side by side (a status poll waits for the slower, not the sum);
         # squeue's output goes through a private temporary file, sacct's straight out.
+        # --duplicates: one record per run of a requeued task (its attempts), oldest first.
         return (
             "export SLURM_TIME_FORMAT=%s; umask 077; "
             'xhpc_sq=$(mktemp "${TMPDIR:-/tmp}/xhpc-squeue.XXXXXX") || exit 1; '
             f"{{ squeue -h -r -t all -j {ids} -o '%F|%K|%T|%r|%S|%A' >\"$xhpc_sq\" 2>\"$xhpc_sq.err\" || "
             f"echo \"{_FAILED_MARK} squeue $(head -c 300 \"$xhpc_sq.err\" | tr '\\n' ' ')\" >>\"$xhpc_sq\"; }} & "
-            f"xhpc_sacct=$(sacct -n -X -P -j {ids} -o JobID,State,ExitCode,Start,End,JobIDRaw,NodeList 2>&1) || "
+            f"xhpc_sacct=$(sacct -n -X -P --duplicates -j {ids} "
+            "-o JobID,State,ExitCode,Start,End,JobIDRaw,NodeList 2>&1) || "
             f"xhpc_sacct=\"{_FAILED_MARK} sacct $(printf '%s' \"$xhpc_sacct\" | head -c 300 | tr '\\n' ' ')\"; "
             f"wait; cat \"$xhpc_sq\"; rm -f \"$xhpc_sq\" \"$xhpc_sq.err\"; echo {_SQUEUE_MARK}; "
             f"printf '%s\\n' \"$xhpc_sacct\""
@@ -235,6 +277,7 @@ class SlurmScheduler(Scheduler):
             final = self._final(parts[1].split()[0], parts[1], parts[2], _epoch(parts[3]), _epoch(parts[4]))
             if final is not None:
                 states[(parts[0].split(".")[0] + ROLE, int(parts[5][10:]))] = final
+        runs: dict[tuple[str, int], list[tuple[str, JobState]]] = defaultdict(list)  # ended runs, oldest first
         finished_in_squeue: dict[tuple[str, int], str] = {}
         by_raw_id: dict[str, list[tuple[str, int]]] = defaultdict(list)  # squeue's own job id -> tasks
         for line in squeue_text.splitlines():
@@ -276,15 +319,20 @@ class SlurmScheduler(Scheduler):
             final = self._final(state, state_text, exit_text, _epoch(start) if ran else None, _epoch(end))
             for key in keys:
                 if final is not None:
-                    if task_text or key not in states or not states[key].status.is_terminal:
-                        states[key] = final
+                    if task_text or key not in runs:
+                        runs[key].append((state, final))
                 elif key not in states:
                     status = _SLURM_ACTIVE.get(state, Status.PENDING)
                     states[key] = JobState(status, "pending: queued" if status is Status.PENDING else state.lower())
+        for key, ended in runs.items():
+            states[key] = _with_attempts(states.get(key), ended)
         for key, state in finished_in_squeue.items():
             if key not in states or not states[key].status.is_terminal:
                 # Finished, but accounting has not caught up yet: report it once sacct has the exit code.
-                states[key] = JobState(Status.RUNNING, f"finishing ({state.lower()})")
+                finishing = JobState(Status.RUNNING, f"finishing ({state.lower()})")
+                known = states.get(key)
+                states[key] = finishing if known is None else attrs.evolve(
+                    finishing, attempt=known.attempt, previous_attempts=known.previous_attempts)
         return states
 
     @staticmethod
@@ -298,13 +346,16 @@ class SlurmScheduler(Scheduler):
             return JobState(Status.COMPLETED, "exit code 0", code if code is not None else 0, start, end)
         if state == "CANCELLED":
             return JobState(Status.CANCELLED, state_text.lower(), None, start, end)
+        if state in _SLURM_REQUEUED:  # a run that the scheduler (or an operator) put back in the queue
+            return JobState(Status.FAILED, "requeued", None, start, end, failure="preempted")
         if state in _SLURM_FAILED:
             reason = _SLURM_FAILED[state]
             if not reason:  # ExitCode is "code:signal"; the one convention words either
                 reason = (describe_exit(code, signalled=False) if code
                           else describe_exit(signal_exit_code(sig), signalled=True) if sig else "failed")
             exit_code = code if code else (signal_exit_code(sig) if sig else code)
-            return JobState(Status.FAILED, reason, exit_code, start, end)
+            failure = _SLURM_CLASS.get(state) or ("launch" if exit_code in SCRIPT_EXIT_CODES else "error")
+            return JobState(Status.FAILED, reason, exit_code, start, end, failure=failure)
         return None
 
     def cancel_command(self, tasks: dict[str, list[int]]) -> str:
@@ -326,6 +377,15 @@ class SlurmScheduler(Scheduler):
 
 _WHY_MARK = "@@XHPC-WHY"
 _QACCT_MARK = "@@XHPC-QACCT"
+# qacct's "failed" for a run ended by rescheduling (qmod -rj, a host gone), and the codes of
+# failures before the job script ran (setup, output file, shell, working directory).
+_RESCHEDULED = 25
+_BEFORE_START = frozenset(range(1, 25)) | {26, 27, 28, 29}
+
+
+def _failed_code(record: dict[str, str]) -> int:
+    words = record.get("failed", "0").split()
+    return int(words[0]) if words and words[0].isdigit() else 0
 
 
 class GridEngineScheduler(Scheduler):
@@ -401,13 +461,12 @@ class GridEngineScheduler(Scheduler):
                     for task in tasks:
                         states[(number, task)] = self._active(state, started, why.get(number, ""))
         record: dict[str, str] = {}
+        runs: dict[tuple[str, int], list[tuple[bool, JobState]]] = defaultdict(list)  # (rescheduled, state)
 
         def flush() -> None:
             if "jobnumber" in record and "taskid" in record:
                 task = int(record["taskid"]) if record["taskid"].isdigit() else 1
-                key = (record["jobnumber"], task)
-                if key not in states or not states[key].status.is_active or states[key].status is Status.PENDING:
-                    states[key] = self._final(record)
+                runs[(record["jobnumber"], task)].append((_failed_code(record) == _RESCHEDULED, self._final(record)))
             record.clear()
 
         for line in qacct_text.splitlines():
@@ -417,6 +476,18 @@ class GridEngineScheduler(Scheduler):
             if key in ("jobnumber", "taskid", "failed", "exit_status", "start_time", "end_time", "category"):
                 record[key] = value.strip()
         flush()
+        for task_key, ended in runs.items():
+            live = states.get(task_key)
+            if ended[-1][0]:  # rescheduled: every run accounting closed is an earlier attempt
+                previous = [state for _, state in ended]
+                current = live if live is not None else JobState(Status.PENDING, "pending: rescheduled")
+            elif live is None or live.status is Status.PENDING:
+                previous, current = [state for _, state in ended[:-1]], ended[-1][1]
+            else:  # qstat still lists the run that just ended: its final state comes next poll
+                previous, current = [state for _, state in ended[:-1]], live
+            states[task_key] = current if not previous else attrs.evolve(
+                current, attempt=len(previous) + 1,
+                previous_attempts=tuple(as_attempt(i + 1, state) for i, state in enumerate(previous)))
         return states
 
     @staticmethod
@@ -448,25 +519,32 @@ class GridEngineScheduler(Scheduler):
                 return None
 
         failed = record.get("failed", "0").strip()
-        failed_code = int(failed.split()[0]) if failed.split() and failed.split()[0].isdigit() else 0
+        failed_code = _failed_code(record)
         exit_text = record.get("exit_status", "").split()[0] if record.get("exit_status", "").split() else ""
         code = int(exit_text) if exit_text.isdigit() else None
         start, end = when(record.get("start_time")), when(record.get("end_time"))
         if failed_code == 0 and code == 0:
             return JobState(Status.COMPLETED, "exit code 0", 0, start, end)
-        limit = re.search(r"h_rt=(\d+)", record.get("category", ""))
+        category = record.get("category", "")
+        limit = re.search(r"h_rt=(\d+)", category)
         if code == 137 and limit and start is not None and end is not None and end - start >= int(limit.group(1)) - 1:
             # Killed at its h_rt, whichever daemon enforced it (qmaster reports failed 37, execd may not).
-            return JobState(Status.FAILED, f"time limit exceeded (h_rt={limit.group(1)} s)", code, start, end)
-        if failed_code == 0:
-            return JobState(Status.FAILED, describe_exit(code), code, start, end)  # > 128: a signal
+            return JobState(Status.FAILED, f"time limit exceeded (h_rt={limit.group(1)} s)", code, start, end,
+                            failure="timeout")
+        if failed_code == 0:  # > 128: a signal; the job script's own codes: the program never started
+            return JobState(Status.FAILED, describe_exit(code), code, start, end,
+                            failure="launch" if code in SCRIPT_EXIT_CODES else "error")
         reason = failed.split(":", 1)[1].strip() if ":" in failed else failed
+        if failed_code == _RESCHEDULED:  # qmod -rj, or its host went away: the task runs again
+            return JobState(Status.FAILED, "rescheduled", code, start, end, failure="preempted")
         if failed_code == 37:  # qmaster enforced h_rt, h_cpu or h_vmem
-            return JobState(Status.FAILED, f"time limit exceeded ({reason})", code, start, end)
+            memory = "h_vmem" in category and not limit
+            return JobState(Status.FAILED, f"{'memory' if memory else 'time'} limit exceeded ({reason})", code,
+                            start, end, failure="out_of_memory" if memory else "timeout")
         if failed_code == 100 and code is not None and code > 128:  # killed after start (qdel, signal)
-            return JobState(Status.FAILED, describe_exit(code, signalled=True), code, start, end)
+            return JobState(Status.FAILED, describe_exit(code, signalled=True), code, start, end, failure="error")
         return JobState(Status.FAILED, f"failed {failed_code}: {reason}" + (f", exit code {code}" if code else ""),
-                        code, start, end)
+                        code, start, end, failure="launch" if failed_code in _BEFORE_START else "error")
 
     def cancel_command(self, tasks: dict[str, list[int]]) -> str:
         targets = [f"{job} -t {a}-{b}" for job, ids in sorted(tasks.items()) for a, b in task_ranges(ids)]

@@ -19,6 +19,7 @@ from typing import Protocol
 
 import attrs
 
+from xhpc import retries
 from xhpc.executors import ClusterExecutor, GridEngine, Slurm
 
 
@@ -209,9 +210,10 @@ XHPC_ARGS=("${{XHPC_REC[@]:1:XHPC_N}}")
 for XHPC_KV in "${{XHPC_REC[@]:1+XHPC_N}}"; do export -- "$XHPC_KV"; done
 unset XHPC_REC XHPC_N XHPC_KV XHPC_OFFSETS XHPC_F
 export XHPC_INDEX XHPC_RUN
-{modules}{setup}cd -- "$XHPC_CWD" || {{ echo "xhpc: cannot enter $XHPC_CWD" >&2; exit 98; }}
-exec "${{XHPC_CMD[@]}}" "${{XHPC_ARGS[@]}}"
-"""
+{attempts}{modules}{setup}cd -- "$XHPC_CWD" || {{ echo "xhpc: cannot enter $XHPC_CWD" >&2; exit 98; }}
+{run}"""
+_EXEC = 'exec "${XHPC_CMD[@]}" "${XHPC_ARGS[@]}"\n'
+
 
 @attrs.frozen
 class Role:
@@ -360,30 +362,42 @@ fi
 """
 
 
-def role_script(executor: ClusterExecutor, run_dir: str, offsets: Sequence[int]) -> str:
+def role_script(executor: ClusterExecutor, run_dir: str, offsets: Sequence[int],
+                plan: retries.Plan | None = None) -> str:
     """``role.sh``: what each task of a replicated job or gang runs (its row is ``$1``)."""
-    return job_script(executor, "", run_dir, offsets, step=True)
+    return job_script(executor, "", run_dir, offsets, plan, step=True)
 
 
 def job_script(executor: ClusterExecutor, name: str, run_dir: str, offsets: Sequence[int],
-               step: bool = False) -> str:
+               plan: retries.Plan | None = None, step: bool = False) -> str:
+    """The array job's script (``step``: a role's, run by ``srun`` inside its gang's allocation);
+    ``plan`` (``xhpc.retries``) adds the retry directives, the attempt number and checkpoint
+    directory, and the requeue at the time-limit warning (not in a role: its gang's job has it)."""
     if step:
-        header, task_expr = [], "0"
+        header, task_expr, scheduler, extra = [], "0", "slurm", []
     elif isinstance(executor, Slurm):
         header = slurm_directives(executor, name, run_dir)
         task_expr = "${SLURM_ARRAY_TASK_ID:-0}"
+        scheduler = "slurm"
+        extra = [f"#SBATCH {d}" for d in retries.slurm_directives(plan)] if plan is not None else []
     elif isinstance(executor, GridEngine):
         header = sge_directives(executor, name, run_dir)
         task_expr = "$(( ${SGE_TASK_ID:-1} - 1 ))"
+        scheduler = "sge"
+        extra = [f"#$ {d}" for d in retries.sge_directives(plan, executor.time_limit)] if plan is not None else []
     else:
         raise TypeError(f"not a cluster executor: {executor!r}")
+    own = len(header) - len(executor.directives)  # the user's directives come last: they may override ours
+    header = header[:own] + extra + header[own:]
     modules = ""
     if executor.modules:
         modules = _MODULE_INIT + "module load " + " ".join(shlex.quote(m) for m in executor.modules) + \
-            ' || { echo "xhpc: module load failed" >&2; exit 99; }\n'
+            ' || { echo "xhpc: module load failed" >&2; exit 96; }\n'
     setup = "".join(f"{line}\n" for line in executor.setup)
+    attempts = retries.attempt_lines(scheduler, plan) if plan is not None else ""
+    run = (retries.run_lines(scheduler, plan) if plan is not None and not step else None) or _EXEC
     body = _BODY.format(run_dir=shlex.quote(run_dir), task_expr=task_expr, offsets=" ".join(map(str, offsets)),
-                        modules=modules, setup=(_DISTRIBUTED if step else "") + setup)
+                        modules=modules, setup=(_DISTRIBUTED if step else "") + setup, attempts=attempts, run=run)
     return "#!/bin/bash\n" + "\n".join(header) + "\n" + body
 
 

@@ -12,7 +12,17 @@ import uuid
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 
-from xcore.plugin import BackendUnavailableError, JobState, Status, XcoreError, follow_bytes, lost_state
+import attrs
+
+from xcore.plugin import (
+    BackendUnavailableError,
+    JobState,
+    Status,
+    XcoreError,
+    describe_exit,
+    follow_bytes,
+    lost_state,
+)
 from xhpc import config
 from xhpc.handles import ClusterHandle, GridEngineHandle
 from xhpc.schedulers import ANY_TASK, ROLE, SCHEDULERS, Outage
@@ -21,6 +31,7 @@ from xhpc.transport import ClusterConnectionError, Transport, connect
 LOST_REPLY_GRACE = 120.0  # seconds to wait for a chunk-K.id after a lost submission reply
 _MARK_CHUNK = "@@XHPC-CHUNKID"
 _MARK_CANCELLED = "@@XHPC-CANCELLED"
+_MARK_REQUEUED = "@@XHPC-REQUEUED"
 
 
 def _scheduler_name(handle: ClusterHandle) -> str:
@@ -36,7 +47,7 @@ def states(handles: Sequence[ClusterHandle]) -> list[JobState]:
     groups: dict[tuple[str, bool, str], list[int]] = defaultdict(list)
     for i, handle in enumerate(handles):
         if handle.error:
-            result[i] = JobState(Status.FAILED, handle.error)
+            result[i] = JobState(Status.FAILED, handle.error, failure="launch")
         else:
             groups[(handle.cluster, handle.local, _scheduler_name(handle))].append(i)
     out_of_reach: list[str] = []
@@ -110,19 +121,27 @@ def _query(group: list[ClusterHandle], scheduler_name: str) -> tuple[list[JobSta
     table: dict[tuple[str, int], JobState] = {}
     outage: Outage | None = None
     cancelled: set[tuple[str, int]] = set()
+    requeued: dict[tuple[str, int, int], tuple[str, int | None]] = {}  # (run_dir, index, attempt): why, exit code
     if job_ids:
         run_dirs = sorted({h.run_dir for h in group if h.run_dir})
+        # Markers the job script and cancel leave: cancelled/INDEX, and requeued/INDEX.ATTEMPT
+        # for a run the script requeued before its time limit (the scheduler records "requeued").
         markers = (
             "for d in " + " ".join(q(d) for d in run_dirs) + "; do "
-            f"for f in \"$d\"/cancelled/*; do [ -e \"$f\" ] && echo \"{_MARK_CANCELLED} $d ${{f##*/}}\"; done; done; "
+            f"for f in \"$d\"/cancelled/*; do [ -e \"$f\" ] && echo \"{_MARK_CANCELLED} $d ${{f##*/}}\"; done; "
+            f"for f in \"$d\"/requeued/*; do [ -e \"$f\" ] && echo \"{_MARK_REQUEUED} $d ${{f##*/}}\"; done; done; "
         )
         gangs = sorted({h.job_id for h in group if h.job_id and h.task == ANY_TASK})
         out = transport.run(markers + scheduler.query_command(job_ids, gangs)).out
         for line in out.splitlines():
-            if line.startswith(_MARK_CANCELLED):
-                _, run_dir, index = line.split(" ", 2)
-                if index.isdigit():
-                    cancelled.add((run_dir, int(index)))
+            if line.startswith((_MARK_CANCELLED, _MARK_REQUEUED)):
+                mark, run_dir, name = line.split(" ", 2)
+                if mark == _MARK_CANCELLED and name.isdigit():
+                    cancelled.add((run_dir, int(name)))
+                fields = name.split(".")  # INDEX.ATTEMPT.CLASS[.CODE]
+                if mark == _MARK_REQUEUED and len(fields) >= 3 and fields[0].isdigit() and fields[1].isdigit():
+                    code = int(fields[3]) if len(fields) > 3 and fields[3].isdigit() else None
+                    requeued[(run_dir, int(fields[0]), int(fields[1]))] = (fields[2], code)
         table = scheduler.parse_states(out)
         outage = scheduler.outage(out)
     now = time.time()
@@ -132,12 +151,12 @@ def _query(group: list[ClusterHandle], scheduler_name: str) -> tuple[list[JobSta
         if not job_id:
             error = lost_errors.get((handle.run_dir, handle.chunk))
             if error is not None:
-                states.append(JobState(Status.FAILED, f"submission failed: {error}"))
+                states.append(JobState(Status.FAILED, f"submission failed: {error}", failure="launch"))
             elif now - handle.submitted_at < LOST_REPLY_GRACE:
                 states.append(JobState(Status.PENDING, "pending: confirming submission (the reply was lost)"))
             else:
                 states.append(JobState(Status.FAILED, "submission not confirmed: the connection dropped before "
-                                                      "the scheduler accepted the job"))
+                                                      "the scheduler accepted the job", failure="launch"))
             continue
         state = table.get((job_id, handle.task)) or table.get((job_id, ANY_TASK))
         if handle.task == ANY_TASK:
@@ -158,7 +177,7 @@ def _query(group: list[ClusterHandle], scheduler_name: str) -> tuple[list[JobSta
                                    "to the scheduler or its accounting")
         if marked and state.status is Status.FAILED:
             state = JobState(Status.CANCELLED, "cancelled", state.exit_code, state.started_at, state.ended_at)
-        states.append(state)
+        states.append(_numbered(state, handle, requeued))
     return states, outage.reason if outage is not None else None
 
 
@@ -175,6 +194,27 @@ def _role_state(gang: JobState | None, role: JobState | None) -> JobState | None
         return JobState(Status.CANCELLED, "stopped: another job of its gang failed", role.exit_code,
                         role.started_at, role.ended_at)
     return gang
+
+
+def _numbered(state: JobState, handle: ClusterHandle,
+              requeued: dict[tuple[str, int, int], tuple[str, int | None]]) -> JobState:
+    """The scheduler counts a task's runs from 1; the submission's first run is attempt
+    ``handle.attempt``. A run the job script requeued says why in its marker: before its time
+    limit (timeout) or a program failure the policy retries (error, with its exit code)."""
+    shift = handle.attempt - 1
+    if not state.previous_attempts and not shift:
+        return state
+    previous = []
+    for attempt in state.previous_attempts:
+        number = attempt.number + shift
+        why, code = requeued.get((handle.run_dir, handle.index, number), (None, None))
+        if why == "timeout":
+            attempt = attrs.evolve(attempt, failure="timeout", message="stopped before its time limit (requeued)")
+        elif why == "error":
+            attempt = attrs.evolve(attempt, failure="error", exit_code=code,
+                                   message=f"{describe_exit(code) if code else 'failed'} (requeued)")
+        previous.append(attrs.evolve(attempt, number=number))
+    return attrs.evolve(state, attempt=(state.attempt or 1) + shift, previous_attempts=tuple(previous))
 
 
 _BENIGN_CANCEL_ERRORS = ("already complet", "Invalid job id", "does not exist", "not found")

@@ -128,6 +128,11 @@ class Processes(Backend):
 
         return process_shell(handle, command)
 
+    def env(self, handle: ProcessHandle) -> dict[str, str] | None:
+        from xlocal import processes
+
+        return processes.job_env(handle)
+
 
 class Containers(Backend):
     """The state, cancel and logs of container jobs (``Processes.launch`` starts them)."""

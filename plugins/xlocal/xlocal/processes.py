@@ -23,11 +23,13 @@ from typing import Any
 import attrs
 
 from xcore.plugin import (
+    Attempt,
     JobState,
     LaunchContext,
     LaunchError,
     LaunchRequest,
     Status,
+    describe_exit,
     exit_state,
     follow_file,
     lost_state,
@@ -74,6 +76,7 @@ def launch(requests: Sequence[LaunchRequest], context: LaunchContext) -> list[Pr
     log_dir = str(private_dir(context.state_dir / "logs" / str(first.experiment_id)))
     run_dir_text, here = str(run_dir), os.getcwd()
     slots_dir = str(private_dir(context.state_dir / "slots"))
+    checkpoints = str(context.state_dir / "checkpoints")  # xcore.plugin.checkpoint_dir's root: the runner makes them
     devices = _GpuPlan(gpus.inventory())
     base_env = dict(os.environ)
     hidden_in_base = devices.hide_in_base_env(requests)
@@ -108,10 +111,15 @@ def launch(requests: Sequence[LaunchRequest], context: LaunchContext) -> list[Pr
             "cwd": cwd,
             "log_path": log_path,
             "job_id": request.job_id,  # lets a later process adopt the job if the launcher dies (adopt)
+            "checkpoint": f"{checkpoints}/{request.experiment_id}/{request.work_unit_id}",
         }
         if request.depends_on:
             job["after"] = _after(request, run_dir_text, requests)
+        if request.attempt != 1:
+            job["attempt"] = request.attempt
         devices.plan(job, request, executor, hidden_in_base)
+        if "gpu" not in job and (local := _local_retry(request)) is not None:
+            job["retry"] = local
         jobs.append(job)
         handles.append(ProcessHandle(run_dir_text, index, executor.kill_grace_secs, log_path=log_path))
     cwds = {job["cwd"] for job in jobs}
@@ -171,6 +179,22 @@ def _group_hosts(requests: Sequence[LaunchRequest]) -> dict[tuple[int, int], dic
         replicas = request.executor.requirements.replicas if isinstance(request.executor, Local) else 1
         units.setdefault((request.experiment_id, request.work_unit_id), {})[request.job_name] = ["127.0.0.1"] * replicas
     return {unit: roles for unit, roles in units.items() if len(roles) > 1}
+
+
+_RUNNER_CLASSES = ("error", "out_of_memory")  # what a local process can fail with, so its runner can retry
+
+
+def _local_retry(request: LaunchRequest) -> dict[str, Any] | None:
+    """The part of the job's policy the runner applies (``retry`` in its spec), or None when
+    the policy retries nothing a local process can fail with (the default: preemption and node
+    failure only): then the runner records the first failure, as it always did."""
+    policy = request.retry
+    if policy is None or policy.max_attempts <= request.attempt:
+        return None
+    on = [c for c in policy.on if c in _RUNNER_CLASSES]
+    if not on and not policy.exit_codes:
+        return None
+    return {"max": policy.max_attempts, "on": on, "codes": list(policy.exit_codes), "backoff": policy.backoff_secs}
 
 
 def _containers() -> Any:
@@ -315,7 +339,7 @@ def adopt(requests: Sequence[LaunchRequest], context: LaunchContext) -> list[Pro
                 continue
             for index, (job_id, job) in enumerate(zip(ids, batch["jobs"] if batch else [], strict=True)):
                 request = wanted.get(job_id) if isinstance(job_id, int) else None
-                if request is not None:
+                if request is not None and job.get("attempt", 1) == request.attempt:  # that attempt's run
                     grace = getattr(request.executor, "kill_grace_secs", 5.0)
                     found[request.job_id] = ProcessHandle(str(run_dir), index, grace, log_path=job["log_path"])
     return [found.get(r.job_id) for r in requests]
@@ -461,7 +485,10 @@ class _EventReader:
                 return dict(self.jobs)
             end = data.rfind(b"\n") + 1
             for event in _parse_lines(data[:end]):
-                self.jobs.setdefault(event["i"], {})[event["e"]] = event
+                if event["e"] == "retry":  # every failed attempt is kept, in order
+                    self.jobs.setdefault(event["i"], {}).setdefault("retries", []).append(event)
+                else:
+                    self.jobs.setdefault(event["i"], {})[event["e"]] = event
             self.offset += end
             return dict(self.jobs)  # a snapshot: a later read by another thread does not change it
 
@@ -505,6 +532,16 @@ def read_events(run_dir: str | os.PathLike[str]) -> dict[int, dict[str, Any]]:
         while len(_EVENT_READERS) > MAX_EVENT_READERS:
             del _EVENT_READERS[next(iter(_EVENT_READERS))]
     return reader.read()
+
+
+def job_env(handle: ProcessHandle) -> dict[str, str] | None:
+    """The job's own environment as launched, from its run's 0600 batch file (secrets in
+    clear); None once the run directory is gone."""
+    batch = _read_json(Path(handle.run_dir) / "batch.json")
+    jobs = (batch or {}).get("jobs") or []
+    if not 0 <= handle.index < len(jobs):
+        return None
+    return {str(k): str(v) for k, v in (jobs[handle.index].get("env") or {}).items()}
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:
@@ -641,6 +678,28 @@ def _legacy_runner_alive(run_dir: Path) -> bool:
 
 
 def _state(handle: ProcessHandle, job: dict[str, Any], run: _RunView) -> JobState:
+    state = _attempt_state(handle, job, run)
+    retries = job.get("retries")
+    if not retries:
+        return state
+    # The runner retried it (its policy): the attempt it is on, and those that failed before.
+    earlier = tuple(Attempt(r["attempt"], Status.FAILED, r["failure"], _code(r["rc"]), r.get("started"), r["t"],
+                            describe_exit(r["rc"])) for r in retries)
+    last = retries[-1]
+    started = job.get("start")
+    if "exit" not in job and (started is None or started["t"] < last["t"]) and state.status.is_active:
+        wait = max(0.0, last.get("at", last["t"]) - time.time())
+        state = JobState(Status.PENDING, f"retrying: attempt {last['attempt']} failed ({last['failure']}, "
+                         f"{describe_exit(last['rc'])}); attempt {last['next']} starts"
+                         + (f" in {wait:.0f} s" if wait >= 1 else ""))
+    return attrs.evolve(state, attempt=last["next"], previous_attempts=earlier)
+
+
+def _code(returncode: int | None) -> int | None:
+    return None if returncode is None else (128 - returncode if returncode < 0 else returncode)
+
+
+def _attempt_state(handle: ProcessHandle, job: dict[str, Any], run: _RunView) -> JobState:
     started, ended = job.get("start"), job.get("exit")
     succeeded = ended is not None and ended.get("rc") == 0
     cancelled = not succeeded and run.cancel_requested(handle.index)
@@ -675,6 +734,8 @@ def _final_state(ended: dict[str, Any], cancelled: bool, started_at: float | Non
     if ended.get("dep"):  # never started: a dependency ended otherwise (``xlocal.runner._after``)
         return JobState(Status.CANCELLED, ended["dep"], None, None, when)
     state = exit_state(code, cancelled=cancelled, started_at=started_at, ended_at=when)
+    if code == -9 and state.status is Status.FAILED:  # SIGKILL xcore did not send: the kernel's OOM killer
+        state = attrs.evolve(state, failure="out_of_memory")
     if error and state.status is Status.FAILED:  # the runner could not start it: its words say why
         return JobState(Status.FAILED, error, state.exit_code, started_at, when)
     return state

@@ -32,6 +32,14 @@ is busy, the runner creates the next jobs' logs ahead (``LogOpener``) and a job 
 open log; a log is never written by anyone but its job (or the runner's note that it could
 not start).
 
+Retries (``docs/long-runs.md``): a job whose spec has ``"retry"`` (``max`` attempts, the
+failure classes ``on``, exit ``codes``, ``backoff`` seconds) is started again when it fails
+so: its slot is let go of, a ``retry`` event records the failed attempt (return code, class,
+times) and after the backoff the job starts again as the next attempt, with a line in its log.
+A job killed by SIGKILL that xcore did not cancel reads ``out_of_memory`` (the kernel's OOM
+killer), any other failure ``error``; a cancelled job is never started again. Every job gets
+``XCORE_ATTEMPT`` and, with ``"checkpoint"`` in its spec, ``XCORE_CHECKPOINT_DIR`` (created 0700).
+
 Machine-wide, at most ``slots`` jobs run at once across all runners: a job holds an
 exclusive ``flock`` on one of ``SLOTS_DIR/slot-K.lock`` while it runs. The kernel releases
 the lock if the runner dies, so a crash never leaks a slot.
@@ -386,6 +394,8 @@ class Run:
         self.count, self.next, self.running = len(self.batch["jobs"]), 0, 0
         self.gpus: dict[str, Any] | None = self.batch.get("gpus")  # the devices, if a job asks for some
         self.waiting: tuple[int, Any] | None = None  # (job, busy devices or reason) of the last "wait" event
+        self.again: list[tuple[float, int]] = []  # (when, job) of failed jobs to start again, soonest first
+        self.attempts: dict[int, int] = {}  # job -> its attempt now, for jobs started more than once
         self.opener = LogOpener(self.batch["jobs"])
         me = {"pid": os.getpid(), "t": process_start_time(os.getpid())}
         try:
@@ -397,7 +407,10 @@ class Run:
 
     @property
     def over(self) -> bool:
-        return self.next >= self.count and self.running == 0
+        return self.next >= self.count and self.running == 0 and not self.again
+
+    def attempt(self, index: int) -> int:
+        return self.attempts.get(index) or self.batch["jobs"][index].get("attempt", 1)
 
     def close(self) -> None:
         """Every job ended and was logged: let go of the lock and hang up done.fifo."""
@@ -438,6 +451,28 @@ def _serve(runs: list[Run], channel: Any) -> None:
         dep_wait = False  # a job waits for a job of another run (or runner): look again soon
         for run_ in runs:
             pool = pools.get(run_.slots) or pools.setdefault(run_.slots, SlotPool(*run_.slots))
+            while run_.again and run_.again[0][0] <= time.time() and run_.running < run_.limit:
+                _, index = run_.again[0]
+                if os.path.exists(os.path.join(run_.jobs_dir, f"{index}.cancel")):
+                    run_.again.pop(0)
+                    run_.events.write(i=index, e="exit", rc=None, t=time.time(), error="cancelled before it started")
+                    continue
+                again_slot = pool.acquire()
+                if again_slot is None:
+                    blocked = blocked or len(pool.held) < len(pool.paths)
+                    break
+                run_.again.pop(0)
+                if run_.cwd != here:
+                    here = _enter(run_.cwd)
+                started = start_job(run_.batch["jobs"][index], index, run_.base_env, run_.events, None, None,
+                                    run_.attempt(index))
+                if started is None:
+                    pool.release(again_slot)
+                    continue
+                run_.running += 1
+                pidfd = os.pidfd_open(started.pid)
+                poller.register(pidfd, select.POLLIN)
+                running[pidfd] = (started, run_, index, pool, again_slot)
             while run_.next < run_.count and run_.running < run_.limit:
                 index = run_.next
                 if os.path.exists(os.path.join(run_.jobs_dir, f"{index}.cancel")):
@@ -512,7 +547,10 @@ def _serve(runs: list[Run], channel: Any) -> None:
             timeout = DEPENDENCY_POLL_SECS
         elif not runs and not running:
             timeout = IDLE_SECS
-        ready = poller.poll(None if timeout is None else max(1, int(timeout * 1000)))
+        due = [r.again[0][0] for r in runs if r.again]
+        if due:  # a failed job starts again after its backoff
+            timeout = max(0.0, min(due) - time.time()) if timeout is None else min(timeout, min(due) - time.time())
+        ready = poller.poll(None if timeout is None else max(1, int(max(0.0, timeout) * 1000)))
         if not ready and timeout == IDLE_SECS:
             channel.close()  # a run handed over just now is refused with it: its launcher starts another runner
             return
@@ -530,7 +568,8 @@ def _serve(runs: list[Run], channel: Any) -> None:
             poller.unregister(fd)
             returncode = job.wait()
             os.close(fd)
-            job_run.events.ended(index, returncode, time.time())
+            if not _retried(job_run, index, returncode, job.started_at):
+                job_run.events.ended(index, returncode, time.time())
             holder.release(held)
             job_run.running -= 1
 
@@ -596,6 +635,57 @@ def _exit_event(run_dir: str, index: int) -> dict[str, Any] | None:
         if event.get("i") == index and event.get("e") == "exit":
             return event
     return None
+
+
+def failure_class(returncode: int, cancelled: bool) -> str | None:
+    """The failure class of a job that ended with ``returncode`` (Popen's: negative for a
+    signal): None for success or a cancel, ``out_of_memory`` for a SIGKILL xcore did not send
+    (the kernel's OOM killer), else ``error``."""
+    if returncode == 0 or cancelled:
+        return None
+    return "out_of_memory" if returncode == -9 else "error"
+
+
+def _retried(run_: Run, index: int, returncode: int, started_at: float) -> bool:
+    """If the job's retry policy says so, record the failed attempt and queue the next one."""
+    spec = run_.batch["jobs"][index]
+    policy = spec.get("retry")
+    if policy is None:
+        return False
+    cancelled = os.path.exists(os.path.join(run_.jobs_dir, f"{index}.cancel"))
+    failure = failure_class(returncode, cancelled)
+    attempt = run_.attempt(index)
+    code = 128 - returncode if returncode < 0 else returncode
+    if failure is None or attempt >= policy["max"] or not (
+            failure in policy["on"] or (failure == "error" and code in policy["codes"])):
+        return False
+    now = time.time()
+    delay = float(policy.get("backoff") or 0) * 2 ** (attempt - spec.get("attempt", 1))
+    run_.attempts[index] = attempt + 1
+    run_.events.write(i=index, e="retry", rc=returncode, t=now, started=started_at, failure=failure,
+                      attempt=attempt, next=attempt + 1, at=now + delay)
+    try:
+        with open(spec["log_path"], "ab") as log:
+            log.write(f"xcore: attempt {attempt} failed ({failure}, return code {returncode}); attempt "
+                      f"{attempt + 1} starts{f' in {delay:g} s' if delay else ''}\n".encode())
+    except OSError:
+        pass  # the event is what counts
+    run_.again.append((now + delay, index))
+    run_.again.sort()
+    return True
+
+
+def _private_dirs(path: str) -> None:
+    """``path`` and the directories above it that do not exist yet, each 0700."""
+    if os.path.isdir(path):
+        return
+    parent = os.path.dirname(path)
+    if parent and parent != path:
+        _private_dirs(parent)
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
 
 
 def _take_gpus(run_: Run, index: int, gpu: list[int], pools: dict[str, GpuPool],
@@ -680,6 +770,7 @@ class SpawnedJob:
 
     def __init__(self, pid: int) -> None:
         self.pid = pid
+        self.started_at = time.time()
 
     def wait(self) -> int:
         _, status = os.waitpid(self.pid, 0)
@@ -687,7 +778,8 @@ class SpawnedJob:
 
 
 def start_job(job: dict[str, Any], index: int, base_env: dict[str, str], events: EventLog,
-              log_fd: int | None = None, gpu_env: tuple[str, str, list[str]] | None = None) -> SpawnedJob | None:
+              log_fd: int | None = None, gpu_env: tuple[str, str, list[str]] | None = None,
+              attempt: int | None = None) -> SpawnedJob | None:
     """Start a job in its own session with output to its log (``log_fd`` if the log was opened
     ahead, closed here; else the job opens it). ``posix_spawn`` (vfork) is far cheaper than
     fork+exec from Python; a job that must change directory uses Popen.
@@ -702,6 +794,10 @@ def start_job(job: dict[str, Any], index: int, base_env: dict[str, str], events:
         env = job["env"]
         if job.get("inherit_env", True):
             env = {**base_env, **env} if env else base_env  # shared when a job adds nothing: no copy per job
+        checkpoint = job.get("checkpoint")
+        if checkpoint is not None:  # the attempt and the unit's checkpoint directory (docs/long-runs.md)
+            _private_dirs(checkpoint)
+            env = {**env, "XCORE_ATTEMPT": str(attempt or job.get("attempt", 1)), "XCORE_CHECKPOINT_DIR": checkpoint}
         if gpu_env is not None:
             variable, ids = gpu_env[0], gpu_env[1]
             env = {**env, variable: ids}

@@ -137,16 +137,26 @@ def _fmt_duration(value: float | None) -> str:
     return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60}:{rest % 60:02d}"
 
 
-def _usage_line(rows: list[UnitView]) -> str:
-    """The experiment's resource-hours and cost as ``xcore show`` writes them; a bad price
-    table is said on the page instead of breaking it."""
+def _prices() -> tuple[Any, str]:
+    """``config.toml``'s price table (read on every request: an edit shows at once) and, for a
+    bad one, what to say on the page instead of breaking it."""
     from xcore.errors import ConfigurationError
-    from xcore.model.usage import Meter, Usage, configured_prices
+    from xcore.model.usage import configured_prices
 
     try:
-        prices = configured_prices()
+        return configured_prices(), ""
     except ConfigurationError as exc:
-        return f"cost: {exc}"
+        return None, f"cost: {exc}"
+
+
+def _usage_line(rows: list[UnitView], prices: Any = None, error: str | None = None) -> str:
+    """The experiment's resource-hours and cost as ``xcore show`` writes them."""
+    from xcore.model.usage import Meter, Usage
+
+    if error is None:
+        prices, error = _prices()
+    if error:
+        return error
     used = Meter(time.time(), prices).jobs(job for row in rows for job in row.jobs)
     return "" if used == Usage() else used.describe(prices.currency if prices is not None else "")
 
@@ -303,9 +313,11 @@ def create_app(store: MetadataStore, host: PluginHost, *, read_only: bool = Fals
         except NotFoundError:
             return not_found(request, f"No experiment {experiment_id}.")
         view = _units_view(request, experiment_id)
+        prices, error = _prices()  # part of the cached line's key: a changed table shows at once
+        usage = error or once(experiment_id, view["rows"], f"usage {prices!r}",
+                              lambda: _usage_line(view["rows"], prices, ""))
         return render(request, "experiment.html", {"record": record, "counts": ExperimentView(record).counts,
-                                                   "usage": once(experiment_id, view["rows"], "usage",
-                                                                 lambda: _usage_line(view["rows"])), **view},
+                                                   "usage": usage, **view},
                       status_code=400 if view["bad_filter"] else 200)
 
     def table(request: Request) -> Response:

@@ -15,9 +15,6 @@ setting it does not know go to psycopg). ``XCORE_STORE_LIGHT_READS=0`` turns it 
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import hmac
 import os
 import socket
 import struct
@@ -140,8 +137,14 @@ class Connection:
                 self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
                 self.sock.settimeout(params.timeout)
                 self.sock.connect(f"{params.host}/.s.PGSQL.{params.port}")
-            else:
-                self.sock = socket.create_connection((params.host, params.port), timeout=params.timeout)
+            else:  # a literal address needs no name lookup (nor the idna codec getaddrinfo loads)
+                family = {"127.0.0.1": socket.AF_INET, "::1": socket.AF_INET6}.get(params.host)
+                if family is None:
+                    self.sock = socket.create_connection((params.host, params.port), timeout=params.timeout)
+                else:
+                    self.sock = socket.socket(family, socket.SOCK_STREAM)
+                    self.sock.settimeout(params.timeout)
+                    self.sock.connect((params.host, params.port))
                 self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             self.sock.settimeout(None)
             self._buffer = b""
@@ -198,6 +201,8 @@ class Connection:
             if code == 3:
                 self._send(b"p", p.password.encode() + b"\0")
             elif code == 5:
+                import hashlib
+
                 inner = hashlib.md5(p.password.encode() + p.user.encode()).hexdigest().encode()
                 self._send(b"p", b"md5" + hashlib.md5(inner + body[4:8]).hexdigest().encode() + b"\0")
             elif code == 10:
@@ -365,14 +370,20 @@ class _Scram:
     """SCRAM-SHA-256 without channel binding (RFC 5802/7677), the server's signature checked."""
 
     def __init__(self, password: str) -> None:
+        import base64  # only a login by password needs these
+        import hashlib
+        import hmac
+
+        self.b64, self.hashlib, self.hmac = base64, hashlib, hmac
         self.password = password.encode()
-        self.nonce = base64.b64encode(os.urandom(18)).decode()
+        self.nonce = self.b64.b64encode(os.urandom(18)).decode()
         self.bare = f"n=,r={self.nonce}"
 
     def first(self) -> bytes:
         return f"n,,{self.bare}".encode()
 
     def final(self, server_first: bytes) -> bytes:
+        base64, hashlib, hmac = self.b64, self.hashlib, self.hmac
         fields = dict(part.split("=", 1) for part in server_first.decode().split(","))
         if not fields["r"].startswith(self.nonce):
             raise Fallback("the server's SCRAM nonce")
@@ -387,6 +398,6 @@ class _Scram:
 
     def verify(self, server_final: bytes) -> None:
         fields = dict(part.split("=", 1) for part in server_final.decode().split(","))
-        expected = hmac.digest(self.server_key, self.auth, "sha256")
-        if not hmac.compare_digest(base64.b64decode(fields.get("v", "")), expected):
+        expected = self.hmac.digest(self.server_key, self.auth, "sha256")
+        if not self.hmac.compare_digest(self.b64.b64decode(fields.get("v", "")), expected):
             raise Fallback("the server's SCRAM signature")

@@ -126,10 +126,10 @@ def fill_sqlite(path: Path, experiments: int, units: int) -> None:
     t0 = time.time() - 86400
     db = sqlite3.connect(path)
     executor, executable = _specs(db, "?")
-    series = {"series_e": f"(WITH RECURSIVE s(g) AS (SELECT 1 UNION ALL SELECT g + 1 FROM s WHERE g < {experiments})"
-                          " SELECT g FROM s)",
-              "series_ew": f"(WITH RECURSIVE s(e) AS (SELECT 1 UNION ALL SELECT e + 1 FROM s WHERE e < {experiments}),"
-                           f" t(w) AS (SELECT 1 UNION ALL SELECT w + 1 FROM t WHERE w < {units}) SELECT e, w FROM s, t)"}
+    count_e = f"s(e) AS (SELECT 1 UNION ALL SELECT e + 1 FROM s WHERE e < {experiments})"
+    count_w = f"t(w) AS (SELECT 1 UNION ALL SELECT w + 1 FROM t WHERE w < {units})"
+    series = {"series_e": f"(WITH RECURSIVE {count_e} SELECT e AS g FROM s)",
+              "series_ew": f"(WITH RECURSIVE {count_e}, {count_w} SELECT e, w FROM s, t)"}
     for sql, params in zip(_ROWS, [(t0,), (t0,), (executor, executable), ()], strict=True):
         db.execute(sql.format(p="?", **series), params)
     db.commit()
@@ -178,9 +178,13 @@ def part_cli(base: str, tmp: Path) -> bool:
         pg_env, sq_env = {**os.environ, "XCORE_STORE": db.url}, {**os.environ, "XCORE_STORE": f"sqlite:///{sqlite}"}
         cases = {"python -c pass": [PYTHON, "-c", "pass"],
                  "pg list": [XCORE_BIN, "list"], "sqlite list": [XCORE_BIN, "list"],
-                 "pg show": [XCORE_BIN, "show", middle], "sqlite show": [XCORE_BIN, "show", middle]}
+                 "pg show": [XCORE_BIN, "show", middle], "sqlite show": [XCORE_BIN, "show", middle],
+                 "psycopg list": [XCORE_BIN, "list"], "psycopg show": [XCORE_BIN, "show", middle]}
         envs = {name: sq_env if name.startswith(("sqlite", "python")) else pg_env for name in cases}
+        for name in ("psycopg list", "psycopg show"):  # every read through psycopg, as before issue 31
+            envs[name] = {**pg_env, "XCORE_STORE_LIGHT_READS": "0"}
         figs = measure(cases, envs, str(tmp))
+        inside = {name: in_process(url, n // 2) for name, url in (("PostgreSQL", db.url), ("SQLite", f"sqlite:///{sqlite}"))}
     finally:
         db.drop()
     print(f"1. team store CLI: {n:,} experiments x {u} work units x 1 job ({n * u:,} jobs; filled PostgreSQL in "
@@ -191,7 +195,37 @@ def part_cli(base: str, tmp: Path) -> bool:
         ok &= line(f"PostgreSQL {label}", figs[f"pg {cmd}"], f"SQLite {label.split(' (')[0]}", figs[f"sqlite {cmd}"],
                    2.0)
         ok &= line(f"PostgreSQL {label}", figs[f"pg {cmd}"], "`python -c pass`", figs["python -c pass"], 8.0)
+    for cmd in ("list", "show"):
+        fig, old = figs[f"pg {cmd}"], figs[f"psycopg {cmd}"]
+        print(f"   PostgreSQL `xcore {cmd}` with every read through psycopg (XCORE_STORE_LIGHT_READS=0): "
+              f"{old['wall'] * 1e3:.1f} ms ({old['cpu'] * 1e3:.1f} ms CPU); the light reads take "
+              f"{fig['wall'] / old['wall']:.2f}x its wall time, {fig['cpu'] / old['cpu']:.2f}x its CPU")
+    for name, got in inside.items():
+        print(f"   in-process, {name}: open {got['open'] * 1e3:.1f} ms, list_experiments(limit=20) "
+              f"{got['list'] * 1e3:.1f} ms, get_experiment + work_units {got['show'] * 1e3:.1f} ms (median of 5)")
     return ok
+
+
+def in_process(url: str, middle: int) -> dict[str, float]:
+    """What list and show ask of the store, without the CLI process around it (median of 5)."""
+    from xcore.hooks.host import PluginHost
+
+    def median(fn) -> float:
+        samples = []
+        for _ in range(5):
+            start = time.perf_counter()
+            fn()
+            samples.append(time.perf_counter() - start)
+        return statistics.median(samples)
+
+    host = PluginHost(load_entry_points=False)
+    opened = median(lambda: host.open_store(url).close())
+    store = host.open_store(url)
+    try:
+        return {"open": opened, "list": median(lambda: store.list_experiments(limit=20)),
+                "show": median(lambda: (store.get_experiment(middle), store.work_units(middle)))}
+    finally:
+        store.close()
 
 
 def part_growth(base: str, tmp: Path) -> bool:

@@ -9,9 +9,9 @@ import json
 import os
 import stat
 
+from pg_helpers import require_postgres
 from startup_checks import FAKE_ONLY, modules_after
 
-from pg_helpers import require_postgres
 from xcore.store import pgwire
 from xcore.store.postgres import PostgresStore
 from xcore.store.specs import KnownSpecs
@@ -97,3 +97,17 @@ def test_server_url_is_loopback():
     """The tests above exercise the light client only if the test server is a local one."""
     url = require_postgres()
     assert pgwire.params_for(url, env={k: v for k, v in os.environ.items() if not k.startswith("PG")}) is not None
+
+
+def test_without_psycopg_a_postgres_store_says_what_to_install(monkeypatch):
+    """psycopg is no longer imported with the store module, so its absence is checked on open."""
+    import sys
+
+    import pytest
+
+    from xcore.errors import ConfigurationError
+    from xcore.hooks import builtin
+
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # find_spec: not installed
+    with pytest.raises(ConfigurationError, match=r"pip install 'xcore\[postgres\]'"):
+        builtin.xcore_open_store("postgresql://u@127.0.0.1/db", {})

@@ -111,3 +111,20 @@ def test_without_psycopg_a_postgres_store_says_what_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "psycopg", None)  # find_spec: not installed
     with pytest.raises(ConfigurationError, match=r"pip install 'xcore\[postgres\]'"):
         builtin.xcore_open_store("postgresql://u@127.0.0.1/db", {})
+
+
+def test_light_client_reads_over_the_unix_socket(tmp_path, pg_url):
+    from urllib.parse import urlsplit, urlunsplit
+
+    store = PostgresStore(pg_url, migrate=True)
+    store.create_experiment("by socket")
+    store.close()
+    directory = "/run/postgresql"  # unix_socket_directories of scripts/infra/postgres.sh
+    parts = urlsplit(pg_url)
+    netloc = parts.netloc.rsplit("@", 1)[0] + "@"
+    url = urlunsplit(parts._replace(netloc=netloc, query=f"{parts.query}&host={directory}&port={parts.port or 5432}"))
+    params = pgwire.params_for(url, env={})
+    assert params is not None and params.host == directory
+    modules, out = modules_after(["list", "--json"], tmp_path, prelude=FAKE_ONLY, env={"XCORE_STORE": url})
+    assert "psycopg" not in modules
+    assert [e["title"] for e in json.loads(out)] == ["by socket"]

@@ -121,10 +121,11 @@ def _pgpass(env: Mapping[str, str], host: str, port: int, dbname: str, user: str
 
 # -- the connection -------------------------------------------------------------------------------
 
-_TYPES: dict[int, Callable[[str], Any]] = {  # result column type oid -> how its text reads
-    16: lambda v: v == "t", 20: int, 21: int, 23: int, 26: int, 700: float, 701: float,
-    18: str, 19: str, 25: str, 705: str, 1042: str, 1043: str,
+_TYPES: dict[int, Callable[[bytes], Any]] = {  # result column type oid -> how its text reads
+    16: b"t".__eq__, 20: int, 21: int, 23: int, 26: int, 700: float, 701: float,
+    18: bytes.decode, 19: bytes.decode, 25: bytes.decode, 705: bytes.decode, 1042: bytes.decode, 1043: bytes.decode,
 }
+_INT32 = struct.Struct("!i")
 
 
 class Connection:
@@ -147,7 +148,7 @@ class Connection:
                     self.sock.connect((params.host, params.port))
                 self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             self.sock.settimeout(None)
-            self._buffer = b""
+            self._buffer, self._at = b"", 0
             self._startup()
         except (OSError, ValueError, struct.error, IndexError, UnicodeError) as exc:
             self.close()
@@ -158,21 +159,25 @@ class Connection:
         self.sock.sendall(kind + struct.pack("!I", len(body) + 4) + body)
 
     def _receive(self) -> tuple[bytes, bytes]:
+        """The next message (kind, body). The buffer is read from an offset, not re-sliced, so a
+        result of many rows costs one copy of each chunk, not one per row."""
+        buffer, at = self._buffer, self._at
         while True:
-            if len(self._buffer) >= 5:
-                size = struct.unpack_from("!I", self._buffer, 1)[0]
-                if len(self._buffer) >= size + 1:
-                    kind, body = self._buffer[:1], self._buffer[5:size + 1]
-                    self._buffer = self._buffer[size + 1:]
+            if len(buffer) - at >= 5:
+                size = struct.unpack_from("!I", buffer, at + 1)[0]
+                if len(buffer) - at >= size + 1:
+                    kind, body = buffer[at:at + 1], buffer[at + 5:at + size + 1]
+                    at += size + 1
                     if kind == b"E":
                         self._error = body
                     if kind not in (b"N", b"S", b"K"):  # notices, parameter statuses, the cancel key
+                        self._buffer, self._at = buffer, at
                         return kind, body
                     continue
             chunk = self.sock.recv(1 << 16)
             if not chunk:
                 raise Fallback("the server closed the connection")
-            self._buffer += chunk
+            buffer, at = buffer[at:] + chunk, 0
 
     def _startup(self) -> None:
         p = self.params
@@ -228,7 +233,7 @@ class Connection:
         self.sock.sendall(_message(b"P", b"\0" + sql.encode() + b"\0\0\0") + _message(b"B", bind)
                           + _message(b"D", b"P\0") + _message(b"E", b"\0\0\0\0\0") + _message(b"S"))
         names: list[str] = []
-        readers: list[Callable[[str], Any]] = []
+        readers: list[Callable[[bytes], Any]] = []
         rows: list[tuple[Any, ...]] = []
         count, failed, unknown = 0, False, False
         while True:
@@ -337,7 +342,7 @@ def _text(value: Any) -> bytes | None:
     raise Fallback(f"a parameter of type {type(value).__name__}")
 
 
-def _columns(body: bytes) -> tuple[list[str], list[Callable[[str], Any]], bool]:
+def _columns(body: bytes) -> tuple[list[str], list[Callable[[bytes], Any]], bool]:
     count = struct.unpack_from("!H", body)[0]
     at, names, readers, unknown = 2, [], [], False
     for _ in range(count):
@@ -348,20 +353,22 @@ def _columns(body: bytes) -> tuple[list[str], list[Callable[[str], Any]], bool]:
         reader = _TYPES.get(oid)
         if reader is None:
             unknown = True
-            reader = str
+            reader = bytes.decode
         readers.append(reader)
     return names, readers, unknown
 
 
-def _row(body: bytes, readers: list[Callable[[str], Any]]) -> tuple[Any, ...]:
+def _row(body: bytes, readers: list[Callable[[bytes], Any]]) -> tuple[Any, ...]:
+    """One DataRow's values (int, float and bytes.decode read the text form directly)."""
     at, values = 2, list[Any]()
+    append, unpack = values.append, _INT32.unpack_from
     for reader in readers:
-        size = int.from_bytes(body[at:at + 4], "big", signed=True)
+        size = unpack(body, at)[0]
         at += 4
         if size < 0:
-            values.append(None)
+            append(None)
         else:
-            values.append(reader(body[at:at + size].decode()))
+            append(reader(body[at:at + size]))
             at += size
     return tuple(values)
 

@@ -44,15 +44,17 @@ def xcore_open_store(url: str, options: dict[str, Any]) -> MetadataStore | None:
     """``options["migrate"]``: migrate an older schema (``xcore store migrate``); the SQLite
     file always does, a shared server only when asked."""
     if url.startswith(("postgresql://", "postgres://")):
-        try:
-            from xcore.store.postgres import PostgresStore
-        except ImportError as exc:
+        import importlib.util
+
+        from xcore.store.postgres import PostgresStore
+
+        if importlib.util.find_spec("psycopg") is None:  # found, not imported: reads may not need it
             from xcore.errors import ConfigurationError
 
             raise ConfigurationError(
-                f"XCORE_STORE names a PostgreSQL server but psycopg is not installed ({exc}). "
+                "XCORE_STORE names a PostgreSQL server but psycopg is not installed. "
                 "Install it with: pip install 'xcore[postgres]'"
-            ) from None
+            )
         return PostgresStore(url, migrate=bool(options.get("migrate", False)))
     if not url.startswith("sqlite:"):
         return None

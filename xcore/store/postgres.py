@@ -20,19 +20,18 @@ import re
 import threading
 import time
 from collections.abc import Sequence
-from typing import Any
-
-import psycopg
-from psycopg import errors as pg_errors
-from psycopg.rows import dict_row, tuple_row
+from typing import TYPE_CHECKING, Any
 
 from xcore.errors import ConfigurationError, XcoreError
 from xcore.settings import env_number
-from xcore.store import schema, statements
+from xcore.store import pgwire, schema, statements
 from xcore.store.dialect import Cursor, Dialect, T, Work
 from xcore.store.redaction import redact_text, redact_url
 from xcore.store.specs import KnownSpecs
 from xcore.store.sql import SqlStore
+
+if TYPE_CHECKING:
+    import psycopg
 
 MIGRATIONS: list[str] = schema.migrations(schema.POSTGRES)
 
@@ -50,14 +49,20 @@ class StoreUnavailableError(XcoreError):
     """The PostgreSQL server could not be reached or kept failing until the retry deadline."""
 
 
-class _Cursor(psycopg.Cursor[Any]):
-    """A psycopg cursor that takes the store's ``?`` placeholders (``%s`` to psycopg)."""
+@functools.cache
+def _cursor_class() -> type:
+    """psycopg's cursor taking the store's ``?`` placeholders (``%s`` to psycopg); psycopg is
+    imported here, on the first write (or read the light client leaves to it), not with the module."""
+    import psycopg
 
-    def execute(self, query: Any, params: Any = None, **options: Any) -> Any:
-        return super().execute(_placeholders(query) if params is not None else query, params, **options)
+    class _Cursor(psycopg.Cursor[Any]):
+        def execute(self, query: Any, params: Any = None, **options: Any) -> Any:
+            return super().execute(_placeholders(query) if params is not None else query, params, **options)
 
-    def executemany(self, query: Any, params_seq: Any, **options: Any) -> None:
-        super().executemany(_placeholders(query), params_seq, **options)
+        def executemany(self, query: Any, params_seq: Any, **options: Any) -> None:
+            super().executemany(_placeholders(query), params_seq, **options)
+
+    return _Cursor
 
 
 @functools.lru_cache(maxsize=512)
@@ -75,16 +80,24 @@ class PostgresDialect(Dialect):
     def __init__(self, url: str, retry_secs: float) -> None:
         self.url = self.where = redact_url(url)
         self._conninfo = url
-        self._password = _password_of(url)
         self._lock = threading.RLock()
         self.conn: psycopg.Connection[Any] | None = None
+        self._light_params = pgwire.params_for(url)  # None: every read goes through psycopg too
+        self._light: pgwire.Connection | None = None
         self.retry_secs = retry_secs
         self.retries = 0  # how many times a transaction was retried (tests and benchmarks read it)
 
+    @functools.cached_property
+    def _password(self) -> str | None:
+        return _password_of(self._conninfo)
+
     def _connect(self) -> psycopg.Connection[Any]:
+        import psycopg
+        from psycopg.rows import dict_row
+
         try:
-            conn = psycopg.connect(self._conninfo, autocommit=True, row_factory=dict_row, cursor_factory=_Cursor,
-                                   connect_timeout=10, application_name="xcore")
+            conn = psycopg.connect(self._conninfo, autocommit=True, row_factory=dict_row,
+                                   cursor_factory=_cursor_class(), connect_timeout=10, application_name="xcore")
         except psycopg.Error as exc:
             raise self._error(exc, "cannot connect to") from None
         self.conn = conn
@@ -105,7 +118,16 @@ class PostgresDialect(Dialect):
 
     def run(self, work: Work[T], *, write: bool, specs: KnownSpecs) -> T:
         """Every call, read or write, is one transaction; on a lost connection reconnect and run
-        it again (``retrying=True``: it must first look for its own earlier commit)."""
+        it again (``retrying=True``: it must first look for its own earlier commit). A read goes
+        to the light client (``xcore.store.pgwire``) while it serves, else to psycopg."""
+        if not write and self._light_params is not None:
+            with self._lock:
+                found, result = self._light_read(work, specs)
+            if found:
+                return result  # type: ignore[return-value]  # found: the work's own result
+        import psycopg
+        from psycopg import errors as pg_errors
+
         deadline = time.monotonic() + self.retry_secs
         retrying = False
         delay = 0.05
@@ -138,6 +160,37 @@ class PostgresDialect(Dialect):
                     # e.g. a work unit id recorded twice: the caller's mistake, as with SQLite
                     raise ValueError(redact_text(str(exc).splitlines()[0], [self._password or ""])) from None
 
+    def _light_read(self, work: Work[T], specs: KnownSpecs) -> tuple[bool, T | None]:
+        """``(True, result)`` of ``work`` on the light client, or ``(False, None)`` when it cannot
+        serve (psycopg then runs the read; the light client is not tried again)."""
+        try:
+            if self._light is None or self._light.closed:
+                assert self._light_params is not None
+                self._light = pgwire.Connection(self._light_params)
+            self._light.simple("BEGIN READ ONLY")
+            try:
+                result = work(pgwire.Cursor(self._light), False)
+            except BaseException:
+                specs.discarded()
+                raise
+            self._light.simple("COMMIT")
+        except pgwire.Fallback:
+            specs.discarded()
+            self._light_params = None
+            if self._light is not None:
+                self._light.close()
+            self._light = None
+            return False, None
+        except BaseException:
+            if self._light is not None and not self._light.closed:
+                try:
+                    self._light.simple("ROLLBACK")
+                except pgwire.Fallback:
+                    self._light.close()
+            raise
+        specs.committed()
+        return True, result
+
     def schema_version(self, cursor: Cursor) -> int:
         # A catalog query (not to_regclass, whose cache may predate a concurrent migration).
         if not cursor.execute("SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_tables WHERE tablename = 'schema_version'"
@@ -150,6 +203,10 @@ class PostgresDialect(Dialect):
         cursor.execute("SELECT pg_advisory_xact_lock(?)", (_MIGRATION_LOCK,))
 
     def plain(self, cursor: Cursor) -> Cursor:
+        if isinstance(cursor, pgwire.Cursor):
+            return cursor.plain()
+        from psycopg.rows import tuple_row
+
         return cursor.connection.cursor(row_factory=tuple_row)
 
     def one_of(self, column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
@@ -178,6 +235,8 @@ class PostgresDialect(Dialect):
 
     def close(self) -> None:
         with self._lock:
+            if self._light is not None:
+                self._light.close()
             if self.conn is not None:
                 self.conn.close()
 
@@ -202,6 +261,8 @@ class PostgresStore(SqlStore):
 
 
 def _password_of(url: str) -> str | None:
+    import psycopg
+
     try:
         return psycopg.conninfo.conninfo_to_dict(url).get("password") or None  # type: ignore[return-value]
     except psycopg.Error:
@@ -211,6 +272,8 @@ def _password_of(url: str) -> str | None:
 def _retryable(exc: BaseException) -> bool:
     if isinstance(exc, StoreUnavailableError):
         return True
+    import psycopg
+
     if not isinstance(exc, psycopg.Error):
         return False
     if exc.sqlstate in _RETRY_SQLSTATES:

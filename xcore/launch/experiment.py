@@ -503,6 +503,9 @@ class Experiment:
         self._generator_tasks.append(task)
         return task
 
+    STOP_WAIT_SECS = 60.0
+    """How long ``cancel_launch`` waits for the jobs it stopped to end, to say why they did."""
+
     def cancel_launch(self, unit: ExperimentUnit, launch: concurrent.futures.Future) -> None:
         """``experiment.add(...).cancel()``: cancel a job generator's task, keep the unit's jobs
         that no backend has yet from ever reaching one, and stop those that did. The unit reads
@@ -516,7 +519,15 @@ class Experiment:
         if started:
             cancel_jobs(self._store, self._host, started)
             ids = {j.id for j in started}
-            stopped = [j for j in self.unit_jobs(unit.work_unit_id) if j.id in ids and j.status is Status.CANCELLED]
+
+            def started_jobs() -> list[JobRecord]:
+                return [j for j in self.unit_jobs(unit.work_unit_id) if j.id in ids]
+
+            try:  # a job may still be stopping (its grace period, a busy machine): see how it ends
+                ended = wait_for(started_jobs, self._store, self._host, timeout=self.STOP_WAIT_SECS)
+            except TimeoutError:
+                ended = started_jobs()
+            stopped = [j for j in ended if j.status is Status.CANCELLED]
             if stopped:
                 self._store.record_states([(j.id, JobState(Status.CANCELLED, STOPPED_AT_LAUNCH)) for j in stopped])
         elif not jobs:

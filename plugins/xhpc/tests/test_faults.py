@@ -174,8 +174,8 @@ def test_link_cut_mid_submission_neither_duplicates_nor_loses(
     scheduler_class = schedulers.SlurmScheduler if scheduler == "slurm" else schedulers.GridEngineScheduler
     submit_command = scheduler_class.submit_command
 
-    def gated(self: object, script: str, chunk: schedulers.Chunk, max_parallel: int | None) -> str:
-        command = submit_command(self, script, chunk, max_parallel)  # type: ignore[arg-type]
+    def gated(self: object, script: str, chunk: schedulers.Chunk, max_parallel: int | None, *more: object) -> str:
+        command = submit_command(self, script, chunk, max_parallel, *more)  # type: ignore[arg-type]
         if chunk.index != cut_after:
             return command
         return f"{{ while [ ! -e {gate} ]; do sleep 0.05; done; {command}; }}"

@@ -15,7 +15,7 @@ from pathlib import Path
 import xcore as xm
 from xcore.hooks.host import get_host
 from xcore.launch.registry import open_store
-from xcore.model.status import Status
+from xcore.model.status import JobState, Status
 from xcore.runtime.tracking import refresh_jobs
 from xcore.testing import fake, plugin_host
 
@@ -248,3 +248,18 @@ def test_a_wait_follows_the_relaunched_attempt():
     finisher.join()
     [job] = _jobs(experiment_id)
     assert (job.status, job.attempt) == (Status.COMPLETED, 2)
+
+
+def test_a_cancelled_unit_whose_retry_was_pending_is_not_relaunched():
+    from xcore.cli.main import main
+
+    experiment_id = _launch(fake.FakeExecutor(hold=True))
+    [job] = _jobs(experiment_id)
+    store = open_store()
+    store.record_states([(job.id, JobState(Status.PENDING, "retry pending: attempt 1 of 3 failed (preempted)",
+                                           failure="preempted"))])  # an observer saw it, none relaunched yet
+    fake.preempt(_handle(job))
+    assert main(["cancel", str(experiment_id)]) == 0
+    [job] = _jobs(experiment_id)
+    assert (job.attempt, job.status) == (1, Status.FAILED)
+    assert [r["attempt"] for r in _records(job.id)] == [1]

@@ -95,3 +95,15 @@ def test_bad_targets_say_what_to_fix(tmp_path, capsys):
         main(["retry"])
     assert main(["retry", f"{experiment_id}/7"]) == 1
     assert "has no work unit 7" in capsys.readouterr().err
+
+
+def test_a_unit_whose_arguments_held_a_url_password_is_refused(capsys):
+    plugin_host({"fake": fake})
+    with xm.create_experiment("url") as experiment:
+        [exe] = experiment.package([xm.binary(fake.FakeSpec(), "false")])
+        experiment.add(xm.Job(exe, fake.FakeExecutor(), args=["--db=postgresql://me:pw@db/x"]))
+    experiment.wait_until_complete()
+    capsys.readouterr()
+    assert main(["retry", str(experiment.experiment_id)]) == 1
+    out = capsys.readouterr().out
+    assert "password in its arguments" in out and "pw@" not in out

@@ -9,7 +9,7 @@ import attrs
 from store_contract_helpers import new_job, open_url
 
 from core_helpers import run_xcore
-from xcore.model.status import JobState, Status
+from xcore.model.status import Attempt, JobState, Status
 from xcore.store.migrations import SCHEMA_VERSION
 
 
@@ -21,6 +21,8 @@ def _fill(url: str, titles: list[str]) -> None:
         [b, c] = store.add_work_unit(exp.id, 2, "work_unit", {"lr": 0.2}, "", [new_job("b"), new_job("c")])
         store.mark_launched([(a, "k", {"pid": 1}, "/log/a"), (b, "k", {"pid": 2}, None), (c, "k", {}, None)])
         store.record_states([(a, JobState(Status.COMPLETED, "exit code 0", 0)), (b, JobState(Status.FAILED, "x", 3))])
+        store.record_states([(c, JobState(Status.RUNNING, "again", attempt=2, previous_attempts=(
+            Attempt(1, Status.FAILED, "preempted", None, 1.0, 2.0, "preempted"),)))])  # attempts are copied too
         store.record_results(a, {"loss": 0.5, "nan": None}, final=True)
         store.record_results(b, {"loss": 0.25})  # not final: still pending after the copy
         store.record_links([(a, "wandb", "https://wandb.ai/x/ü?a=1&b"), (c, "tensorboard", "/tb/ $x")])
@@ -36,12 +38,15 @@ def _content(url: str) -> list[dict]:
         exp = attrs.asdict(record)
         exp.pop("id")
         units = []
+        attempts = store.job_attempts(record.id)
         for unit in history.units:
             jobs = []
             for job in unit.jobs:
                 data = attrs.asdict(job)
                 data.pop("id"), data.pop("experiment_id")
                 data["history"] = [(e.status, e.message, e.exit_code, e.at) for e in history.events[job.id]]
+                if job.id in attempts:
+                    data["attempts"] = {**attrs.asdict(attempts[job.id]), "job_id": None}
                 jobs.append(data)
             units.append({"id": unit.id, "args": unit.args, "role": unit.role, "jobs": jobs})
         pending = {job.id: unit.id for unit in history.units for job in unit.jobs}

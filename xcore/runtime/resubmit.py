@@ -46,7 +46,10 @@ class Resubmitted:
 
 def real_env(host: PluginHost, job: JobRecord) -> tuple[dict[str, str] | None, list[str]]:
     """The job's environment with its secrets, and the names of the variables whose values are
-    gone (then the env is None)."""
+    gone (then the env is None). Arguments that held a URL password (masked in the store) are
+    gone for good: such a job is refused too."""
+    if any(REDACTED in arg for arg in job.args):  # a URL password in an argument: no backend gives it back
+        return None, ["the password in its arguments' URL"]
     redacted = sorted(name for name, value in job.env.items() if value == REDACTED)
     if not redacted:
         return dict(job.env), []

@@ -49,9 +49,12 @@ def pending(store: MetadataStore, reached: Sequence[tuple[JobRecord, JobState]]
     policies = store.retry_policies([job.id for job, state in reached if state.status is Status.FAILED])
     if not policies:
         return list(reached)
+    # A unit `xcore cancel` named is not retried: it ends as its backend says.
+    cancels = {e: store.cancel_requested(e) for e in {job.experiment_id for job, _ in reached if job.id in policies}}
     out = []
     for job, state in reached:
-        if state.status is Status.FAILED and job.id in policies:
+        if state.status is Status.FAILED and job.id in policies and not cancels[job.experiment_id].covers(
+                job.work_unit_id):
             stored_attempt, stored = policies[job.id]
             attempt = state.attempt or stored_attempt
             policy = policy_of(stored)

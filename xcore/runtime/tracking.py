@@ -77,7 +77,7 @@ def refresh_jobs(store: MetadataStore, host: PluginHost, jobs: Sequence[JobRecor
             # The times the store will record, with the same rule and clock: the records returned
             # (e.g. by wait_until_complete) then say what `xcore show` says, an end included.
             started, ended = recorded_times(state, job.started_at, job.ended_at, now)
-            if changed or new_attempt or state.previous_attempts:
+            if changed or new_attempt:  # earlier attempts come with the move to a new one
                 changes.append((job.id, JobState(state.status, state.message, state.exit_code, started, ended,
                                                  state.failure, state.attempt, state.previous_attempts)))
             job.status, job.message, job.exit_code = state.status, state.message, state.exit_code

@@ -56,6 +56,9 @@ class ExperimentHistory:
     results: list[tuple[int, str, float | None, float]] = attrs.field(factory=list)
     results_final: dict[int, float] = attrs.field(factory=dict)
     links: list[tuple[int, str, str]] = attrs.field(factory=list)
+    # Each retried or classified job's attempts (by job id): its current attempt, last failure
+    # class and earlier attempts, copied so a copy keeps the history (``job_attempts``).
+    attempts: dict[int, JobAttempts] = attrs.field(factory=dict)
 
 
 @datamodel.frozen

@@ -686,10 +686,12 @@ class SqlStore(MetadataStore):
                          self._store_id(cur), c["e"], c["w"], c["j"], c["v"])
 
     def export_history(self, experiment_id: int) -> ExperimentHistory:
-        return self._export(self.get_experiment(experiment_id), self.work_units(experiment_id))
+        return self._export(self.get_experiment(experiment_id), self.work_units(experiment_id),
+                            self.job_attempts(experiment_id))
 
     @_reads
-    def _export(self, cur: Cursor, record: ExperimentRecord, units: list[WorkUnitRecord]) -> ExperimentHistory:
+    def _export(self, cur: Cursor, record: ExperimentRecord, units: list[WorkUnitRecord],
+                attempts: dict[int, records.JobAttempts]) -> ExperimentHistory:
         def ask(query: str) -> list[Any]:  # the experiment's rows
             return list(cur.execute(query, (record.id,)).fetchall())
 
@@ -705,7 +707,7 @@ class SqlStore(MetadataStore):
         links = [(r["job_id"], r["name"], r["url"]) for r in ask(
             "SELECT job_id, name, url FROM job_links WHERE experiment_id = ? ORDER BY job_id, name")]
         return ExperimentHistory(record, units, events, row["origin"] or f"{self._store_id(cur)}/{record.id}",
-                                 results, final, links)
+                                 results, final, links, attempts)
 
     @_writes
     def import_history(self, cur: Cursor, retrying: bool, now: float, history: ExperimentHistory) -> Imported:
@@ -747,6 +749,16 @@ class SqlStore(MetadataStore):
         cur.executemany(sql.INSERT_RESULT, [(*here[j], name, value, at) for j, name, value, at in history.results
                                             if j in here])
         cur.executemany(sql.UPSERT_LINK, [(*here[j], name, url) for j, name, url in history.links if j in here])
+        for source_job, attempts in history.attempts.items():
+            if source_job not in here:
+                continue
+            job_id = here[source_job][0]
+            cur.execute("UPDATE jobs SET attempt = ?, failure = ? WHERE id = ?",
+                        (attempts.current, attempts.failure, job_id))
+            cur.executemany(sql.ARCHIVE_ATTEMPT, [
+                (job_id, a.number, a.status.value, a.failure, a.exit_code, a.started_at, a.ended_at, a.message,
+                 a.handle_kind, None if a.handle is None else json.dumps(a.handle), a.log_path)
+                for a in attempts.earlier])
         return Imported(source.id, experiment_id, clash)
 
     # -- results and links ---------------------------------------------------------------

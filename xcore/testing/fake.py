@@ -68,6 +68,7 @@ from xcore.plugin import (
     hookimpl,
     lost_state,
     mark_cancelled,
+    private_dir,
 )
 
 XCORE_PLUGIN_API = "1.0"
@@ -173,7 +174,7 @@ def xcore_adopt(executor_kind: str, requests: Sequence[LaunchRequest],
 def _run(request: LaunchRequest, handle: FakeHandle, context: LaunchContext) -> dict[str, Any]:
     executable: FakeExecutable = request.executable  # type: ignore[assignment]
     checkpoints = checkpoint_dir(context.state_dir, request.experiment_id, request.work_unit_id)
-    os.makedirs(checkpoints, mode=0o700, exist_ok=True)
+    private_dir(checkpoints)
     env = {**os.environ, **request.env, **attempt_env(request.attempt, checkpoints)}
     with open(handle.log_path or "", "wb") as log:
         code = subprocess.run([*executable.command, *request.args], env=env,

@@ -35,13 +35,15 @@ def test_a_preempted_custom_job_is_relaunched_and_completes_as_attempt_2(vertex:
     vertex.auto_run = False
     with xm.create_experiment("spot") as experiment:
         [exe] = experiment.package([xm.container(xgcp.Vertex.Spec(), IMAGE)])
-        experiment.add(xm.Job(exe, xgcp.Vertex()))
+        experiment.add(xm.Job(exe, xgcp.Vertex(), env_vars={"WANDB_API_KEY": "s3cret"}))
     [name] = vertex.jobs
     vertex.set_state(name, "RUNNING")
     vertex.set_state(name, "FAILED", "The replica workerpool0-0 was preempted.")
     xm.get_experiment(experiment.experiment_id).get_status()  # an observer: relaunches it
     assert len(vertex.jobs) == 2  # one relaunch
     second = next(n for n in vertex.jobs if n != name)
+    env = {e.name: e.value for e in vertex.jobs[second].job_spec.worker_pool_specs[0].container_spec.env}
+    assert env == {"WANDB_API_KEY": "s3cret", "XCORE_ATTEMPT": "2"}  # the real secret, from Vertex's job spec
     vertex.set_state(second, "SUCCEEDED")
     [job] = wait(experiment.experiment_id)
     assert job.status is xm.Status.COMPLETED and job.attempt == 2

@@ -55,7 +55,7 @@ def test_single_job_body_and_outcome(vertex, xcore_home, image):
     [pool] = spec.worker_pool_specs
     assert pool.machine_spec.machine_type == "n1-standard-8"  # smallest with >= 6 vCPUs and 20 GiB
     assert list(pool.container_spec.args) == ["--lr", "0.1"]
-    assert [(e.name, e.value) for e in pool.container_spec.env] == [("EXIT", "0")]
+    assert [(e.name, e.value) for e in pool.container_spec.env] == [("EXIT", "0"), ("XCORE_ATTEMPT", "1")]
     assert pool.disk_spec.boot_disk_size_gb == 200
     assert spec.scheduling.strategy.name == "SPOT" and spec.scheduling.timeout.total_seconds() == 3600
     assert spec.service_account == "trainer@p.iam.gserviceaccount.com" and spec.enable_web_access
@@ -126,7 +126,7 @@ def test_hostile_arguments_reach_the_container_spec_exactly(vertex, xcore_home, 
     [created] = vertex.jobs.values()
     container = created.job_spec.worker_pool_specs[0].container_spec
     assert list(container.args) == HOSTILE_ARGS and not container.command
-    assert {e.name: e.value for e in container.env} == {"HOSTILE": HOSTILE_ENV}
+    assert {e.name: e.value for e in container.env} == {"HOSTILE": HOSTILE_ENV, "XCORE_ATTEMPT": "1"}
     output = "".join(logs(job))
     line = next(line for line in output.splitlines() if line.startswith("ARGS "))
     assert json.loads(line.removeprefix("ARGS ")) == {"argv": HOSTILE_ARGS, "env": HOSTILE_ENV}

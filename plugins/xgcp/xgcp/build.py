@@ -90,7 +90,8 @@ def worker_pool(request: xp.LaunchRequest, pool: int) -> dict[str, Any]:
             f"{request.full_name}: Vertex's first worker pool (the chief) runs 1 replica, not {replicas}; "
             "put the other replicas in a 'worker' job of a JobGroup.")
     container: dict[str, Any] = {"image_uri": exe.image_uri, "args": list(request.args),
-                                 "env": [{"name": k, "value": v} for k, v in request.env.items()]}
+                                 "env": [{"name": k, "value": v} for k, v in request.env.items()]
+                                 + [{"name": xp.ATTEMPT_VAR, "value": str(request.attempt)}]}
     if exe.command:
         container["command"] = list(exe.command)
     spec: dict[str, Any] = {"container_spec": container, "machine_spec": machine_spec, "replica_count": replicas}

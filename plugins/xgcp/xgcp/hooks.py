@@ -221,6 +221,22 @@ class VertexBackend(xp.Backend):
         if problems:
             raise api.VertexError(problems[0] + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))
 
+    def env(self, handle: VertexHandle) -> dict[str, str] | None:
+        """The job's own environment as its CustomJob's container spec keeps it (for a relaunch
+        or ``xcore retry``: the store keeps secrets redacted); None once Vertex forgot the job."""
+        from xgcp import api
+
+        try:
+            job = api.client(handle.location).get_custom_job(name=handle.name)
+        except api._errors().NotFound:
+            return None
+        except Exception as exc:  # noqa: BLE001  (any Google error: the caller refuses to rerun, saying why)
+            raise api.VertexError(f"cannot ask Vertex: {api.explain(exc, handle.project)}") from None
+        pools = job.job_spec.worker_pool_specs
+        if handle.pool >= len(pools):
+            return None
+        return {e.name: e.value for e in pools[handle.pool].container_spec.env if e.name != xp.ATTEMPT_VAR}
+
     def logs(self, handle: VertexHandle, follow: bool) -> Iterator[str]:
         from xgcp import api
 

@@ -76,3 +76,22 @@ def test_a_job_killed_by_sigkill_reads_out_of_memory():
     [job] = unit.jobs
     attempts = open_store().job_attempts(unit.experiment_id)[job.id]
     assert unit.status is Status.FAILED and attempts.failure == "out_of_memory"
+
+
+def test_xcore_retry_runs_a_failed_local_job_as_attempt_2_with_its_secret(tmp_path):
+    flag = tmp_path / "fixed"
+    code = ("import os, sys; print('attempt', os.environ['XCORE_ATTEMPT'], os.environ['API_TOKEN'], flush=True); "
+            f"sys.exit(0 if os.path.exists({str(flag)!r}) else 1)")
+    with xm.create_experiment("retry me") as experiment:
+        [exe] = experiment.package([xm.binary(xlocal.Local.Spec(), sys.executable, args=["-c", code])])
+        experiment.add(xm.Job(exe, xlocal.Local(), env_vars={"API_TOKEN": "s3cret"}))
+    experiment.wait_until_complete()
+    [job] = open_store().work_units(experiment.experiment_id)[0].jobs
+    assert job.status is Status.FAILED and job.env["API_TOKEN"] == "<redacted>"
+    flag.write_text("")
+    plan = xm.get_experiment(experiment.experiment_id).retry()
+    assert plan.done is not None and plan.done.submitted == [job.id]
+    xm.get_experiment(experiment.experiment_id).wait_until_complete()
+    [unit] = open_store().work_units(experiment.experiment_id)
+    assert unit.status is Status.COMPLETED and unit.jobs[0].attempt == 2
+    assert Path(unit.jobs[0].log_path).read_text() == "attempt 1 s3cret\nattempt 2 s3cret\n"

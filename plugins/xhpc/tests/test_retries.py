@@ -24,6 +24,8 @@ pytestmark = pytest.mark.infra("slurm")
 
 def _configure(xcore_env: Path, scheduler: str, mode: str) -> str:
     require_service(scheduler, lambda: service_up(scheduler), HOW)
+    if scheduler == "slurm":
+        _retry_cluster()
     if mode == "ssh":
         require_service("sshd", lambda: service_up("sshd"), HOW)
         staging = f"{REMOTE_STAGING}/test-{uuid.uuid4().hex[:8]}"
@@ -31,6 +33,16 @@ def _configure(xcore_env: Path, scheduler: str, mode: str) -> str:
         staging = str(xcore_env / "staging")
     (xcore_env / "config" / "clusters.toml").write_text(cluster_toml("test", scheduler, mode, staging))
     return staging
+
+
+def _retry_cluster() -> None:
+    """The test Slurm's retry setup (scripts/infra/slurm.sh): the preemptible partitions, and
+    requeued jobs held 20 s (not Slurm's 120 s, which would outlast these tests' deadlines)."""
+    config = subprocess.run(["scontrol", "show", "config"], capture_output=True, text=True, timeout=30).stdout
+    partitions = subprocess.run(["sinfo", "-h", "-o", "%P"], capture_output=True, text=True, timeout=30).stdout
+    assert "cred_expire=20" in config and "preempt/partition_prio" in config and "lowprio" in partitions, (
+        "the test Slurm lacks its retry setup (partitions lowprio/highprio, cred_expire=20): "
+        "run `bash scripts/infra/slurm.sh` as root")
 
 
 def _handle(job: Any) -> Any:

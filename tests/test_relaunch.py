@@ -263,3 +263,22 @@ def test_a_cancelled_unit_whose_retry_was_pending_is_not_relaunched():
     [job] = _jobs(experiment_id)
     assert (job.attempt, job.status) == (1, Status.FAILED)
     assert [r["attempt"] for r in _records(job.id)] == [1]
+
+
+def test_a_relaunch_that_cannot_be_submitted_is_recorded_with_its_reason(monkeypatch):
+    from xcore.errors import LaunchError
+
+    experiment_id = _launch(fake.FakeExecutor(hold=True))
+    [job] = _jobs(experiment_id)
+    fake.preempt(_handle(job))
+
+    def refuse(executor_kind, requests, context):
+        raise LaunchError("quota exhausted: ask for more")
+
+    monkeypatch.setattr(fake, "xcore_launch", fake.hookimpl(refuse))
+    plugin_host({"fake": fake})
+    refresh_jobs(open_store(), get_host(), [job])
+    [job] = _jobs(experiment_id)
+    assert (job.attempt, job.status) == (2, Status.FAILED)
+    assert "quota exhausted: ask for more" in job.message
+    assert open_store().job_attempts(experiment_id)[job.id].failure == "launch"

@@ -57,10 +57,10 @@ def cycle() -> str:
         resolve_orphans(store, workspace.host, quiet=True)
     active = [e.id for e in store.list_experiments(limit=None) if e.has_active_units]
     jobs = store.active_jobs(active) if active else []
-    before: dict[int, Any] = {job.id: (job.status, job.message) for job in jobs}
+    before: dict[int, Any] = {job.id: (job.status, job.message, job.attempt) for job in jobs}
     refresh_jobs(store, workspace.host, jobs)  # records changes and runs the duties (relaunches)
-    changed = sum((job.status, job.message) != before[job.id] for job in jobs)
-    retried = sum(is_pending(job) for job in jobs)
+    changed = sum((job.status, job.message, job.attempt) != before[job.id] for job in jobs)
+    retried = sum(job.attempt != before[job.id][2] or is_pending(job) for job in jobs)  # relaunched, or due
     kinds = len({job.handle_kind for job in jobs if job.handle_kind})
     return (f"{len(active)} active experiment{'s' if len(active) != 1 else ''}, {len(jobs)} active jobs on "
             f"{kinds} backend kind{'s' if kinds != 1 else ''}, {changed} changed, {retried} retried")

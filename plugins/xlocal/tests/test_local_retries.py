@@ -95,3 +95,40 @@ def test_xcore_retry_runs_a_failed_local_job_as_attempt_2_with_its_secret(tmp_pa
     [unit] = open_store().work_units(experiment.experiment_id)
     assert unit.status is Status.COMPLETED and unit.jobs[0].attempt == 2
     assert Path(unit.jobs[0].log_path).read_text() == "attempt 1 s3cret\nattempt 2 s3cret\n"
+
+
+def test_the_backoff_delays_the_next_attempt():
+    from xlocal.processes import read_events
+
+    code = ("import os, sys; p = os.path.join(os.environ['XCORE_CHECKPOINT_DIR'], 'n'); "
+            "n = os.path.exists(p); open(p, 'w').write('1'); sys.exit(0 if n else 5)")
+    experiment_id, unit = _run(xm.Retry(max_attempts=2, exit_codes=(5,), backoff_secs=1.5), code)
+    [job] = unit.jobs
+    assert unit.status is Status.COMPLETED
+    [events] = read_events(job.handle["run_dir"]).values()
+    [retry] = events["retries"]
+    assert events["start"]["t"] - retry["t"] >= 1.5  # the second attempt waited for its backoff
+    assert open_store().job_attempts(experiment_id)[job.id].current == 2
+
+
+def test_between_attempts_the_job_reads_pending_with_its_history():
+    import time
+
+    from xlocal import processes
+    from xlocal.handles import ProcessHandle
+
+    class Run:  # a live runner, no cancel
+        def cancel_requested(self, index: int) -> bool:
+            return False
+
+        def runner_alive(self) -> bool:
+            return True
+
+    now = time.time()
+    job = {"start": {"pid": 1, "t": now - 10}, "retries": [
+        {"rc": 5, "t": now - 5, "started": now - 10, "failure": "error", "attempt": 1, "next": 2, "at": now + 30}]}
+    state = processes._state(ProcessHandle("/nowhere", 0), job, Run())  # type: ignore[arg-type]
+    assert state.status is Status.PENDING and state.attempt == 2
+    assert state.message.startswith("retrying: attempt 1 failed (error, exit code 5); attempt 2 starts in ")
+    [earlier] = state.previous_attempts
+    assert (earlier.number, earlier.status, earlier.failure, earlier.exit_code) == (1, Status.FAILED, "error", 5)

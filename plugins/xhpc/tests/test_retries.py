@@ -78,6 +78,11 @@ def _running(job: Any) -> bool:
     return _state(job).status is xm.Status.RUNNING
 
 
+def _up_for(job: Any, secs: float) -> bool:
+    state = _state(job)
+    return state.status is xm.Status.RUNNING and state.started_at is not None and time.time() - state.started_at >= secs
+
+
 def _done(job: Any) -> xm.JobState | None:
     state = _state(job)
     return state if state.status.is_terminal else None
@@ -269,7 +274,9 @@ def test_sge_rescheduled_task_is_attempt_2(xcore_env: Path) -> None:
         [exe] = experiment.package([xm.Packageable(xhpc.Command([_WAIT_FOR_REQUEUE]), xhpc.GridEngine.Spec())])
         experiment.add(xm.Job(exe, xhpc.GridEngine()))
     [job] = experiment._all_jobs()
-    _until("the task to run", lambda: _running(job) and "attempt=1" in _log(job), 60)
+    # Grid Engine can lose a reschedule sent within a second of the start (the old run goes on
+    # under a task that reads restarted): reschedule a run that has been up a few seconds.
+    _until("the task to run for 3 s", lambda: _up_for(job, 3) and "attempt=1" in _log(job), 60)
     handle = _handle(job)
     _sh("qmod", "-rj", f"{handle.job_id}.{handle.task}")
     state = _until("attempt 2 to finish", lambda: _done(job), 120)

@@ -24,6 +24,8 @@ pytestmark = pytest.mark.infra("slurm")
 
 def _configure(xcore_env: Path, scheduler: str, mode: str) -> str:
     require_service(scheduler, lambda: service_up(scheduler), HOW)
+    if scheduler == "slurm":
+        _retry_cluster()
     if mode == "ssh":
         require_service("sshd", lambda: service_up("sshd"), HOW)
         staging = f"{REMOTE_STAGING}/test-{uuid.uuid4().hex[:8]}"
@@ -31,6 +33,16 @@ def _configure(xcore_env: Path, scheduler: str, mode: str) -> str:
         staging = str(xcore_env / "staging")
     (xcore_env / "config" / "clusters.toml").write_text(cluster_toml("test", scheduler, mode, staging))
     return staging
+
+
+def _retry_cluster() -> None:
+    """The test Slurm's retry setup (scripts/infra/slurm.sh): the preemptible partitions, and
+    requeued jobs held 20 s (not Slurm's 120 s, which would outlast these tests' deadlines)."""
+    config = subprocess.run(["scontrol", "show", "config"], capture_output=True, text=True, timeout=30).stdout
+    partitions = subprocess.run(["sinfo", "-h", "-o", "%P"], capture_output=True, text=True, timeout=30).stdout
+    assert "cred_expire=20" in config and "preempt/partition_prio" in config and "lowprio" in partitions, (
+        "the test Slurm lacks its retry setup (partitions lowprio/highprio, cred_expire=20): "
+        "run `bash scripts/infra/slurm.sh` as root")
 
 
 def _handle(job: Any) -> Any:
@@ -64,6 +76,11 @@ def _until(what: str, check: Any, timeout: float) -> Any:
 
 def _running(job: Any) -> bool:
     return _state(job).status is xm.Status.RUNNING
+
+
+def _up_for(job: Any, secs: float) -> bool:
+    state = _state(job)
+    return state.status is xm.Status.RUNNING and state.started_at is not None and time.time() - state.started_at >= secs
 
 
 def _done(job: Any) -> xm.JobState | None:
@@ -257,7 +274,9 @@ def test_sge_rescheduled_task_is_attempt_2(xcore_env: Path) -> None:
         [exe] = experiment.package([xm.Packageable(xhpc.Command([_WAIT_FOR_REQUEUE]), xhpc.GridEngine.Spec())])
         experiment.add(xm.Job(exe, xhpc.GridEngine()))
     [job] = experiment._all_jobs()
-    _until("the task to run", lambda: _running(job) and "attempt=1" in _log(job), 60)
+    # Grid Engine can lose a reschedule sent within a second of the start (the old run goes on
+    # under a task that reads restarted): reschedule a run that has been up a few seconds.
+    _until("the task to run for 3 s", lambda: _up_for(job, 3) and "attempt=1" in _log(job), 60)
     handle = _handle(job)
     _sh("qmod", "-rj", f"{handle.job_id}.{handle.task}")
     state = _until("attempt 2 to finish", lambda: _done(job), 120)

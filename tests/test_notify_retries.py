@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 
 from notify_helpers import receiver
 
@@ -133,3 +134,24 @@ def test_two_observers_deliver_one_signed_retry_per_relaunch_and_no_unit_failed_
         + [f"exp-{experiment_id}/unit-{u}/job-{j}/retry/attempt-2" for u, j in jobs.items()])
     # The three retries came before any failure was set: no unit read failed while retried.
     assert [e["type"] for e in got[:3]] == ["retry"] * 3
+
+
+def test_a_relaunch_refused_for_its_secrets_is_the_units_failure():
+    """The retry cannot happen (the backend lost the secret): the unit ends FAILED, and that
+    is its one `unit_failed`, with no `retry`."""
+    _configure('[[notifications.sinks]]\nname = "log"\ntype = "command"\ncommand = ["true"]\n')
+    plugin_host({"fake": fake})
+    with xm.create_experiment("secret") as experiment:
+        [exe] = experiment.package([xm.binary(fake.FakeSpec(), "true")])
+        experiment.add(xm.Job(exe, fake.FakeExecutor(hold=True), env_vars={"API_TOKEN": "s3cret"}))
+    experiment_id = experiment.experiment_id
+    [job] = _jobs(experiment_id)
+    handle = get_host().serializer.load(job.handle)
+    fake.preempt(handle)
+    record = json.loads(Path(handle.record).read_text())
+    record["env"] = {}
+    Path(handle.record).write_text(json.dumps(record))
+    refresh_jobs(open_store(), get_host(), [job])
+    [job] = _jobs(experiment_id)
+    assert (job.status, job.attempt) == (Status.FAILED, 1)
+    assert _events(experiment_id) == [f"exp-{experiment_id}/ended", f"exp-{experiment_id}/unit-1/failed/attempt-1"]

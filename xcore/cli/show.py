@@ -115,12 +115,14 @@ def _show(args: argparse.Namespace, collecting: bool) -> int:
 
         sys.stdout.write(unit_csv(views, columns))
         return EXIT_OK
+    trouble = store.notification_trouble(experiment_id) if unit_id is None else None
     if args.json:
         head = experiment.to_json()
         if where is not None:
             head["where"] = where
         if unit_id is None:
             head["usage"] = total(usages.values()).to_json()
+            head["notifications"] = trouble
         _write_json(head, views, now, usages)
         return EXIT_OK
     print(f"Experiment {record.id}: {printable(record.title)}")
@@ -145,6 +147,8 @@ def _show(args: argparse.Namespace, collecting: bool) -> int:
         currency = prices.currency if prices is not None else ""
         print(f"  usage    {used.describe(currency)}{'' if unit_id is None else f' (work unit {unit_id})'}")
     usage_column = bool(used.gpu_hours or used.tpu_hours or used.cost is not None)
+    if trouble and (line := _trouble_line(experiment_id, trouble)):
+        print(f"  notify   {line}")
     print()
     if columns is not None:
         _print_columns(views, columns)
@@ -191,6 +195,17 @@ def _show(args: argparse.Namespace, collecting: bool) -> int:
         print()
         print(render_table(["WU", "DEPENDS ON", "WHEN"], depends))
     return EXIT_OK
+
+
+def _trouble_line(experiment_id: int, trouble: dict[str, int]) -> str:
+    """Deliveries of the experiment's notifications that failed or are being retried, and
+    where to read why; empty when there are none."""
+    parts = []
+    if failed := trouble.get("failed", 0):
+        parts.append(f"{failed} failed deliver{'y' if failed == 1 else 'ies'}")
+    if retrying := trouble.get("retrying", 0):
+        parts.append(f"{retrying} being retried")
+    return f"{', '.join(parts)} (xcore notifications {experiment_id})" if parts else ""
 
 
 def _show_groups(experiment: ExperimentView, views: list[UnitView], names: list[str],

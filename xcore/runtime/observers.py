@@ -26,7 +26,9 @@ ObserverDuty = Callable[["MetadataStore", "PluginHost", "Sequence[JobRecord]"], 
 
 def duties() -> tuple[ObserverDuty, ...]:
     """The duties, in the order they run. Imported here, lazily, so that a refresh that saw
-    nothing change imports none of them."""
+    nothing change imports none of them. Notifications come last: they read the store after
+    the others, so a retry relaunched here is announced as its new attempt at once (and a
+    failure being retried reads active, never ``unit_failed``)."""
     from xcore.runtime.dependents import release
     from xcore.runtime.notifications import observe as notify
     from xcore.runtime.resubmit import relaunch_pending

@@ -419,6 +419,11 @@ class MetadataStore(abc.ABC):
         """Recorded rows, newest first (of one experiment, in some states)."""
         return []
 
+    def notification_trouble(self, experiment_id: int) -> dict[str, int]:
+        """How many of the experiment's deliveries ``failed`` (given up) and how many are
+        ``retrying`` (a try failed, another is due): what ``xcore show`` warns about."""
+        return {"failed": 0, "retrying": 0}
+
     # -- the store itself (``xcore store info|migrate|copy``) ----------------------------------
 
     @abc.abstractmethod

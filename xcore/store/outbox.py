@@ -38,6 +38,9 @@ FINISH = ("UPDATE notifications SET state = ?, last_error = COALESCE(NULLIF(?, '
           " sent_at = ?, lease_until = NULL"
           " WHERE event_id = ? AND sink = ? AND claimed_by = ? AND state = 'sending'")
 LIST = f"SELECT {_COLUMNS} FROM notifications"
+# One indexed read of one experiment's rows in trouble: given up, or pending again after a failed try.
+TROUBLE = ("SELECT state, COUNT(*) AS n FROM notifications WHERE experiment_id = ?"
+           " AND (state = 'failed' OR (state IN ('pending', 'sending') AND last_error <> '')) GROUP BY state")
 
 
 @datamodel.frozen

@@ -732,6 +732,12 @@ class SqlStore(MetadataStore):
         rows = cur.execute(f"{query} ORDER BY created_at DESC, event_id, sink LIMIT ?", [*params, limit]).fetchall()
         return [outbox.record(row) for row in rows]
 
+    @_reads
+    def notification_trouble(self, cur: Cursor, experiment_id: int) -> dict[str, int]:
+        counts = {row["state"]: int(row["n"]) for row in cur.execute(outbox.TROUBLE, (experiment_id,)).fetchall()}
+        failed = counts.pop(outbox.FAILED, 0)
+        return {"failed": failed, "retrying": sum(counts.values())}
+
     # -- the store itself ----------------------------------------------------------------
 
     @_reads

@@ -832,6 +832,22 @@ class StoreContract:
         assert store.take_notifications("c", 60.0) == []
         assert [n.sink for n in store.notifications(states=["failed"])] == ["mail"]
 
+    def test_notification_trouble_counts_an_experiments_failed_and_retrying_deliveries(self, store_url):
+        store = self.open(store_url)
+        exp, other = store.create_experiment("trouble"), store.create_experiment("other")
+        assert store.notification_trouble(exp.id) == {"failed": 0, "retrying": 0}
+        store.add_notifications([NewNotification(f"e/{n}", "hook", exp.id, "unit_failed", "{}") for n in range(4)]
+                                + [NewNotification("o/1", "hook", other.id, "unit_failed", "{}")])
+        taken = {n.event_id for n in store.take_notifications("a", 60.0)}
+        assert len(taken) == 5
+        store.finish_notification("e/0", "hook", "a", "sent")
+        store.finish_notification("e/1", "hook", "a", "pending", "HTTP 500", time.time() + 60)
+        store.finish_notification("e/2", "hook", "a", "failed", "gave up")
+        store.finish_notification("o/1", "hook", "a", "failed", "gave up")
+        # e/3 is still being sent on its first try: no trouble yet
+        assert store.notification_trouble(exp.id) == {"failed": 1, "retrying": 1}
+        assert store.notification_trouble(other.id) == {"failed": 1, "retrying": 0}
+
     def test_a_taken_notification_whose_lease_ran_out_is_taken_again(self, store_url):
         store = self.open(store_url)
         exp = store.create_experiment("outbox lease")

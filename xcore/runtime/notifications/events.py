@@ -63,7 +63,10 @@ def from_changes(store: MetadataStore, changed: Sequence[JobRecord], *, failures
     for experiment_id, unit_ids in sorted(by_experiment.items()):
         record = store.get_experiment(experiment_id)
         units = store.work_units(experiment_id, sorted(unit_ids))
-        events += unit_events(record, units, [j for j in changed if j.experiment_id == experiment_id])
+        # The store's records of the changed jobs, not the observer's: a duty that ran before
+        # this one (the relaunch of a retry pending) may have moved a job to its next attempt.
+        ids = {j.id for j in changed if j.experiment_id == experiment_id}
+        events += unit_events(record, units, [j for unit in units for j in unit.jobs if j.id in ids])
         events += experiment_events(record, failures=failures)
     return events
 
@@ -90,12 +93,24 @@ def unit_events(record: ExperimentRecord, units: Iterable[WorkUnitRecord],
             events.append(_event("unit_failed", f"exp-{record.id}/unit-{unit.id}/failed/attempt-{body['attempt']}",
                                  record, f"work unit {unit.id} failed{reason}", unit=body))
     for job in changed:
-        if (attempt := attempt_of(job)) > 1:  # the recorded attempt grew: one event per attempt
-            events.append(_event(
-                "retry", f"exp-{record.id}/unit-{job.work_unit_id}/job-{job.id}/retry/attempt-{attempt}", record,
-                f"work unit {job.work_unit_id} job {job.name} is on attempt {attempt}",
-                unit={"id": job.work_unit_id}, job={"id": job.id, "name": job.name, "attempt": attempt,
-                                                    "status": job.status.value, "message": job.message}))
+        events += retry_events(record, job)
+    return events
+
+
+def retry_events(record: ExperimentRecord, job: JobRecord) -> list[dict[str, Any]]:
+    """One ``retry`` per attempt after the first, up to the job's current one: an attempt no
+    observer saw (a backend that retried twice between two polls) still gets its event, late,
+    with the job's state now. The store keeps each id once, so repeating them costs nothing."""
+    current = attempt_of(job)
+    events = []
+    for attempt in range(2, current + 1):
+        now = "" if attempt == current else f" (now on attempt {current})"
+        events.append(_event(
+            "retry", f"exp-{record.id}/unit-{job.work_unit_id}/job-{job.id}/retry/attempt-{attempt}", record,
+            f"work unit {job.work_unit_id} job {job.name} {'is on' if not now else 'went to'} attempt {attempt}{now}",
+            unit={"id": job.work_unit_id}, job={"id": job.id, "name": job.name, "attempt": attempt,
+                                                "current_attempt": current, "status": job.status.value,
+                                                "message": job.message}))
     return events
 
 

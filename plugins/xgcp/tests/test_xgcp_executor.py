@@ -150,7 +150,8 @@ def test_job_group_roles_place_pools_like_xmanager():
                           "value": '{"evaluator":"workerpool3","chief":"workerpool0","ps":"workerpool2"}'}
     single = build.custom_job([make_request(exe, xgcp.Vertex(), [])], config.Target(name="t", project="p"), "s",
                               "t", "r")
-    assert single["job_spec"]["worker_pool_specs"][0]["container_spec"]["env"] == []
+    single_env = single["job_spec"]["worker_pool_specs"][0]["container_spec"]["env"]
+    assert [e["name"] for e in single_env] == ["XCORE_ATTEMPT"]  # no roles to place: only the attempt
 
 
 def test_targets_file(tmp_path, monkeypatch):

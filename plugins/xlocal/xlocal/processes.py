@@ -586,6 +586,7 @@ class _RunView:
         self.run_dir = run_dir
         self._events: dict[int, dict[str, Any]] | None = None
         self._alive: bool | None = None
+        self._why: str | None = None  # why_waiting's answer: the same for every waiting job of the run
         self._cancelled: set[str] | None = None
 
     def cancel_requested(self, index: int) -> bool:
@@ -606,7 +607,12 @@ class _RunView:
     def why_waiting(self) -> str:
         """Why a job of this run that has not started waits: the launch's ``max_parallel`` is
         reached, or every machine slot is taken (counted from the kernel's lock table, without
-        touching the locks the runners take)."""
+        touching the locks the runners take). Worked out once per status query of the run."""
+        if self._why is None:
+            self._why = self._work_out_why()
+        return self._why
+
+    def _work_out_why(self) -> str:
         batch = _read_json(self.run_dir / "batch.json") or {}
         limit = batch.get("max_parallel")
         if self._events is None:

@@ -576,6 +576,7 @@ class FakeCluster:
                 failed.add(index)
             elif action == "FailJob":
                 self._finish_job(job, "Failed", "PodFailurePolicy", "a pod failure policy rule matched")
+                return  # a failed Job gets no new pods
             elif action == "Count":
                 fake["failures"][str(index)] = fake["failures"].get(str(index), 0) + 1
                 if fake["failures"][str(index)] > spec.get("backoffLimitPerIndex", 6):

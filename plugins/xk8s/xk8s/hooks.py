@@ -407,8 +407,9 @@ class KubernetesBackend(xp.Backend):
                     client.custom(ctx).create_namespaced_custom_object("jobset.x-k8s.io", "v1alpha2", namespace,
                                                                        "jobsets", manifest, _preload_content=False)
                     for i, (role, *_rest) in zip(group, roles, strict=True):
-                        results[i] = KubernetesHandle(ctx, namespace, name, 0, token, "jobset", role,
-                                                      requests[i].attempt, log_path=f"k8s://{ctx or ''}/{namespace}/jobset/{name}/{role}")
+                        results[i] = KubernetesHandle(
+                            ctx, namespace, name, 0, token, "jobset", role, requests[i].attempt,
+                            log_path=f"k8s://{ctx or ''}/{namespace}/jobset/{name}/{role}")
                     continue
                 trials = [(_argv(requests[i]), requests[i].env) for i in group]
                 has_command = bool(_exe(first).command)

@@ -4,6 +4,8 @@ pods an index had, all against the fake API server (tests/fake_apiserver.py)."""
 
 from __future__ import annotations
 
+import json
+import subprocess
 import sys
 import time
 
@@ -94,7 +96,9 @@ def test_a_disruption_is_retried_and_not_counted_and_the_job_completes(fake_k8s,
         fake_k8s.preempt(handle.name)
         fake_k8s.start(handle.name)
     state = read([handle])[0]
-    assert state.status is xp.Status.RUNNING and "(retry 3)" in state.message
+    assert state.status is xp.Status.RUNNING and "(retry 3)" in state.message and state.attempt == 4
+    assert [(a.number, a.status, a.failure) for a in state.previous_attempts] == [
+        (n, xp.Status.FAILED, "preempted") for n in (1, 2, 3)]
     pod = fake_k8s.pod(handle.name)
     annotations = pod["metadata"]["annotations"]
     assert (annotations["batch.kubernetes.io/job-index-failure-count"],
@@ -130,6 +134,7 @@ def test_exit_codes_the_policy_retries_are_retried_by_kubernetes_up_to_max_attem
     s = read([retried, other])
     # attempts count on from the submission's (an `xcore retry` of attempt 1): 2, 3, 4
     assert (s[0].status, s[0].failure, s[0].exit_code, s[0].attempt) == (xp.Status.FAILED, "error", 75, 4)
+    assert [(a.number, a.failure, a.exit_code) for a in s[0].previous_attempts] == [(2, "error", 75), (3, "error", 75)]
     assert (s[1].status, s[1].exit_code, s[1].attempt) == (xp.Status.FAILED, 3, 2)
 
 
@@ -209,3 +214,46 @@ def test_the_executors_own_retries_count_every_failure():
     job, _ = mf.indexed_job("x", "ml", xk8s.Kubernetes(retries=5), "img", {}, trials=[(["a"], {})], inline=True)
     assert job["spec"]["backoffLimitPerIndex"] == 5
     assert [r["action"] for r in job["spec"]["podFailurePolicy"]["rules"]] == ["Ignore", "FailIndex"]
+
+
+def test_through_the_store_a_preempted_trial_completes_as_attempt_2_and_a_spent_policy_is_not_relaunched(
+        fake_k8s, tmp_path, monkeypatch):
+    monkeypatch.setenv("XCORE_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("XCORE_QUIET", "1")
+    monkeypatch.delenv("XCORE_STORE", raising=False)
+    script = tmp_path / "launch.py"
+    script.write_text("""
+import xcore as xm
+import xk8s
+
+with xm.create_experiment("k8s retries") as e:
+    [exe] = e.package([xk8s.image("img", ["python3", "-m", "train"])])
+    e.add(xm.Job(exe, xk8s.Kubernetes(), args=["--a"]))
+    e.add(xm.Job(exe, xk8s.Kubernetes(), args=["--b"], retry=xm.Retry(max_attempts=2, exit_codes=(75,))))
+""")
+    assert _cli("launch", str(script)).returncode == 0
+    by_limit = {j["spec"]["backoffLimitPerIndex"]: j["metadata"]["name"] for j in fake_k8s.list("Job", "default")}
+    plain, policy = by_limit[2], by_limit[1]  # the default policy: 3 attempts; the job's own: 2
+    fake_k8s.start(plain)
+    fake_k8s.preempt(plain)
+    fake_k8s.start(plain)
+    fake_k8s.finish(plain, 0, 0)
+    for _ in range(2):
+        fake_k8s.start(policy)
+        fake_k8s.finish(policy, 0, 75)
+    for _ in range(2):  # observers see the spent policy and relaunch nothing
+        a, b = (unit["jobs"][0] for unit in _show()["work_units"])
+    assert (a["status"], a["attempt"], [x["failure"] for x in a["attempts"]]) == ("COMPLETED", 2, ["preempted", None])
+    assert (b["status"], b["failure"], b["attempt"]) == ("FAILED", "error", 2)
+    assert len(fake_k8s.list("Job", "default")) == 2
+
+
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "xcore.cli.main", *args], capture_output=True, text=True,
+                          timeout=120)
+
+
+def _show():
+    shown = _cli("show", "1", "--json")
+    assert shown.returncode == 0, shown.stderr
+    return json.loads(shown.stdout)

@@ -251,10 +251,24 @@ def kueue_reason(job: dict[str, Any], workloads: dict[str, dict[str, Any]], erro
 
 def state_of(snap: Snapshot, job_name: str, index: int, *, locally_cancelled: bool = False,
              first_attempt: int = 1) -> xp.JobState:
-    """The trial's state, with its failure class and attempt (``first_attempt``: the submission's)."""
+    """The trial's state, with its failure class and attempt (``first_attempt``: the submission's).
+
+    A trial Kubernetes ran again (more than one pod for its index) also reports its earlier
+    pods as earlier attempts, each with its class and exit code."""
     state = _state_of(snap, job_name, index, locally_cancelled)
-    if state.status is xp.Status.FAILED and job_name in snap.jobs:
-        return attrs.evolve(state, attempt=attempt_of(snap, job_name, index, first_attempt))
+    if job_name not in snap.jobs:
+        return state
+    pods = snap.pods.get((job_name, index), [])
+    attempt = attempt_of(snap, job_name, index, first_attempt)
+    if len(pods) > 1:
+        earlier = []
+        for number, pod in enumerate(pods[:-1], start=attempt - len(pods) + 1):
+            ended = _ended(pod)
+            earlier.append(xp.Attempt(number, ended.status, ended.failure, ended.exit_code, ended.started_at,
+                                      ended.ended_at, ended.message))
+        return attrs.evolve(state, attempt=attempt, previous_attempts=tuple(earlier))
+    if state.status is xp.Status.FAILED or attempt != first_attempt:
+        return attrs.evolve(state, attempt=attempt)
     return state
 
 

@@ -406,9 +406,9 @@ class FakeCluster:
                 env[item["name"]] = item["value"]
             elif ref := (item.get("valueFrom") or {}).get("secretKeyRef"):
                 env[item["name"]] = self.secrets.get((ns, ref["name"]), {}).get(ref["key"], "")
-            elif field := (item.get("valueFrom") or {}).get("fieldRef"):  # the downward API: annotations
-                key = field["fieldPath"].removeprefix("metadata.annotations['").removesuffix("']")
-                env[item["name"]] = (pod["metadata"].get("annotations") or {}).get(key, "")
+            elif field := (item.get("valueFrom") or {}).get("fieldRef"):  # the downward API: labels, annotations
+                where, _, key = field["fieldPath"].removesuffix("']").partition("['")
+                env[item["name"]] = (pod["metadata"].get(where.removeprefix("metadata.")) or {}).get(key, "")
         argv = [mapped(a) for a in [*(container.get("command") or []), *(container.get("args") or [])]]
         log = self.workdir / name / "log"
         log.parent.mkdir(parents=True, exist_ok=True)

@@ -207,6 +207,8 @@ def test_manifests_carry_the_mapped_policy_and_are_valid(name, inline):
                                  "onJobFailureReasons": ["PodFailurePolicy"]}]
     role = jobset["spec"]["replicatedJobs"][0]["template"]["spec"]
     assert role["backoffLimitPerIndex"] == 0  # the set restarts as a whole, not one pod of it
+    role_env = {e["name"] for e in role["template"]["spec"]["containers"][0]["env"]}
+    assert {"XK8S_FIRST_ATTEMPT", "XK8S_INDEX_FAILURES", "XK8S_JOBSET_RESTARTS"} <= role_env
     assert {r[0] for r in _rules(role)} <= {"FailJob", "Ignore"}
 
 

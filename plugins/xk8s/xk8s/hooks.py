@@ -232,7 +232,8 @@ def _keep_final_states(context: str | None, namespace: str, name: str, snap: sta
     for index in range(completions):
         if index not in open_indexes:
             s = states.state_of(snap, name, index)
-            final[str(index)] = [s.status.name, s.message, s.exit_code, s.started_at, s.ended_at, s.failure]
+            final[str(index)] = [s.status.name, s.message, s.exit_code, s.started_at, s.ended_at, s.failure,
+                                s.attempt]
     if final:
         xp.atomic_write(xp.private_dir(_marker_dir(context, namespace)) / f"{name}.final.json", json.dumps(final))
 

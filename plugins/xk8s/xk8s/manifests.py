@@ -176,6 +176,11 @@ FAILURES_ANNOTATION = "batch.kubernetes.io/job-index-failure-count"
 IGNORED_ANNOTATION = "batch.kubernetes.io/job-index-ignored-failure-count"
 
 
+#: A JobSet's pods: how often the set was restarted (the label JobSet puts on its pods).
+RESTARTS_ENV = {"name": "XK8S_JOBSET_RESTARTS",
+                "valueFrom": {"fieldRef": {"fieldPath": "metadata.labels['jobset.sigs.k8s.io/restart-attempt']"}}}
+
+
 def retry_limit(executor: Kubernetes, retry: xp.Retry | None) -> int:
     """Failed pods an index may have before it fails (``backoffLimitPerIndex``): the policy's
     ``max_attempts - 1``, or the executor's own ``retries`` when set."""
@@ -327,7 +332,7 @@ def jobset(name: str, namespace: str, roles: Sequence[tuple[str, Kubernetes, str
     for (role, executor, image, argv, env), command in zip(roles, has_command, strict=True):
         pod = pod_spec(executor, image, command=list(argv) if command else None,
                        args=None if command else list(argv), env={**addresses, **env},
-                       first_env=[*distributed_env(executor, hosts[role]), *attempt_env(attempt)])
+                       first_env=[*distributed_env(executor, hosts[role]), *attempt_env(attempt), RESTARTS_ENV])
         role_labels = {**all_labels, "xcore.io/role": role}
         role_spec = job_spec(executor, pod, role_labels, completions=1, suspend=False, retry=retry, in_jobset=True)
         replicated.append({"name": role, "replicas": _replicas(executor),

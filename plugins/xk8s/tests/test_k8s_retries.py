@@ -259,3 +259,23 @@ def _show():
     shown = _cli("show", "1", "--json")
     assert shown.returncode == 0, shown.stderr
     return json.loads(shown.stdout)
+
+
+def test_the_checkpoint_volume_gives_each_work_unit_its_directory(fake_k8s, tmp_path):
+    volumes = [xk8s.Volume(name="ckpt", mount_path="/ckpt", pvc="checkpoints"),
+               xk8s.Volume(name="data", mount_path="/data", pvc="datasets", read_only=True)]
+    executor = xk8s.Kubernetes(volumes=volumes, checkpoint_volume="ckpt")
+    requests = [make_request(exe(), executor, [f"--trial={i}"], experiment_id=7, work_unit_id=i + 1)
+                for i in range(2)]
+    handles = launch(tmp_path, requests)
+    [configmap] = fake_k8s.list("ConfigMap", "default")
+    assert [json.loads(configmap["data"][str(i)])["env"]["XCORE_CHECKPOINT_DIR"] for i in range(2)] == [
+        "/ckpt/checkpoints/7/1", "/ckpt/checkpoints/7/2"]
+    assert "os.makedirs(" in fake_k8s.get("Job", "default", handles[0].name)["spec"]["template"]["spec"][
+        "containers"][0]["command"][2]  # the sweep's entrypoint creates it (0700)
+    [single] = launch(tmp_path, [make_request(exe(), executor, experiment_id=7, work_unit_id=3)])
+    env = fake_k8s.get("Job", "default", single.name)["spec"]["template"]["spec"]["containers"][0]["env"]
+    assert {"name": "XCORE_CHECKPOINT_DIR", "value": "/ckpt/checkpoints/7/3"} in env
+    for bad in ("nope", "data"):
+        with pytest.raises(xp.ConfigurationError, match="checkpoint_volume=.*not read-only"):
+            xk8s.Kubernetes(volumes=volumes, checkpoint_volume=bad)

@@ -93,6 +93,16 @@ def _retry(request: xp.LaunchRequest) -> xp.Retry | None:
     return request.retry or typing.cast(Kubernetes, request.executor).retry
 
 
+def _env(request: xp.LaunchRequest) -> dict[str, str]:
+    """The job's env, plus ``XCORE_CHECKPOINT_DIR`` on the executor's checkpoint volume."""
+    executor = typing.cast(Kubernetes, request.executor)
+    if executor.checkpoint_volume is None:
+        return dict(request.env)
+    mount = next(v.mount_path for v in executor.volumes if v.name == executor.checkpoint_volume)
+    return {**request.env,
+            xp.CHECKPOINT_VAR: xp.checkpoint_dir(mount, request.experiment_id, request.work_unit_id)}
+
+
 def _labels(request: xp.LaunchRequest, token: str) -> dict[str, str]:
     return {mf.LABEL_LAUNCH: token, mf.LABEL_EXPERIMENT: str(request.experiment_id)}
 
@@ -388,7 +398,7 @@ class KubernetesBackend(xp.Backend):
             if len({requests[i].work_unit_id for i in group}) == 1 and len(group) > 1:
                 [_role(requests[i].job_name) for i in group]
             else:
-                mf.chunk_trials([(_argv(requests[i]), requests[i].env) for i in group])
+                mf.chunk_trials([(_argv(requests[i]), _env(requests[i])) for i in group])
         for group in plan:
             token = secrets.token_hex(4)
             first = requests[group[0]]
@@ -400,7 +410,7 @@ class KubernetesBackend(xp.Backend):
                 if is_set:
                     name = _name(first, token)
                     roles = [(_role(requests[i].job_name), resolved[i][0], _exe(requests[i]).image,
-                              _argv(requests[i]), requests[i].env) for i in group]
+                              _argv(requests[i]), _env(requests[i])) for i in group]
                     manifest = mf.jobset(name, namespace, roles, _labels(first, token),
                                          has_command=[bool(_exe(requests[i]).command) for i in group],
                                          retry=_retry(first), attempt=first.attempt)
@@ -412,7 +422,7 @@ class KubernetesBackend(xp.Backend):
                             ctx, namespace, name, 0, token, "jobset", role, requests[i].attempt,
                             log_path=f"k8s://{ctx or ''}/{namespace}/jobset/{name}/{role}")
                     continue
-                trials = [(_argv(requests[i]), requests[i].env) for i in group]
+                trials = [(_argv(requests[i]), _env(requests[i])) for i in group]
                 has_command = bool(_exe(first).command)
                 for chunk_no, chunk in enumerate(mf.chunk_trials(trials)):
                     name = _name(first, token, chunk_no)

@@ -47,6 +47,8 @@ if int(i) in cancelled:
 t = json.load(open(os.path.join(d, i), encoding="utf-8"))
 env = dict(os.environ)
 env.update(t["env"])
+if t["env"].get("XCORE_CHECKPOINT_DIR"):
+    os.makedirs(t["env"]["XCORE_CHECKPOINT_DIR"], mode=0o700, exist_ok=True)
 if "XCORE_ATTEMPT" in t["env"]:
     env["XCORE_ATTEMPT"] = str(sum(int(env.get(k) or 0) for k in
                                    ("XCORE_ATTEMPT", "XK8S_INDEX_FAILURES", "XK8S_INDEX_IGNORED_FAILURES")))

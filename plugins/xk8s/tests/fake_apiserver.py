@@ -10,10 +10,11 @@ uses over HTTP on 127.0.0.1, behind a real kubeconfig with a bearer token:
 - Jobs, Pods and ConfigMaps are validated strictly (``kubernetes-validate``) on create, JobSets,
   LocalQueues and Workloads against their CRD schemas (``crd_schemas``): a field the real
   server would reject is a 422 here too;
-- a simulated Job controller (Indexed Jobs: parallelism, backoffLimitPerIndex, the pod
-  failure policy, suspend, activeDeadlineSeconds, completed/failed indexes, conditions), a
-  JobSet controller (one Job per replicated job and replica), the kubelet's pod
-  ``activeDeadlineSeconds`` (the pod fails with reason DeadlineExceeded), and Kueue: a Job
+- a simulated Job controller (Indexed Jobs: parallelism, backoffLimitPerIndex with the
+  failure-count annotations on each new pod, the pod failure policy, suspend,
+  activeDeadlineSeconds, completed/failed indexes, conditions), a JobSet controller (one
+  Job per replicated job and replica), the kubelet's pod ``activeDeadlineSeconds`` (the pod
+  fails with reason DeadlineExceeded), and Kueue: a Job
   labelled ``kueue.x-k8s.io/queue-name`` gets a Workload (labelled with the Job's uid) whose
   QuotaReserved condition says why it waits (``kueue_message``, or a missing LocalQueue);
   ``admit`` admits it and unsuspends the Job;
@@ -49,6 +50,8 @@ from urllib.parse import parse_qs, urlparse
 
 TOKEN = "xk8s-fake-token"
 INDEX = "batch.kubernetes.io/job-completion-index"
+FAILURE_COUNT = "batch.kubernetes.io/job-index-failure-count"
+IGNORED_COUNT = "batch.kubernetes.io/job-index-ignored-failure-count"
 KINDS = {  # (api prefix, plural) -> kind
     ("/apis/batch/v1", "jobs"): "Job",
     ("/api/v1", "pods"): "Pod",
@@ -403,6 +406,9 @@ class FakeCluster:
                 env[item["name"]] = item["value"]
             elif ref := (item.get("valueFrom") or {}).get("secretKeyRef"):
                 env[item["name"]] = self.secrets.get((ns, ref["name"]), {}).get(ref["key"], "")
+            elif field := (item.get("valueFrom") or {}).get("fieldRef"):  # the downward API: labels, annotations
+                where, _, key = field["fieldPath"].removesuffix("']").partition("['")
+                env[item["name"]] = (pod["metadata"].get(where.removeprefix("metadata.")) or {}).get(key, "")
         argv = [mapped(a) for a in [*(container.get("command") or []), *(container.get("args") or [])]]
         log = self.workdir / name / "log"
         log.parent.mkdir(parents=True, exist_ok=True)
@@ -572,10 +578,14 @@ class FakeCluster:
                 continue
             action = self._failure_action(spec, pod)
             status["failed"] = status.get("failed", 0) + (action != "Ignore")
+            if action == "Ignore":
+                ignored = fake.setdefault("ignored", {})
+                ignored[str(index)] = ignored.get(str(index), 0) + 1
             if action == "FailIndex":
                 failed.add(index)
             elif action == "FailJob":
                 self._finish_job(job, "Failed", "PodFailurePolicy", "a pod failure policy rule matched")
+                return  # a failed Job gets no new pods
             elif action == "Count":
                 fake["failures"][str(index)] = fake["failures"].get(str(index), 0) + 1
                 if fake["failures"][str(index)] > spec.get("backoffLimitPerIndex", 6):
@@ -645,8 +655,14 @@ class FakeCluster:
         meta = template.get("metadata") or {}
         labels = {**(meta.get("labels") or {}), "job-name": name, "batch.kubernetes.io/job-name": name,
                   "controller-uid": job["metadata"]["uid"], INDEX: str(index)}
+        annotations = {INDEX: str(index)}
+        if "backoffLimitPerIndex" in job["spec"]:  # the Job controller counts the index's failed pods
+            annotations[FAILURE_COUNT] = str(job["_fake"]["failures"].get(str(index), 0))
+            ignored = job["_fake"].get("ignored", {}).get(str(index), 0)
+            if ignored:
+                annotations[IGNORED_COUNT] = str(ignored)
         pod = {"metadata": {"name": f"{name}-{index}-{secrets.token_hex(3)[:5]}", "labels": labels,
-                            "annotations": {INDEX: str(index)},
+                            "annotations": annotations,
                             "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": name,
                                                  "uid": job["metadata"]["uid"], "controller": True}]},
                "spec": template["spec"], "status": {"phase": "Pending"}}

@@ -41,7 +41,7 @@ def test_single_job_is_one_job_with_inline_argv_and_no_configmap(fake_k8s, tmp_p
     job = fake_k8s.get("Job", "default", handle.name)
     container = job["spec"]["template"]["spec"]["containers"][0]
     assert container["command"] == ["python3", "-m", "train", "--lr", "0.1"]
-    assert container["env"] == [{"name": "A", "value": "b"}]
+    assert container["env"][-1] == {"name": "A", "value": "b"}
     assert fake_k8s.list("ConfigMap", "default") == []
     assert fake_k8s.calls("POST") == 1
     assert states([handle])[0].status is xp.Status.PENDING

@@ -190,8 +190,10 @@ class Kubernetes(xp.Executor):
     """Run jobs as Kubernetes Jobs (a sweep as one Indexed Job, a JobGroup as a JobSet).
 
     ``target`` names an entry of ``k8s.toml`` (kubeconfig context plus defaults); ``context``
-    a kubeconfig context directly. ``retries`` are per trial (``backoffLimitPerIndex``);
-    preemption and eviction never count against them. ``time_limit_secs`` bounds each trial
+    a kubeconfig context directly. ``retry=xm.Retry(...)`` becomes per-trial
+    ``backoffLimitPerIndex`` and a pod failure policy (docs/long-runs.md); ``retries=N``, when
+    set, overrides its limit and counts every failure but a disruption.
+    ``checkpoint_volume`` names the volume ``XCORE_CHECKPOINT_DIR`` is on. ``time_limit_secs`` bounds each trial
     (the pod's ``activeDeadlineSeconds``), not the whole sweep. ``max_parallel`` caps the pods of a sweep that run
     at once (``parallelism``).
 
@@ -225,6 +227,9 @@ class Kubernetes(xp.Executor):
     labels: dict[str, str] = attrs.field(factory=dict, validator=_labels)
     image_pull_policy: str | None = None
     distributed: xp.Distributed | None = attrs.field(default=None, converter=xp.to_distributed)
+    #: The name of one of ``volumes`` (a PVC, say) that survives attempts: each work unit gets
+    #: ``XCORE_CHECKPOINT_DIR=<its mount path>/checkpoints/<experiment>/<work unit>`` there.
+    checkpoint_volume: str | None = None
 
     def __attrs_post_init__(self) -> None:
         for secret in self.image_pull_secrets:
@@ -235,6 +240,11 @@ class Kubernetes(xp.Executor):
         names = [v.name for v in self.volumes]
         if len(set(names)) != len(names):
             _fail(self, "volumes", names, "volume names must be unique.")
+        if self.checkpoint_volume is not None:
+            volume = next((v for v in self.volumes if v.name == self.checkpoint_volume), None)
+            if volume is None or volume.read_only:
+                _fail(self, "checkpoint_volume", self.checkpoint_volume,
+                      f"name one of volumes that is not read-only ({', '.join(names) or 'none given'}).")
         topology = tpu_topology(self.requirements)
         if topology is not None and not _TOPOLOGY.fullmatch(topology):
             _fail(self, "requirements", self.requirements, f"topology {topology!r} must read like '2x4' or '4x4x4'.")

@@ -23,6 +23,9 @@ class KubernetesHandle(xp.JobHandle):
     launch: str = ""
     shape: str = "job"
     role: str | None = None
+    #: The attempt this submission started as (``LaunchRequest.attempt``); the pods Kubernetes
+    #: replaced since count on from it.
+    attempt: int = 1
 
     @property
     def job_name(self) -> str:

@@ -87,6 +87,22 @@ def _argv(request: xp.LaunchRequest) -> list[str]:
     return [*exe.command, *request.args]
 
 
+def _retry(request: xp.LaunchRequest) -> xp.Retry | None:
+    """The job's resolved policy (the core resolves it; a request built by hand may carry only
+    its executor's)."""
+    return request.retry or typing.cast(Kubernetes, request.executor).retry
+
+
+def _env(request: xp.LaunchRequest) -> dict[str, str]:
+    """The job's env, plus ``XCORE_CHECKPOINT_DIR`` on the executor's checkpoint volume."""
+    executor = typing.cast(Kubernetes, request.executor)
+    if executor.checkpoint_volume is None:
+        return dict(request.env)
+    mount = next(v.mount_path for v in executor.volumes if v.name == executor.checkpoint_volume)
+    return {**request.env,
+            xp.CHECKPOINT_VAR: xp.checkpoint_dir(mount, request.experiment_id, request.work_unit_id)}
+
+
 def _labels(request: xp.LaunchRequest, token: str) -> dict[str, str]:
     return {mf.LABEL_LAUNCH: token, mf.LABEL_EXPERIMENT: str(request.experiment_id)}
 
@@ -142,7 +158,8 @@ def _plan(requests: Sequence[xp.LaunchRequest]) -> list[list[int]]:
             groups.append(positions)
             continue
         exe = typing.cast(KubernetesExecutable, r.executable)
-        key = (r.experiment_id, typing.cast(Kubernetes, r.executor).group_key(), exe.image, tuple(exe.command))
+        key = (r.experiment_id, typing.cast(Kubernetes, r.executor).group_key(), exe.image, tuple(exe.command),
+               _retry(r))
         if not exe.command:  # the image's own entrypoint: argv cannot be data, one Job each
             groups.append(positions)
         elif key in sweeps:
@@ -225,7 +242,8 @@ def _keep_final_states(context: str | None, namespace: str, name: str, snap: sta
     for index in range(completions):
         if index not in open_indexes:
             s = states.state_of(snap, name, index)
-            final[str(index)] = [s.status.name, s.message, s.exit_code, s.started_at, s.ended_at]
+            final[str(index)] = [s.status.name, s.message, s.exit_code, s.started_at, s.ended_at, s.failure,
+                                s.attempt]
     if final:
         xp.atomic_write(xp.private_dir(_marker_dir(context, namespace)) / f"{name}.final.json", json.dumps(final))
 
@@ -264,13 +282,14 @@ def _role_state(snap: states.Snapshot, handle: KubernetesHandle, cancelled: bool
     prefix = f"{handle.name}-{handle.role}-"
     replicas = sorted(n for n in snap.jobs if n.startswith(prefix) and n[len(prefix):].isdigit())
     if len(replicas) <= 1:
-        return states.state_of(snap, handle.job_name, 0, locally_cancelled=cancelled)
-    each = [states.state_of(snap, name, 0, locally_cancelled=cancelled) for name in replicas]
+        return states.state_of(snap, handle.job_name, 0, locally_cancelled=cancelled, first_attempt=handle.attempt)
+    each = [states.state_of(snap, name, 0, locally_cancelled=cancelled, first_attempt=handle.attempt)
+            for name in replicas]
     for status in (xp.Status.CANCELLED, xp.Status.FAILED):
         for name, state in zip(replicas, each, strict=True):
             if state.status is status:
                 return xp.JobState(status, f"replica {name[len(prefix):]}: {state.message}", state.exit_code,
-                                   state.started_at, state.ended_at)
+                                   state.started_at, state.ended_at, failure=state.failure, attempt=state.attempt)
     if all(state.status is xp.Status.COMPLETED for state in each):
         return xp.JobState(xp.Status.COMPLETED, f"{len(each)} replicas: exit code 0", 0,
                            min((x.started_at for x in each if x.started_at), default=None),
@@ -311,7 +330,7 @@ def _ask(handles: Sequence[KubernetesHandle]) -> list[xp.JobState]:
             if h.shape == "jobset":
                 out[i] = _role_state(snap, h, cancelled)
                 continue
-            out[i] = states.state_of(snap, h.job_name, h.index, locally_cancelled=cancelled)
+            out[i] = states.state_of(snap, h.job_name, h.index, locally_cancelled=cancelled, first_attempt=h.attempt)
     return out
 
 
@@ -379,7 +398,7 @@ class KubernetesBackend(xp.Backend):
             if len({requests[i].work_unit_id for i in group}) == 1 and len(group) > 1:
                 [_role(requests[i].job_name) for i in group]
             else:
-                mf.chunk_trials([(_argv(requests[i]), requests[i].env) for i in group])
+                mf.chunk_trials([(_argv(requests[i]), _env(requests[i])) for i in group])
         for group in plan:
             token = secrets.token_hex(4)
             first = requests[group[0]]
@@ -391,24 +410,27 @@ class KubernetesBackend(xp.Backend):
                 if is_set:
                     name = _name(first, token)
                     roles = [(_role(requests[i].job_name), resolved[i][0], _exe(requests[i]).image,
-                              _argv(requests[i]), requests[i].env) for i in group]
+                              _argv(requests[i]), _env(requests[i])) for i in group]
                     manifest = mf.jobset(name, namespace, roles, _labels(first, token),
-                                         has_command=[bool(_exe(requests[i]).command) for i in group])
+                                         has_command=[bool(_exe(requests[i]).command) for i in group],
+                                         retry=_retry(first), attempt=first.attempt)
                     client.count("create_jobset")
                     client.custom(ctx).create_namespaced_custom_object("jobset.x-k8s.io", "v1alpha2", namespace,
                                                                        "jobsets", manifest, _preload_content=False)
                     for i, (role, *_rest) in zip(group, roles, strict=True):
-                        results[i] = KubernetesHandle(ctx, namespace, name, 0, token, "jobset", role,
-                                                      log_path=f"k8s://{ctx or ''}/{namespace}/jobset/{name}/{role}")
+                        results[i] = KubernetesHandle(
+                            ctx, namespace, name, 0, token, "jobset", role, requests[i].attempt,
+                            log_path=f"k8s://{ctx or ''}/{namespace}/jobset/{name}/{role}")
                     continue
-                trials = [(_argv(requests[i]), requests[i].env) for i in group]
+                trials = [(_argv(requests[i]), _env(requests[i])) for i in group]
                 has_command = bool(_exe(first).command)
                 for chunk_no, chunk in enumerate(mf.chunk_trials(trials)):
                     name = _name(first, token, chunk_no)
                     inline = len(chunk) == 1
                     job, configmap = mf.indexed_job(name, namespace, executor, _exe(first).image,
                                                     _labels(first, token), trials=[trials[c] for c in chunk],
-                                                    inline=inline, has_command=has_command)
+                                                    inline=inline, has_command=has_command, retry=_retry(first),
+                                                    attempts=[requests[group[c]].attempt for c in chunk])
                     try:
                         _submit_job(ctx, namespace, job, configmap)
                     except Exception as exc:
@@ -421,7 +443,7 @@ class KubernetesBackend(xp.Backend):
                         continue
                     for index, c in enumerate(chunk):
                         results[group[c]] = KubernetesHandle(
-                            ctx, namespace, name, index, token, "job",
+                            ctx, namespace, name, index, token, "job", attempt=requests[group[c]].attempt,
                             log_path=f"k8s://{ctx or ''}/{namespace}/job/{name}/{index}")
             except xp.ConfigurationError:
                 raise

@@ -47,6 +47,11 @@ if int(i) in cancelled:
 t = json.load(open(os.path.join(d, i), encoding="utf-8"))
 env = dict(os.environ)
 env.update(t["env"])
+if t["env"].get("XCORE_CHECKPOINT_DIR"):
+    os.makedirs(t["env"]["XCORE_CHECKPOINT_DIR"], mode=0o700, exist_ok=True)
+if "XCORE_ATTEMPT" in t["env"]:
+    env["XCORE_ATTEMPT"] = str(sum(int(env.get(k) or 0) for k in
+                                   ("XCORE_ATTEMPT", "XK8S_INDEX_FAILURES", "XK8S_INDEX_IGNORED_FAILURES")))
 try:
     os.execvpe(t["argv"][0], t["argv"], env)
 except OSError as e:
@@ -164,23 +169,75 @@ def pod_spec(executor: Kubernetes, image: str, *, command: Sequence[str] | None,
     return spec
 
 
-def failure_policy() -> dict[str, Any]:
-    """Preemption and eviction are retried without counting; a cancelled trial is not retried."""
-    return {"rules": [
-        {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
-        {"action": "FailIndex",
+_DEFAULT_RETRY = xp.Retry()  # the policy of a job that names none
+#: The exit code of a container the kernel's OOM killer (or any SIGKILL) ended.
+OOM_EXIT_CODE = 137
+#: The pod annotations in which the Job controller counts an index's failed pods (counted
+#: against backoffLimitPerIndex, and ignored by the failure policy: disruptions).
+FAILURES_ANNOTATION = "batch.kubernetes.io/job-index-failure-count"
+IGNORED_ANNOTATION = "batch.kubernetes.io/job-index-ignored-failure-count"
+
+
+#: A JobSet's pods: how often the set was restarted (the label JobSet puts on its pods).
+RESTARTS_ENV = {"name": "XK8S_JOBSET_RESTARTS",
+                "valueFrom": {"fieldRef": {"fieldPath": "metadata.labels['jobset.sigs.k8s.io/restart-attempt']"}}}
+
+
+def retry_limit(executor: Kubernetes, retry: xp.Retry | None) -> int:
+    """Failed pods an index may have before it fails (``backoffLimitPerIndex``): the policy's
+    ``max_attempts - 1``, or the executor's own ``retries`` when set."""
+    return executor.retries or (retry or _DEFAULT_RETRY).max_attempts - 1
+
+
+def failure_policy(executor: Kubernetes | None = None, retry: xp.Retry | None = None, *,
+                   fail: str = "FailIndex") -> dict[str, Any]:
+    """The pod failure policy of ``retry`` (first matching rule wins):
+
+    - a disruption (preemption, eviction, a lost node: the pod's ``DisruptionTarget``) is
+      ignored, retried without counting, when the policy retries ``preempted`` or
+      ``node_failure`` (Kubernetes' rule cannot tell them apart), else it fails the index;
+    - a cancelled trial fails its index;
+    - exit codes the policy retries count against ``backoffLimitPerIndex``: every one when it
+      retries ``error`` (or the executor sets ``retries``), else its ``exit_codes`` (and 137
+      when it retries ``out_of_memory``); any other exit fails the index at once.
+
+    ``fail``: the action that fails, ``FailJob`` in a JobSet (whose ``FailJobSet`` rule then
+    stops the whole set instead of restarting it).
+    """
+    retry = retry or _DEFAULT_RETRY
+    disruption = "Ignore" if retry.max_attempts > 1 and {"preempted", "node_failure"} & set(retry.on) else fail
+    rules: list[dict[str, Any]] = [
+        {"action": disruption, "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
+        {"action": fail,
          "onExitCodes": {"containerName": CONTAINER, "operator": "In", "values": [CANCELLED_EXIT_CODE]}},
-    ]}
+    ]
+    if not (executor is not None and executor.retries) and "error" not in retry.on:
+        counted = {*retry.exit_codes, *([OOM_EXIT_CODE] if "out_of_memory" in retry.on else [])}
+        rules.append({"action": fail, "onExitCodes": {"containerName": CONTAINER, "operator": "NotIn",
+                                                             "values": sorted({0, *counted})}})
+    return {"rules": rules}
+
+
+def attempt_env(first: int | None) -> list[dict[str, Any]]:
+    """The variables from which a trial's attempt is computed: the index's failed pods the Job
+    controller counted and ignored (pod annotations, through the downward API; empty on a pod
+    that replaced none), and the submission's attempt ``first`` (None: in each trial's record)."""
+    head = [] if first is None else [{"name": "XK8S_FIRST_ATTEMPT", "value": str(first)}]
+    return [*head, *({"name": var, "valueFrom": {"fieldRef": {"fieldPath": f"metadata.annotations['{key}']"}}}
+              for var, key in (("XK8S_INDEX_FAILURES", FAILURES_ANNOTATION),
+                               ("XK8S_INDEX_IGNORED_FAILURES", IGNORED_ANNOTATION)))]
 
 
 def job_spec(executor: Kubernetes, pod: dict[str, Any], labels: Mapping[str, str], *, completions: int,
-             suspend: bool) -> dict[str, Any]:
+             suspend: bool, retry: xp.Retry | None = None, in_jobset: bool = False) -> dict[str, Any]:
+    """An Indexed Job's spec; ``in_jobset``: a JobSet role's, which does not retry by itself
+    (the JobSet restarts the whole set, ``failurePolicy.maxRestarts``)."""
     spec: dict[str, Any] = {
         "completionMode": "Indexed",
         "completions": completions,
         "parallelism": min(completions, executor.max_parallel or completions),
-        "backoffLimitPerIndex": executor.retries,
-        "podFailurePolicy": failure_policy(),
+        "backoffLimitPerIndex": 0 if in_jobset else retry_limit(executor, retry),
+        "podFailurePolicy": failure_policy(executor, retry, fail="FailJob" if in_jobset else "FailIndex"),
         "template": {"metadata": {"labels": dict(labels)}, "spec": pod},
     }
     if executor.ttl_after_finished_secs is not None:
@@ -196,26 +253,35 @@ def trial_record(argv: Sequence[str], env: Mapping[str, str]) -> str:
 
 def indexed_job(name: str, namespace: str, executor: Kubernetes, image: str, labels: Mapping[str, str], *,
                 trials: Sequence[tuple[Sequence[str], Mapping[str, str]]], inline: bool,
-                has_command: bool = True) -> tuple[dict[str, Any], dict[str, Any] | None]:
+                has_command: bool = True, retry: xp.Retry | None = None,
+                attempts: Sequence[int] | None = None) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """One Job for ``trials`` (argv, env) pairs, and the ConfigMap that carries them (or None).
 
     ``inline``: every trial has the same argv and env (a single job), so they go straight into
     the container (any image works); otherwise the trials are data for the entrypoint, which
     needs ``python3`` in the image and a full argv (``has_command``).
+
+    ``retry`` maps onto ``backoffLimitPerIndex`` and the pod failure policy; ``attempts``: each
+    trial's first attempt (``LaunchRequest.attempt``). A sweep's entrypoint exports
+    ``XCORE_ATTEMPT`` as that plus the index's failed pods; a single job's program runs as the
+    container's command, where nothing can add them up, so it gets the parts
+    (``XK8S_FIRST_ATTEMPT``, ``XK8S_INDEX_FAILURES``, ``XK8S_INDEX_IGNORED_FAILURES``).
     """
+    attempts = list(attempts or [1] * len(trials))
     all_labels = {**executor.labels, **queue_labels(executor), **labels, LABEL_MANAGED: "xcore"}
     configmap = None
     if inline:
         argv, env = trials[0]
         command, args = (list(argv), None) if has_command else (None, list(argv))
-        pod = pod_spec(executor, image, command=command, args=args, env=env)
+        pod = pod_spec(executor, image, command=command, args=args, env=env, first_env=attempt_env(attempts[0]))
     else:
         if not has_command:
             raise xp.ConfigurationError("xk8s: a sweep needs the program's full command line; package it with "
                                         "xk8s.image(IMAGE, command=[...]) instead of xm.container(IMAGE).")
         pod = pod_spec(executor, image, command=["python3", "-c", ENTRYPOINT, TRIALS_DIR], args=None, env={},
-                       trials_configmap=name)
-        data = {str(i): trial_record(argv, env) for i, (argv, env) in enumerate(trials)}
+                       trials_configmap=name, first_env=attempt_env(None))
+        data = {str(i): trial_record(argv, {**env, xp.ATTEMPT_VAR: str(attempts[i])})
+                for i, (argv, env) in enumerate(trials)}
         data[CANCELLED_KEY] = "[]"
         configmap = {"apiVersion": "v1", "kind": "ConfigMap",
                      "metadata": {"name": name, "namespace": namespace, "labels": dict(all_labels)},
@@ -224,7 +290,8 @@ def indexed_job(name: str, namespace: str, executor: Kubernetes, image: str, lab
         "apiVersion": API_JOB, "kind": "Job",
         "metadata": {"name": name, "namespace": namespace, "labels": all_labels,
                      "annotations": {ANNOTATION_CANCELLED: "[]"}},
-        "spec": job_spec(executor, pod, all_labels, completions=len(trials), suspend=bool(executor.queue)),
+        "spec": job_spec(executor, pod, all_labels, completions=len(trials), suspend=bool(executor.queue),
+                         retry=retry),
     }
     return job, configmap
 
@@ -248,11 +315,16 @@ def chunk_trials(trials: Sequence[tuple[Sequence[str], Mapping[str, str]]], *, b
 
 
 def jobset(name: str, namespace: str, roles: Sequence[tuple[str, Kubernetes, str, Sequence[str], Mapping[str, str]]],
-           labels: Mapping[str, str], *, has_command: Sequence[bool]) -> dict[str, Any]:
+           labels: Mapping[str, str], *, has_command: Sequence[bool], retry: xp.Retry | None = None,
+           attempt: int = 1) -> dict[str, Any]:
     """A JobSet: one replicated Job per role (``roles``: name, executor, image, argv, env).
 
     ``JobRequirements(replicas=N)`` or ``num_slices=N`` (multi-slice TPU) sets the role's
     replicas. Kueue admits the whole set at once (gang admission) when a queue is given.
+
+    ``retry``: a failure the policy retries restarts the whole set (``failurePolicy.maxRestarts``:
+    ``max_attempts - 1``); one it does not fails a role's Job by its pod failure policy
+    (reason ``PodFailurePolicy``), and that fails the set.
     """
     first = roles[0][1]
     all_labels = {**first.labels, **queue_labels(first), **labels, LABEL_MANAGED: "xcore"}
@@ -262,13 +334,15 @@ def jobset(name: str, namespace: str, roles: Sequence[tuple[str, Kubernetes, str
     for (role, executor, image, argv, env), command in zip(roles, has_command, strict=True):
         pod = pod_spec(executor, image, command=list(argv) if command else None,
                        args=None if command else list(argv), env={**addresses, **env},
-                       first_env=distributed_env(executor, hosts[role]))
+                       first_env=[*distributed_env(executor, hosts[role]), *attempt_env(attempt), RESTARTS_ENV])
         role_labels = {**all_labels, "xcore.io/role": role}
-        role_spec = job_spec(executor, pod, role_labels, completions=1, suspend=False)
+        role_spec = job_spec(executor, pod, role_labels, completions=1, suspend=False, retry=retry, in_jobset=True)
         replicated.append({"name": role, "replicas": _replicas(executor),
                            "template": {"metadata": {"labels": role_labels}, "spec": role_spec}})
     spec: dict[str, Any] = {"replicatedJobs": replicated,
-                            "failurePolicy": {"maxRestarts": first.retries}}
+                            "failurePolicy": {"maxRestarts": retry_limit(first, retry), "rules": [
+                                {"name": "not-retried", "action": "FailJobSet",
+                                 "onJobFailureReasons": ["PodFailurePolicy"]}]}}
     if first.ttl_after_finished_secs is not None:
         spec["ttlSecondsAfterFinished"] = first.ttl_after_finished_secs
     if first.queue:

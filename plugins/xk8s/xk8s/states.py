@@ -3,6 +3,11 @@
 The reason a user needs comes first in the message: ``OOMKilled``, ``ImagePullBackOff``,
 ``Unschedulable``, ``preempted``/``evicted``, ``DeadlineExceeded`` (a trial over its time limit),
 ``waiting for Kueue admission`` with the Kueue Workload's own reason.
+
+A failed trial also gets its failure class (``JobState.failure``, docs/long-runs.md) from
+Kubernetes' own signals: the pod's ``DisruptionTarget`` condition (preemption, eviction, a lost
+node), its ``DeadlineExceeded`` reason or the Job's, the container's ``OOMKilled``, a pod that
+never started (image pull, unschedulable: ``launch``), else the program's exit code (``error``).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from xk8s import manifests as mf
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 JOBSET_LABEL = "jobset.sigs.k8s.io/jobset-name"
+RESTART_LABEL = "jobset.sigs.k8s.io/restart-attempt"
 _WAITING_PROBLEMS = {"ImagePullBackOff", "ErrImagePull", "InvalidImageName", "CreateContainerConfigError",
                      "CreateContainerError", "CrashLoopBackOff"}
 
@@ -120,6 +126,46 @@ class Snapshot:
         return index in completed or index in failed
 
 
+#: DisruptionTarget reasons (and pod status reasons) that mean the node went away, not that the
+#: scheduler or an eviction took the pod back.
+_NODE_REASONS = {"DeletionByTaintManager", "DeletionByPodGC", "NodeLost", "NodeShutdown", "Terminated",
+                 "Shutdown"}
+
+
+def disruption_class(pod: dict[str, Any] | None) -> str | None:
+    """``preempted`` or ``node_failure`` for a pod Kubernetes disrupted; None for any other pod."""
+    if not pod:
+        return None
+    cond = _condition(pod, "DisruptionTarget")
+    reason = (cond or {}).get("reason") or pod.get("status", {}).get("reason")
+    if cond is None and reason not in ("Evicted", *_NODE_REASONS):
+        return None
+    return "node_failure" if reason in _NODE_REASONS else "preempted"
+
+
+def failure_class(pod: dict[str, Any] | None, state: xp.JobState) -> str:
+    """The class of a failed trial whose latest pod is ``pod`` (``state``: what its exit says)."""
+    disrupted = disruption_class(pod)
+    if disrupted:
+        return disrupted
+    if pod and pod.get("status", {}).get("reason") == "DeadlineExceeded":
+        return "timeout"
+    if _terminated(pod).get("reason") == "OOMKilled":
+        return "out_of_memory"
+    if pod and not has_started(pod) and not _terminated(pod):
+        return "launch"  # never ran: the image could not be pulled, no node would take it
+    return "error"
+
+
+def attempt_of(snap: Snapshot, job: str, index: int, first: int) -> int:
+    """The attempt the trial is on: the submission's (``first``) plus each earlier pod of its
+    index (a pod Kubernetes replaced, counted or ignored by the failure policy) and each restart
+    of its JobSet (the Job's ``restart-attempt`` label)."""
+    labels = (snap.jobs.get(job) or {}).get("metadata", {}).get("labels") or {}
+    restarts = labels.get(RESTART_LABEL, "0")
+    return first + (int(restarts) if restarts.isdigit() else 0) + max(0, len(snap.pods.get((job, index), [])) - 1)
+
+
 def _terminated(pod: dict[str, Any] | None) -> dict[str, Any]:
     return ((main_status(pod).get("state") or {}).get("terminated") or {}) if pod else {}
 
@@ -131,12 +177,17 @@ def _ended(pod: dict[str, Any] | None, code_default: int | None = None) -> xp.Jo
     if pod and pod.get("status", {}).get("reason") == "DeadlineExceeded":  # the pod's activeDeadlineSeconds
         limit = pod.get("spec", {}).get("activeDeadlineSeconds")
         return xp.JobState(xp.Status.FAILED, f"DeadlineExceeded: the trial ran longer than its time limit "
-                                             f"({limit} s, time_limit_secs)", code, started, ended)
+                                             f"({limit} s, time_limit_secs)", code, started, ended, failure="timeout")
     state = xp.exit_state(code, started_at=started, ended_at=ended)
     if state.status is xp.Status.FAILED and term.get("reason") == "OOMKilled":
-        return attrs.evolve(state, message=f"OOMKilled: out of memory ({state.message})")
+        state = attrs.evolve(state, message=f"OOMKilled: out of memory ({state.message})")
     if code is None:
-        return xp.JobState(xp.Status.FAILED, "failed (no exit code reported)")
+        state = xp.JobState(xp.Status.FAILED, "failed (no exit code reported)")
+    if state.status is xp.Status.FAILED:
+        disrupted = _disrupted(pod) if pod else None
+        if disrupted:
+            state = attrs.evolve(state, message=f"{disrupted}; {state.message}")
+        state = attrs.evolve(state, failure=failure_class(pod, state))
     return state
 
 
@@ -198,7 +249,30 @@ def kueue_reason(job: dict[str, Any], workloads: dict[str, dict[str, Any]], erro
     return f"{head}: not yet considered by Kueue"
 
 
-def state_of(snap: Snapshot, job_name: str, index: int, *, locally_cancelled: bool = False) -> xp.JobState:
+def state_of(snap: Snapshot, job_name: str, index: int, *, locally_cancelled: bool = False,
+             first_attempt: int = 1) -> xp.JobState:
+    """The trial's state, with its failure class and attempt (``first_attempt``: the submission's).
+
+    A trial Kubernetes ran again (more than one pod for its index) also reports its earlier
+    pods as earlier attempts, each with its class and exit code."""
+    state = _state_of(snap, job_name, index, locally_cancelled)
+    if job_name not in snap.jobs:
+        return state
+    pods = snap.pods.get((job_name, index), [])
+    attempt = attempt_of(snap, job_name, index, first_attempt)
+    if len(pods) > 1:
+        earlier = []
+        for number, pod in enumerate(pods[:-1], start=attempt - len(pods) + 1):
+            ended = _ended(pod)
+            earlier.append(xp.Attempt(number, ended.status, ended.failure, ended.exit_code, ended.started_at,
+                                      ended.ended_at, ended.message))
+        return attrs.evolve(state, attempt=attempt, previous_attempts=tuple(earlier))
+    if state.status is xp.Status.FAILED or attempt != first_attempt:
+        return attrs.evolve(state, attempt=attempt)
+    return state
+
+
+def _state_of(snap: Snapshot, job_name: str, index: int, locally_cancelled: bool) -> xp.JobState:
     job = snap.jobs.get(job_name)
     if job is None:
         if locally_cancelled:
@@ -221,8 +295,13 @@ def state_of(snap: Snapshot, job_name: str, index: int, *, locally_cancelled: bo
         message = failed.get("message", "")
         if reason == "DeadlineExceeded":
             return xp.JobState(xp.Status.FAILED, f"DeadlineExceeded: the Job ran longer than activeDeadlineSeconds "
-                                                 f"({job['spec'].get('activeDeadlineSeconds')} s)")
-        return xp.JobState(xp.Status.FAILED, f"{reason}: {message}".rstrip(": "))
+                                                 f"({job['spec'].get('activeDeadlineSeconds')} s)", failure="timeout")
+        if pod is not None and pod.get("status", {}).get("phase") == "Failed":
+            return _ended(pod)  # the pod failure policy or the backoff limit: the pod says why
+        failure = "error"
+        if pod is not None and not has_started(pod):
+            failure = "launch"  # the Job gave up on a pod that never ran (image pull, unschedulable)
+        return xp.JobState(xp.Status.FAILED, f"{reason}: {message}".rstrip(": "), failure=failure)
     if job.get("spec", {}).get("suspend"):
         return xp.JobState(xp.Status.PENDING, kueue_reason(job, snap.workloads, snap.workloads_error))
     if pod is None:

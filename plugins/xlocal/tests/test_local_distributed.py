@@ -85,7 +85,10 @@ def test_one_failed_replica_stops_the_others_and_fails_the_job():
 
 
 def test_job_group_roles_learn_each_others_hosts():
-    code = "import os; print(os.environ['XCORE_JOB_HOSTS'], os.environ['XCORE_HOST_ACTOR_1'])"
+    # One write per line: the replicas of a job share its log, and an unbuffered print() writes
+    # its parts one by one, so two replicas' prints can interleave within a line.
+    code = ("import os, sys; sys.stdout.write(os.environ['XCORE_JOB_HOSTS'] + ' ' + "
+            "os.environ['XCORE_HOST_ACTOR_1'] + '\\n')")
     with xm.create_experiment("roles") as experiment:
         [exe] = experiment.package([xm.binary(xlocal.Local.Spec(), sys.executable, args=["-c", code])])
         group = xm.JobGroup(learner=xm.Job(exe, xlocal.Local()),
@@ -94,7 +97,8 @@ def test_job_group_roles_learn_each_others_hosts():
     assert all(job.status is Status.COMPLETED for job in jobs)
     hosts = {"learner": ["127.0.0.1"], "actor_1": ["127.0.0.1", "127.0.0.1"]}
     lines = Path(jobs[1].log_path).read_text().splitlines()
-    assert len(lines) == 2 and all(json.loads(line.rsplit(" ", 1)[0]) == hosts for line in lines)
+    assert len(lines) == 2, lines
+    assert all(json.loads(line.rsplit(" ", 1)[0]) == hosts for line in lines), lines
     assert Path(jobs[0].log_path).read_text().split()[-1] == "127.0.0.1"
 
 

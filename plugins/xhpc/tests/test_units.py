@@ -226,6 +226,36 @@ def test_slurm_records_without_task_id() -> None:
     assert s[("239", 2)].status is Status.CANCELLED and s[("239", 2)].started_at is None
 
 
+def test_slurm_squeue_and_sacct_read_side_by_side_never_make_an_attempt_or_an_end() -> None:
+    """squeue and sacct run at once, so one may answer from just before the other. Seen in CI:
+    squeue listed an aftercorr array before Slurm split task 0 off (both tasks under the
+    array's own id), sacct already had task 1 cancelled for its failed dependency under that
+    id, not yet linked to its task: task 0 read as a second attempt, then CANCELLED."""
+    unsplit = ("20506|0|PENDING|Dependency|1795812455|20506\n20506|1|PENDING|Dependency|1795812455|20506\n"
+               "@@XHPC-SACCT\n20506|CANCELLED|0:0|1795812455|1795812455|20506|None assigned\n")
+    s = SlurmScheduler().parse_states(unsplit)
+    for task in (0, 1):  # alive in squeue: the record is read once accounting links it (next poll)
+        assert (s[("20506", task)].status, s[("20506", task)].attempt) == (Status.PENDING, None)
+    assert ("20506", ANY_TASK) not in s
+    no_squeue = ("@@XHPC-QUERY-FAILED squeue slurm_load_jobs error: Zero Bytes were transmitted or received\n"
+                 "@@XHPC-SACCT\n20506|CANCELLED|0:0|1795812455|1795812455|20506|None assigned\n"
+                 "20506_2|COMPLETED|0:0|1795812450|1795812452|20510|localhost\n")
+    s = SlurmScheduler().parse_states(no_squeue)  # no squeue: an unlinked record names no task
+    assert set(s) == {("20506", 2)}
+    gone = ("@@XHPC-QUERY-FAILED squeue slurm_load_jobs error: Invalid job id specified\n"
+            "@@XHPC-SACCT\n20506|CANCELLED|0:0|1795812455|1795812455|20506|None assigned\n")
+    assert SlurmScheduler().parse_states(gone)[("20506", ANY_TASK)].status is Status.CANCELLED
+    # A task of a second: squeue saw it pending, sacct saw it end. One run, not a requeue.
+    quick = "21|0|PENDING|None|1795812455|21\n@@XHPC-SACCT\n21_0|COMPLETED|0:0|1795812455|1795812456|21|localhost\n"
+    s = SlurmScheduler().parse_states(quick)
+    assert (s[("21", 0)].status, s[("21", 0)].attempt, s[("21", 0)].previous_attempts) == (Status.COMPLETED, None, ())
+    for how in ("REQUEUED", "PREEMPTED", "NODE_FAIL"):  # pending again after a run Slurm requeues
+        again = (f"21|0|PENDING|BeginTime|1795812499|21\n@@XHPC-SACCT\n"
+                 f"21_0|{how}|0:15|1795812455|1795812456|21|localhost\n")
+        s = SlurmScheduler().parse_states(again)
+        assert (s[("21", 0)].status, s[("21", 0)].attempt) == (Status.PENDING, 2), how
+
+
 def test_cancel_commands_use_task_ranges() -> None:
     tasks = {"5": [4, 0, 1, 2], "6": list(range(1000))}
     assert SlurmScheduler().cancel_command(tasks) == "scancel 5_[0-2,4] 6_[0-999]"

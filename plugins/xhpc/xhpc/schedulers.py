@@ -130,6 +130,9 @@ _SLURM_CLASS = {
 }
 # A run that ended in one of these was put back in the queue: the task runs again.
 _SLURM_REQUEUED = {"REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED"}
+# How a run ends when Slurm queues the task again: requeued (by a user, the job script or
+# RequeueExit), preempted or its node failed under requeue, its node did not boot.
+_SLURM_RERUNS = _SLURM_REQUEUED | {"PREEMPTED", "NODE_FAIL", "BOOT_FAIL"}
 # Exit codes of the job script itself (module load, task record missing, working or checkpoint
 # directory): the program never started. Not 99: Grid Engine reschedules a job that exits 99.
 SCRIPT_EXIT_CODES = (96, 97, 98)
@@ -184,10 +187,15 @@ def _with_attempts(current: JobState | None, ended: list[tuple[str, JobState]]) 
     """A task's state from the runs accounting has closed (oldest first) and, when the
     scheduler queues or runs it again, its live state: every closed run before the live one
     (or before the last) is an earlier attempt."""
-    last = ended[-1][1]
+    last_state, last = ended[-1]
+    # squeue and sacct run side by side, so squeue may list the task PENDING from just before
+    # it started while sacct already has that same run ended (a task of a second). Pending
+    # again after an ended run only when that run ended in a way Slurm requeues.
+    pending_again = current is not None and current.status is Status.PENDING and last_state in _SLURM_RERUNS
     if current is not None and current.status.is_active and (
-            current.status is Status.PENDING or None in (current.started_at, last.started_at)
-            or current.started_at > last.started_at):  # type: ignore[operator]
+            pending_again or (current.status is Status.RUNNING and (
+                None in (current.started_at, last.started_at)
+                or current.started_at > last.started_at))):  # type: ignore[operator]
         previous = [state for _, state in ended]  # a new run (squeue's COMPLETING is the last one ending)
     elif ended[-1][0] in _SLURM_REQUEUED:  # requeued, not yet back in the queue's listing
         previous, current = [state for _, state in ended], JobState(Status.PENDING, "pending: requeued")
@@ -279,6 +287,9 @@ class SlurmScheduler(Scheduler):
                 states[(parts[0].split(".")[0] + ROLE, int(parts[5][10:]))] = final
         runs: dict[tuple[str, int], list[tuple[str, JobState]]] = defaultdict(list)  # ended runs, oldest first
         finished_in_squeue: dict[tuple[str, int], str] = {}
+        # squeue answered (an unknown job id is an answer: every id queried left its listing).
+        squeue_answered = all(not line.startswith(_FAILED_MARK) or "Invalid job id" in line
+                              for line in squeue_text.splitlines())
         by_raw_id: dict[str, list[tuple[str, int]]] = defaultdict(list)  # squeue's own job id -> tasks
         for line in squeue_text.splitlines():
             parts = line.strip().split("|")
@@ -310,11 +321,16 @@ class SlurmScheduler(Scheduler):
                 continue
             if task_text:
                 keys = [(job, task) for task in _expand_tasks(task_text)]
+            elif not squeue_answered:
+                continue  # which task(s) it is, only squeue says: read it linked next time
             else:
                 # No "_task": accounting has not linked a task's record to its array yet (about
                 # a second after it ends), or the array ended as a whole. squeue's own job id
                 # says which task(s) the record is; without it, it stands for the whole array.
-                keys = by_raw_id.get(raw) or [(job, ANY_TASK)]
+                # Not a task squeue lists alive: its listing may predate the record (an array
+                # split its tasks off while sacct ran; the task it names now is another).
+                keys = [key for key in by_raw_id.get(raw) or [(job, ANY_TASK)]
+                        if key not in states or not states[key].status.is_active]
             state = state_text.split()[0]
             final = self._final(state, state_text, exit_text, _epoch(start) if ran else None, _epoch(end))
             for key in keys:

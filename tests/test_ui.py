@@ -212,3 +212,32 @@ def test_any_loopback_address_is_served(xcore_home):
     finally:
         ui.terminate()
         ui.wait(10)
+
+
+def test_the_unit_page_shows_each_attempt_with_its_class_and_log(client):
+    """Issue 23: attempts are history, and the dashboard carries them: a job preempted once and
+    then completed shows both attempts, the first one's class, and a log link per attempt."""
+    from xcore.model.status import Attempt, JobState, Status
+
+    experiment_id = _sweep(2)
+    store = open_store()
+    [unit] = store.work_units(experiment_id, [1])
+    job = unit.jobs[0]
+    first = Attempt(number=1, status=Status.FAILED, failure="preempted", exit_code=None, started_at=1000.0,
+                    ended_at=1060.0, message="preempted by a higher-priority job")
+    store.record_states([(job.id, JobState(Status.COMPLETED, "exit code 0", 0, job.started_at, job.ended_at,
+                                           attempt=2, previous_attempts=(first,)))])
+    http = client()
+    page = http.get(f"/experiments/{experiment_id}/units/1").text
+    table = page[page.index('<table class="attempts"'):page.index("</table>", page.index('<table class="attempts"'))]
+    assert re.findall(r'data-attempt="(\d+)"', table) == ["1", "2"]
+    assert "preempted" in table and "preempted by a higher-priority job" in table and "COMPLETED" in table
+    assert "attempt 2</span>" in page
+    assert f"/experiments/{experiment_id}/units/1/log?job={job.name}&amp;attempt=1&amp;whole=1" in table
+    # The fake kept one log for both attempts (the earlier attempt has no handle of its own): that log.
+    assert "XCORE_RESULT" in http.get(f"/experiments/{experiment_id}/units/1/log?attempt=1").json()["text"]
+    missing = http.get(f"/experiments/{experiment_id}/units/1/log?attempt=7")
+    assert missing.status_code == 404 and "has no attempt 7; it is on attempt 2" in missing.json()["error"]
+    assert http.get(f"/experiments/{experiment_id}/units/1/log?attempt=x").status_code == 404
+    other = http.get(f"/experiments/{experiment_id}/units/2").text  # one attempt: no attempts table
+    assert '<table class="attempts"' not in other and "attempt 1</span>" not in other

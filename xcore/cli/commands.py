@@ -408,7 +408,9 @@ def logs(args: argparse.Namespace) -> int:
     host = current().host
     attempt = getattr(args, "attempt", None)
     if attempt is not None:
-        jobs = [_attempt_of(store, experiment_id, unit_id, job, attempt) for job in jobs]
+        from xcore.workspace.attempts import attempt_of
+
+        jobs = [attempt_of(store, experiment_id, unit_id, job, attempt) for job in jobs]
     for job in jobs:
         if len(jobs) > 1:
             print(f"==> {printable(job.name)} <==", flush=True)
@@ -427,25 +429,6 @@ def logs(args: argparse.Namespace) -> int:
             sys.stdout.write(chunk)
             sys.stdout.flush()
     return EXIT_OK
-
-
-def _attempt_of(store: MetadataStore, experiment_id: int, unit_id: int, job: JobRecord, number: int) -> JobRecord:
-    """``job`` as it was in attempt ``number`` (its handle and log then), for ``logs --attempt``.
-    A backend that kept one log for every attempt (xlocal's runner) shows that whole log."""
-    if number < 1:
-        raise XcoreError(f"--attempt counts from 1, got {number}.")
-    info = store.job_attempts(experiment_id, [unit_id]).get(job.id)
-    current = job.attempt if info is None else info.current
-    if number == current:
-        return job
-    earlier = next((a for a in (info.earlier if info else []) if a.number == number), None)
-    if earlier is None:
-        raise NotFoundError(f"Job {job.name} of {experiment_id}/{unit_id} has no attempt {number}; it is on attempt "
-                            f"{current}.")
-    if earlier.handle is None:  # the backend retried by itself and kept one log (or none) for all attempts
-        return job
-    return attrs.evolve(job, handle=earlier.handle, handle_kind=earlier.handle_kind, log_path=earlier.log_path,
-                        status=earlier.status)
 
 
 def plugins(args: argparse.Namespace) -> int:

@@ -25,7 +25,7 @@ from starlette.routing import Route
 from starlette.templating import Jinja2Templates
 
 from xcore.cli.tables import format_duration
-from xcore.errors import NotFoundError
+from xcore.errors import NotFoundError, XcoreError
 from xcore.hooks.host import PluginHost
 from xcore.model.filters import FilterError
 from xcore.model.status import Status
@@ -460,8 +460,9 @@ def create_app(store: MetadataStore, host: PluginHost, *, read_only: bool = Fals
         [row] = read_units(store, experiment_id, [unit_id])
         history = {job.id: store.job_history(job.id) for job in units[0].jobs}
         series = store.series(experiment_id, [unit_id]).get(unit_id, {})
+        attempts = {job["id"]: job["attempts"] for job in row.jobs if len(job.get("attempts", ())) > 1}
         return render(request, "unit.html", {"record": record, "unit": units[0], "row": row, "history": history,
-                                             "series": series, "usage": _usage_line([row])})
+                                             "series": series, "usage": _usage_line([row]), "attempts": attempts})
 
     def log(request: Request) -> Response:
         experiment_id, unit_id = request.path_params["experiment_id"], request.path_params["unit_id"]
@@ -470,6 +471,13 @@ def create_app(store: MetadataStore, host: PluginHost, *, read_only: bool = Fals
         if not jobs:
             return JSONResponse({"error": "no such job"}, status_code=404)
         job = jobs[0]
+        if request.query_params.get("attempt") is not None:  # an earlier attempt's own log, where it has one
+            from xcore.workspace.attempts import attempt_of
+
+            try:
+                job = attempt_of(store, experiment_id, unit_id, job, _int(request.query_params.get("attempt"), 0))
+            except XcoreError as exc:
+                return JSONResponse({"error": str(exc)}, status_code=404)
         if job.handle is None:
             return JSONResponse({"text": f"(never launched: {job.message or job.status.value})\n", "partial": "",
                                  "start": 0, "offset": 0, "done": True})

@@ -116,6 +116,17 @@ def test_the_pools_of_a_job_group_share_their_unit_s_checkpoint_dir(vertex: Any,
             assert (env["XCORE_CHECKPOINT_DIR"], env["XCORE_ATTEMPT"]) == (want, attempt)
 
 
+def test_a_job_group_whose_jobs_name_two_buckets_fails_to_launch_saying_so(vertex: Any, xcore_home):
+    vertex.add_image(IMAGE, [sys.executable, "-c", "pass"])
+    with pytest.raises(xm.ExperimentUnitError), xm.create_experiment("two-buckets") as experiment:
+        [exe] = experiment.package([xm.container(xgcp.Vertex.Spec(), IMAGE)])
+        experiment.add(xm.JobGroup(chief=xm.Job(exe, xgcp.Vertex(checkpoint_bucket="gs://bucket-a")),
+                                   worker=xm.Job(exe, xgcp.Vertex(checkpoint_bucket="gs://bucket-b"))))
+    found = jobs(experiment.experiment_id)
+    assert len(found) == 2 and all("different Vertex checkpoint buckets" in j.message for j in found)
+    assert vertex.calls["create"] == 0
+
+
 @pytest.mark.parametrize("where", ["executor", "job"])
 def test_a_policy_that_retries_without_a_checkpoint_bucket_is_refused_at_add(vertex: Any, xcore_home, where):
     vertex.add_image(IMAGE, [sys.executable, "-c", "pass"])

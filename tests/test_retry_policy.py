@@ -87,3 +87,26 @@ def test_each_launch_request_carries_the_resolved_policy(monkeypatch):
     assert all(r.attempt == 1 for r in seen)
     stored = {u.id: u.jobs[0].executor.get("retry") for u in experiment._store.work_units(experiment.experiment_id)}
     assert stored[1] is None and Retry.from_json(stored[3]) == own  # the job's own policy is kept with its executor
+
+
+def test_an_executor_refuses_an_explicit_policy_at_add_and_never_the_default(monkeypatch):
+    checked: list[Retry] = []
+
+    def check_policy(self, retry: Retry) -> None:
+        checked.append(retry)
+        if retry.max_attempts > 2:
+            raise xm.ConfigurationError("FakeExecutor: at most 2 attempts; give retry=xm.Retry(max_attempts=2).")
+
+    monkeypatch.setattr(fake.FakeExecutor, "check_policy", check_policy)
+    plugin_host({"fake": fake})
+    two, five = Retry(max_attempts=2), Retry(max_attempts=5)
+    with xm.create_experiment("refusals") as experiment:
+        [exe] = experiment.package([xm.binary(fake.FakeSpec(), "true")])
+        experiment.add(xm.Job(exe, fake.FakeExecutor()))  # the default policy: never checked
+        experiment.add(xm.Job(exe, fake.FakeExecutor(retry=two)))
+        with pytest.raises(xm.ConfigurationError, match="at most 2 attempts"):
+            experiment.add(xm.Job(exe, fake.FakeExecutor(retry=five)))
+        with pytest.raises(xm.ConfigurationError, match="at most 2 attempts"):
+            experiment.add(xm.Job(exe, fake.FakeExecutor(retry=two), retry=five))  # the job's own overrides
+    assert checked == [two, five, two, five]
+    assert [u.id for u in experiment._store.work_units(experiment.experiment_id)] == [1, 2]  # refused: no unit

@@ -439,7 +439,11 @@ class Experiment:
             kind = self._host.kinds.kind_of(executor)  # unknown executor: a clear error before recording
             if self._checked_executors.get(id(executor)) is not executor:  # also executors that skip the base check
                 check_field_types(executor)
+                if executor.retry is not None:  # an explicit policy the backend cannot honour: refused now
+                    executor.check_policy(executor.retry)
                 self._checked_executors[id(executor)] = executor
+            if job.retry is not None:
+                executor.check_policy(job.retry)
             name = prefix or job.name or job.executable.name
             if taken:
                 base, n = name, 1

@@ -95,6 +95,12 @@ class Executor:
     def __attrs_post_init__(self) -> None:
         check_field_types(self)
 
+    def check_policy(self, retry: Retry) -> None:
+        """Raise a one-line error naming the fix if jobs on this executor cannot run under an
+        explicit ``retry`` policy (the job's, else the executor's): called at
+        ``experiment.add``, never for the default policy nor for a relaunch. A backend
+        overrides it where retrying needs something of the executor (xgcp: a checkpoint bucket)."""
+
 
 @datamodel.define
 class Packageable:

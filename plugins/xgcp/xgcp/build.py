@@ -68,7 +68,8 @@ def pool_order(requests: Sequence[xp.LaunchRequest]) -> list[int]:
     return list(range(len(requests)))
 
 
-def worker_pool(request: xp.LaunchRequest, pool: int) -> dict[str, Any]:
+def worker_pool(request: xp.LaunchRequest, pool: int, checkpoint: str | None = None) -> dict[str, Any]:
+    """The worker pool of one job; ``checkpoint``: its unit's ``XCORE_CHECKPOINT_DIR``, if any."""
     executor: Vertex = request.executor  # type: ignore[assignment]
     exe: VertexExecutable = request.executable  # type: ignore[assignment]
     if not isinstance(exe, VertexExecutable):
@@ -90,9 +91,9 @@ def worker_pool(request: xp.LaunchRequest, pool: int) -> dict[str, Any]:
         raise xp.ConfigurationError(
             f"{request.full_name}: Vertex's first worker pool (the chief) runs 1 replica, not {replicas}; "
             "put the other replicas in a 'worker' job of a JobGroup.")
+    env = {**request.env, **xp.attempt_env(request.attempt, checkpoint)}  # xcore's own variables win
     container: dict[str, Any] = {"image_uri": exe.image_uri, "args": list(request.args),
-                                 "env": [{"name": k, "value": v} for k, v in request.env.items()]
-                                 + [{"name": xp.ATTEMPT_VAR, "value": str(request.attempt)}]}
+                                 "env": [{"name": k, "value": v} for k, v in env.items()]}
     if exe.command:
         container["command"] = list(exe.command)
     spec: dict[str, Any] = {"container_spec": container, "machine_spec": machine_spec, "replica_count": replicas}
@@ -118,6 +119,17 @@ def _default(executor: Vertex, target: Target, field: str) -> Any:
     return value if value not in (None, {}) else target.defaults.get(field, getattr(target, field, None))
 
 
+def checkpoint_dir(requests: Sequence[xp.LaunchRequest]) -> str | None:
+    """One work unit's ``XCORE_CHECKPOINT_DIR``, shared by all its worker pools and attempts
+    (a function of the bucket, experiment and unit only): the bucket its jobs' executors name."""
+    named = [e for e in (typing.cast(Vertex, r.executor) for r in requests) if e.checkpoint_bucket]
+    buckets = sorted({str(e.checkpoint_bucket) for e in named})
+    if len(buckets) > 1:
+        raise xp.ConfigurationError(f"The jobs of one JobGroup name different Vertex checkpoint buckets "
+                                    f"({', '.join(buckets)}): give them one.")
+    return named[0].checkpoint_dir(requests[0].experiment_id, requests[0].work_unit_id) if named else None
+
+
 def custom_job(requests: Sequence[xp.LaunchRequest], target: Target, store: str, title: str,
                request_id: str) -> dict[str, Any]:
     """The CustomJob for one work unit (one request, or a JobGroup's requests). Job-wide fields
@@ -125,8 +137,9 @@ def custom_job(requests: Sequence[xp.LaunchRequest], target: Target, store: str,
     pools = pool_order(requests)
     executor: Vertex = requests[pools.index(0)].executor  # type: ignore[assignment]
     specs: list[dict[str, Any]] = [{} for _ in range(max(pools) + 1)]
+    checkpoint = checkpoint_dir(requests)
     for request, pool in zip(requests, pools, strict=True):
-        specs[pool] = worker_pool(request, pool)
+        specs[pool] = worker_pool(request, pool, checkpoint)
     if len(requests) > 1:  # which pool each role is: Vertex's CLUSTER_SPEC names pools, not roles
         roles = json.dumps({r.job_name: f"workerpool{p}" for r, p in zip(requests, pools, strict=True)},
                            separators=(",", ":"))

@@ -28,6 +28,28 @@ def _check_labels(instance: Any, attribute: Any, labels: dict[str, str]) -> None
         raise xp.ConfigurationError("Vertex allows 64 labels per job and xcore uses 4: give at most 60.")
 
 
+#: ``gs://BUCKET`` or ``gs://BUCKET/PREFIX``: Cloud Storage's bucket names (3 to 222 characters,
+#: dotted parts of at most 63) and a prefix of non-empty folders, none ``.`` or ``..``.
+_BUCKET = re.compile(r"gs://([a-z0-9][a-z0-9_.-]{1,220}[a-z0-9])((?:/[^/\x00-\x1f\x7f]+)*)/?")
+FUSE_ROOT = "/gcs"  # where Vertex mounts every bucket the job's service account can read (Cloud Storage FUSE)
+
+
+def _check_bucket(instance: Any, attribute: Any, value: str | None) -> None:
+    if value is None:
+        return
+    found = _BUCKET.fullmatch(value) if isinstance(value, str) else None
+    if (found is None or any(len(part) > 63 for part in found.group(1).split("."))
+            or any(part in (".", "..") for part in found.group(2).split("/"))):
+        raise xp.ConfigurationError(
+            f"Vertex(checkpoint_bucket={value!r}): expected 'gs://BUCKET' or 'gs://BUCKET/PREFIX' (bucket names use "
+            "lowercase letters, digits, '-', '_' and '.'; folders are not empty, '.' or '..').")
+
+
+def fuse_path(location: str) -> str:
+    """Where a ``gs://BUCKET/PREFIX`` location is inside a Vertex container: ``/gcs/BUCKET/PREFIX``."""
+    return FUSE_ROOT + "/" + location.removeprefix("gs://").rstrip("/")
+
+
 def _positive(instance: Any, attribute: Any, value: float | None) -> None:
     if value is not None and not value > 0:
         raise xp.ConfigurationError(f"Vertex({attribute.name}=...) must be > 0, got {value!r}.")
@@ -87,6 +109,9 @@ class Vertex(xp.Executor):
     target in ``vertex.toml`` (``xgcp.config``). ``timeout_secs``: Vertex stops the job after it;
     ``scheduling``: "standard", "spot" or "flex-start" (``max_wait_secs``: how long flex-start
     may queue); ``create_parallelism``: concurrent create calls of a sweep.
+    ``checkpoint_bucket``: ``gs://BUCKET/PREFIX`` where each work unit's ``XCORE_CHECKPOINT_DIR``
+    is (``/gcs/BUCKET/PREFIX/checkpoints/<experiment>/<work unit>``, through Vertex's Cloud
+    Storage FUSE mount); a job whose explicit ``retry=`` policy retries needs it.
     """
 
     Spec: ClassVar[type[xp.ExecutorSpec]] = VertexSpec
@@ -112,6 +137,7 @@ class Vertex(xp.Executor):
     base_output_dir: str | None = attrs.field(default=None, validator=_pattern(r"gs://.+", "a gs:// path"))
     enable_web_access: bool = False
     create_parallelism: int = 8
+    checkpoint_bucket: str | None = attrs.field(default=None, validator=_check_bucket)
 
     def __attrs_post_init__(self) -> None:
         from xgcp import machines
@@ -129,6 +155,23 @@ class Vertex(xp.Executor):
             raise xp.ConfigurationError(
                 f"Vertex(machine_type={self.machine_type!r}) is not in xgcp's table (xgcp.machines); "
                 "leave it unset to pick from requirements.")
+
+    def check_policy(self, retry: xp.Retry) -> None:
+        """A relaunched CustomJob starts on fresh machines: a policy that retries needs a bucket
+        for the attempts to resume from (the default policy does not: it would refuse every
+        launch that names no bucket)."""
+        if retry.max_attempts > 1 and self.checkpoint_bucket is None:
+            raise xp.ConfigurationError(
+                f"Vertex: retry=Retry(max_attempts={retry.max_attempts}) relaunches the job on fresh machines, and "
+                "this executor has nowhere to keep checkpoints; give Vertex(checkpoint_bucket='gs://BUCKET/PREFIX') "
+                "(the job's XCORE_CHECKPOINT_DIR) or retry=xm.Retry(max_attempts=1).")
+
+    def checkpoint_dir(self, experiment_id: int, work_unit_id: int) -> str | None:
+        """The work unit's ``XCORE_CHECKPOINT_DIR`` inside the container (every attempt and every
+        worker pool the same); None without ``checkpoint_bucket``."""
+        if self.checkpoint_bucket is None:
+            return None
+        return xp.checkpoint_dir(fuse_path(self.checkpoint_bucket), experiment_id, work_unit_id)
 
 
 @attrs.define(kw_only=True)

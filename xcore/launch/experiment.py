@@ -440,6 +440,8 @@ class Experiment:
             if self._checked_executors.get(id(executor)) is not executor:  # also executors that skip the base check
                 check_field_types(executor)
                 self._checked_executors[id(executor)] = executor
+            if job.retry is not None:  # built now: an executor that refuses the policy does so before any record
+                self._with_retry(executor, job.retry)
             name = prefix or job.name or job.executable.name
             if taken:
                 base, n = name, 1

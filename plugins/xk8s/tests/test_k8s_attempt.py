@@ -143,10 +143,13 @@ def test_parts_that_are_not_numbers_leave_xcore_attempt_unset_and_the_program_ru
 
 
 def test_a_jobgroup_with_a_policy_adds_the_sets_restarts():
+    from test_k8s_manifests import validate_jobset
+
     executor = xk8s.Kubernetes(retry=POLICY, **CKPT)
     argv = [sys.executable, "-c", SHOW, "$(XCORE_RANK)", "x y"]
     roles = [("a", executor, "img", argv, {}), ("b", attrs.evolve(executor, attempt_env=False), "img", ["b"], {})]
     jobset = mf.jobset("x", "ml", roles, {}, has_command=[True, True], retry=POLICY, attempt=2)
+    validate_jobset(jobset)
     a, b = ([rj["template"]["spec"]["template"]["spec"]["containers"][0]
              for rj in jobset["spec"]["replicatedJobs"]])
     assert a["command"][:4] == ["/bin/sh", "-c", mf.ATTEMPT_SCRIPT, mf.ATTEMPT_WRAPPER_NAME]

@@ -231,9 +231,9 @@ def attempt_env(first: int | None) -> list[dict[str, Any]]:
 #: ``XCORE_ATTEMPT`` for a program started as the container's command: a constant POSIX
 #: shell text (no user value is ever in it; the argv follows as ``"$@"``) that checks that
 #: every part is a plain decimal number, adds them up, exports the sum and ``exec``s the
-#: program in its place (with parts that are not numbers it leaves ``XCORE_ATTEMPT`` unset, and
-#: says so, rather than stop the program). Kubernetes expands ``$(NAME)`` and ``$$`` in a command: the text has
-#: neither (``$((`` opens no variable name), so it reaches the shell unchanged.
+#: program in its place (parts that are not numbers leave ``XCORE_ATTEMPT`` unset, with a line
+#: on stderr, rather than stop the program). Kubernetes expands ``$(NAME)`` and ``$$`` in a
+#: command: the text has neither (``$((`` opens no variable name), so it reaches the shell as is.
 ATTEMPT_SCRIPT = (
     'case "${XK8S_FIRST_ATTEMPT:-1}/${XK8S_INDEX_FAILURES:-0}/${XK8S_INDEX_IGNORED_FAILURES:-0}/'
     '${XK8S_JOBSET_RESTARTS:-0}" in\n'

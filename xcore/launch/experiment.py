@@ -442,8 +442,9 @@ class Experiment:
                 if executor.retry is not None:  # an explicit policy the backend cannot honour: refused now
                     executor.check_policy(executor.retry)
                 self._checked_executors[id(executor)] = executor
-            if job.retry is not None:
+            if job.retry is not None:  # refused now, before any record, by an executor that cannot honour it
                 executor.check_policy(job.retry)
+                self._with_retry(executor, job.retry)
             name = prefix or job.name or job.executable.name
             if taken:
                 base, n = name, 1

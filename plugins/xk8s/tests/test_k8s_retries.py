@@ -20,6 +20,8 @@ from xk8s import hooks, states
 from xk8s import manifests as mf
 
 IMAGE = "registry.example/lab/train:1"
+#: A policy that retries needs a checkpoint volume (tests/test_k8s_attempt.py).
+CKPT = {"volumes": [xk8s.Volume(name="ckpt", mount_path="/ckpt", pvc="checkpoints")], "checkpoint_volume": "ckpt"}
 
 
 def exe():
@@ -121,7 +123,7 @@ def test_a_program_error_with_the_default_policy_is_not_retried(fake_k8s, tmp_pa
 
 def test_exit_codes_the_policy_retries_are_retried_by_kubernetes_up_to_max_attempts(fake_k8s, tmp_path):
     policy = xp.Retry(max_attempts=3, exit_codes=(75,))
-    [retried, other] = launch(tmp_path, sweep(2, xk8s.Kubernetes(retry=policy), attempt=2))
+    [retried, other] = launch(tmp_path, sweep(2, xk8s.Kubernetes(retry=policy, **CKPT), attempt=2))
     name = retried.name
     job = fake_k8s.get("Job", "default", name)
     assert job["spec"]["backoffLimitPerIndex"] == 2
@@ -231,7 +233,8 @@ import xk8s
 with xm.create_experiment("k8s retries") as e:
     [exe] = e.package([xk8s.image("img", ["python3", "-m", "train"])])
     e.add(xm.Job(exe, xk8s.Kubernetes(), args=["--a"]))
-    e.add(xm.Job(exe, xk8s.Kubernetes(), args=["--b"], retry=xm.Retry(max_attempts=2, exit_codes=(75,))))
+    ckpt = xk8s.Kubernetes(volumes=[xk8s.Volume(name="ckpt", mount_path="/ckpt", pvc="ckpt")], checkpoint_volume="ckpt")
+    e.add(xm.Job(exe, ckpt, args=["--b"], retry=xm.Retry(max_attempts=2, exit_codes=(75,))))
 """)
     assert _cli("launch", str(script)).returncode == 0
     by_limit = {j["spec"]["backoffLimitPerIndex"]: j["metadata"]["name"] for j in fake_k8s.list("Job", "default")}

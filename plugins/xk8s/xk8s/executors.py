@@ -193,7 +193,8 @@ class Kubernetes(xp.Executor):
     a kubeconfig context directly. ``retry=xm.Retry(...)`` becomes per-trial
     ``backoffLimitPerIndex`` and a pod failure policy (docs/long-runs.md); ``retries=N``, when
     set, overrides its limit and counts every failure but a disruption.
-    ``checkpoint_volume`` names the volume ``XCORE_CHECKPOINT_DIR`` is on. ``time_limit_secs`` bounds each trial
+    ``checkpoint_volume`` names the volume ``XCORE_CHECKPOINT_DIR`` is on; a ``retry=`` policy that retries needs
+    one (the default policy does not). ``time_limit_secs`` bounds each trial
     (the pod's ``activeDeadlineSeconds``), not the whole sweep. ``max_parallel`` caps the pods of a sweep that run
     at once (``parallelism``).
 
@@ -229,7 +230,12 @@ class Kubernetes(xp.Executor):
     distributed: xp.Distributed | None = attrs.field(default=None, converter=xp.to_distributed)
     #: The name of one of ``volumes`` (a PVC, say) that survives attempts: each work unit gets
     #: ``XCORE_CHECKPOINT_DIR=<its mount path>/checkpoints/<experiment>/<work unit>`` there.
+    #: Required by a ``retry=`` policy that retries (``max_attempts > 1``).
     checkpoint_volume: str | None = None
+    #: Whether a single job or JobGroup with a ``retry=`` policy gets ``XCORE_ATTEMPT``, added
+    #: up at pod start by ``/bin/sh`` (``manifests.attempt_command``). False for an image without
+    #: a shell: its program gets the parts only (``XK8S_FIRST_ATTEMPT`` and the counts).
+    attempt_env: bool = True
 
     def __attrs_post_init__(self) -> None:
         for secret in self.image_pull_secrets:
@@ -245,6 +251,11 @@ class Kubernetes(xp.Executor):
             if volume is None or volume.read_only:
                 _fail(self, "checkpoint_volume", self.checkpoint_volume,
                       f"name one of volumes that is not read-only ({', '.join(names) or 'none given'}).")
+        if isinstance(self.retry, xp.Retry) and self.retry.max_attempts > 1 and self.checkpoint_volume is None:
+            # also at experiment.add for a job's own retry= (the core copies it onto the executor)
+            _fail(self, "retry", self.retry, "a policy that retries needs a volume that outlives pods for "
+                  "XCORE_CHECKPOINT_DIR: add volumes=[xk8s.Volume(name='ckpt', mount_path='/ckpt', pvc=CLAIM)] "
+                  "and checkpoint_volume='ckpt' (or retry=xm.Retry(max_attempts=1)).")
         topology = tpu_topology(self.requirements)
         if topology is not None and not _TOPOLOGY.fullmatch(topology):
             _fail(self, "requirements", self.requirements, f"topology {topology!r} must read like '2x4' or '4x4x4'.")

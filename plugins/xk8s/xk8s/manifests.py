@@ -228,6 +228,65 @@ def attempt_env(first: int | None) -> list[dict[str, Any]]:
                                ("XK8S_INDEX_IGNORED_FAILURES", IGNORED_ANNOTATION)))]
 
 
+#: ``XCORE_ATTEMPT`` for a program started as the container's command: a constant POSIX
+#: shell text (no user value is ever in it; the argv follows as ``"$@"``) that checks that
+#: every part is a plain decimal number, adds them up, exports the sum and ``exec``s the
+#: program in its place (parts that are not numbers leave ``XCORE_ATTEMPT`` unset, with a line
+#: on stderr, rather than stop the program). Kubernetes expands ``$(NAME)`` and ``$$`` in a
+#: command: the text has neither (``$((`` opens no variable name), so it reaches the shell as is.
+ATTEMPT_SCRIPT = (
+    'case "${XK8S_FIRST_ATTEMPT:-1}/${XK8S_INDEX_FAILURES:-0}/${XK8S_INDEX_IGNORED_FAILURES:-0}/'
+    '${XK8S_JOBSET_RESTARTS:-0}" in\n'
+    '  *[!0-9/]*|0[0-9]*|*/0[0-9]*) unset XCORE_ATTEMPT\n'
+    '    echo "xk8s: XCORE_ATTEMPT not set: its parts are not numbers" >&2 ;;\n'
+    '  *) XCORE_ATTEMPT=$(( ${XK8S_FIRST_ATTEMPT:-1} + ${XK8S_INDEX_FAILURES:-0} + '
+    '${XK8S_INDEX_IGNORED_FAILURES:-0} + ${XK8S_JOBSET_RESTARTS:-0} )); export XCORE_ATTEMPT ;;\n'
+    'esac\n'
+    'exec "$@"\n'
+)
+#: The wrapper's ``$0`` (what ``ps`` shows until the ``exec``).
+ATTEMPT_WRAPPER_NAME = "xk8s-attempt"
+
+
+def attempt_command(argv: Sequence[str]) -> list[str]:
+    """``argv`` run with ``XCORE_ATTEMPT`` set: ``/bin/sh -c ATTEMPT_SCRIPT xk8s-attempt ARGV...``.
+
+    Env vars cannot add, and only the pod knows its index's failures (annotations the Job
+    controller writes on each new pod). A shell is in nearly every image and costs one
+    ``exec``; the argv are its positional parameters, passed as separate words, never parsed,
+    so they reach the program byte for byte."""
+    return ["/bin/sh", "-c", ATTEMPT_SCRIPT, ATTEMPT_WRAPPER_NAME, *argv]
+
+
+def program(argv: Sequence[str], *, has_command: bool, first: int, policy: xp.Retry | None, restarts: bool,
+            shell: bool) -> tuple[list[str] | None, list[str] | None, list[dict[str, Any]]]:
+    """The container's ``command``, ``args`` and attempt variables for a program run inline (a
+    single job, a JobSet role); ``first``: the submission's attempt.
+
+    A job that names no ``policy`` (``retry=`` on it or its executor) is as before: the parts
+    only, and a shell-less image keeps working. With one, the program gets ``XCORE_ATTEMPT``
+    too: a plain value when Kubernetes never starts it again (``restarts`` False: nothing to
+    add), else through ``attempt_command`` when the command is known (not an image's own
+    entrypoint, ``xm.container``) and the executor allows a shell (``shell``:
+    ``attempt_env=True``, the default; False for images without ``/bin/sh``).
+    """
+    command, args = (list(argv), None) if has_command else (None, list(argv))
+    parts = attempt_env(first)
+    if policy is None:
+        return command, args, parts
+    if not restarts:
+        return command, args, [*parts, {"name": xp.ATTEMPT_VAR, "value": str(first)}]
+    if has_command and shell:
+        return attempt_command(argv), None, parts
+    return command, args, parts
+
+
+def named_policy(executor: Kubernetes) -> xp.Retry | None:
+    """The policy a job named (``retry=`` on it, which the core puts on its executor, or on the
+    executor); None for the default."""
+    return executor.retry if isinstance(executor.retry, xp.Retry) else None
+
+
 def job_spec(executor: Kubernetes, pod: dict[str, Any], labels: Mapping[str, str], *, completions: int,
              suspend: bool, retry: xp.Retry | None = None, in_jobset: bool = False) -> dict[str, Any]:
     """An Indexed Job's spec; ``in_jobset``: a JobSet role's, which does not retry by itself
@@ -263,17 +322,19 @@ def indexed_job(name: str, namespace: str, executor: Kubernetes, image: str, lab
 
     ``retry`` maps onto ``backoffLimitPerIndex`` and the pod failure policy; ``attempts``: each
     trial's first attempt (``LaunchRequest.attempt``). A sweep's entrypoint exports
-    ``XCORE_ATTEMPT`` as that plus the index's failed pods; a single job's program runs as the
-    container's command, where nothing can add them up, so it gets the parts
-    (``XK8S_FIRST_ATTEMPT``, ``XK8S_INDEX_FAILURES``, ``XK8S_INDEX_IGNORED_FAILURES``).
+    ``XCORE_ATTEMPT`` as that plus the index's failed pods; a single job's program gets the
+    parts (``XK8S_FIRST_ATTEMPT``, ``XK8S_INDEX_FAILURES``, ``XK8S_INDEX_IGNORED_FAILURES``)
+    and, when its executor names a policy, ``XCORE_ATTEMPT`` (``program``).
     """
     attempts = list(attempts or [1] * len(trials))
     all_labels = {**executor.labels, **queue_labels(executor), **labels, LABEL_MANAGED: "xcore"}
     configmap = None
     if inline:
         argv, env = trials[0]
-        command, args = (list(argv), None) if has_command else (None, list(argv))
-        pod = pod_spec(executor, image, command=command, args=args, env=env, first_env=attempt_env(attempts[0]))
+        command, args, attempt_vars = program(argv, has_command=has_command, first=attempts[0],
+                                              policy=named_policy(executor),
+                                              restarts=retry_limit(executor, retry) > 0, shell=executor.attempt_env)
+        pod = pod_spec(executor, image, command=command, args=args, env=env, first_env=attempt_vars)
     else:
         if not has_command:
             raise xp.ConfigurationError("xk8s: a sweep needs the program's full command line; package it with "
@@ -331,10 +392,11 @@ def jobset(name: str, namespace: str, roles: Sequence[tuple[str, Kubernetes, str
     replicated = []
     hosts = {role: role_hosts(name, role, _replicas(executor)) for role, executor, *_ in roles}
     addresses = xp.role_env(hosts) if len(roles) > 1 else {}
-    for (role, executor, image, argv, env), command in zip(roles, has_command, strict=True):
-        pod = pod_spec(executor, image, command=list(argv) if command else None,
-                       args=None if command else list(argv), env={**addresses, **env},
-                       first_env=[*distributed_env(executor, hosts[role]), *attempt_env(attempt), RESTARTS_ENV])
+    for (role, executor, image, argv, env), known in zip(roles, has_command, strict=True):
+        command, args, attempt_vars = program(argv, has_command=known, first=attempt, policy=named_policy(first),
+                                              restarts=retry_limit(first, retry) > 0, shell=executor.attempt_env)
+        pod = pod_spec(executor, image, command=command, args=args, env={**addresses, **env},
+                       first_env=[*distributed_env(executor, hosts[role]), *attempt_vars, RESTARTS_ENV])
         role_labels = {**all_labels, "xcore.io/role": role}
         role_spec = job_spec(executor, pod, role_labels, completions=1, suspend=False, retry=retry, in_jobset=True)
         replicated.append({"name": role, "replicas": _replicas(executor),

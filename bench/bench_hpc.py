@@ -24,7 +24,7 @@ import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import XCORE_BIN, temp_home, verdict  # noqa: E402
+from _common import XCORE_BIN, temp_home, time_subprocess, verdict  # noqa: E402
 
 KEY = "/var/lib/xcore-infra/ssh/id_ed25519"
 KNOWN = "/var/lib/xcore-infra/ssh/known_hosts"
@@ -377,6 +377,106 @@ def shlex_quote(text: str) -> str:
     return shlex.quote(text)
 
 
+def launch_with_peak(script: Path, *args: str) -> tuple[float, float]:
+    """`xcore launch` as ``xcore_launch`` does, and the launcher's peak memory (MiB, its own
+    resident set at its largest: wait4 on that one process)."""
+    import tempfile
+
+    with tempfile.TemporaryFile() as out:
+        start = time.perf_counter()
+        proc = subprocess.Popen([XCORE_BIN, "launch", str(script), "--", *args], stdout=out, stderr=out)
+        _, status, usage = os.wait4(proc.pid, 0)
+        elapsed = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        LAST_CPU[0] = usage.ru_utime + usage.ru_stime
+        if proc.returncode != 0:
+            out.seek(0)
+            raise SystemExit(f"xcore launch failed:\n{out.read().decode(errors='replace')}")
+    return elapsed, usage.ru_maxrss / 1024
+
+
+def array_limit(cluster: str) -> int:
+    """The most tasks one array may have on ``cluster`` (what xhpc itself reads)."""
+    from xhpc.array_limits import QUERIES
+
+    out = subprocess.run(SSH + [QUERIES[cluster]], check=True, capture_output=True, text=True).stdout.strip()
+    return int(out) if out.isdigit() and int(out) > 0 else 10**9
+
+
+def raw_arrays(cluster: str, n: int, limit: int) -> tuple[float, list[str]]:
+    """The baseline: raw held arrays of n tasks in all, as many as ``limit`` requires (counted by
+    index), submitted in one SSH command; returns (seconds, job ids)."""
+    commands = []
+    for first in range(0, n, limit):
+        count = min(limit, n - first)
+        if cluster == "sge":
+            commands.append(f"qsub -terse -h -N {BENCH_NAME} -t 1-{count} -o /dev/null -j y -b y true")
+        else:
+            commands.append(f"sbatch --parsable --hold -J {BENCH_NAME} --array=0-{count - 1} -o /dev/null --wrap true")
+    t = time.perf_counter()
+    out = subprocess.run(SSH + ["; ".join(commands)], check=True, capture_output=True, text=True).stdout
+    return time.perf_counter() - t, [line.split(";")[0].split(".")[0] for line in out.split()]
+
+
+def raw_status(cluster: str, ids: list[str]) -> float:
+    """A raw status read of those arrays, each task on its own line: ``sacct --array`` (Slurm)
+    or ``qstat -g d`` (Grid Engine), over SSH."""
+    if cluster == "sge":
+        command = f"qstat -g d -u xcore | grep -c {BENCH_NAME[:10]}"
+    else:
+        command = f"sacct -n -X -P --array -j {','.join(ids)} -o JobID,State | wc -l"
+    t = time.perf_counter()
+    subprocess.run(SSH + [command], check=True, capture_output=True, text=True)
+    return time.perf_counter() - t
+
+
+def issue31_scale(n: int, runs: int, clusters: tuple[str, ...]) -> None:
+    """Issue 31 item 2: an n-task sweep over SSH (held: nothing runs) against raw held arrays of
+    the same tasks, alternated: launch (target 3x, Grid Engine 4.5x), the launcher's peak memory
+    (150 MiB), `xcore show` (2x; Grid Engine 3x) and `show --json` (2.5x; 3.75x) against a raw
+    status read, and `xcore cancel` against raw cancel of the arrays."""
+    os.environ["XHPC_BENCH_HOLD"] = "1"
+    script = Path(os.environ["XCORE_HOME"]).parent / "sweep.py"
+    slack = {"slurm": 1.0, "sge": 1.5}
+    for cluster in clusters:
+        limit = array_limit(cluster)
+        xcore_launch(script, cluster, "1", "command", "true")  # warm: pyc, staging dirs, array limit, connection
+        cancel_own(cluster)
+        raw, ours, cpu, peak, show, show_json, raw_read, cancel, raw_cancel = [], [], [], [], [], [], [], [], []
+        for _ in range(runs):
+            seconds, ids = raw_arrays(cluster, n, limit)
+            raw.append(seconds)
+            raw_read.append(raw_status(cluster, ids))
+            t = time.perf_counter()
+            scancel = "qdel" if cluster == "sge" else "scancel"
+            subprocess.run(SSH + [f"{scancel} {' '.join(ids)} >/dev/null 2>&1; true"], capture_output=True)
+            raw_cancel.append(time.perf_counter() - t)
+            elapsed, mib = launch_with_peak(script, cluster, str(n), "command", "true")
+            ours.append(elapsed)
+            cpu.append(LAST_CPU[0])
+            peak.append(mib)
+            exp = str(latest_experiment())
+            show.append(time_subprocess([XCORE_BIN, "show", exp]))
+            show_json.append(time_subprocess([XCORE_BIN, "show", exp, "--json"]))
+            cancel.append(time_subprocess([XCORE_BIN, "cancel", exp]))
+            cancel_own(cluster)
+        k = slack[cluster]
+        arrays = -(-n // limit)
+        print(f"{cluster}: {n} tasks in {arrays} array(s) of at most {limit}, median of {runs} alternated runs "
+              f"(load average {load()})")
+        print(f"  launch: `xcore launch` {median(ours):.2f} s (CPU {median(cpu):.2f} s), raw held arrays over SSH "
+              f"{median(raw):.2f} s, ratio {median(ours) / median(raw):.2f}  target {3 * k:.1f}x  "
+              f"{verdict(median(ours) / median(raw) <= 3 * k)}")
+        print(f"  launcher peak memory: {max(peak):.0f} MiB  target 150 MiB  {verdict(max(peak) <= 150)}")
+        for name, values, target in (("show", show, 2.0), ("show --json", show_json, 2.5)):
+            ratio = median(values) / median(raw_read)
+            print(f"  `xcore {name}`: {median(values):.2f} s, raw status read {median(raw_read):.2f} s, ratio "
+                  f"{ratio:.2f}  target {target * k:.2f}x  {verdict(ratio <= target * k)}")
+        print(f"  `xcore cancel`: {median(cancel):.2f} s, raw cancel of the arrays {median(raw_cancel):.2f} s, "
+              f"ratio {median(cancel) / median(raw_cancel):.2f}")
+    del os.environ["XHPC_BENCH_HOLD"]
+
+
 def issue14(sizes: list[int], runs: int, parts: set[str]) -> int:
     os.environ["XHPC_BENCH_NAME"] = BENCH_NAME
     with temp_home("xcore-bench-hpc-") as tmp:
@@ -409,7 +509,24 @@ def main() -> int:
                              "`ssh host sbatch --array`/`qsub -t`, relaunch of unchanged code, dead-task visibility "
                              "against `ssh host sacct` polling")
     parser.add_argument("--only", default="launch,relaunch,dead", help="issue-14 parts to run")
+    parser.add_argument("--issue31", type=int, default=0, metavar="N",
+                        help="issue 31's scale figures for an N-task sweep (e.g. 100000): launch, peak memory, "
+                             "show and cancel against raw held arrays split by the cluster's array limit")
+    parser.add_argument("--clusters", default="slurm,sge", help="with --issue31: the clusters to measure")
     args = parser.parse_args()
+    if args.issue31:
+        os.environ["XHPC_BENCH_NAME"] = BENCH_NAME
+        with temp_home("xcore-bench-hpc-") as tmp:
+            os.environ["XHPC_SSH_CONTROL_DIR"] = str(tmp / "ctl")
+            write_config(Path(os.environ["XCORE_CONFIG_DIR"]), tmp / "staging")
+            (tmp / "sweep.py").write_text(SWEEP)
+            try:
+                issue31_scale(args.issue31, args.runs, tuple(args.clusters.split(",")))
+            finally:
+                for cluster in ("slurm", "sge"):
+                    cancel_own(cluster)
+                close_shared_connections()
+        return 0
     if args.issue14:
         return issue14([int(n) for n in args.issue14.split(",")], args.runs, set(args.only.split(",")))
     os.environ["XHPC_BENCH_NAME"] = BENCH_NAME

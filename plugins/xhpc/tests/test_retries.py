@@ -380,3 +380,75 @@ def test_xcore_retry_resubmits_failed_tasks_as_one_array_with_their_secrets(xcor
     assert all(_handle(j).job_id in first_ids for j in jobs[0::2])  # untouched
     for job in jobs[1::2]:
         assert "attempt=2 token=hunter2" in _log(job), _log(job)
+
+
+def _clocked(notes: Path) -> str:
+    """A program that notes its attempt's start (and, failing with 75 in attempt 1, its end)
+    by its own clock in ``notes`` (the same file system here)."""
+    return (f'echo "$XCORE_ATTEMPT start $(date +%s.%N)" >> {notes}; [ "$XCORE_ATTEMPT" -gt 1 ] && exit 0; '
+            f'echo "$XCORE_ATTEMPT end $(date +%s.%N)" >> {notes}; exit 75')
+
+
+def _notes(notes: Path) -> dict[str, float]:
+    return {f"{n} {what}": float(at) for n, what, at in (line.split() for line in notes.read_text().splitlines())}
+
+
+@pytest.mark.parametrize(("scheduler", "backoff", "waiting"), [
+    # Slurm itself holds a requeued task cred_expire (20 s here) + 1 s after it ended: only a
+    # longer backoff shows; Grid Engine reschedules within about 10 s here.
+    pytest.param("slurm", 32, "BeginTime", marks=pytest.mark.infra("slurm")),
+    pytest.param("sge", 20, "held", marks=pytest.mark.infra("sge")),
+])
+def test_a_retried_exit_code_waits_its_backoff(xcore_env: Path, scheduler: str, backoff: int, waiting: str) -> None:
+    """Retry(exit_codes=(75,), backoff_secs=N): the job script requeues the task and the next
+    attempt may not start before N s (Slurm: the task's start time, pending BeginTime; Grid
+    Engine: the task held and released by a job submitted for that time). Attempt 2 starts N s
+    or more after attempt 1 ended, by the job's own clock."""
+    import xhpc
+
+    _configure(xcore_env, scheduler, "local")
+    notes = xcore_env / "notes"
+    kind = xhpc.Slurm if scheduler == "slurm" else xhpc.GridEngine
+    executor = kind(retry=xm.Retry(max_attempts=2, on=(), exit_codes=(75,), backoff_secs=backoff))
+    with xm.create_experiment(title="backoff") as experiment:
+        [exe] = experiment.package([xm.Packageable(xhpc.Command([_clocked(notes)]), kind.Spec())])
+        experiment.add(xm.Job(exe, executor))
+    [job] = experiment._all_jobs()
+    _until(f"attempt 2 to wait ({waiting})", lambda: waiting in _state(job).message, backoff)
+    state = _until("attempt 2 to finish", lambda: _done(job), backoff + 60)
+    log = _log(job)
+    assert (state.status, state.attempt) == (xm.Status.COMPLETED, 2), (state, log)
+    times = _notes(notes)
+    assert times["2 start"] - times["1 end"] >= backoff, (times, log)
+    assert f"attempt 2 starts in {backoff} s or later (backoff)" in log, log
+
+
+def test_sge_reschedules_beyond_max_attempts_are_refused(xcore_env: Path) -> None:
+    """Grid Engine reschedules a rerunnable task however often it is asked (-r y is the whole
+    array's): with Retry(max_attempts=2), two `qmod -rj` leave the task FAILED, its third run
+    refused by the job script (the program ran exactly twice), with the class of attempt 2."""
+    import xhpc
+
+    _configure(xcore_env, "sge", "local")
+    runs = xcore_env / "runs"
+    with xm.create_experiment(title="cap") as experiment:
+        [exe] = experiment.package([xm.Packageable(xhpc.Command(
+            [f'echo "$XCORE_ATTEMPT" >> {runs}; echo "attempt=$XCORE_ATTEMPT"; exec sleep 600']),
+            xhpc.GridEngine.Spec())])
+        experiment.add(xm.Job(exe, xhpc.GridEngine(retry=xm.Retry(max_attempts=2))))
+    [job] = experiment._all_jobs()
+    handle = _handle(job)
+    try:
+        for attempt in (1, 2):  # a run up a few seconds (a reschedule at its start can be lost)
+            up = f"attempt={attempt}"
+            _until(f"attempt {attempt} to run for 3 s", lambda up=up: _up_for(job, 3) and up in _log(job), 60)
+            _sh("qmod", "-rj", f"{handle.job_id}.{handle.task}")
+        state = _until("the refused attempt to end", lambda: _done(job), 60)
+    finally:
+        subprocess.run(["qdel", handle.job_id], capture_output=True, timeout=30)
+    log = _log(job)
+    assert (state.status, state.attempt, state.failure) == (xm.Status.FAILED, 3, "preempted"), (state, log)
+    assert state.message.startswith("attempt 3 refused: max_attempts=2 used up"), state
+    assert [(a.number, a.failure) for a in state.previous_attempts] == [(1, "preempted"), (2, "preempted")], state
+    assert "xhpc: attempt 3 refused: max_attempts=2 used up" in log, log
+    assert runs.read_text().split() == ["1", "2"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import subprocess
 
 import pytest
@@ -13,7 +14,7 @@ import xcore as xm
 from xcore.plugin import LaunchError, Status
 from xhpc import retries, scripts, task_env, tracking
 from xhpc.executors import GridEngine, Slurm
-from xhpc.handles import SlurmHandle
+from xhpc.handles import GridEngineHandle, SlurmHandle
 from xhpc.schedulers import SCHEDULERS
 
 TIMEOUTS = xm.Retry(max_attempts=3, on=("preemption", "node_failure", "timeout"))
@@ -56,7 +57,7 @@ def test_signal_before_limit_field() -> None:
 
 
 @pytest.mark.parametrize("policy", [None, xm.Retry(max_attempts=1), TIMEOUTS, xm.Retry(on=("error",)),
-                                    xm.Retry(exit_codes=(75, 3))])
+                                    xm.Retry(exit_codes=(75, 3)), xm.Retry(exit_codes=(75,), backoff_secs=2.5)])
 @pytest.mark.parametrize("executor", [Slurm(local=True, time_limit=600, directives=["--requeue"]),
                                       GridEngine(local=True, time_limit=600, modules=["cuda/12.1"])])
 def test_job_scripts_are_valid_bash(executor: object, policy: xm.Retry | None) -> None:
@@ -74,6 +75,25 @@ def test_job_scripts_are_valid_bash(executor: object, policy: xm.Retry | None) -
         assert ('requeue=0' in text) is plan.requeue  # the last attempt is not requeued again
     # 99 tells Grid Engine "reschedule me": only the time-limit requeue may exit with it
     assert ("exit 99" in text) is (child and isinstance(executor, GridEngine))
+    # backoff: only a requeue the script makes waits (a new start time, or a hold and its release)
+    assert ("StartTime=" in text or "qhold" in text) is bool(child and plan.backoff_ms)
+    # a rerunnable Grid Engine task refuses a rescheduled run beyond max_attempts
+    assert ("refused: max_attempts" in text) is (plan.requeue and isinstance(executor, GridEngine))
+
+
+def test_backoff_doubles_per_attempt_in_the_job_script() -> None:
+    """The script's wait before attempt N+1 is Retry.backoff(N), rounded up to whole seconds;
+    a policy without backoff (or one that never retries) adds nothing."""
+    policy = xm.Retry(max_attempts=30, exit_codes=(75,), backoff_secs=1.5)
+    plan = retries.plan(policy, None, None)
+    assert plan.backoff_ms == 1500
+    assert retries.plan(xm.Retry(exit_codes=(75,)), None, None).backoff_ms == 0
+    assert retries.plan(xm.Retry(max_attempts=1, backoff_secs=9), None, None).backoff_ms == 0
+    line = next(x for x in retries.run_lines("sge", plan).splitlines() if "XHPC_WAIT=$((" in x)
+    for attempt in (1, 2, 3, 25):
+        out = subprocess.run(["bash", "-c", f"XCORE_ATTEMPT={attempt}\n{line}\necho $XHPC_WAIT"],
+                             capture_output=True, text=True).stdout
+        assert int(out) == math.ceil(policy.backoff(min(attempt, 21))), attempt
 
 
 def _slurm(squeue: str, sacct: str) -> dict[tuple[str, int], xm.JobState]:
@@ -161,6 +181,20 @@ def test_attempts_count_on_from_the_submissions_first_attempt() -> None:
     [failed] = tracking._numbered(state, handle, {("/r", 4, 3): ("error", 3)}).previous_attempts
     assert (failed.failure, failed.exit_code, failed.message) == ("error", 3, "exit code 3 (requeued)")
     assert tracking._numbered(state, handle, {}).previous_attempts[0].failure == "preempted"
+
+
+def test_a_refused_reschedule_reads_failed_with_the_class_before_it() -> None:
+    """A Grid Engine run the job script refused (refused/INDEX.ATTEMPT.MAX: max_attempts used
+    up) is FAILED with the class of the attempt before it, and says why."""
+    out = "\n".join(["@@XHPC-QACCT", _qacct("5", 1, "25  : rescheduling", 0), _qacct("5", 1, "25  : rescheduling", 0),
+                     _qacct("5", 1, "0", retries.REFUSED_EXIT)])
+    state = SCHEDULERS["sge"].parse_states(out)[("5", 1)]
+    handle = GridEngineHandle(cluster="c", job_id="5", task=1, index=0, run_dir="/r")
+    refused = tracking._numbered(state, handle, {}, {("/r", 0, 3): 2})
+    assert (refused.status, refused.attempt, refused.failure) == (Status.FAILED, 3, "preempted")
+    assert refused.message == "attempt 3 refused: max_attempts=2 used up (attempt 2: rescheduled)"
+    assert [a.number for a in refused.previous_attempts] == [1, 2]
+    assert tracking._numbered(state, handle, {}, {("/r", 0, 2): 2}).failure == "error"  # another attempt's marker
 
 
 def test_env_parses_the_task_file_records() -> None:

@@ -9,10 +9,19 @@ task back in the queue (``scontrol requeue``; on Grid Engine exit 99, "reschedul
 attempts remain. So is a program failure the policy retries (``error``, ``exit_codes``).
 The script counts attempts (``XCORE_ATTEMPT``) and creates the work unit's checkpoint
 directory (``XCORE_CHECKPOINT_DIR``); on the last attempt it turns Slurm's requeue off, so a
-job that used up ``max_attempts`` stays failed with its class.
+job that used up ``max_attempts`` stays failed with its class. Grid Engine's ``-r y`` holds for
+the whole array, so there the script refuses a rescheduled run beyond ``max_attempts`` instead.
+
+``backoff_secs`` delays the next attempt of a requeue the script makes, without holding the
+allocation: Slurm gets the task's new start time (``scontrol update StartTime=now+N``, pending
+with reason BeginTime); Grid Engine cannot delay one task of an array (``qalter -a`` is for
+whole jobs), so the script holds the task (``qhold``) and submits a tiny job that releases it
+at that time (``qsub -a``).
 """
 
 from __future__ import annotations
+
+import math
 
 import attrs
 
@@ -24,6 +33,9 @@ half the limit)."""
 
 # Scheduler failure classes the scheduler itself retries (requeue / reschedule).
 _NATIVE = ("preempted", "node_failure")
+_MAX_BACKOFF_MS = 2**32  # ~50 days: the script's doubling (at most 2**20) stays within bash's integers
+REFUSED_EXIT = 95
+"""The Grid Engine job script's exit code for a rescheduled run beyond ``max_attempts``."""
 
 
 @attrs.frozen
@@ -36,6 +48,7 @@ class Plan:
     warn_secs: int | None = None  # seconds before the limit the warning signal comes
     # the program's exit codes on which the job script requeues the task: None none, () any but 0
     exit_codes: tuple[int, ...] | None = None
+    backoff_ms: int = 0  # the policy's backoff_secs: the wait before the job script's next attempt
 
     @property
     def grace_secs(self) -> int:
@@ -58,7 +71,8 @@ def plan(retry: Retry | None, time_limit: int | None, signal_before_limit: int |
                               f"({time_limit} s): give a smaller signal_before_limit or a longer time_limit.")
     exit_codes = None if not retried else () if "error" in policy.on else (policy.exit_codes or None)
     return Plan(requeue=retried and any(c in policy.on for c in _NATIVE), on_limit=on_limit and bool(warn),
-                max_attempts=policy.max_attempts, warn_secs=warn, exit_codes=exit_codes)
+                max_attempts=policy.max_attempts, warn_secs=warn, exit_codes=exit_codes,
+                backoff_ms=min(_MAX_BACKOFF_MS, math.ceil(policy.backoff_secs * 1000)) if retried else 0)
 
 
 def slurm_directives(p: Plan) -> list[str]:
@@ -83,9 +97,17 @@ _ATTEMPT = {
     "sge": ('mkdir -p "$XHPC_RUN/starts" && printf . >> "$XHPC_RUN/starts/$XHPC_INDEX"\n'
             'XHPC_RESTARTS=$(( $(wc -c < "$XHPC_RUN/starts/$XHPC_INDEX") - 1 ))\n'),
 }
+_COUNT = 'XCORE_ATTEMPT=$(( ${XCORE_ATTEMPT:-1} + XHPC_RESTARTS ))\n'
+# Grid Engine reschedules a rerunnable task however often it is asked (-r y is the whole
+# array's): a rescheduled run beyond max_attempts ends at once, and refused/INDEX.ATTEMPT.MAX
+# tells status so. The first run of a submission always runs (`xcore retry` may go beyond).
+_REFUSE_SGE = ('if [ "$XHPC_RESTARTS" -gt 0 ] && [ "$XCORE_ATTEMPT" -gt {max} ]; then\n'
+               '    echo "xhpc: attempt $XCORE_ATTEMPT refused: max_attempts={max} used up" >&2\n'
+               '    mkdir -p "$XHPC_RUN/refused" && : > "$XHPC_RUN/refused/$XHPC_INDEX.$XCORE_ATTEMPT.{max}"\n'
+               '    exit {code}\n'
+               'fi\n')
 # A rerun appends to the same log: a line says where the next attempt starts.
-_COMMON = ('XCORE_ATTEMPT=$(( ${XCORE_ATTEMPT:-1} + XHPC_RESTARTS ))\n'
-           '[ "$XHPC_RESTARTS" = 0 ] || echo "----- xhpc: attempt $XCORE_ATTEMPT -----"\n'
+_COMMON = ('[ "$XHPC_RESTARTS" = 0 ] || echo "----- xhpc: attempt $XCORE_ATTEMPT -----"\n'
            'export XCORE_ATTEMPT\n'
            '[ -z "${XCORE_CHECKPOINT_DIR:-}" ] || mkdir -p -- "$XCORE_CHECKPOINT_DIR" '
            '|| { echo "xhpc: cannot create $XCORE_CHECKPOINT_DIR" >&2; exit 98; }\n')
@@ -97,7 +119,10 @@ _LAST_ATTEMPT_SLURM = ('if [ "$XCORE_ATTEMPT" -ge {max} ]; then\n'
 
 
 def attempt_lines(scheduler: str, p: Plan) -> str:
-    text = _ATTEMPT[scheduler] + _COMMON
+    text = _ATTEMPT[scheduler] + _COUNT
+    if scheduler == "sge" and p.requeue:
+        text += _REFUSE_SGE.format(max=p.max_attempts, code=REFUSED_EXIT)
+    text += _COMMON
     if scheduler == "slurm" and p.requeue:
         text += _LAST_ATTEMPT_SLURM.format(max=p.max_attempts)
     return text
@@ -140,6 +165,46 @@ _REQUEUE = {
               '    echo "xhpc: scontrol requeue failed" >&2\n'),
     "sge": '    kill -KILL "$XHPC_CHILD" 2>/dev/null; exit 99  # Grid Engine reschedules a job that exits 99\n',
 }
+# With backoff_secs: the wait before attempt N+1 is backoff_secs * 2**(N-1) (``Retry.backoff``),
+# rounded up to whole seconds; the doubling stops at 2**20.
+_WAIT = ('    XHPC_WAIT=$(( (({ms} << (XCORE_ATTEMPT > 21 ? 20 : XCORE_ATTEMPT - 1)) + 999) / 1000 ))\n')
+_SAID = 'echo "xhpc: attempt $((XCORE_ATTEMPT + 1)) starts in $XHPC_WAIT s or later (backoff)" >&2'
+_NOT_DELAYED = 'echo "xhpc: could not delay attempt $((XCORE_ATTEMPT + 1)) by its backoff" >&2'
+_DELAYED_REQUEUE = {
+    # Slurm holds a requeued task by itself for cred_expire + 1 s from when it ended (it ends up
+    # to KillWait s after the requeue): a backoff within that needs nothing, a longer one is the
+    # task's new start time. The update comes after the requeue (a running task has no start
+    # time to set) and the requeue sends SIGTERM: the script ignores it to live until then.
+    "slurm": ('    scontrol update jobid="$SLURM_JOB_ID" requeue=1 >/dev/null 2>&1\n' + _WAIT +
+              "    XHPC_HOLD=$(scontrol show config 2>/dev/null | awk '/cred_expire=/ {{sub(/.*cred_expire=/, \"\"); "
+              "c = $0 + 0}} /^KillWait / {{k = $3 + 0}} END {{print (c ? c : 120) + 1 + (k ? k : 30)}}')\n"
+              "    trap '' TERM\n"
+              '    if scontrol requeue "$SLURM_JOB_ID"; then\n'
+              '        if [ "$XHPC_WAIT" -gt "${{XHPC_HOLD:-0}}" ]; then\n'
+              '            if scontrol update jobid="$SLURM_JOB_ID" StartTime="now+$XHPC_WAIT" >/dev/null; then\n'
+              '                ' + _SAID + '\n'
+              '            else ' + _NOT_DELAYED + '; fi\n'
+              '        fi\n'
+              '        while :; do sleep 5; done\n'
+              '    fi\n'
+              '    echo "xhpc: scontrol requeue failed" >&2\n'),
+    # Grid Engine: qalter -a is refused for a task ("works only on jobs"), so the task is held
+    # (the hold takes effect once it is back in the queue) and a tiny job submitted with -a
+    # releases it at its time. If either fails the next attempt starts at once.
+    "sge": (_WAIT +
+            '    XHPC_TASK_ID="$JOB_ID.$SGE_TASK_ID"\n'
+            '    if qhold -h u "$XHPC_TASK_ID" >/dev/null; then\n'
+            '        if qsub -terse -a "$(date -d "@$(( $(date +%s) + XHPC_WAIT ))" +%Y%m%d%H%M.%S)" -b y -r n '
+            '-N xhpc-backoff -wd "$XHPC_RUN" -o /dev/null -j y "$(command -v qrls || echo qrls)" -h u '
+            '"$XHPC_TASK_ID" >/dev/null; then\n'
+            '            ' + _SAID + '\n'
+            '        else\n'
+            '            qrls -h u "$XHPC_TASK_ID" >/dev/null\n'
+            '            ' + _NOT_DELAYED + '\n'
+            '        fi\n'
+            '    else ' + _NOT_DELAYED + '; fi\n'
+            '    kill -KILL "$XHPC_CHILD" 2>/dev/null; exit 99  # Grid Engine reschedules a job that exits 99\n'),
+}
 _FORWARD = {"slurm": 'kill -USR1 "$XHPC_CHILD" 2>/dev/null', "sge": ":"}
 
 
@@ -156,6 +221,7 @@ def run_lines(scheduler: str, p: Plan) -> str | None:
     timeouts nor the program's failures: nothing changes for the job)."""
     if not p.on_limit and p.exit_codes is None:
         return None
+    requeue = _DELAYED_REQUEUE[scheduler].format(ms=p.backoff_ms) if p.backoff_ms else _REQUEUE[scheduler]
     return _RUN_CHILD.format(forward=_FORWARD[scheduler], grace=p.grace_secs, max=p.max_attempts,
-                             requeue=_REQUEUE[scheduler], on_limit="true" if p.on_limit else "false",
+                             requeue=requeue, on_limit="true" if p.on_limit else "false",
                              on_exit=_exit_test(p.exit_codes))

@@ -32,6 +32,7 @@ LOST_REPLY_GRACE = 120.0  # seconds to wait for a chunk-K.id after a lost submis
 _MARK_CHUNK = "@@XHPC-CHUNKID"
 _MARK_CANCELLED = "@@XHPC-CANCELLED"
 _MARK_REQUEUED = "@@XHPC-REQUEUED"
+_MARK_REFUSED = "@@XHPC-REFUSED"
 
 
 def _scheduler_name(handle: ClusterHandle) -> str:
@@ -122,19 +123,22 @@ def _query(group: list[ClusterHandle], scheduler_name: str) -> tuple[list[JobSta
     outage: Outage | None = None
     cancelled: set[tuple[str, int]] = set()
     requeued: dict[tuple[str, int, int], tuple[str, int | None]] = {}  # (run_dir, index, attempt): why, exit code
+    refused: dict[tuple[str, int, int], int] = {}  # (run_dir, index, attempt): max_attempts
     if job_ids:
         run_dirs = sorted({h.run_dir for h in group if h.run_dir})
         # Markers the job script and cancel leave: cancelled/INDEX, and requeued/INDEX.ATTEMPT
-        # for a run the script requeued before its time limit (the scheduler records "requeued").
+        # for a run the script requeued before its time limit (the scheduler records "requeued"),
+        # refused/INDEX.ATTEMPT.MAX for a Grid Engine rescheduled run beyond max_attempts.
         markers = (
             "for d in " + " ".join(q(d) for d in run_dirs) + "; do "
             f"for f in \"$d\"/cancelled/*; do [ -e \"$f\" ] && echo \"{_MARK_CANCELLED} $d ${{f##*/}}\"; done; "
-            f"for f in \"$d\"/requeued/*; do [ -e \"$f\" ] && echo \"{_MARK_REQUEUED} $d ${{f##*/}}\"; done; done; "
+            f"for f in \"$d\"/requeued/*; do [ -e \"$f\" ] && echo \"{_MARK_REQUEUED} $d ${{f##*/}}\"; done; "
+            f"for f in \"$d\"/refused/*; do [ -e \"$f\" ] && echo \"{_MARK_REFUSED} $d ${{f##*/}}\"; done; done; "
         )
         gangs = sorted({h.job_id for h in group if h.job_id and h.task == ANY_TASK})
         out = transport.run(markers + scheduler.query_command(job_ids, gangs)).out
         for line in out.splitlines():
-            if line.startswith((_MARK_CANCELLED, _MARK_REQUEUED)):
+            if line.startswith((_MARK_CANCELLED, _MARK_REQUEUED, _MARK_REFUSED)):
                 mark, run_dir, name = line.split(" ", 2)
                 if mark == _MARK_CANCELLED and name.isdigit():
                     cancelled.add((run_dir, int(name)))
@@ -142,6 +146,8 @@ def _query(group: list[ClusterHandle], scheduler_name: str) -> tuple[list[JobSta
                 if mark == _MARK_REQUEUED and len(fields) >= 3 and fields[0].isdigit() and fields[1].isdigit():
                     code = int(fields[3]) if len(fields) > 3 and fields[3].isdigit() else None
                     requeued[(run_dir, int(fields[0]), int(fields[1]))] = (fields[2], code)
+                if mark == _MARK_REFUSED and len(fields) == 3 and all(f.isdigit() for f in fields):
+                    refused[(run_dir, int(fields[0]), int(fields[1]))] = int(fields[2])
         table = scheduler.parse_states(out)
         outage = scheduler.outage(out)
     now = time.time()
@@ -177,7 +183,7 @@ def _query(group: list[ClusterHandle], scheduler_name: str) -> tuple[list[JobSta
                                    "to the scheduler or its accounting")
         if marked and state.status is Status.FAILED:
             state = JobState(Status.CANCELLED, "cancelled", state.exit_code, state.started_at, state.ended_at)
-        states.append(_numbered(state, handle, requeued))
+        states.append(_numbered(state, handle, requeued, refused))
     return states, outage.reason if outage is not None else None
 
 
@@ -197,10 +203,13 @@ def _role_state(gang: JobState | None, role: JobState | None) -> JobState | None
 
 
 def _numbered(state: JobState, handle: ClusterHandle,
-              requeued: dict[tuple[str, int, int], tuple[str, int | None]]) -> JobState:
+              requeued: dict[tuple[str, int, int], tuple[str, int | None]],
+              refused: dict[tuple[str, int, int], int] | None = None) -> JobState:
     """The scheduler counts a task's runs from 1; the submission's first run is attempt
     ``handle.attempt``. A run the job script requeued says why in its marker: before its time
-    limit (timeout) or a program failure the policy retries (error, with its exit code)."""
+    limit (timeout) or a program failure the policy retries (error, with its exit code). A
+    rescheduled run the script refused (max_attempts used up) ends with the class of the
+    attempt before it: that failure is why the task stopped."""
     shift = handle.attempt - 1
     if not state.previous_attempts and not shift:
         return state
@@ -214,7 +223,14 @@ def _numbered(state: JobState, handle: ClusterHandle,
             attempt = attrs.evolve(attempt, failure="error", exit_code=code,
                                    message=f"{describe_exit(code) if code else 'failed'} (requeued)")
         previous.append(attrs.evolve(attempt, number=number))
-    return attrs.evolve(state, attempt=(state.attempt or 1) + shift, previous_attempts=tuple(previous))
+    numbered = attrs.evolve(state, attempt=(state.attempt or 1) + shift, previous_attempts=tuple(previous))
+    limit = (refused or {}).get((handle.run_dir, handle.index, numbered.attempt or 1))
+    if limit is not None and state.status is Status.FAILED and previous:
+        last = previous[-1]
+        numbered = attrs.evolve(numbered, failure=last.failure, exit_code=last.exit_code,
+                                message=f"attempt {numbered.attempt} refused: max_attempts={limit} used up "
+                                        f"(attempt {last.number}: {last.message or last.failure})")
+    return numbered
 
 
 _BENIGN_CANCEL_ERRORS = ("already complet", "Invalid job id", "does not exist", "not found")

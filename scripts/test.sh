@@ -46,4 +46,5 @@ else
 fi
 
 echo "==> pytest"
-exec .venv/bin/python -m pytest --timeout=600 "$@"
+# --durations: the slowest tests, so a run that creeps towards the 20-minute budget says where.
+exec .venv/bin/python -m pytest --timeout=600 --durations=20 "$@"

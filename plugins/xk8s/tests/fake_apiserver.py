@@ -19,8 +19,9 @@ uses over HTTP on 127.0.0.1, behind a real kubeconfig with a bearer token:
   QuotaReserved condition says why it waits (``kueue_message``, or a missing LocalQueue);
   ``admit`` admits it and unsuspends the Job;
 - a kubelet that either runs each pod's container as a local process (``run_pods=True``:
-  command and args as given, env from the pod, ConfigMap volumes materialised in a temporary
-  directory and mount paths mapped onto it; the image is ignored) or leaves pods to the test,
+  command, args and env from the pod, with Kubernetes' ``$(NAME)``/``$$`` expansion
+  (``k8s_expansion``), ConfigMap volumes materialised in a temporary directory and mount paths
+  mapped onto it; the image is ignored) or leaves pods to the test,
   which moves them with ``start``, ``finish``, ``oom_kill``, ``image_pull_backoff``,
   ``unschedulable``, ``preempt``, ``evict`` and ``write_log``.
 
@@ -48,10 +49,14 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
+from k8s_expansion import expand
+
 TOKEN = "xk8s-fake-token"
 INDEX = "batch.kubernetes.io/job-completion-index"
 FAILURE_COUNT = "batch.kubernetes.io/job-index-failure-count"
 IGNORED_COUNT = "batch.kubernetes.io/job-index-ignored-failure-count"
+JOB_INDEX = "jobset.sigs.k8s.io/job-index"
+RESTART_ATTEMPT = "jobset.sigs.k8s.io/restart-attempt"
 KINDS = {  # (api prefix, plural) -> kind
     ("/apis/batch/v1", "jobs"): "Job",
     ("/api/v1", "pods"): "Pod",
@@ -398,18 +403,20 @@ class FakeCluster:
                     return str(local) + arg[len(path):]
             return arg
 
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOSTNAME": name}
-        if INDEX in (pod["metadata"].get("annotations") or {}):
-            env["JOB_COMPLETION_INDEX"] = pod["metadata"]["annotations"][INDEX]
+        defined: dict[str, str] = {}  # the container's variables, each value expanded as it is defined
         for item in container.get("env") or []:
             if "value" in item:
-                env[item["name"]] = item["value"]
+                defined[item["name"]] = expand(item["value"], defined)
             elif ref := (item.get("valueFrom") or {}).get("secretKeyRef"):
-                env[item["name"]] = self.secrets.get((ns, ref["name"]), {}).get(ref["key"], "")
+                defined[item["name"]] = self.secrets.get((ns, ref["name"]), {}).get(ref["key"], "")
             elif field := (item.get("valueFrom") or {}).get("fieldRef"):  # the downward API: labels, annotations
                 where, _, key = field["fieldPath"].removesuffix("']").partition("['")
-                env[item["name"]] = (pod["metadata"].get(where.removeprefix("metadata.")) or {}).get(key, "")
-        argv = [mapped(a) for a in [*(container.get("command") or []), *(container.get("args") or [])]]
+                defined[item["name"]] = (pod["metadata"].get(where.removeprefix("metadata.")) or {}).get(key, "")
+        if INDEX in (pod["metadata"].get("annotations") or {}):  # the Job controller appends it to the env
+            defined["JOB_COMPLETION_INDEX"] = pod["metadata"]["annotations"][INDEX]
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOSTNAME": name, **defined}
+        words = [*(container.get("command") or []), *(container.get("args") or [])]
+        argv = [mapped(expand(word, defined)) for word in words]
         log = self.workdir / name / "log"
         log.parent.mkdir(parents=True, exist_ok=True)
         with open(log, "wb") as out:
@@ -550,6 +557,10 @@ class FakeCluster:
                 meta = template.setdefault("metadata", {})
                 meta["name"] = f"{jobset['metadata']['name']}-{rjob['name']}-{replica}"
                 meta.setdefault("labels", {})["jobset.sigs.k8s.io/jobset-name"] = jobset["metadata"]["name"]
+                pod_meta = template["spec"]["template"].setdefault("metadata", {})  # JobSet marks each pod
+                pod_meta.setdefault("annotations", {})[JOB_INDEX] = str(replica)
+                pod_meta.setdefault("labels", {})[JOB_INDEX] = str(replica)
+                pod_meta["labels"][RESTART_ATTEMPT] = "0"
                 meta["ownerReferences"] = [{"apiVersion": API_VERSION["JobSet"], "kind": "JobSet",
                                             "name": jobset["metadata"]["name"], "uid": jobset["metadata"]["uid"]}]
                 job = self._meta({"metadata": meta, "spec": template["spec"]}, "Job", ns)
@@ -655,7 +666,7 @@ class FakeCluster:
         meta = template.get("metadata") or {}
         labels = {**(meta.get("labels") or {}), "job-name": name, "batch.kubernetes.io/job-name": name,
                   "controller-uid": job["metadata"]["uid"], INDEX: str(index)}
-        annotations = {INDEX: str(index)}
+        annotations = {**(meta.get("annotations") or {}), INDEX: str(index)}
         if "backoffLimitPerIndex" in job["spec"]:  # the Job controller counts the index's failed pods
             annotations[FAILURE_COUNT] = str(job["_fake"]["failures"].get(str(index), 0))
             ignored = job["_fake"].get("ignored", {}).get(str(index), 0)

@@ -13,6 +13,7 @@ import time
 import attrs
 import kubernetes_validate
 import pytest
+from k8s_expansion import expand
 
 import xk8s
 from xcore import plugin as xp
@@ -42,31 +43,6 @@ def single(executor, args=("--lr=0.1",), attempt=1, command=("python3", "-m", "t
     return job["spec"]["template"]["spec"]["containers"][0]
 
 
-def k8s_expand(text, env):
-    """Kubernetes' expansion of ``$(NAME)`` and ``$$`` in a container's command (its
-    third_party/forked/golang/expansion): an unknown name is left as written."""
-    out, i = [], 0
-    while i < len(text):
-        if text[i] == "$" and i + 1 < len(text):
-            nxt = text[i + 1]
-            if nxt == "$":
-                out.append("$")
-                i += 2
-                continue
-            if nxt == "(" and ")" in text[i + 2:]:
-                end = text.index(")", i + 2)
-                name = text[i + 2:end]
-                out.append(env.get(name, f"$({name})"))
-                i = end + 1
-                continue
-            out.append(text[i:i + 2])
-            i += 2
-            continue
-        out.append(text[i])
-        i += 1
-    return "".join(out)
-
-
 def pod_env(container, annotations=None, labels=None):
     """The container's environment as the kubelet gives it (the downward API reads the pod's
     annotations and labels; one that is missing reads empty)."""
@@ -91,7 +67,8 @@ def shells():
 
 
 def run(container, env, shell=("/bin/sh",)):
-    argv = [*container["command"], *(container.get("args") or [])]
+    """The container's command as the kubelet runs it (expanded), with ``shell`` as its /bin/sh."""
+    argv = [expand(word, env) for word in [*container["command"], *(container.get("args") or [])]]
     assert argv[:2] == ["/bin/sh", "-c"]
     done = subprocess.run([*shell, *argv[1:]], env=env, capture_output=True, timeout=30)
     assert done.returncode == 0, done.stderr
@@ -101,14 +78,14 @@ def run(container, env, shell=("/bin/sh",)):
 def test_a_single_job_with_a_policy_runs_under_the_attempt_wrapper():
     argv = [sys.executable, "-c", SHOW, *TRICKY]
     container = single(xk8s.Kubernetes(retry=POLICY, **CKPT), argv[1:], command=argv[:1])
-    assert container["command"] == ["/bin/sh", "-c", mf.ATTEMPT_SCRIPT, mf.ATTEMPT_WRAPPER_NAME, *argv]
     assert "args" not in container
     env = pod_env(container)
     assert env["XK8S_FIRST_ATTEMPT"] == "1" and "XCORE_ATTEMPT" not in env  # the wrapper computes it
-    # Kubernetes expands $(NAME) and $$ in a command: the wrapper's own words come through as
-    # written (and so do these arguments, none of which names one of the container's variables)
+    # Kubernetes expands $(NAME) and $$ in a command: the wrapper's words, as xk8s writes them
+    # ($ doubled), come out as the script, whatever the container's variables are
     names = {item["name"]: "EXPANDED" for item in container["env"]}
-    assert [k8s_expand(word, names) for word in container["command"]] == container["command"]
+    wrapper = ["/bin/sh", "-c", mf.ATTEMPT_SCRIPT, mf.ATTEMPT_WRAPPER_NAME, *argv]
+    assert [expand(word, names) for word in container["command"]] == wrapper
 
 
 @pytest.mark.parametrize(("parts", "attempt"), [
@@ -153,7 +130,7 @@ def test_a_jobgroup_with_a_policy_adds_the_sets_restarts():
     validate_jobset(jobset)
     a, b = ([rj["template"]["spec"]["template"]["spec"]["containers"][0]
              for rj in jobset["spec"]["replicatedJobs"]])
-    assert a["command"][:4] == ["/bin/sh", "-c", mf.ATTEMPT_SCRIPT, mf.ATTEMPT_WRAPPER_NAME]
+    assert a["command"][:4] == ["/bin/sh", "-c", mf.literal(mf.ATTEMPT_SCRIPT), mf.ATTEMPT_WRAPPER_NAME]
     assert b["command"] == ["b"]  # attempt_env=False: an image without a shell; the parts only
     assert {"XK8S_FIRST_ATTEMPT", "XK8S_INDEX_FAILURES", "XK8S_JOBSET_RESTARTS"} <= {e["name"] for e in b["env"]}
     env = pod_env(a, {mf.IGNORED_ANNOTATION: "1"}, {"jobset.sigs.k8s.io/restart-attempt": "2"})
@@ -190,7 +167,7 @@ def test_a_policy_with_nothing_to_add_gets_a_plain_value_and_no_shell():
     for container in (single(xk8s.Kubernetes(retry=POLICY, **CKPT), ["--a"], command=()),
                       single(xk8s.Kubernetes(retry=POLICY, attempt_env=False, **CKPT), ["--a"])):
         assert [*container.get("command", []), *container.get("args", [])][-1] == "--a"
-        assert mf.ATTEMPT_SCRIPT not in container.get("command", [])
+        assert mf.literal(mf.ATTEMPT_SCRIPT) not in container.get("command", [])
         assert "XCORE_ATTEMPT" not in {e["name"] for e in container["env"]}
         assert "XK8S_FIRST_ATTEMPT" in {e["name"] for e in container["env"]}
 

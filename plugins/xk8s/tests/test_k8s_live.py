@@ -4,11 +4,13 @@
 
 It launches small sweeps of ``python:3.12-slim`` pods (XK8S_LIVE_IMAGE overrides the image;
 it must have python3): exit codes and hostile-ish arguments, a per-trial time limit and the
-cancel of one trial; it waits, reads logs and cleans up (a few minutes).
+cancel of one trial, and `$(NAME)`/`$$` words of a single job; it waits, reads logs and cleans up
+(a few minutes).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import time
 
@@ -33,12 +35,13 @@ def live_cluster() -> str:
     return os.path.expanduser(LIVE or "")
 
 
-def _launch(tmp_path, program: str, args: list[list[str]], **executor: object) -> list:
+def _launch(tmp_path, program: str, args: list[list[str]], env: dict[str, str] | None = None,
+            **executor: object) -> list:
     image = os.environ.get("XK8S_LIVE_IMAGE", "python:3.12-slim")
     exe = xk8s.KubernetesExecutable(name="echo", image=image, command=["python3", "-c", program])
     ex = xk8s.Kubernetes(namespace=os.environ.get("XK8S_LIVE_NAMESPACE", "default"), ttl_after_finished_secs=600,
                          **executor)
-    requests = [make_request(exe, ex, a) for a in args]
+    requests = [make_request(exe, ex, a, env) for a in args]
     return hooks.KubernetesBackend().launch(requests, make_launch_context(tmp_path))
 
 
@@ -82,5 +85,22 @@ def test_live_per_trial_time_limit_and_cancel_of_one_trial(tmp_path, monkeypatch
         result = _wait(handles)
         assert result[0].status is xp.Status.FAILED and result[0].message.startswith("DeadlineExceeded"), result[0]
         assert [s.status for s in result[1:]] == [xp.Status.COMPLETED, xp.Status.CANCELLED, xp.Status.COMPLETED]
+    finally:
+        hooks.KubernetesBackend().cancel(handles)
+
+
+@pytest.mark.live_tier("kubernetes")
+def test_live_single_job_gets_dollar_words_as_written(tmp_path, monkeypatch, live_cluster):
+    """On a real kubelet, which expands ``$(NAME)`` and ``$$`` in a container's args and env."""
+    monkeypatch.setenv("KUBECONFIG", live_cluster)
+    client.api_client.cache_clear()
+    words = ["$(V)", "$(XK8S_FIRST_ATTEMPT)", "$(HOME)", "$$", "$$$", "$(", "a$$b", "end$"]
+    env = {"V": "defined", "W": "$(V) $$ end$"}
+    program = "import json, os, sys; print(json.dumps([sys.argv[1:], os.environ['W']]))"
+    handles = _launch(tmp_path, program, [words], env)
+    try:
+        assert _wait(handles)[0].status is xp.Status.COMPLETED
+        shown = "".join(hooks.KubernetesBackend().logs(handles[0], False)).strip().splitlines()[-1]
+        assert json.loads(shown) == [words, env["W"]]
     finally:
         hooks.KubernetesBackend().cancel(handles)

@@ -121,17 +121,28 @@ def queue_labels(executor: Kubernetes) -> dict[str, str]:
     return labels
 
 
+def literal(text: str) -> str:
+    """``text`` as a word of a container's ``command``/``args`` or an env ``value`` that
+    Kubernetes turns back into exactly ``text``: the kubelet replaces ``$(NAME)`` of a variable
+    the container defines and ``$$`` by ``$`` (and keeps any other ``$``), so every ``$``
+    doubled comes out as one ``$`` and nothing else."""
+    return text.replace("$", "$$")
+
+
 def pod_spec(executor: Kubernetes, image: str, *, command: Sequence[str] | None, args: Sequence[str] | None,
              env: Mapping[str, str], trials_configmap: str | None = None,
              first_env: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
-    """The pod template's spec: one container named ``main`` (``first_env``: entries listed
-    before the job's own, which may refer to them as ``$(NAME)``)."""
+    """The pod template's spec: one container named ``main``.
+
+    Every word of ``command`` and ``args`` and every value of ``env`` reaches the program byte
+    for byte (``literal``); ``first_env``: xk8s's own entries, listed first and as they are, whose
+    values may refer to the ones before them as ``$(NAME)`` (``distributed_env``)."""
     container: dict[str, Any] = {"name": CONTAINER, "image": image}
     if command:
-        container["command"] = list(command)
+        container["command"] = [literal(word) for word in command]
     if args:
-        container["args"] = list(args)
-    env_list: list[dict[str, Any]] = [*first_env, *({"name": k, "value": v} for k, v in env.items())]
+        container["args"] = [literal(word) for word in args]
+    env_list: list[dict[str, Any]] = [*first_env, *({"name": k, "value": literal(v)} for k, v in env.items())]
     env_list += [{"name": var, "valueFrom": {"secretKeyRef": {"name": ref.split("/", 1)[0],
                                                                 "key": ref.split("/", 1)[1]}}}
                  for var, ref in executor.env_from_secrets.items()]
@@ -232,8 +243,8 @@ def attempt_env(first: int | None) -> list[dict[str, Any]]:
 #: shell text (no user value is ever in it; the argv follows as ``"$@"``) that checks that
 #: every part is a plain decimal number, adds them up, exports the sum and ``exec``s the
 #: program in its place (parts that are not numbers leave ``XCORE_ATTEMPT`` unset, with a line
-#: on stderr, rather than stop the program). Kubernetes expands ``$(NAME)`` and ``$$`` in a
-#: command: the text has neither (``$((`` opens no variable name), so it reaches the shell as is.
+#: on stderr, rather than stop the program). Like every word of a command, ``pod_spec`` writes
+#: it with each ``$`` doubled, which Kubernetes' own ``$(NAME)``/``$$`` expansion undoes exactly.
 ATTEMPT_SCRIPT = (
     'case "${XK8S_FIRST_ATTEMPT:-1}/${XK8S_INDEX_FAILURES:-0}/${XK8S_INDEX_IGNORED_FAILURES:-0}/'
     '${XK8S_JOBSET_RESTARTS:-0}" in\n'
@@ -431,14 +442,16 @@ def role_hosts(jobset_name: str, role: str, replicas: int) -> list[str]:
 def distributed_env(executor: Kubernetes, hosts: Sequence[str]) -> list[dict[str, Any]]:
     """The framework's variables for each replica of a role: the rank is the replica's index
     (read from its pod's annotation), everything else is the same for every replica, so the
-    values that hold the rank refer to it as ``$(XCORE_RANK)``."""
+    values that hold the rank refer to it as ``$(XCORE_RANK)``, which Kubernetes expands (the
+    rest is written ``literal``)."""
     dist = executor.distributed
     if dist is None:
         return []
     rank = "$(XCORE_RANK)"
     port = dist.port or 29500
-    values = xp.distributed_env(dist, rank=0, world_size=len(hosts), coordinator=hosts[0], port=port,
-                                workers=[f"{host}:{port}" for host in hosts])
+    plain = xp.distributed_env(dist, rank=0, world_size=len(hosts), coordinator=hosts[0], port=port,
+                               workers=[f"{host}:{port}" for host in hosts])
+    values = {key: literal(value) for key, value in plain.items()}
     values.update({key: rank for key in ("RANK", "JAX_PROCESS_ID") if key in values})
     if "TF_CONFIG" in values:  # the index inside the JSON, as Kubernetes expands it
         values["TF_CONFIG"] = values["TF_CONFIG"].replace('"index":0}', f'"index":{rank}}}')

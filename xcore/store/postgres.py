@@ -167,7 +167,7 @@ class PostgresDialect(Dialect):
             if self._light is None or self._light.closed:
                 assert self._light_params is not None
                 self._light = pgwire.Connection(self._light_params)
-            self._light.simple("BEGIN READ ONLY")
+            self._light.simple("BEGIN READ ONLY", later=True)  # sent with the first statement
             try:
                 result = work(pgwire.Cursor(self._light), False)
             except BaseException:

@@ -15,8 +15,10 @@ the SQLite files in a throw-away directory. Rows are filled with set-based SQL
 
 Run from a regular (non-editable) install with the postgres extra:
   python3 -m venv /tmp/b && /tmp/b/bin/pip install '.[postgres]' plugins/xlocal
-  /tmp/b/bin/python bench/bench_team_store_cli.py [--quick] [--only cli|growth] [ROUNDS]
-The server: XCORE_BENCH_PG_URL, else /var/lib/xcore-infra/postgres/url.
+  /tmp/b/bin/python bench/bench_team_store_cli.py [--quick] [--only cli|growth] [--before BIN] [ROUNDS]
+The server: XCORE_BENCH_PG_URL, else /var/lib/xcore-infra/postgres/url. ``--before BIN``: the
+``bin`` directory of another install (e.g. the main branch's) whose `list` and `show` run in the
+same alternated rounds, for a before/after comparison under the same load.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from _common import PYTHON, XCORE_BIN, load_average, temp_home, time_subprocess,
 
 QUICK = "--quick" in sys.argv
 ONLY = sys.argv[sys.argv.index("--only") + 1] if "--only" in sys.argv else None
+BEFORE = sys.argv[sys.argv.index("--before") + 1] if "--before" in sys.argv else None
 _NUMBERS = [a for a in sys.argv[1:] if a.isdigit()]
 ROUNDS = int(_NUMBERS[0]) if _NUMBERS else 7
 BIG = (1_000, 100) if QUICK else (10_000, 100)  # experiments, work units (1 job each) per experiment
@@ -183,6 +186,10 @@ def part_cli(base: str, tmp: Path) -> bool:
         envs = {name: sq_env if name.startswith(("sqlite", "python")) else pg_env for name in cases}
         for name in ("psycopg list", "psycopg show"):  # every read through psycopg, as before issue 31
             envs[name] = {**pg_env, "XCORE_STORE_LIGHT_READS": "0"}
+        if BEFORE:
+            for name in ("pg list", "pg show", "sqlite list", "sqlite show"):
+                cases[f"before {name}"] = [os.path.join(BEFORE, "xcore"), *cases[name][1:]]
+                envs[f"before {name}"] = envs[name]
         figs = measure(cases, envs, str(tmp))
         inside = {name: in_process(url, n // 2) for name, url in (("PostgreSQL", db.url), ("SQLite", f"sqlite:///{sqlite}"))}
     finally:
@@ -195,6 +202,9 @@ def part_cli(base: str, tmp: Path) -> bool:
         ok &= line(f"PostgreSQL {label}", figs[f"pg {cmd}"], f"SQLite {label.split(' (')[0]}", figs[f"sqlite {cmd}"],
                    2.0)
         ok &= line(f"PostgreSQL {label}", figs[f"pg {cmd}"], "`python -c pass`", figs["python -c pass"], 8.0)
+    for name in ("pg list", "pg show", "sqlite list", "sqlite show") if BEFORE else ():
+        line(f"{name}", figs[name], f"{name} of --before", figs[f"before {name}"], 1.0)
+        line(f"{name} of --before", figs[f"before {name}"], "`python -c pass`", figs["python -c pass"], 8.0)
     for cmd in ("list", "show"):
         fig, old = figs[f"pg {cmd}"], figs[f"psycopg {cmd}"]
         print(f"   PostgreSQL `xcore {cmd}` with every read through psycopg (XCORE_STORE_LIGHT_READS=0): "

@@ -32,6 +32,24 @@ def test_the_built_in_store_opens_without_building_the_plugin_host():
     assert built_host() is None and workspace.built_host() is None
 
 
+def test_list_reads_the_experiments_again_only_after_refreshing_some(monkeypatch, capsys):
+    """Issue 31: with nothing active, `xcore list` answers from its first read (one read
+    transaction less on a team store)."""
+    store = current().store
+    done = store.create_experiment("done").id
+    store.update_experiment(done, launch_status="LAUNCH_FAILED")
+    reads = []
+    listing = type(store).list_experiments
+    monkeypatch.setattr(type(store), "list_experiments", lambda self, **kw: reads.append(kw) or listing(self, **kw))
+    assert main(["list", "--json"]) == 0
+    assert len(reads) == 1 and capsys.readouterr().out.count('"title": "done"') == 1
+    assert main(["list", "--json", "--status", "failed"]) == 0  # the filter is the second read's
+    assert len(reads) == 3 and '"title": "done"' in capsys.readouterr().out
+    store.create_experiment("launching")  # active: refreshed, then read again
+    assert main(["list", "--json"]) == 0
+    assert len(reads) == 5 and '"title": "launching"' in capsys.readouterr().out
+
+
 def test_a_new_process_host_makes_a_new_workspace_once_the_old_one_took_the_host():
     workspace = current()
     assert workspace.host is get_host()

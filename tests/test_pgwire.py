@@ -31,6 +31,52 @@ def test_list_and_show_on_postgres_do_not_import_psycopg(tmp_path, pg_url):
         assert (shown[0] if argv[0] == "list" else shown)["title"] == "team"
 
 
+def test_list_and_show_on_postgres_build_no_plugin_host(tmp_path, pg_url):
+    """Issue 31: the built-in team store opens as the SQLite one does, without pluggy and the
+    plugin host (and show reads no config.toml parser when there is no file)."""
+    store = PostgresStore(pg_url, migrate=True)
+    exp = store.create_experiment("team").id
+    store.update_experiment(exp, launch_status="LAUNCH_FAILED")  # nothing active: no backend to ask either
+    store.close()
+    env = {"XCORE_STORE": pg_url, "XCORE_CONFIG_DIR": str(tmp_path / "no-config")}
+    for argv in (["list"], ["show", str(exp)]):
+        modules, out = modules_after(argv, tmp_path, env=env)
+        assert not {"pluggy", "xcore.hooks.host", "tomllib"} & modules, argv
+        assert "team" in out, argv
+
+
+def test_a_light_read_sends_its_begin_with_its_first_statement(pg_url):
+    """Issue 31: a read transaction's BEGIN costs no round trip of its own: one write per
+    statement and one for the COMMIT, where each used to be a wait for the server."""
+    store = PostgresStore(pg_url, migrate=True)
+    try:
+        exp = store.create_experiment("team").id
+        store.get_experiment(exp)  # connects the light client
+        conn = store.dialect._light
+        writes, statements = [], []
+
+        class Counting:
+            def __init__(self, sock):
+                self.sock = sock
+
+            def sendall(self, data):
+                writes.append(data)
+                return self.sock.sendall(data)
+
+            def __getattr__(self, name):
+                return getattr(self.sock, name)
+
+        conn.sock = Counting(conn.sock)
+        query = conn.query
+        conn.query = lambda *args: statements.append(args) or query(*args)
+        assert store.get_experiment(exp).title == "team"
+        assert statements and len(writes) == len(statements) + 1
+        assert writes[0].startswith(b"Q") and b"BEGIN READ ONLY" in writes[0]
+        assert store.dialect._light is conn  # still served by the light client
+    finally:
+        store.close()
+
+
 def test_light_reads_off_takes_psycopg(tmp_path, pg_url):
     PostgresStore(pg_url, migrate=True).close()
     env = {"XCORE_STORE": pg_url, "XCORE_STORE_LIGHT_READS": "0"}

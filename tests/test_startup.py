@@ -69,6 +69,25 @@ def test_help_lists_plugin_commands_declared_in_metadata_without_importing_them(
     assert offenders(modules, ("hooky",)) == []
 
 
+def test_a_command_builds_only_its_own_parser_and_helps_as_the_full_one():
+    """Issue 31: `xcore list` builds list's arguments, not the twenty other commands'; the help
+    of the top level and of each command reads as with every parser built."""
+    from xcore.cli.main import build_parser
+
+    full = build_parser(with_plugins=False)
+    commands = next(a for a in full._actions if a.dest == "command").choices
+    only_list = build_parser(with_plugins=False, command="list")
+    built = next(a for a in only_list._actions if a.dest == "command").choices
+    assert list(built) == list(commands)
+    assert [a.dest for a in built["show"]._actions] == ["help"]  # listed, not built
+    assert build_parser(with_plugins=False, command="").format_help() == full.format_help()
+    for name, parser in commands.items():
+        alone = next(a for a in build_parser(with_plugins=False, command=name)._actions if a.dest == "command")
+        assert alone.choices[name].format_help() == parser.format_help(), name
+    args = only_list.parse_args(["list", "--limit", "3", "--json"])
+    assert (args.limit, args.json, args.func) == (3, True, "xcore.cli.commands:list_")
+
+
 def test_list_on_empty_store_imports_no_plugin_and_no_asyncio(tmp_path):
     modules, _ = modules_after(["list"], tmp_path)
     assert offenders(modules, PLUGINS) == []

@@ -203,8 +203,10 @@ def list_(args: argparse.Namespace) -> int:
 
         user = current_user()
     records = store.list_experiments(title=args.title, tag=args.tag, user=user, limit=None if args.status else limit)
-    _refresh_experiments(store, [r.id for r in records if r.has_active_units][:200])
-    records = store.list_experiments(status=args.status, title=args.title, tag=args.tag, user=user, limit=limit)
+    active = [r.id for r in records if r.has_active_units][:200]
+    _refresh_experiments(store, active)
+    if active or args.status:  # else the same query would read the same rows again
+        records = store.list_experiments(status=args.status, title=args.title, tag=args.tag, user=user, limit=limit)
     if args.json:
         print_json(_with_usage(store, [ExperimentView(r).to_json() for r in records]))
         return EXIT_OK

@@ -44,11 +44,35 @@ class _Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
 
 
+class _Unbuilt:
+    """Stands for the parser of a command that is not being run: takes its arguments, keeps none."""
+
+    def __getattr__(self, name: str) -> Any:
+        return lambda *args, **kwargs: self
+
+
+class _Commands:
+    """The subcommands, each built in full only when it is the command being run (``only``;
+    None: all). The others get their name and help alone, all that ``xcore --help`` and an
+    unknown command's error show: a command no longer builds the others' arguments."""
+
+    def __init__(self, action: argparse._SubParsersAction, only: str | None) -> None:
+        self.action, self.only = action, only
+
+    def add_parser(self, name: str, **kwargs: Any) -> Any:
+        if self.only is None or name == self.only:
+            return self.action.add_parser(name, **kwargs)
+        self.action.add_parser(name, help=kwargs.get("help"))
+        return _Unbuilt()
+
+
 def build_parser(with_plugins: bool = True, command: str | None = None) -> argparse.ArgumentParser:
-    """The parser. Plugin commands declared in metadata are listed without importing their
-    plugin; only ``command``'s own plugin is imported, and all plugins only when ``command``
-    is neither a core command nor a declared one (a plugin that adds it through the hook).
-    ``command=None``: every command, all plugins loaded; ``""``: the command line names none."""
+    """The parser. Only ``command``'s arguments are built (``_Commands``). Plugin commands
+    declared in metadata are listed without importing their plugin, and not even looked for
+    when ``command`` is a core one; only ``command``'s own plugin is imported, and all plugins
+    only when ``command`` is neither a core command nor a declared one (a plugin that adds it
+    through the hook). ``command=None``: every command in full, all plugins loaded; ``""``:
+    the command line names none."""
     parser = _Parser(
         prog="xcore",
         description="Launch and track machine-learning experiments on any compute backend.",
@@ -57,7 +81,8 @@ def build_parser(with_plugins: bool = True, command: str | None = None) -> argpa
         formatter_class=_RawFormatter,
     )
     parser.add_argument("--version", action="version", version=f"xcore {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    action = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub: Any = _Commands(action, command)
 
     p = sub.add_parser("launch", help="run a launch script",
                        description="Run a launch script; arguments after -- go to the script.")
@@ -178,20 +203,20 @@ def build_parser(with_plugins: bool = True, command: str | None = None) -> argpa
 
     store_commands.add_parser(sub)
 
-    if with_plugins:
+    if with_plugins and not (command and command in action.choices):
         from xcore.hooks.entry_points import declared_commands
 
         for name, ep in declared_commands().items():
-            if name in sub.choices:
+            if name in action.choices:
                 continue
             if command is None or name == command:
-                _add_declared_command(sub, name, ep)
+                _add_declared_command(action, name, ep)
             else:
-                sub.add_parser(name, help=f"(plugin {ep.distribution}: xcore {name} --help)")
-        if command is None or (command and command not in sub.choices):  # maybe a plugin's, added by its hook
+                action.add_parser(name, help=f"(plugin {ep.distribution}: xcore {name} --help)")
+        if command is None or (command and command not in action.choices):  # maybe a plugin's, added by its hook
             from xcore.workspace import current
 
-            current().host.add_commands(sub)
+            current().host.add_commands(action)
     return parser
 
 
@@ -205,7 +230,7 @@ def _add_declared_command(sub: argparse._SubParsersAction, name: str, ep: EntryP
                               f"{type(exc).__name__}: {exc} (hide it with XCORE_DISABLE_PLUGINS)") from exc
 
 
-def _add_plugin_authoring(sub: argparse._SubParsersAction) -> None:
+def _add_plugin_authoring(sub: _Commands) -> None:
     """``xcore plugin new``; its module (templates, metadata) loads only when it runs."""
     plugin = sub.add_parser("plugin", help="tools for plugin authors")
     commands = plugin.add_subparsers(dest="plugin_command", metavar="COMMAND")

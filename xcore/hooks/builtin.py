@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from xcore.hooks.kinds import KindRegistrar
 from xcore.hooks.markers import hookimpl
-from xcore.store import MetadataStore
+from xcore.store import POSTGRES_SCHEMES, MetadataStore
 
 if TYPE_CHECKING:
     from xcore.model.tracking import JobTracking, TrackedJob
@@ -43,19 +43,10 @@ def xcore_register_kinds(registry: KindRegistrar) -> None:
 def xcore_open_store(url: str, options: dict[str, Any]) -> MetadataStore | None:
     """``options["migrate"]``: migrate an older schema (``xcore store migrate``); the SQLite
     file always does, a shared server only when asked."""
-    if url.startswith(("postgresql://", "postgres://")):
-        import importlib.util
+    if url.startswith(POSTGRES_SCHEMES):
+        from xcore.store.postgres import open_url as open_postgres
 
-        from xcore.store.postgres import PostgresStore
-
-        if importlib.util.find_spec("psycopg") is None:  # found, not imported: reads may not need it
-            from xcore.errors import ConfigurationError
-
-            raise ConfigurationError(
-                "XCORE_STORE names a PostgreSQL server but psycopg is not installed. "
-                "Install it with: pip install 'xcore[postgres]'"
-            )
-        return PostgresStore(url, migrate=bool(options.get("migrate", False)))
+        return open_postgres(url, migrate=bool(options.get("migrate", False)))
     if not url.startswith("sqlite:"):
         return None
     from xcore.store.sqlite import open_url

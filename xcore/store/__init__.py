@@ -19,4 +19,8 @@ if TYPE_CHECKING:
 _EXPORTS = {name: "xcore.store.base" for name in ("ExperimentHistory", "Imported", "MetadataStore", "StoreInfo")}
 __all__ = sorted(_EXPORTS)
 
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+"""URLs of the built-in PostgreSQL team store (``postgres``). The hook spec gives them to the
+built-in plugin, so the workspace opens them without building the plugin host."""
+
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

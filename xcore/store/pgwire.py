@@ -149,6 +149,7 @@ class Connection:
                 self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             self.sock.settimeout(None)
             self._buffer, self._at = b"", 0
+            self._queued: list[str] = []  # simple statements sent with the next one (``simple(later=True)``)
             self._startup()
         except (OSError, ValueError, struct.error, IndexError, UnicodeError) as exc:
             self.close()
@@ -230,8 +231,8 @@ class Connection:
         values = [_text(v) for v in (params or ())]
         bind = b"\0\0" + struct.pack("!HH", 0, len(values)) + b"".join(
             b"\xff\xff\xff\xff" if v is None else struct.pack("!I", len(v)) + v for v in values) + b"\0\0"
-        self.sock.sendall(_message(b"P", b"\0" + sql.encode() + b"\0\0\0") + _message(b"B", bind)
-                          + _message(b"D", b"P\0") + _message(b"E", b"\0\0\0\0\0") + _message(b"S"))
+        queued = self._send_queued(_message(b"P", b"\0" + sql.encode() + b"\0\0\0") + _message(b"B", bind)
+                                   + _message(b"D", b"P\0") + _message(b"E", b"\0\0\0\0\0") + _message(b"S"))
         names: list[str] = []
         readers: list[Callable[[bytes], Any]] = []
         rows: list[tuple[Any, ...]] = []
@@ -250,20 +251,38 @@ class Connection:
             elif kind == b"E":
                 failed = True
             elif kind == b"Z":
-                if failed:
-                    raise Fallback("the server reported an error")
+                if failed or queued:
+                    raise Fallback(queued or "the server reported an error")
                 return names, rows, count
 
-    def simple(self, sql: str) -> None:
-        self._send(b"Q", sql.encode() + b"\0")
+    def simple(self, sql: str, *, later: bool = False) -> None:
+        """Run ``sql`` by the simple protocol. ``later``: send it with the next statement, in the
+        same write, and read its answer then: a transaction's ``BEGIN`` costs no round trip of
+        its own (on a loaded machine each one is a wait for the server to be scheduled)."""
+        if later:
+            self._queued.append(sql)
+            return
+        queued = self._send_queued(_message(b"Q", sql.encode() + b"\0"))
+        if not self._simple_answered() or queued:
+            raise Fallback(queued or f"{sql} failed")
+
+    def _send_queued(self, messages: bytes) -> str:
+        """Send the queued simple statements, then ``messages``, in one write; read the queued
+        ones' answers. Returns what failed of them ("" when none did): the caller reads its own
+        answer before raising, and a failure makes the store close this connection."""
+        queued, self._queued = self._queued, []
+        self.sock.sendall(b"".join(_message(b"Q", sql.encode() + b"\0") for sql in queued) + messages)
+        failed = [sql for sql in queued if not self._simple_answered()]
+        return f"{failed[0]} failed" if failed else ""
+
+    def _simple_answered(self) -> bool:
+        """Read one simple statement's answer, up to ReadyForQuery; whether it succeeded."""
         failed = False
         while True:
             kind, _ = self._receive()
             failed = failed or kind == b"E"
             if kind == b"Z":
-                if failed:
-                    raise Fallback(f"{sql} failed")
-                return
+                return not failed
 
     def close(self) -> None:
         sock = getattr(self, "sock", None)

@@ -167,7 +167,7 @@ class PostgresDialect(Dialect):
             if self._light is None or self._light.closed:
                 assert self._light_params is not None
                 self._light = pgwire.Connection(self._light_params)
-            self._light.simple("BEGIN READ ONLY")
+            self._light.simple("BEGIN READ ONLY", later=True)  # sent with the first statement
             try:
                 result = work(pgwire.Cursor(self._light), False)
             except BaseException:
@@ -283,3 +283,16 @@ def _retryable(exc: BaseException) -> bool:
     text = str(exc).lower()
     return exc.sqlstate is None and isinstance(exc, psycopg.OperationalError) and any(
         sign in text for sign in _TRANSIENT)
+
+
+def open_url(url: str, *, migrate: bool = False) -> PostgresStore:
+    """The store a ``postgresql://`` URL names; ``migrate``: migrate an older schema (a shared
+    server only when asked, ``xcore store migrate``). psycopg is looked for, not imported: reads
+    may not need it."""
+    import importlib.util
+
+    if importlib.util.find_spec("psycopg") is None:
+        raise ConfigurationError("XCORE_STORE names a PostgreSQL server but psycopg is not installed. "
+                                 "Install it with: pip install 'xcore[postgres]'")
+    return PostgresStore(url, migrate=migrate)
+

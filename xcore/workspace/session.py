@@ -106,6 +106,12 @@ class Workspace:
             from xcore.store.sqlite import open_url
 
             return open_url(url)
+        from xcore.store import POSTGRES_SCHEMES
+
+        if url.startswith(POSTGRES_SCHEMES) and self.built_host() is None and not self._store_options:
+            from xcore.store.postgres import open_url as open_postgres  # the built-in team store: no host either
+
+            return open_postgres(url)
         return self.host.open_store(url, self._store_options)  # the plugin that owns the URL's scheme
 
     def resolve_orphans(self) -> None:

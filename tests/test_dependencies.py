@@ -224,3 +224,23 @@ def test_a_job_generator_takes_no_depends_on_and_the_refusal_uses_no_unit_id():
             e.add(generator, depends_on=[first])
         second = e.add(xm.Job(exe, fake.FakeExecutor()), depends_on=[first])
     assert second.unit.work_unit_id == 2 and len(e.work_units) == 2
+
+
+def test_a_cancelled_sweep_without_dependencies_costs_the_observer_no_job_reads(monkeypatch):
+    """Cancelling a sweep ends all its jobs at once: the duty that explains native dependency
+    cancels must not read every unit's jobs when none of them waited for anything (a 100,000-task
+    `xcore cancel` spent 5 s there)."""
+    with xm.create_experiment("sweep") as e:
+        [exe] = e.package([xm.binary(fake.FakeSpec(), "true")])
+        for _ in range(30):
+            e.add(xm.Job(exe, fake.FakeExecutor(hold=True)))
+    store = open_store()
+    jobs = list(_jobs(e.experiment_id).values())
+    for job in jobs:
+        fake.set_state(get_host().serializer.load(job.handle), Status.CANCELLED, "cancelled", None)
+    reads = []
+    original = type(store).work_units
+    monkeypatch.setattr(type(store), "work_units", lambda self, *a, **k: reads.append(a) or original(self, *a, **k))
+    refresh_jobs(store, get_host(), jobs)
+    assert reads == [], "the dependency duty read the jobs of units that wait for nothing"
+    assert all(j.status is Status.CANCELLED for j in _jobs(e.experiment_id).values())

@@ -58,11 +58,13 @@ def _explain_native_cancels(store: MetadataStore, units: set[Unit]) -> None:
     """A backend that waited natively cancelled jobs of these units before they started
     (Slurm's ``kill_invalid_depend``) and words it its own way (``cancelled``): where one of
     the unit's dependencies ended otherwise, record ``dependency 3/1 failed`` instead."""
-    unexplained = {key: found for key, jobs in _jobs_of(store, units).items()
+    edges = _edges_of(store, units)  # only a unit that waited for others can have been cancelled for it
+    if not edges:
+        return  # (a cancelled 100,000-task sweep without dependencies reads no jobs here)
+    unexplained = {key: found for key, jobs in _jobs_of(store, edges).items()
                    if (found := [j for j in jobs if _unexplained(j)])}
     if not unexplained:
         return
-    edges = _edges_of(store, unexplained)
     jobs_of = _jobs_of(store, {(e.on_experiment_id, e.on_work_unit_id) for found in edges.values() for e in found})
     reasons = []
     for key, jobs in unexplained.items():

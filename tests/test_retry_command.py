@@ -43,6 +43,9 @@ def test_retry_failed_resubmits_exactly_the_failed_trials_in_one_submission(tmp_
     capsys.readouterr()
     assert main(["retry", str(experiment_id), "--dry-run"]) == 0
     assert "would resubmit 5 jobs of 5 work units: 1, 5, 9, 13, 17" in capsys.readouterr().out
+    from xcore.cli.tables import id_ranges
+
+    assert id_ranges([7, 1, 2, 3, 5, 6, 9, 3]) == "1-3, 5-7, 9" and id_ranges([]) == ""
     fake.LAUNCH_BATCHES.clear()
     assert main(["retry", str(experiment_id), "--failed"]) == 0
     assert "resubmitted 5 jobs" in capsys.readouterr().out

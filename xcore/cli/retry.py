@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from xcore.cli.tables import plural, printable
+from xcore.cli.tables import id_ranges, plural, printable
 from xcore.cli.targets import parse_target
 from xcore.workspace import current
 
@@ -22,7 +22,7 @@ def retry(args: argparse.Namespace) -> int:
                      lost=args.lost, dry_run=args.dry_run)
     for why in plan.refused.values():
         print(f"refused: {printable(why)}")
-    units = ", ".join(map(str, plan.units))
+    units = id_ranges(plan.units)
     if args.dry_run:
         print(f"would resubmit {plural(len(plan.jobs), 'job')} of {plural(len(plan.units), 'work unit')}"
               + (f": {units}" if units else ""))

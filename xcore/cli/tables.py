@@ -64,6 +64,17 @@ def _printable_row(row: Sequence[object]) -> list[str]:
     return texts if "".join(texts).isprintable() else [printable(t) for t in texts]
 
 
+def id_ranges(ids: Sequence[int]) -> str:
+    """Ids as runs: ``1-1000`` or ``1, 5-7, 9`` (a retried 1,000-unit sweep is one line)."""
+    runs: list[list[int]] = []
+    for i in sorted(set(ids)):
+        if runs and i == runs[-1][1] + 1:
+            runs[-1][1] = i
+        else:
+            runs.append([i, i])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
+
+
 def format_duration(seconds: float | None) -> str:
     """A duration as read at a glance: milliseconds below a second (a 34 ms job read
     ``0.0s``), tenths of a second below a minute, then minutes and hours."""

@@ -16,11 +16,11 @@ from xcore.errors import XcoreError
 from xcore.model import datamodel
 from xcore.model.status import Status
 from xcore.progress import Progress
-from xcore.runtime.resubmit import Resubmitted, real_env, refusal, resubmit
 from xcore.runtime.retries import is_pending
 
 if TYPE_CHECKING:
     from xcore.hooks.host import PluginHost
+    from xcore.runtime.resubmit import Resubmitted
     from xcore.store import MetadataStore
     from xcore.store.records import JobRecord
 
@@ -49,8 +49,9 @@ def _kind(job: JobRecord) -> str | None:
 
 
 def plan_retry(store: MetadataStore, host: PluginHost, experiment_id: int, work_unit_ids: Sequence[int] | None = None,
-               *, failed: bool = True, cancelled: bool = False, lost: bool = False) -> RetryPlan:
-    """The jobs a retry would submit, checking each unit (active: refused; secrets gone: refused)."""
+               *, failed: bool = True, cancelled: bool = False, lost: bool = False, warm: bool = False) -> RetryPlan:
+    """The jobs a retry would submit, checking each unit (active: refused; secrets gone: refused).
+    ``warm``: the backends start connecting as soon as the units are read (a retry to submit)."""
     kinds = {name for name, wanted in (("failed", failed), ("cancelled", cancelled), ("lost", lost)) if wanted}
     if not kinds:
         raise XcoreError("Nothing to retry: name --failed, --cancelled or --lost (or several).")
@@ -60,6 +61,10 @@ def plan_retry(store: MetadataStore, host: PluginHost, experiment_id: int, work_
         missing = sorted(set(work_unit_ids) - {u.id for u in units})
         raise XcoreError(f"Experiment {experiment_id} has no work unit {', '.join(map(str, missing))} "
                          f"(see `xcore show {experiment_id}`).")
+    if warm:
+        _warm_up(host, [job for unit in units for job in unit.jobs if _kind(job) in kinds])
+    from xcore.runtime.resubmit import real_env, refusal  # after the warm-up: its import overlaps the handshake
+
     jobs: list[JobRecord] = []
     refused: dict[int, str] = {}
     for unit in units:
@@ -99,9 +104,11 @@ def retry(store: MetadataStore, host: PluginHost, experiment_id: int, work_unit_
           *, failed: bool = True, cancelled: bool = False, lost: bool = False, dry_run: bool = False,
           progress: Progress | None = None) -> RetryPlan:
     """Plan the retry and, unless ``dry_run``, submit it: one submission per executor kind."""
-    plan = plan_retry(store, host, experiment_id, work_unit_ids, failed=failed, cancelled=cancelled, lost=lost)
+    plan = plan_retry(store, host, experiment_id, work_unit_ids, failed=failed, cancelled=cancelled, lost=lost,
+                      warm=not dry_run)
     if not dry_run and plan.jobs:
-        _warm_up(host, plan.jobs)
+        from xcore.runtime.resubmit import resubmit
+
         plan.done = resubmit(store, host, experiment_id, plan.jobs, reason="xcore retry", progress=progress,
                              record_refusals=False)
         for job_id, why in plan.done.refused.items():

@@ -102,16 +102,23 @@ def resubmit(store: MetadataStore, host: PluginHost, experiment_id: int, jobs: S
     pending: list[PendingJob] = []
     refused_late: list[tuple[int, JobState]] = []
     serializer = host.serializer
-    loaded: dict[str, Any] = {}
+    recent: list[tuple[Any, Any]] = []  # (stored spec, rebuilt object), the last few distinct ones
+    by_text: dict[str, Any] = {}
 
     def load(spec: Any) -> Any:
         """Each distinct stored spec rebuilt once: a sweep's 1,000 jobs share one executor and
         one executable (rebuilding each was half the cost of ``xcore retry``), and shared
-        objects let the backend group the requests as the launch did."""
+        objects let the backend group the requests as the launch did. A spec equal to one of
+        the last few (dict equality) needs no encoding; others are looked up by their JSON."""
+        for stored, rebuilt in reversed(recent):
+            if stored == spec:
+                return rebuilt
         key = json.dumps(spec, sort_keys=True, separators=(",", ":"))
-        if key not in loaded:
-            loaded[key] = serializer.load(spec)
-        return loaded[key]
+        if key not in by_text:
+            by_text[key] = serializer.load(spec)
+        recent.append((spec, by_text[key]))
+        del recent[:-8]
+        return by_text[key]
 
     for job_id in sorted(claimed):
         job, env = by_id[job_id]

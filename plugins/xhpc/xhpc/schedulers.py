@@ -291,6 +291,7 @@ class SlurmScheduler(Scheduler):
         squeue_answered = all(not line.startswith(_FAILED_MARK) or "Invalid job id" in line
                               for line in squeue_text.splitlines())
         by_raw_id: dict[str, list[tuple[str, int]]] = defaultdict(list)  # squeue's own job id -> tasks
+        pending: dict[str, JobState] = {}  # one (frozen) state per reason: a held sweep is thousands of lines
         for line in squeue_text.splitlines():
             parts = line.strip().split("|")
             if len(parts) < 5 or not parts[0].isdigit():
@@ -303,8 +304,10 @@ class SlurmScheduler(Scheduler):
                 if len(parts) > 5:
                     by_raw_id[parts[5]].append((job, task))
                 if status is Status.PENDING:
-                    why = reason if reason and reason != "None" else "queued"
-                    states[(job, task)] = JobState(Status.PENDING, f"pending: {why}")
+                    if (shared := pending.get(reason)) is None:
+                        why = reason if reason and reason != "None" else "queued"
+                        shared = pending[reason] = JobState(Status.PENDING, f"pending: {why}")
+                    states[(job, task)] = shared
                 elif status is Status.RUNNING:
                     states[(job, task)] = JobState(Status.RUNNING, state.lower(), started_at=_epoch(start))
                 else:

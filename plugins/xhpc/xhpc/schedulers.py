@@ -298,7 +298,10 @@ class SlurmScheduler(Scheduler):
                 continue
             job, task_text, state, reason, start = parts[:5]
             # No task id: an array whose tasks all ended together (e.g. all cancelled while pending).
-            tasks = _expand_tasks(task_text) if task_text not in ("N/A", "") else [ANY_TASK]
+            if task_text.isdigit():  # squeue -r: one task a line (40,000 lines for a watcher of held sweeps)
+                tasks = [int(task_text)]
+            else:
+                tasks = _expand_tasks(task_text) if task_text not in ("N/A", "") else [ANY_TASK]
             status = _SLURM_ACTIVE.get(state.split()[0])
             for task in tasks:
                 if len(parts) > 5:

@@ -52,7 +52,7 @@ def watch(args: argparse.Namespace) -> int:
 
 class Handles:
     """The loaded handles a watcher keeps from one cycle to the next: rebuilding 50,000 of
-    them from their stored form was a third of a cycle's CPU. A handle is loaded again when
+    them from their stored form was a sixth of a profiled cycle. A handle is loaded again when
     its stored form changes (another process relaunched the job), and forgotten when its
     job is no longer active."""
 

@@ -10,6 +10,7 @@ import time
 
 import xcore as xm
 from core_helpers import _FAKE_CLI
+from xcore.cli import watch
 from xcore.cli.main import main
 from xcore.hooks.host import get_host
 from xcore.launch.registry import open_store
@@ -48,3 +49,67 @@ def test_watch_stops_cleanly_on_sigterm():
 def test_a_bad_interval_is_refused(capsys):
     assert main(["watch", "--interval", "0"]) == 1
     assert "--interval must be" in capsys.readouterr().err
+
+
+def _watched(experiments: int, jobs: int) -> list[int]:
+    ids = []
+    for _ in range(experiments):
+        with xm.create_experiment("watched") as experiment:
+            [exe] = experiment.package([xm.binary(fake.FakeSpec(), "true")])
+            for _ in range(jobs):
+                experiment.add(xm.Job(exe, fake.FakeExecutor(hold=True)))
+        ids.append(experiment.experiment_id)
+    return ids
+
+
+def _count_queries(monkeypatch) -> list[list[str]]:
+    """Each backend query a cycle sends: the records of the handles it asks about."""
+    host, asked = get_host(), []
+    job_states, load = host.job_states, host.serializer.load
+
+    def counted(kind, handles):
+        asked.append([h.record for h in handles])
+        return job_states(kind, handles)
+
+    monkeypatch.setattr(host, "job_states", counted)
+    monkeypatch.setattr(host.serializer, "load", lambda stored: asked.append(["load"]) or load(stored))
+    return asked
+
+
+def test_one_backend_query_per_cycle_for_many_experiments(monkeypatch):
+    plugin_host({"fake": fake})
+    _watched(12, 5)
+    asked = _count_queries(monkeypatch)
+    handles = watch.Handles()
+    for _ in range(3):
+        asked.clear()
+        assert watch.cycle(handles).startswith("12 active experiments, 60 active jobs on 1 backend kind")
+        queries = [records for records in asked if records != ["load"]]
+        assert len(queries) == 1 and len(set(queries[0])) == 60  # every experiment's jobs in one query
+
+
+def test_a_watcher_loads_each_handle_once_across_cycles(monkeypatch):
+    plugin_host({"fake": fake})
+    _watched(3, 4)
+    asked = _count_queries(monkeypatch)
+    handles = watch.Handles()
+    for _ in range(3):
+        watch.cycle(handles)
+    assert asked.count(["load"]) == 12  # rebuilt once, not once per cycle
+
+
+def test_a_watcher_asks_about_a_job_relaunched_elsewhere_with_its_new_handle(monkeypatch):
+    plugin_host({"fake": fake})
+    [experiment_id] = _watched(1, 2)
+    mine = watch.Handles()
+    watch.cycle(mine)
+    jobs = [j for u in open_store().work_units(experiment_id) for j in u.jobs]
+    fake.preempt(get_host().serializer.load(jobs[0].handle))
+    watch.cycle(watch.Handles())  # another watcher relaunches it: a new attempt, a new handle
+    relaunched = [j for u in open_store().work_units(experiment_id) for j in u.jobs][0]
+    assert relaunched.attempt == 2 and relaunched.handle != jobs[0].handle
+    asked = _count_queries(monkeypatch)
+    watch.cycle(mine)
+    [query] = [records for records in asked if records != ["load"]]
+    assert get_host().serializer.load(relaunched.handle).record in query
+    assert get_host().serializer.load(jobs[0].handle).record not in query

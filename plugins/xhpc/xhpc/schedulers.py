@@ -291,20 +291,26 @@ class SlurmScheduler(Scheduler):
         squeue_answered = all(not line.startswith(_FAILED_MARK) or "Invalid job id" in line
                               for line in squeue_text.splitlines())
         by_raw_id: dict[str, list[tuple[str, int]]] = defaultdict(list)  # squeue's own job id -> tasks
+        pending: dict[str, JobState] = {}  # one (frozen) state per reason: a held sweep is thousands of lines
         for line in squeue_text.splitlines():
             parts = line.strip().split("|")
             if len(parts) < 5 or not parts[0].isdigit():
                 continue
             job, task_text, state, reason, start = parts[:5]
             # No task id: an array whose tasks all ended together (e.g. all cancelled while pending).
-            tasks = _expand_tasks(task_text) if task_text not in ("N/A", "") else [ANY_TASK]
+            if task_text.isdigit():  # squeue -r: one task a line (40,000 lines for a watcher of held sweeps)
+                tasks = [int(task_text)]
+            else:
+                tasks = _expand_tasks(task_text) if task_text not in ("N/A", "") else [ANY_TASK]
             status = _SLURM_ACTIVE.get(state.split()[0])
             for task in tasks:
                 if len(parts) > 5:
                     by_raw_id[parts[5]].append((job, task))
                 if status is Status.PENDING:
-                    why = reason if reason and reason != "None" else "queued"
-                    states[(job, task)] = JobState(Status.PENDING, f"pending: {why}")
+                    if (shared := pending.get(reason)) is None:
+                        why = reason if reason and reason != "None" else "queued"
+                        shared = pending[reason] = JobState(Status.PENDING, f"pending: {why}")
+                    states[(job, task)] = shared
                 elif status is Status.RUNNING:
                     states[(job, task)] = JobState(Status.RUNNING, state.lower(), started_at=_epoch(start))
                 else:

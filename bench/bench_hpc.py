@@ -21,6 +21,7 @@ import sys
 import textwrap
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -477,26 +478,31 @@ def issue31_scale(n: int, runs: int, clusters: tuple[str, ...]) -> None:
     del os.environ["XHPC_BENCH_HOLD"]
 
 
-def issue14(sizes: list[int], runs: int, parts: set[str]) -> int:
+def in_bench_home(run: Callable[[], None]) -> int:
+    """``run`` in a throw-away home with this run's own clusters config and SSH control
+    directory (its shared connection is its own: other runs against the same account would
+    otherwise share it, so "cold" really is cold); cancels its own jobs afterwards."""
     os.environ["XHPC_BENCH_NAME"] = BENCH_NAME
     with temp_home("xcore-bench-hpc-") as tmp:
-        # This run's own SSH control directory: its shared connection is its own (other runs
-        # against the same account would otherwise share it), so "cold" really is cold.
         os.environ["XHPC_SSH_CONTROL_DIR"] = str(tmp / "ctl")
         write_config(Path(os.environ["XCORE_CONFIG_DIR"]), tmp / "staging")
         (tmp / "sweep.py").write_text(SWEEP)
         try:
-            if "launch" in parts:
-                launch_ratios(sizes, runs)
-            if "relaunch" in parts:
-                relaunch_vs_raw(runs)
-            if "dead" in parts:
-                dead_task_vs_raw(0.5, runs)
+            run()
         finally:
             for cluster in ("slurm", "sge"):
                 cancel_own(cluster)
             close_shared_connections()
     return 0
+
+
+def issue14(sizes: list[int], runs: int, parts: set[str]) -> None:
+    if "launch" in parts:
+        launch_ratios(sizes, runs)
+    if "relaunch" in parts:
+        relaunch_vs_raw(runs)
+    if "dead" in parts:
+        dead_task_vs_raw(0.5, runs)
 
 
 def main() -> int:
@@ -515,20 +521,10 @@ def main() -> int:
     parser.add_argument("--clusters", default="slurm,sge", help="with --issue31: the clusters to measure")
     args = parser.parse_args()
     if args.issue31:
-        os.environ["XHPC_BENCH_NAME"] = BENCH_NAME
-        with temp_home("xcore-bench-hpc-") as tmp:
-            os.environ["XHPC_SSH_CONTROL_DIR"] = str(tmp / "ctl")
-            write_config(Path(os.environ["XCORE_CONFIG_DIR"]), tmp / "staging")
-            (tmp / "sweep.py").write_text(SWEEP)
-            try:
-                issue31_scale(args.issue31, args.runs, tuple(args.clusters.split(",")))
-            finally:
-                for cluster in ("slurm", "sge"):
-                    cancel_own(cluster)
-                close_shared_connections()
-        return 0
+        return in_bench_home(lambda: issue31_scale(args.issue31, args.runs, tuple(args.clusters.split(","))))
     if args.issue14:
-        return issue14([int(n) for n in args.issue14.split(",")], args.runs, set(args.only.split(",")))
+        return in_bench_home(lambda: issue14([int(n) for n in args.issue14.split(",")], args.runs,
+                                             set(args.only.split(","))))
     os.environ["XHPC_BENCH_NAME"] = BENCH_NAME
     with temp_home("xcore-bench-hpc-") as tmp:
         write_config(Path(os.environ["XCORE_CONFIG_DIR"]), tmp / "staging")

@@ -28,6 +28,8 @@ from typing import Any
 
 from google.cloud import aiplatform_v1
 
+from xcore.testing.expansion import expand
+
 JobState = aiplatform_v1.JobState
 TERMINAL = {JobState.JOB_STATE_SUCCEEDED, JobState.JOB_STATE_FAILED, JobState.JOB_STATE_CANCELLED,
             JobState.JOB_STATE_EXPIRED}
@@ -332,8 +334,10 @@ class FakeVertex:
                     self.set_state(name, "FAILED", f"Unable to pull image {container.image_uri}: not found.")
                     return
                 argv = list(container.command or image.entrypoint) + list(container.args)
-                env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **image.env,
-                       **{e.name: e.value for e in container.env}}
+                defined: dict[str, str] = {}  # Vertex expands each env value against those before it
+                for e in container.env:
+                    defined[e.name] = expand(e.value, defined)
+                env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **image.env, **defined}
                 proc = subprocess.Popen(argv, cwd=image.workdir, env=env, stdin=subprocess.DEVNULL,
                                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
                 procs.append((task, proc))

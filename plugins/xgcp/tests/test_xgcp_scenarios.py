@@ -126,10 +126,37 @@ def test_hostile_arguments_reach_the_container_spec_exactly(vertex, xcore_home, 
     [created] = vertex.jobs.values()
     container = created.job_spec.worker_pool_specs[0].container_spec
     assert list(container.args) == HOSTILE_ARGS and not container.command
-    assert {e.name: e.value for e in container.env} == {"HOSTILE": HOSTILE_ENV, "XCORE_ATTEMPT": "1"}
+    # Vertex expands $(NAME) and $$ in env values: each $ is sent doubled, and arrives single.
+    assert {e.name: e.value for e in container.env} == {"HOSTILE": HOSTILE_ENV.replace("$", "$$"),
+                                                        "XCORE_ATTEMPT": "1"}
     output = "".join(logs(job))
     line = next(line for line in output.splitlines() if line.startswith("ARGS "))
     assert json.loads(line.removeprefix("ARGS ")) == {"argv": HOSTILE_ARGS, "env": HOSTILE_ENV}
+
+
+DOLLARS = {"BASE": "base", "REF": "$(BASE)/x", "HOME_REF": "$(HOME)", "ESCAPED": "$$(BASE)", "PAIRS": "a$$b $$$",
+           "OPEN": "$(BASE", "TRAILING": "cost 5$", "ATTEMPT": "$(XCORE_ATTEMPT)"}
+
+
+def test_env_values_with_variable_references_reach_the_program_as_written(vertex, xcore_home, image):
+    """Vertex replaces ``$(NAME)`` of a variable defined before it and reads ``$$`` as ``$`` in
+    env values (its EnvVar reference, as Kubernetes does; the fake does the same): every value
+    reaches the program byte for byte, and ``xcore retry`` reads the same values back."""
+    names = sorted(DOLLARS)
+    probe = f"import json, os; print('ENV ' + json.dumps({{k: os.environ.get(k) for k in {names!r}}}), flush=True)"
+    vertex.add_image(IMAGE + "-env", [sys.executable, "-c", probe])
+    with xm.create_experiment("dollars") as experiment:
+        [exe] = experiment.package([xm.container(xgcp.Vertex.Spec(), IMAGE + "-env")])
+        experiment.add(xm.Job(exe, xgcp.Vertex(), env_vars=DOLLARS))
+    exp = experiment.experiment_id
+    [job] = wait(exp)
+    line = next(line for line in "".join(logs(job)).splitlines() if line.startswith("ENV "))
+    assert json.loads(line.removeprefix("ENV ")) == DOLLARS
+    from xcore.hooks.host import get_host
+
+    host = get_host()
+    kept = host.job_env(job.handle_kind, host.serializer.load(job.handle))
+    assert {k: kept[k] for k in DOLLARS} == DOLLARS
 
 
 def test_quota_errors_mid_sweep_lose_nothing_and_duplicate_nothing(vertex, xcore_home, image):

@@ -45,6 +45,18 @@ class PlannedJob:
     target: Target
 
 
+def literal(value: str) -> str:
+    """An env value as Vertex must be given it to pass ``value`` on unchanged: Vertex expands
+    ``$(NAME)`` in env values against the variables defined before it and reads ``$$`` as an
+    escaped ``$`` (its ``EnvVar`` reference, as Kubernetes does), so every ``$`` is doubled."""
+    return value.replace("$", "$$")
+
+
+def unliteral(value: str) -> str:
+    """The value ``literal`` was given (a job's env read back from its CustomJob)."""
+    return value.replace("$$", "$")
+
+
 def new_request_id() -> str:
     return secrets.token_hex(8)
 
@@ -93,7 +105,7 @@ def worker_pool(request: xp.LaunchRequest, pool: int, checkpoint: str | None = N
             "put the other replicas in a 'worker' job of a JobGroup.")
     env = {**request.env, **xp.attempt_env(request.attempt, checkpoint)}  # xcore's own variables win
     container: dict[str, Any] = {"image_uri": exe.image_uri, "args": list(request.args),
-                                 "env": [{"name": k, "value": v} for k, v in env.items()]}
+                                 "env": [{"name": k, "value": literal(v)} for k, v in env.items()]}
     if exe.command:
         container["command"] = list(exe.command)
     spec: dict[str, Any] = {"container_spec": container, "machine_spec": machine_spec, "replica_count": replicas}
@@ -145,7 +157,7 @@ def custom_job(requests: Sequence[xp.LaunchRequest], target: Target, store: str,
                            separators=(",", ":"))
         for spec in specs:
             if spec and not any(e["name"] == "XCORE_ROLE_POOLS" for e in spec["container_spec"]["env"]):
-                spec["container_spec"]["env"].insert(0, {"name": "XCORE_ROLE_POOLS", "value": roles})
+                spec["container_spec"]["env"].insert(0, {"name": "XCORE_ROLE_POOLS", "value": literal(roles)})
     if specs[0].get("replica_count", 1) > 1 and "tpu_topology" not in specs[0]["machine_spec"]:
         specs = spread_hosts(specs)
     job_spec: dict[str, Any] = {"worker_pool_specs": specs}

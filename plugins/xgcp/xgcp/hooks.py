@@ -255,8 +255,10 @@ class VertexBackend(xp.Backend):
         pools = job.job_spec.worker_pool_specs
         if handle.pool >= len(pools):
             return None
+        from xgcp.build import unliteral
+
         own = (xp.ATTEMPT_VAR, xp.CHECKPOINT_VAR)  # xcore's, set anew for each attempt
-        return {e.name: e.value for e in pools[handle.pool].container_spec.env if e.name not in own}
+        return {e.name: unliteral(e.value) for e in pools[handle.pool].container_spec.env if e.name not in own}
 
     def logs(self, handle: VertexHandle, follow: bool) -> Iterator[str]:
         from xgcp import api

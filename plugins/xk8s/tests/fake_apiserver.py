@@ -20,7 +20,7 @@ uses over HTTP on 127.0.0.1, behind a real kubeconfig with a bearer token:
   ``admit`` admits it and unsuspends the Job;
 - a kubelet that either runs each pod's container as a local process (``run_pods=True``:
   command, args and env from the pod, with Kubernetes' ``$(NAME)``/``$$`` expansion
-  (``k8s_expansion``), ConfigMap volumes materialised in a temporary directory and mount paths
+  (``xcore.testing.expansion``), ConfigMap volumes materialised in a temporary directory and mount paths
   mapped onto it; the image is ignored) or leaves pods to the test,
   which moves them with ``start``, ``finish``, ``oom_kill``, ``image_pull_backoff``,
   ``unschedulable``, ``preempt``, ``evict`` and ``write_log``.
@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
-from k8s_expansion import expand
+from xcore.testing.expansion import expand
 
 TOKEN = "xk8s-fake-token"
 INDEX = "batch.kubernetes.io/job-completion-index"

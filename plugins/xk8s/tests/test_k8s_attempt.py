@@ -13,7 +13,7 @@ import time
 import attrs
 import kubernetes_validate
 import pytest
-from k8s_expansion import expand
+from xcore.testing.expansion import expand
 
 import xk8s
 from xcore import plugin as xp

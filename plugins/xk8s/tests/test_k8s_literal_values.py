@@ -1,7 +1,7 @@
 """Arguments and env values reach a single job's or a JobGroup role's program byte for byte,
 although the kubelet expands ``$(NAME)`` and ``$$`` in a container's command, args and env values:
 xk8s writes every ``$`` of them doubled (``manifests.literal``), and its own ``$(XCORE_RANK)``
-still gives each replica its rank. The fake kubelet expands as Kubernetes does (``k8s_expansion``)."""
+still gives each replica its rank. The fake kubelet expands as Kubernetes does (``xcore.testing.expansion``)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import time
 import attrs
 import kubernetes_validate
 import pytest
-from k8s_expansion import expand
+from xcore.testing.expansion import expand
 
 import xcore as xm
 import xk8s

@@ -1,6 +1,7 @@
-"""Kubernetes' own expansion of a container's ``command``, ``args`` and env ``value``s, as the
-kubelet applies it before it starts the container (Kubernetes'
-third_party/forked/golang/expansion), for the fake kubelet and the tests that check manifests.
+"""The ``$(NAME)`` expansion Kubernetes applies to a container's ``command``, ``args`` and env
+``value``s before it starts the container (its third_party/forked/golang/expansion), and that
+Vertex AI documents for env values: for the fakes of backends built on it (xk8s's kubelet,
+xgcp's Vertex) and the tests that check what a program will receive.
 
 - ``$(NAME)`` becomes the value of ``NAME`` when the container defines it, else stays as written;
 - ``$$`` becomes ``$`` (so ``$$(NAME)`` is the text ``$(NAME)``);

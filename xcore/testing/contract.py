@@ -50,9 +50,12 @@ from xcore.model.status import Status
 PROBE_MODULE = "xcore_contract_probe"
 
 #: Arguments that break naive shell quoting; they must reach the program unchanged.
+#: ``$(XCORE_PROBE_ENV)`` names a variable the job defines and ``$$`` is an escape where a backend
+#: expands ``$(NAME)`` itself (Kubernetes, Vertex env values): both must arrive as written too.
 HOSTILE_ARGS = ["it's", 'say "hi"', "$HOME", "${PATH}", "`id`", "$(id)", "a\nb", "tab\there", "back\\slash",
-                "", " lead and trail ", "日本語 🎉 é", "--flag=x y", "*", ";", "|", "&&", "'", '"']
-HOSTILE_ENV = "line1\nline2 $HOME `id` 'q' \"dq\" 日本 \\"
+                "", " lead and trail ", "日本語 🎉 é", "--flag=x y", "*", ";", "|", "&&", "'", '"',
+                "$(XCORE_PROBE_ENV)", "$$", "$$(id)", "cost 5$"]
+HOSTILE_ENV = "line1\nline2 $HOME `id` 'q' \"dq\" 日本 \\ $(HOME) $$ a$"
 
 #: Written by the probe in pieces that split multi-byte characters.
 MULTIBYTE_TEXT = "héllo ✓ 日本語 🎉 ünïcödé\n" * 3 + "last line ✓\n"

@@ -88,16 +88,30 @@ def mask_args(args: list[str]) -> list[str]:
 
 def mask_nested_urls(data: Any) -> Any:
     """Stored args (any JSON value) with the password of every URL in a string masked; the same
-    object when there is none."""
+    object when there is none. Scalars are passed over without a call each (a sweep stores
+    thousands of small dicts of numbers)."""
     if isinstance(data, str):
         return mask_url_passwords(data) if "://" in data else data
     if isinstance(data, Mapping):
-        masked = {key: mask_nested_urls(value) for key, value in data.items()}
-        return data if all(masked[key] is value for key, value in data.items()) else masked
+        changed: dict[Any, Any] | None = None
+        for key, value in data.items():
+            new = _masked_item(value)
+            if new is not value:
+                changed = dict(data) if changed is None else changed
+                changed[key] = new
+        return data if changed is None else changed
     if isinstance(data, (list, tuple)):
-        items = [mask_nested_urls(item) for item in data]
+        items = [_masked_item(item) for item in data]
         return data if all(new is old for new, old in zip(items, data, strict=True)) else items
     return data
+
+
+def _masked_item(value: Any) -> Any:
+    if isinstance(value, str):
+        return mask_url_passwords(value) if "://" in value else value
+    if isinstance(value, (Mapping, list, tuple)):
+        return mask_nested_urls(value)
+    return value
 
 
 def redact_env(env: Mapping[str, Any]) -> dict[str, Any]:

@@ -256,6 +256,20 @@ def test_slurm_squeue_and_sacct_read_side_by_side_never_make_an_attempt_or_an_en
         assert (s[("21", 0)].status, s[("21", 0)].attempt) == (Status.PENDING, 2), how
 
 
+def test_slurm_a_task_cancelled_before_it_started_waits_for_accounting_as_pending() -> None:
+    """squeue lists a task CANCELLED before sacct has its record. One that never ran (no node;
+    squeue still gives it a start time, the moment it was cancelled) reads PENDING meanwhile:
+    RUNNING made the store give it a start time, so a task Slurm cancelled for its failed
+    dependency was never explained as such (seen in a fresh CI run). One that ran reads
+    RUNNING until its exit code comes."""
+    out = ("28096|1|CANCELLED|DependencyNeverSatisfied|1795818762|28096|\n"
+           "28095|0|COMPLETED|None|1795818761|28098|localhost\n@@XHPC-SACCT\n")
+    s = SlurmScheduler().parse_states(out)
+    assert (s[("28096", 1)].status, s[("28096", 1)].message, s[("28096", 1)].started_at) == (
+        Status.PENDING, "finishing (cancelled)", None)
+    assert (s[("28095", 0)].status, s[("28095", 0)].message) == (Status.RUNNING, "finishing (completed)")
+
+
 def test_cancel_commands_use_task_ranges() -> None:
     tasks = {"5": [4, 0, 1, 2], "6": list(range(1000))}
     assert SlurmScheduler().cancel_command(tasks) == "scancel 5_[0-2,4] 6_[0-999]"

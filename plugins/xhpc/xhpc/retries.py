@@ -166,7 +166,9 @@ _REQUEUE = {
     "sge": '    kill -KILL "$XHPC_CHILD" 2>/dev/null; exit 99  # Grid Engine reschedules a job that exits 99\n',
 }
 # With backoff_secs: the wait before attempt N+1 is backoff_secs * 2**(N-1) (``Retry.backoff``),
-# rounded up to whole seconds; the doubling stops at 2**20.
+# rounded up to whole seconds; the doubling stops at 2**20. The start time given to the
+# scheduler is a second later: both count whole seconds from "now" truncated, and a task whose
+# start was set at 148.9 s for 32 s started 31.7 s after its attempt ended (seen in CI).
 _WAIT = ('    XHPC_WAIT=$(( (({ms} << (XCORE_ATTEMPT > 21 ? 20 : XCORE_ATTEMPT - 1)) + 999) / 1000 ))\n')
 _SAID = 'echo "xhpc: attempt $((XCORE_ATTEMPT + 1)) starts in $XHPC_WAIT s or later (backoff)" >&2'
 _NOT_DELAYED = 'echo "xhpc: could not delay attempt $((XCORE_ATTEMPT + 1)) by its backoff" >&2'
@@ -181,7 +183,8 @@ _DELAYED_REQUEUE = {
               "    trap '' TERM\n"
               '    if scontrol requeue "$SLURM_JOB_ID"; then\n'
               '        if [ "$XHPC_WAIT" -gt "${{XHPC_HOLD:-0}}" ]; then\n'
-              '            if scontrol update jobid="$SLURM_JOB_ID" StartTime="now+$XHPC_WAIT" >/dev/null; then\n'
+              '            if scontrol update jobid="$SLURM_JOB_ID" StartTime="now+$((XHPC_WAIT + 1))" \\\n'
+              '                    >/dev/null; then\n'
               '                ' + _SAID + '\n'
               '            else ' + _NOT_DELAYED + '; fi\n'
               '        fi\n'
@@ -194,7 +197,7 @@ _DELAYED_REQUEUE = {
     "sge": (_WAIT +
             '    XHPC_TASK_ID="$JOB_ID.$SGE_TASK_ID"\n'
             '    if qhold -h u "$XHPC_TASK_ID" >/dev/null; then\n'
-            '        if qsub -terse -a "$(date -d "@$(( $(date +%s) + XHPC_WAIT ))" +%Y%m%d%H%M.%S)" -b y -r n '
+            '        if qsub -terse -a "$(date -d "@$(( $(date +%s) + XHPC_WAIT + 1 ))" +%Y%m%d%H%M.%S)" -b y -r n '
             '-N xhpc-backoff -wd "$XHPC_RUN" -o /dev/null -j y "$(command -v qrls || echo qrls)" -h u '
             '"$XHPC_TASK_ID" >/dev/null; then\n'
             '            ' + _SAID + '\n'

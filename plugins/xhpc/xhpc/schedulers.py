@@ -252,7 +252,7 @@ class SlurmScheduler(Scheduler):
         return (
             "export SLURM_TIME_FORMAT=%s; umask 077; "
             'xhpc_sq=$(mktemp "${TMPDIR:-/tmp}/xhpc-squeue.XXXXXX") || exit 1; '
-            f"{{ squeue -h -r -t all -j {ids} -o '%F|%K|%T|%r|%S|%A' >\"$xhpc_sq\" 2>\"$xhpc_sq.err\" || "
+            f"{{ squeue -h -r -t all -j {ids} -o '%F|%K|%T|%r|%S|%A|%N' >\"$xhpc_sq\" 2>\"$xhpc_sq.err\" || "
             f"echo \"{_FAILED_MARK} squeue $(head -c 300 \"$xhpc_sq.err\" | tr '\\n' ' ')\" >>\"$xhpc_sq\"; }} & "
             f"xhpc_sacct=$(sacct -n -X -P --duplicates -j {ids} "
             "-o JobID,State,ExitCode,Start,End,JobIDRaw,NodeList 2>&1) || "
@@ -286,7 +286,7 @@ class SlurmScheduler(Scheduler):
             if final is not None:
                 states[(parts[0].split(".")[0] + ROLE, int(parts[5][10:]))] = final
         runs: dict[tuple[str, int], list[tuple[str, JobState]]] = defaultdict(list)  # ended runs, oldest first
-        finished_in_squeue: dict[tuple[str, int], str] = {}
+        finished_in_squeue: dict[tuple[str, int], tuple[str, bool]] = {}  # state, whether it ever started
         # squeue answered (an unknown job id is an answer: every id queried left its listing).
         squeue_answered = all(not line.startswith(_FAILED_MARK) or "Invalid job id" in line
                               for line in squeue_text.splitlines())
@@ -313,8 +313,9 @@ class SlurmScheduler(Scheduler):
                     states[(job, task)] = shared
                 elif status is Status.RUNNING:
                     states[(job, task)] = JobState(Status.RUNNING, state.lower(), started_at=_epoch(start))
-                else:
-                    finished_in_squeue[(job, task)] = state
+                else:  # ran: it had a node (a task cancelled while pending has none, though Slurm gives it a start)
+                    ran = parts[6].strip() != "" if len(parts) > 6 else _epoch(start) is not None
+                    finished_in_squeue[(job, task)] = (state, ran)
         for line in sacct_text.splitlines():
             parts = line.strip().split("|")
             if len(parts) < 5:
@@ -348,10 +349,12 @@ class SlurmScheduler(Scheduler):
                     states[key] = JobState(status, "pending: queued" if status is Status.PENDING else state.lower())
         for key, ended in runs.items():
             states[key] = _with_attempts(states.get(key), ended)
-        for key, state in finished_in_squeue.items():
+        for key, (state, started) in finished_in_squeue.items():
             if key not in states or not states[key].status.is_terminal:
                 # Finished, but accounting has not caught up yet: report it once sacct has the exit code.
-                finishing = JobState(Status.RUNNING, f"finishing ({state.lower()})")
+                # A task that never started (cancelled while pending) reads PENDING meanwhile: RUNNING
+                # would give it a start time it never had (and hide why it was cancelled).
+                finishing = JobState(Status.RUNNING if started else Status.PENDING, f"finishing ({state.lower()})")
                 known = states.get(key)
                 states[key] = finishing if known is None else attrs.evolve(
                     finishing, attempt=known.attempt, previous_attempts=known.previous_attempts)

@@ -13,11 +13,11 @@ import time
 import attrs
 import kubernetes_validate
 import pytest
-from xcore.testing.expansion import expand
 
 import xk8s
 from xcore import plugin as xp
 from xcore.testing import make_launch_context, make_request
+from xcore.testing.expansion import expand
 from xk8s import hooks
 from xk8s import manifests as mf
 

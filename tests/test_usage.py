@@ -147,7 +147,9 @@ def test_cluster_and_target_choose_the_table():
 
 
 def test_the_dashboard_shows_hours_and_cost(xcore_home):
-    pytest.importorskip("starlette", reason="the dashboard's extra: pip install 'xcore-core[ui]' (test.sh does)")
+    from xcore.testing import require_module
+
+    require_module("starlette", "the dashboard's extra: pip install 'xcore-core[ui]' (scripts/test.sh does)")
     from starlette.testclient import TestClient
 
     from xcore.hooks.host import get_host

@@ -12,15 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from xcore.testing import require_service
-
-docker = pytest.importorskip("docker", reason="pip install 'xcore-xlocal[docker]'")
+from xcore.testing import require_module, require_service
 
 REPO = Path(__file__).resolve().parents[3]
 BASE_IMAGE = os.environ.get("XLOCAL_TEST_BASE_IMAGE", "xcore-python:3.11")
 
 
 def _engine_up() -> bool:
+    import docker
+
     try:
         client = docker.from_env()
         client.ping()
@@ -38,6 +38,9 @@ def _xcore(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
 @pytest.mark.infra("docker")
 @pytest.mark.timeout(600)
 def test_the_containers_example_runs_every_trial_in_its_container(tmp_path):
+    require_module("docker", "pip install 'xcore-xlocal[docker]' (scripts/test.sh does)")
+    import docker
+
     require_service("dockerd", _engine_up,
                     f"run `sudo bash scripts/infra/docker.sh` (starts dockerd, builds {BASE_IMAGE})")
     env = {**os.environ, "XCORE_HOME": str(tmp_path / "home"), "XCORE_QUIET": "1"}

@@ -256,6 +256,35 @@ def test_slurm_squeue_and_sacct_read_side_by_side_never_make_an_attempt_or_an_en
         assert (s[("21", 0)].status, s[("21", 0)].attempt) == (Status.PENDING, 2), how
 
 
+def test_slurm_an_unstarted_end_never_ends_a_task_squeue_lists_alive() -> None:
+    """A task squeue lists queued or running never ended unstarted (cancelled, failed to
+    start): such an accounting record is newer than squeue's listing, read next poll, or
+    another task's. Seen once in CI: task 0 of an aftercorr array read CANCELLED, unstarted,
+    when Slurm cancelled task 1 for its failed dependency, and the store kept it so."""
+    queued = ("29131|1|CANCELLED|DependencyNeverSatisfied|1795821546|29131|\n"
+              "29131|0|PENDING|Dependency|N/A|29132|\n@@XHPC-SACCT\n")
+    for record in ("29131_[0-1]", "29131_0"):
+        s = SlurmScheduler().parse_states(queued + f"{record}|CANCELLED|0:0|None|1795821546|29131|None assigned\n")
+        assert (s[("29131", 0)].status, s[("29131", 0)].attempt) == (Status.PENDING, None), record
+        if "[" in record:
+            assert s[("29131", 1)].status is Status.CANCELLED
+    # Then it runs: the stray record is no earlier attempt.
+    running = ("29131|0|RUNNING|None|1795821547|29132|localhost\n@@XHPC-SACCT\n"
+               "29131_0|CANCELLED|0:0|None|1795821546|29131|None assigned\n")
+    s = SlurmScheduler().parse_states(running)
+    assert (s[("29131", 0)].status, s[("29131", 0)].attempt, s[("29131", 0)].started_at) == (
+        Status.RUNNING, None, 1795821547)
+    # A cancel newer than squeue's listing is read once squeue lists the task ended too.
+    cancelled = ("29131|0|CANCELLED|None|1795821550|29132|\n@@XHPC-SACCT\n"
+                 "29131_0|CANCELLED by 0|0:0|None|1795821550|29132|None assigned\n")
+    assert SlurmScheduler().parse_states(cancelled)[("29131", 0)].status is Status.CANCELLED
+    # A run that started and ended (a task of a second) or was requeued still counts.
+    for how, status, attempt in (("COMPLETED", Status.COMPLETED, None), ("NODE_FAIL", Status.PENDING, 2)):
+        s = SlurmScheduler().parse_states(
+            f"29131|0|PENDING|None|N/A|29132|\n@@XHPC-SACCT\n29131_0|{how}|0:0|1795821547|1795821548|29132|localhost\n")
+        assert (s[("29131", 0)].status, s[("29131", 0)].attempt) == (status, attempt), how
+
+
 def test_slurm_a_task_cancelled_before_it_started_waits_for_accounting_as_pending() -> None:
     """squeue lists a task CANCELLED before sacct has its record. One that never ran (no node;
     squeue still gives it a start time, the moment it was cancelled) reads PENDING meanwhile:

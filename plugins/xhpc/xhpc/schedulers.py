@@ -292,6 +292,7 @@ class SlurmScheduler(Scheduler):
                               for line in squeue_text.splitlines())
         by_raw_id: dict[str, list[tuple[str, int]]] = defaultdict(list)  # squeue's own job id -> tasks
         pending: dict[str, JobState] = {}  # one (frozen) state per reason: a held sweep is thousands of lines
+        alive: set[tuple[str, int]] = set()  # tasks squeue lists queued or running
         for line in squeue_text.splitlines():
             parts = line.strip().split("|")
             if len(parts) < 5 or not parts[0].isdigit():
@@ -306,6 +307,8 @@ class SlurmScheduler(Scheduler):
             for task in tasks:
                 if len(parts) > 5:
                     by_raw_id[parts[5]].append((job, task))
+                if status is not None:
+                    alive.add((job, task))
                 if status is Status.PENDING:
                     if (shared := pending.get(reason)) is None:
                         why = reason if reason and reason != "None" else "queued"
@@ -348,6 +351,15 @@ class SlurmScheduler(Scheduler):
                     status = _SLURM_ACTIVE.get(state, Status.PENDING)
                     states[key] = JobState(status, "pending: queued" if status is Status.PENDING else state.lower())
         for key, ended in runs.items():
+            if key in alive:
+                # squeue lists the task queued or running, so no run of it ended unstarted in
+                # a way Slurm never queues again. Such a record is a cancel newer than squeue's
+                # listing (read next poll) or another task's (seen once in CI: the task Slurm
+                # split off an aftercorr array read CANCELLED, unstarted, at the moment its
+                # sibling was cancelled for its failed dependency, and then ran).
+                ended = [run for run in ended if run[0] in _SLURM_RERUNS or run[1].started_at is not None]
+                if not ended:
+                    continue
             states[key] = _with_attempts(states.get(key), ended)
         for key, (state, started) in finished_in_squeue.items():
             if key not in states or not states[key].status.is_terminal:

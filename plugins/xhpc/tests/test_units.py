@@ -256,11 +256,12 @@ def test_slurm_squeue_and_sacct_read_side_by_side_never_make_an_attempt_or_an_en
         assert (s[("21", 0)].status, s[("21", 0)].attempt) == (Status.PENDING, 2), how
 
 
-def test_slurm_an_unstarted_end_never_ends_a_task_squeue_lists_alive() -> None:
-    """A task squeue lists queued or running never ended unstarted (cancelled, failed to
-    start): such an accounting record is newer than squeue's listing, read next poll, or
-    another task's. Seen once in CI: task 0 of an aftercorr array read CANCELLED, unstarted,
-    when Slurm cancelled task 1 for its failed dependency, and the store kept it so."""
+def test_slurm_a_stale_range_record_or_unstarted_end_never_ends_a_live_task() -> None:
+    """Seen once in CI: task 0 of an aftercorr array read CANCELLED, unstarted, when Slurm
+    cancelled task 1 for its failed dependency, and then ran. Accounting ended the array's
+    range record, which still named task 0 after Slurm split it off. A range record is no task's
+    that has its own or that squeue lists under another job id, and a task squeue lists queued
+    or running never ended unstarted (such a record is newer than squeue's listing)."""
     queued = ("29131|1|CANCELLED|DependencyNeverSatisfied|1795821546|29131|\n"
               "29131|0|PENDING|Dependency|N/A|29132|\n@@XHPC-SACCT\n")
     for record in ("29131_[0-1]", "29131_0"):
@@ -274,6 +275,22 @@ def test_slurm_an_unstarted_end_never_ends_a_task_squeue_lists_alive() -> None:
     s = SlurmScheduler().parse_states(running)
     assert (s[("29131", 0)].status, s[("29131", 0)].attempt, s[("29131", 0)].started_at) == (
         Status.RUNNING, None, 1795821547)
+    # Slurm's own lines (22.05, raw sbatch, 2 rounds in 40): task 1 cancelled for its failed
+    # dependency ends the array's range record for good, after task 0 was split off (30667).
+    ghost = "30666_[0-1]|CANCELLED|0:0|1795824062|1795824062|30666|None assigned\n"
+    ended = "30666|1|CANCELLED|DependencyNeverSatisfied|N/A|30666|\n"
+    for task0, sacct, status in (
+            ("30666|0|PENDING|Dependency|N/A|30667|", ghost, Status.PENDING),
+            ("30666|0|COMPLETING|None|1795824063|30667|localhost", ghost, Status.RUNNING),
+            ("30666|0|COMPLETED|None|1795824063|30667|localhost", ghost, Status.RUNNING),  # finishing
+            ("30666|0|COMPLETED|None|1795824063|30667|localhost",
+             "30666_0|COMPLETED|0:0|1795824063|1795824063|30667|localhost\n" + ghost, Status.COMPLETED)):
+        s = SlurmScheduler().parse_states(f"{ended}{task0}\n@@XHPC-SACCT\n{sacct}")
+        assert (s[("30666", 0)].status, s[("30666", 0)].attempt) == (status, None), task0
+        assert s[("30666", 1)].status is Status.CANCELLED
+    no_squeue = ("@@XHPC-QUERY-FAILED squeue Socket timed out\n@@XHPC-SACCT\n"
+                 "30666_0|COMPLETED|0:0|1795824063|1795824063|30667|localhost\n" + ghost)
+    assert SlurmScheduler().parse_states(no_squeue)[("30666", 0)].status is Status.COMPLETED
     # A cancel newer than squeue's listing is read once squeue lists the task ended too.
     cancelled = ("29131|0|CANCELLED|None|1795821550|29132|\n@@XHPC-SACCT\n"
                  "29131_0|CANCELLED by 0|0:0|None|1795821550|29132|None assigned\n")

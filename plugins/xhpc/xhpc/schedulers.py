@@ -291,6 +291,7 @@ class SlurmScheduler(Scheduler):
         squeue_answered = all(not line.startswith(_FAILED_MARK) or "Invalid job id" in line
                               for line in squeue_text.splitlines())
         by_raw_id: dict[str, list[tuple[str, int]]] = defaultdict(list)  # squeue's own job id -> tasks
+        raw_of: dict[tuple[str, int], str] = {}  # and back
         pending: dict[str, JobState] = {}  # one (frozen) state per reason: a held sweep is thousands of lines
         alive: set[tuple[str, int]] = set()  # tasks squeue lists queued or running
         for line in squeue_text.splitlines():
@@ -307,6 +308,7 @@ class SlurmScheduler(Scheduler):
             for task in tasks:
                 if len(parts) > 5:
                     by_raw_id[parts[5]].append((job, task))
+                    raw_of[(job, task)] = parts[5]
                 if status is not None:
                     alive.add((job, task))
                 if status is Status.PENDING:
@@ -319,8 +321,10 @@ class SlurmScheduler(Scheduler):
                 else:  # ran: it had a node (a task cancelled while pending has none, though Slurm gives it a start)
                     ran = parts[6].strip() != "" if len(parts) > 6 else _epoch(start) is not None
                     finished_in_squeue[(job, task)] = (state, ran)
-        for line in sacct_text.splitlines():
-            parts = line.strip().split("|")
+        records = [line.strip().split("|") for line in sacct_text.splitlines()]
+        own = {(job, int(task)) for job, _, task in (parts[0].partition("_") for parts in records if len(parts) >= 5)
+               if task.isdigit()}  # tasks with a record of their own
+        for parts in records:
             if len(parts) < 5:
                 continue
             job_text, state_text, exit_text, start, end = parts[:5]
@@ -329,8 +333,16 @@ class SlurmScheduler(Scheduler):
             job, _, task_text = job_text.partition("_")
             if not job.isdigit():
                 continue
-            if task_text:
-                keys = [(job, task) for task in _expand_tasks(task_text)]
+            if task_text.isdigit():
+                keys = [(job, int(task_text))]
+            elif task_text:
+                # A range: the array's own record, of the tasks never split off it. A task with
+                # a record of its own, or that squeue lists under another job id, was split off:
+                # Slurm 22.05 may keep the range on the array's record after the split and end it
+                # with the one task left (an aftercorr array whose task 1 was cancelled for its
+                # failed dependency reads "_[0-1] CANCELLED" for good, beside task 0's COMPLETED).
+                keys = [key for key in ((job, task) for task in _expand_tasks(task_text))
+                        if key not in own and raw_of.get(key, raw) == raw]
             elif not squeue_answered:
                 continue  # which task(s) it is, only squeue says: read it linked next time
             else:
@@ -354,9 +366,7 @@ class SlurmScheduler(Scheduler):
             if key in alive:
                 # squeue lists the task queued or running, so no run of it ended unstarted in
                 # a way Slurm never queues again. Such a record is a cancel newer than squeue's
-                # listing (read next poll) or another task's (seen once in CI: the task Slurm
-                # split off an aftercorr array read CANCELLED, unstarted, at the moment its
-                # sibling was cancelled for its failed dependency, and then ran).
+                # listing (read next poll) or another task's.
                 ended = [run for run in ended if run[0] in _SLURM_RERUNS or run[1].started_at is not None]
                 if not ended:
                     continue

@@ -12,6 +12,8 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
 import xcore as xm
 from xcore.hooks.host import get_host
 from xcore.launch.registry import open_store
@@ -282,3 +284,62 @@ def test_a_relaunch_that_cannot_be_submitted_is_recorded_with_its_reason(monkeyp
     assert (job.attempt, job.status) == (2, Status.FAILED)
     assert "quota exhausted: ask for more" in job.message
     assert open_store().job_attempts(experiment_id)[job.id].failure == "launch"
+
+
+def _race(monkeypatch, step: str, experiment_id: int) -> list:
+    """Observer B reads the jobs' attempt-1 states; at ``step`` of B's poll (``read``: once the
+    backend answered, ``decided``: once B decided what to record), observer A polls the same
+    jobs and relaunches them. B's poll then ends; its records are returned."""
+    from xcore.hooks.host import PluginHost
+    from xcore.runtime import retries
+
+    stale = _jobs(experiment_id)  # what B loaded: attempt 1 and its handle
+    host = get_host()
+
+    def observer_a() -> None:
+        refresh_jobs(open_store(), host, _jobs(experiment_id))
+        assert {j.attempt for j in _jobs(experiment_id)} == {2}  # A relaunched them
+
+    if step == "read":
+        original = PluginHost.job_states
+
+        def read_then_a(self, kind, handles):
+            states = original(self, kind, handles)
+            monkeypatch.setattr(PluginHost, "job_states", original)
+            observer_a()
+            return states
+
+        monkeypatch.setattr(PluginHost, "job_states", read_then_a)
+    else:
+        decide = retries.pending
+
+        def decided_then_a(store, reached):
+            out = decide(store, reached)
+            monkeypatch.setattr(retries, "pending", decide)
+            observer_a()
+            return out
+
+        monkeypatch.setattr(retries, "pending", decided_then_a)
+    return refresh_jobs(open_store(), host, stale)
+
+
+@pytest.mark.parametrize("step", ["read", "decided"])
+def test_an_observer_that_read_the_failed_attempt_before_another_relaunched_it_records_nothing_over_it(
+        monkeypatch, step):
+    """Two observers poll the same preempted jobs; A relaunches them while B, which read
+    attempt 1's FAILED, is still polling. B must not record attempt 1's state over attempt 2:
+    not FAILED (the policy of 2 is not spent by attempt 1: the unit read failed and the
+    experiment ended while attempt 2 ran), not a second retry pending (attempt 3 launched for
+    one preemption)."""
+    experiment_id = _launch(fake.FakeExecutor(hold=True, retry=xm.Retry(max_attempts=2)), units=2)
+    for job in _jobs(experiment_id):
+        fake.preempt(_handle(job))
+    seen_by_b = _race(monkeypatch, step, experiment_id)
+    store = open_store()
+    for job in _jobs(experiment_id):
+        assert (job.attempt, job.status, job.message) == (2, Status.PENDING, "submitted")
+        assert [r["attempt"] for r in _records(job.id)] == [1, 2]
+    assert [u.status for u in store.work_units(experiment_id)] == [Status.PENDING] * 2
+    assert [(j.attempt, j.status) for j in seen_by_b] == [(2, Status.PENDING)] * 2  # B follows attempt 2
+    refresh_jobs(store, get_host(), _jobs(experiment_id))  # a later poll: nothing to relaunch
+    assert [[r["attempt"] for r in _records(j.id)] for j in _jobs(experiment_id)] == [[1, 2]] * 2

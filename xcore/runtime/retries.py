@@ -55,8 +55,10 @@ def pending(store: MetadataStore, reached: Sequence[tuple[JobRecord, JobState]]
     for job, state in reached:
         if state.status is Status.FAILED and job.id in policies and not cancels[job.experiment_id].covers(
                 job.work_unit_id):
-            stored_attempt, stored = policies[job.id]
-            attempt = state.attempt or stored_attempt
+            _, stored = policies[job.id]
+            # The attempt whose handle was read, not the store's: another observer may have
+            # relaunched the job since, and attempt 1's failure must not spend attempt 2's policy.
+            attempt = state.attempt or job.attempt
             policy = policy_of(stored)
             failure = state.failure or "error"
             if policy.retries(failure, state.exit_code, attempt):

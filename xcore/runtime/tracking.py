@@ -78,8 +78,10 @@ def refresh_jobs(store: MetadataStore, host: PluginHost, jobs: Sequence[JobRecor
             # (e.g. by wait_until_complete) then say what `xcore show` says, an end included.
             started, ended = recorded_times(state, job.started_at, job.ended_at, now)
             if changed or new_attempt:  # earlier attempts come with the move to a new one
+                # Recorded as the attempt whose handle was read: the store refuses it if another
+                # observer has relaunched the job since (its next attempt is not this one's state).
                 changes.append((job.id, JobState(state.status, state.message, state.exit_code, started, ended,
-                                                 state.failure, state.attempt, state.previous_attempts)))
+                                                 state.failure, job.attempt, state.previous_attempts)))
             job.status, job.message, job.exit_code = state.status, state.message, state.exit_code
             job.started_at, job.ended_at = started, ended
     if changes:

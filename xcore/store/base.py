@@ -167,7 +167,9 @@ class MetadataStore(abc.ABC):
 
     @abc.abstractmethod
     def record_states(self, states: Sequence[tuple[int, JobState]], *, intent_id: int | None = None) -> None:
-        """Store the newest state of jobs; a change of status is appended to their history."""
+        """Store the newest state of jobs; a change of status is appended to their history.
+        A state whose ``attempt`` is below the job's recorded one was read from an earlier
+        attempt (another observer relaunched the job meanwhile) and is not recorded."""
 
     @abc.abstractmethod
     def get_experiment(self, experiment_id: int) -> ExperimentRecord:

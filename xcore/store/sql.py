@@ -336,6 +336,8 @@ class SqlStore(MetadataStore):
         if not states:
             return
         found = self._rows_by_id(cur, [job_id for job_id, _ in states], "id, status, started_at, ended_at, attempt")
+        if any(state.attempt is not None for _, state in states):
+            states = [(job_id, state) for job_id, state in states if not _earlier_attempt(found.get(job_id), state)]
         if any(state.attempt is not None or state.previous_attempts for _, state in states):
             found = self._record_attempts(cur, found, states, now)
         updates, events = rows.state_changes(found, states, now, self.dialect.where)
@@ -674,10 +676,11 @@ class SqlStore(MetadataStore):
         cancellers, the second finds the jobs CANCELLED already and claims none."""
         if not states:
             return []
-        found = self._rows_by_id(cur, [job_id for job_id, _ in states], "id, status")
+        found = self._rows_by_id(cur, [job_id for job_id, _ in states], "id, status, attempt")
         cancelled = Status.CANCELLED.value
         claimed = {job_id for job_id, state in states
-                   if state.status is Status.CANCELLED and job_id in found and found[job_id]["status"] != cancelled}
+                   if state.status is Status.CANCELLED and job_id in found and found[job_id]["status"] != cancelled
+                   and not _earlier_attempt(found[job_id], state)}
         self._record_states(cur, states, now)
         return sorted(claimed)
 
@@ -1012,6 +1015,13 @@ class SqlStore(MetadataStore):
 
 _INSERT_EDGE = ("INSERT INTO unit_dependencies (experiment_id, work_unit_id, on_experiment_id, on_work_unit_id,"
                 " on_job, condition) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING")
+
+
+def _earlier_attempt(row: Any, state: JobState) -> bool:
+    """Whether ``state`` was read from an attempt before the one the job's row is on: an
+    observer that polled the old handle while another relaunched the job. Recording it would
+    end the new attempt with the old one's failure (or make it a retry pending again)."""
+    return row is not None and state.attempt is not None and state.attempt < row["attempt"]
 
 
 def _edge(row: Any) -> DependencyEdge:

@@ -680,6 +680,25 @@ class StoreContract:
         assert (earlier.number, earlier.status, earlier.exit_code, earlier.log_path) == (1, Status.FAILED, 1, "/log1")
         assert store.get_experiment(exp.id).status_counts == {"LAUNCHING": 1}
 
+    def test_a_state_read_from_an_earlier_attempt_is_not_recorded_over_a_later_one(self, store_url):
+        """An observer that read attempt 1's state before another relaunched the job as attempt 2
+        records it late: it must not end attempt 2 (FAILED) nor make it a retry pending again."""
+        store = self.open(store_url)
+        exp = store.create_experiment("late observer")
+        lease = store.open_lease(exp.id, "h", 1, None)
+        [a] = store.add_work_unit(exp.id, 1, "work_unit", {}, "", [new_job("a")])
+        store.mark_launched([(a, "k", {"pid": 1}, "/log1")])
+        store.record_states([(a, JobState(Status.PENDING, "retry pending", failure="preempted", attempt=1))])
+        assert store.begin_attempts([(a, 1, "PENDING")], lease, "retry") == [a]
+        store.mark_launched([(a, "k", {"pid": 2}, "/log2")])
+        store.record_states([(a, JobState(Status.FAILED, "preempted", failure="preempted", attempt=1)),
+                             (a, JobState(Status.PENDING, "retry pending", failure="preempted", attempt=1))])
+        [job] = store.work_units(exp.id)[0].jobs
+        assert (job.attempt, job.status, job.handle, job.message) == (2, Status.PENDING, {"pid": 2}, "submitted")
+        assert store.get_experiment(exp.id).status_counts == {"PENDING": 1}
+        store.record_states([(a, JobState(Status.RUNNING, "running", started_at=5.0, attempt=2))])
+        assert store.work_units(exp.id)[0].jobs[0].status is Status.RUNNING  # attempt 2's own state is recorded
+
     @_across_processes
     def test_many_relaunchers_claim_each_attempt_exactly_once(self, store_url):
         store = self.open(store_url)

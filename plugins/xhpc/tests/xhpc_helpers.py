@@ -127,7 +127,8 @@ class LinkProxy:
         self._lock = threading.Lock()
         self._closed = False
         self.refusing = False
-        threading.Thread(target=self._accept, daemon=True, name="link-proxy").start()
+        self._acceptor = threading.Thread(target=self._accept, daemon=True, name="link-proxy")
+        self._acceptor.start()
 
     def _accept(self) -> None:
         import socket
@@ -138,6 +139,9 @@ class LinkProxy:
             try:
                 client, _ = self.server.accept()
             except OSError:
+                return
+            if self._closed:  # the wake-up connection of close()
+                client.close()
                 return
             if self.refusing:  # reset at once: the client reads "connection reset", never a banner
                 client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
@@ -202,6 +206,16 @@ class LinkProxy:
         return path
 
     def close(self) -> None:
+        """Stop accepting, then close the listening socket. Closing it under a thread blocked in
+        ``accept`` is not enough: the next test's relay may get the same descriptor number, and
+        this relay's thread then accepted (and relayed, uncounted) the next test's connections."""
+        import socket
+
         self._closed = True
+        try:
+            socket.create_connection(("127.0.0.1", self.port), timeout=5).close()  # wake accept()
+        except OSError:
+            pass
+        self._acceptor.join(10)
         self.server.close()
         self.cut()

@@ -7,6 +7,8 @@ still running. Jobs are grouped by handle kind: one backend call per kind.
 
 from __future__ import annotations
 
+import itertools
+import operator
 import sys
 import time
 from collections import defaultdict
@@ -24,7 +26,8 @@ from xcore.store.records import JobRecord, unreadable
 
 def refresh_jobs(store: MetadataStore, host: PluginHost, jobs: Sequence[JobRecord],
                  cache: dict[int, Any] | None = None, unavailable: dict[int, str] | None = None,
-                 record: Callable[[list[tuple[int, JobState]]], object] | None = None) -> list[JobRecord]:
+                 record: Callable[[list[tuple[int, JobState]]], object] | None = None,
+                 applied: dict[int, JobState] | None = None) -> list[JobRecord]:
     """Update the non-terminal ``jobs`` in place from their backends and record changes.
 
     A backend that cannot be asked (plugin missing, host unreachable) leaves the stored
@@ -33,11 +36,13 @@ def refresh_jobs(store: MetadataStore, host: PluginHost, jobs: Sequence[JobRecor
     same thousands of jobs again and again). ``unavailable``, when given, tracks the jobs whose
     backend is out of reach for now (``BackendUnavailableError``, an ``OSError``): their records
     are left as they are and their ids map to the reason until a poll reaches them again.
-    ``record`` writes the changes (``store.record_states`` by default).
+    ``record`` writes the changes (``store.record_states`` by default). ``applied`` (job id ->
+    the state last applied to that same record object, kept by a watcher between polls) skips
+    a job whose backend returned that very state object again: nothing of it can have changed.
     """
     by_kind: dict[str, list[JobRecord]] = defaultdict(list)
     for job in jobs:
-        if not job.status.is_terminal and job.handle_kind and job.handle is not None:
+        if job.status in _NOT_TERMINAL and job.handle_kind and job.handle is not None:
             by_kind[job.handle_kind].append(job)
     changes: list[tuple[int, JobState]] = []
     for kind, jobs_of_kind in by_kind.items():
@@ -64,11 +69,17 @@ def refresh_jobs(store: MetadataStore, host: PluginHost, jobs: Sequence[JobRecor
                 job.status, job.message = Status.UNKNOWN, str(exc).split(". ")[0]
             continue
         now = time.time()
+        if unavailable:
+            for job, _ in reached:
+                unavailable.pop(job.id, None)
+        if applied is not None:  # a watcher's cycle: only what the backend says anew
+            reached = [(job, state) for job, state in reached
+                       if applied.get(job.id) is not state or job.status is not state.status]
         if any(state.status is Status.FAILED for _, state in reached):
             reached = retries.pending(store, reached)
         for job, state in reached:
-            if unavailable:
-                unavailable.pop(job.id, None)
+            if applied is not None:
+                applied[job.id] = state
             changed = (job.status, job.message, job.exit_code) != (state.status, state.message, state.exit_code)
             new_attempt = state.attempt is not None and state.attempt > job.attempt
             if new_attempt:  # the backend retried it: the new attempt's times start afresh
@@ -82,6 +93,8 @@ def refresh_jobs(store: MetadataStore, host: PluginHost, jobs: Sequence[JobRecor
                                                  state.failure, state.attempt, state.previous_attempts)))
             job.status, job.message, job.exit_code = state.status, state.message, state.exit_code
             job.started_at, job.ended_at = started, ended
+    candidates = _pending_or_held(jobs)  # one pass: a watcher's cycle has 50,000 PENDING jobs
+    pending = [job for job in candidates if retries.is_pending(job)]
     if changes:
         try:
             (record or store.record_states)(changes)
@@ -90,13 +103,29 @@ def refresh_jobs(store: MetadataStore, host: PluginHost, jobs: Sequence[JobRecor
         else:
             changed_ids = {job_id for job_id, _ in changes}
             after_refresh(store, host, [job for job in jobs if job.id in changed_ids or retries.is_pending(job)])
-    elif any(retries.is_pending(job) for job in jobs):  # a relaunch an observer has not done yet
-        after_refresh(store, host, [job for job in jobs if retries.is_pending(job)])
-    if any(retries.is_pending(job) for job in jobs):
-        _follow_relaunches(store, [job for job in jobs if retries.is_pending(job)], cache)
-    if any(job.status is Status.PENDING and job.handle is None for job in jobs):
+    elif pending:  # a relaunch an observer has not done yet
+        after_refresh(store, host, pending)
+    if changes or pending:  # the duties may have moved jobs
+        candidates = _pending_or_held(jobs)
+        pending = [job for job in candidates if retries.is_pending(job)]
+    if pending:
+        _follow_relaunches(store, pending, cache)
+        if applied is not None:
+            for job in pending:
+                applied.pop(job.id, None)
+    if any(job.status is Status.PENDING and job.handle is None for job in candidates):
         held_seen(store, host, jobs)  # held for their dependencies: decided by ones no one saw end?
     return list(jobs)
+
+
+# Identity checks, not the enum's hash: refresh_jobs tests 50,000 statuses per watch cycle.
+_NOT_TERMINAL = tuple(status for status in Status if not status.is_terminal)
+
+
+def _pending_or_held(jobs: Sequence[JobRecord]) -> list[JobRecord]:
+    """The jobs whose retry waits for an observer, and those held for their dependencies."""
+    return [job for job in jobs if job.status is Status.PENDING
+            and (job.handle is None or job.message.startswith(retries.RETRY_PENDING))]
 
 
 def _follow_relaunches(store: MetadataStore, pending: Sequence[JobRecord], cache: dict[int, Any] | None) -> None:
@@ -134,6 +163,10 @@ def load_handles(host: PluginHost, jobs: Sequence[JobRecord],
     not). A stored handle that no longer loads (a value of the wrong type, a field a newer
     plugin renamed) marks only that job UNKNOWN, with the reason, so one bad record never
     breaks reading the others."""
+    if cache is not None:  # a watcher's cycle: every handle already loaded, found in one pass
+        found = list(map(cache.get, [job.id for job in jobs]))
+        if not any(map(operator.is_, found, itertools.repeat(None))):  # C-level: no handle's __eq__
+            return list(zip(jobs, found, strict=True))
     loaded = []
     for job in jobs:
         if cache is not None and (handle := cache.get(job.id)) is not None:

@@ -20,6 +20,9 @@ Only what this run created is cancelled afterwards (its job ids; its xlocal expe
 
     PYTHON bench/bench_watch.py [EXPERIMENTS] [TASKS] [INTERVAL] [ROUNDS]   (default 50 1000 5 5)
 
+XCORE_BENCH_PROFILE=FILE writes the kept cycles' cProfile statistics to FILE (their CPU figures
+then include the profiler's own).
+
 Needs Slurm with accounting and sshd (`bash scripts/infra/setup.sh slurm sshd`).
 """
 
@@ -90,7 +93,7 @@ LAUNCH = textwrap.dedent("""
 """).replace("ROUNDS", "int(sys.argv[5])")
 
 OBSERVER = textwrap.dedent("""
-    import collections, json, resource, sys, time
+    import collections, cProfile, json, os, resource, sys, time
     import xhpc.transport as transport
     from xcore.cli import watch
 
@@ -118,6 +121,8 @@ OBSERVER = textwrap.dedent("""
         import contextlib
         set_aside = contextlib.nullcontext
     cycles = 0
+    profile = os.environ.get("XCORE_BENCH_PROFILE")
+    profiler = cProfile.Profile()
     with open(out, "a") as log:
         while True:
             started, cpu, child = time.monotonic(), time.process_time(), children()
@@ -125,7 +130,12 @@ OBSERVER = textwrap.dedent("""
             # Every other cycle without anything kept: every row read, every output parsed, every
             # handle loaded and compared (how a cycle ran before it kept them).
             kept = bool(state) and not cycles % 2
-            if kept:
+            if kept and profile and cycles > 1:  # XCORE_BENCH_PROFILE=FILE: the kept cycles' profile
+                profiler.enable()
+                line = watch.cycle(*state)
+                profiler.disable()
+                profiler.dump_stats(profile)
+            elif kept:
                 line = watch.cycle(*state)
             else:
                 with set_aside():

@@ -61,10 +61,12 @@ class Watched:
     of the rows it wrote, so those records are read again."""
 
     def __init__(self) -> None:
+        from xcore.runtime.tracking import Applied
+
         self.records: dict[int, JobRecord] = {}  # job id -> its record, as refreshed last cycle
         self.versions: dict[int, tuple[Any, ...]] = {}  # job id -> the stored version it was read at
         self.loaded: dict[int, Any] = {}  # job id -> loaded handle (``refresh_jobs``' cache)
-        self.applied: dict[int, Any] = {}  # job id -> the state last applied to its record
+        self.applied = Applied()  # the states last applied to the records
         self.marker: object | None = None  # the store's change marker when last read
         self.active: list[int] = []
         self.cycles = 0
@@ -84,7 +86,7 @@ class Watched:
         self.dirty = set()
         fresh = {job.id: job for job in store.active_jobs(active, stale)} if stale else {}
         for job_id in stale:  # a new row, or written since: its state afresh, its handle if another
-            self.applied.pop(job_id, None)
+            self.applied.forget(job_id)
             if (known.get(job_id) or (None,) * 5)[4] != versions[job_id][4]:  # (4: the stored handle)
                 self.loaded.pop(job_id, None)
         records, written = {}, set(stale)
@@ -94,7 +96,7 @@ class Watched:
                 records[job_id] = job
         for job_id in old.keys() - records.keys():  # no longer active
             self.loaded.pop(job_id, None)
-            self.applied.pop(job_id, None)
+            self.applied.forget(job_id)
         self.records, self.versions = records, versions
         return list(records.values())
 

@@ -114,8 +114,8 @@ def cycle(kept: Watched | None = None) -> str:
     from xcore.model.status import Status
     from xcore.runtime import collector
     from xcore.runtime.orphans import resolve_orphans
-    from xcore.runtime.retries import RETRY_PENDING, is_pending
-    from xcore.runtime.tracking import refresh_jobs
+    from xcore.runtime.retries import is_pending
+    from xcore.runtime.tracking import any_retry_pending, refresh_jobs
 
     workspace = current()
     store = workspace.store
@@ -141,10 +141,10 @@ def cycle(kept: Watched | None = None) -> str:
         tick(store, workspace.host, active)
     except Exception as exc:  # noqa: BLE001 - the watcher keeps watching whatever a sink does
         print(f"xcore watch: warning: notifications: {type(exc).__name__}: {exc}", file=sys.stderr)
-    unknown = [job.id for job in jobs if job.status is Status.UNKNOWN]  # marked in memory, not recorded
-    retried = sum(attempt != job.attempt or is_pending(job)  # relaunched, or due
-                  for job, attempt in zip(jobs, attempts, strict=True) if attempt != job.attempt
-                  or (job.status is Status.PENDING and job.message.startswith(RETRY_PENDING)))
+    unknown = [job.id for job in jobs if job.status is Status.UNKNOWN] \
+        if Status.UNKNOWN in map(operator.attrgetter("status"), jobs) else []  # marked in memory, not recorded
+    relaunched = sum(map(operator.ne, attempts, map(operator.attrgetter("attempt"), jobs)))
+    retried = relaunched + (sum(map(is_pending, jobs)) if any_retry_pending(jobs) else 0)  # relaunched, or due
     if kept is not None:
         kept.forget(written)
         kept.forget(unknown)

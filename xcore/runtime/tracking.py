@@ -162,9 +162,20 @@ _NOT_TERMINAL = tuple(status for status in Status if not status.is_terminal)
 
 
 def _pending_or_held(jobs: Sequence[JobRecord]) -> list[JobRecord]:
-    """The jobs whose retry waits for an observer, and those held for their dependencies."""
+    """The jobs whose retry waits for an observer, and those held for their dependencies.
+    Usually none: first asked of the distinct messages and in C (50,000 held tasks share a few)."""
+    if not any_retry_pending(jobs) and not any(map(operator.is_, map(_HANDLE, jobs), itertools.repeat(None))):
+        return []
     return [job for job in jobs if job.status is Status.PENDING
             and (job.handle is None or job.message.startswith(retries.RETRY_PENDING))]
+
+
+_HANDLE, _MESSAGE = operator.attrgetter("handle"), operator.attrgetter("message")
+
+
+def any_retry_pending(jobs: Sequence[JobRecord]) -> bool:
+    """Whether a job's message may say its retry is pending (a cheap test: one per distinct message)."""
+    return any(message.startswith(retries.RETRY_PENDING) for message in set(map(_MESSAGE, jobs)))
 
 
 def _follow_relaunches(store: MetadataStore, pending: Sequence[JobRecord], cache: dict[int, Any] | None) -> None:

@@ -80,3 +80,36 @@ def test_a_task_in_its_first_minute_is_read_again_once_the_minute_passed(cluster
     monkeypatch.setattr(time, "time", lambda: now + 31)
     states = tracking.states(handles)
     assert len(parsed) == 2 and {s.status.value for s in states} == {"FAILED"}
+
+
+def test_the_same_handles_answered_alike_are_not_grouped_or_matched_again(cluster, monkeypatch) -> None:
+    handles = _handles(time.time() - 3600)
+    cluster.out = _held(range(3)) + MARK + "\n"
+    first = tracking.states(handles)
+    grouped: list[object] = []
+    monkeypatch.setattr(tracking, "_scheduler_name", lambda handle: grouped.append(handle) or "slurm")
+    again = tracking.states(handles)
+    assert grouped == [] and again == first and all(a is b for a, b in zip(first, again, strict=True))
+    cluster.out = _held(range(2)) + MARK + "\n"  # one task gone: that cluster's states read again
+    assert [s.status.value for s in tracking.states(handles)] == ["PENDING", "PENDING", "FAILED"]
+
+
+def test_a_cluster_out_of_reach_leaves_its_tasks_unanswered_beside_one_answered_as_before(cluster, monkeypatch) -> None:
+    from xcore.plugin import BackendUnavailableError
+    from xhpc.transport import ClusterConnectionError
+
+    near = _handles(time.time() - 3600)
+    far = [SlurmHandle(cluster="far", job_id="700", task=0, index=0, run_dir="/runs/b", submitted_at=time.time())]
+    cluster.out = _held(range(3)) + MARK + "\n"
+    tracking.states(near + far)
+    both = near + far
+
+    def unreachable(handle):
+        if handle.cluster == "far":
+            raise ClusterConnectionError("link down", retryable=True)
+        return cluster
+
+    monkeypatch.setattr(tracking, "_transport", unreachable)
+    with pytest.raises(BackendUnavailableError) as raised:
+        tracking.states(both)
+    assert [s.message if s else None for s in raised.value.states] == ["pending: JobHeldUser"] * 3 + [None]

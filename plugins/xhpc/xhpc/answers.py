@@ -39,27 +39,57 @@ def recall(key: tuple[str, bool, str], out: str, handles: Sequence[ClusterHandle
     if answer is None or now >= answer.until or answer.out != out or len(answer.handles) != len(handles) \
             or not all(map(operator.is_, answer.handles, handles)):
         return None
-    return list(answer.states), answer.outage
+    return answer.states, answer.outage  # the same list: a caller sees that nothing moved
 
 
 def remember(key: tuple[str, bool, str], out: str, handles: Sequence[ClusterHandle],
              states: list[JobState | None], outage: str | None, until: float) -> None:
-    _last[key] = Answer(out, list(handles), list(states), outage, until)
+    _last[key] = Answer(out, list(handles), states, outage, until)
+
+
+@attrs.define
+class Poll:
+    """The last ``tracking.states`` call: its handles as grouped by cluster, each cluster's
+    answer and the states returned, so the same handles answered alike cost no pass over them."""
+
+    handles: list[ClusterHandle]
+    failed: dict[int, JobState]  # index -> the state of a handle whose submission failed
+    grouped: dict[tuple[str, bool, str], tuple[list[int], list[ClusterHandle]]]
+    answered: dict[tuple[str, bool, str], list[JobState | None]]
+    result: list[JobState]
+
+
+_poll: list[Poll] = []  # at most one
+
+
+def last_poll(handles: Sequence[ClusterHandle]) -> Poll | None:
+    """The last poll, if it asked about these very handle objects, in this order."""
+    if _poll and len(_poll[0].handles) == len(handles) and all(map(operator.is_, _poll[0].handles, handles)):
+        return _poll[0]
+    return None
+
+
+def remember_poll(handles: Sequence[ClusterHandle], failed: dict[int, JobState],
+                  grouped: dict[tuple[str, bool, str], tuple[list[int], list[ClusterHandle]]],
+                  answered: dict[tuple[str, bool, str], list[JobState | None]], result: list[JobState]) -> None:
+    _poll[:] = [Poll(list(handles), failed, grouped, answered, list(result))]
 
 
 def clear() -> None:
     """Forget every answer (tests)."""
     _last.clear()
+    _poll.clear()
 
 
 @contextlib.contextmanager
 def set_aside() -> Iterator[None]:
     """Inside: no answer recalled, and the ones kept before are back after (the baseline
     cycles ``bench/bench_watch.py`` alternates with a watcher's)."""
-    saved = dict(_last)
-    _last.clear()
+    saved, poll = dict(_last), list(_poll)
+    clear()
     try:
         yield
     finally:
-        _last.clear()
+        clear()
         _last.update(saved)
+        _poll[:] = poll

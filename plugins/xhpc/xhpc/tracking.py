@@ -44,16 +44,23 @@ def _transport(handle: ClusterHandle) -> Transport:
 
 
 def states(handles: Sequence[ClusterHandle]) -> list[JobState]:
+    last = answers.last_poll(handles)  # these very handles polled before: grouped as then
+    if last is not None:
+        failed, grouped = last.failed, last.grouped
+    else:
+        failed, groups = {}, defaultdict(list)
+        for i, handle in enumerate(handles):
+            if handle.error:
+                failed[i] = JobState(Status.FAILED, handle.error, failure="launch")
+            else:
+                groups[(handle.cluster, handle.local, _scheduler_name(handle))].append(i)
+        grouped = {key: (indices, [handles[i] for i in indices]) for key, indices in groups.items()}
     result: list[JobState | None] = [None] * len(handles)
-    groups: dict[tuple[str, bool, str], list[int]] = defaultdict(list)
-    for i, handle in enumerate(handles):
-        if handle.error:
-            result[i] = JobState(Status.FAILED, handle.error, failure="launch")
-        else:
-            groups[(handle.cluster, handle.local, _scheduler_name(handle))].append(i)
+    for i, launch_failed in failed.items():
+        result[i] = launch_failed
+    answered: dict[tuple[str, bool, str], list[JobState | None]] = {}
     out_of_reach: list[str] = []
-    for (_cluster, _local, scheduler_name), indices in groups.items():
-        group = [handles[i] for i in indices]
+    for (_cluster, _local, scheduler_name), (indices, group) in grouped.items():
         found: list[JobState | None]
         try:
             found, outage = _query_asking_again(group, scheduler_name)
@@ -69,11 +76,26 @@ def states(handles: Sequence[ClusterHandle]) -> list[JobState]:
         else:
             if outage is not None:  # the jobs it cannot tell about stay as recorded (None)
                 out_of_reach.append(f"cluster {group[0].cluster!r}: {outage}")
+        answered[(_cluster, _local, scheduler_name)] = found
+        if last is not None and found is last.answered.get((_cluster, _local, scheduler_name)):
+            continue  # the cluster's last answer again (see below)
         for i, state in zip(indices, found, strict=True):
             result[i] = state
+    reused = [key for key in answered if last is not None and answered[key] is last.answered.get(key)]
     if out_of_reach:  # what the reachable clusters said, None for the others
+        for key in reused:
+            for i, state in zip(grouped[key][0], answered[key], strict=True):
+                result[i] = state
         raise BackendUnavailableError("; ".join(out_of_reach), states=list(result))
-    return [r if r is not None else JobState(Status.UNKNOWN, "no state") for r in result]
+    if last is not None:
+        if len(reused) == len(grouped):
+            return list(last.result)  # every cluster answered as last time: not one state moved
+        for key in reused:
+            for i in grouped[key][0]:
+                result[i] = last.result[i]
+    final = [r if r is not None else JobState(Status.UNKNOWN, "no state") for r in result]
+    answers.remember_poll(handles, failed, grouped, answered, final)
+    return final
 
 
 def _query_asking_again(group: list[ClusterHandle],

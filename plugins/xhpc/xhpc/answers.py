@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import contextlib
 import operator
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar, cast
 
 import attrs
 
@@ -60,6 +61,20 @@ class Poll:
 
 
 _poll: list[Poll] = []  # at most one
+_about: dict[tuple[str, bool, str], tuple[Sequence[ClusterHandle], Any]] = {}
+T = TypeVar("T")
+
+
+def about(key: tuple[str, bool, str], group: Sequence[ClusterHandle],
+          work: Callable[[Sequence[ClusterHandle]], T]) -> T:
+    """``work(group)`` (what a query of the cluster names: job ids, run directories), worked
+    out once for the very list a watcher asks about every cycle."""
+    known = _about.get(key)
+    if known is not None and known[0] is group:
+        return cast(T, known[1])
+    found = work(group)
+    _about[key] = (group, found)
+    return found
 
 
 def last_poll(handles: Sequence[ClusterHandle]) -> Poll | None:
@@ -79,13 +94,14 @@ def clear() -> None:
     """Forget every answer (tests)."""
     _last.clear()
     _poll.clear()
+    _about.clear()
 
 
 @contextlib.contextmanager
 def set_aside() -> Iterator[None]:
     """Inside: no answer recalled, and the ones kept before are back after (the baseline
     cycles ``bench/bench_watch.py`` alternates with a watcher's)."""
-    saved, poll = dict(_last), list(_poll)
+    saved, poll, named = dict(_last), list(_poll), dict(_about)
     clear()
     try:
         yield
@@ -93,3 +109,4 @@ def set_aside() -> Iterator[None]:
         clear()
         _last.update(saved)
         _poll[:] = poll
+        _about.update(named)

@@ -116,7 +116,8 @@ def _query(group: list[ClusterHandle], scheduler_name: str) -> tuple[list[JobSta
     scheduler = SCHEDULERS[scheduler_name]
     transport = _transport(group[0])
     q = shlex.quote
-    unresolved = sorted({(h.run_dir, h.chunk) for h in group if not h.job_id})
+    asked = (group[0].cluster, group[0].local, scheduler_name)
+    unresolved, known_ids, run_dirs, gangs = answers.about(asked, group, _about)
     lost_ids: dict[tuple[str, int], str] = {}
     lost_errors: dict[tuple[str, int], str] = {}
     if unresolved:
@@ -140,14 +141,13 @@ def _query(group: list[ClusterHandle], scheduler_name: str) -> tuple[list[JobSta
                 lost_ids[key] = scheduler.parse_job_id(fields[3] if len(fields) > 3 else "")
             except ValueError:
                 pass
-    job_ids = sorted({h.job_id for h in group if h.job_id} | set(lost_ids.values()))
+    job_ids = sorted(set(known_ids) | set(lost_ids.values())) if lost_ids else known_ids
     table: dict[tuple[str, int], JobState] = {}
     outage: Outage | None = None
     cancelled: set[tuple[str, int]] = set()
     requeued: dict[tuple[str, int, int], tuple[str, int | None]] = {}  # (run_dir, index, attempt): why, exit code
     refused: dict[tuple[str, int, int], int] = {}  # (run_dir, index, attempt): max_attempts
     if job_ids:
-        run_dirs = sorted({h.run_dir for h in group if h.run_dir})
         # Markers the job script and cancel leave: cancelled/INDEX, and requeued/INDEX.ATTEMPT
         # for a run the script requeued before its time limit (the scheduler records "requeued"),
         # refused/INDEX.ATTEMPT.MAX for a Grid Engine rescheduled run beyond max_attempts.
@@ -157,9 +157,7 @@ def _query(group: list[ClusterHandle], scheduler_name: str) -> tuple[list[JobSta
             f"for f in \"$d\"/requeued/*; do [ -e \"$f\" ] && echo \"{_MARK_REQUEUED} $d ${{f##*/}}\"; done; "
             f"for f in \"$d\"/refused/*; do [ -e \"$f\" ] && echo \"{_MARK_REFUSED} $d ${{f##*/}}\"; done; done; "
         )
-        gangs = sorted({h.job_id for h in group if h.job_id and h.task == ANY_TASK})
         out = transport.run(markers + scheduler.query_command(job_ids, gangs)).out
-        asked = (group[0].cluster, group[0].local, scheduler_name)
         if not unresolved and (same := answers.recall(asked, out, group, time.time())) is not None:
             return same  # the same output about the same handles: the same states
         for line in out.splitlines():
@@ -214,6 +212,14 @@ def _query(group: list[ClusterHandle], scheduler_name: str) -> tuple[list[JobSta
     if job_ids and not unresolved:
         answers.remember(asked, out, group, states, outage.reason if outage is not None else None, until)
     return states, outage.reason if outage is not None else None
+
+
+def _about(group: Sequence[ClusterHandle]) -> tuple[list[tuple[str, int]], list[str], list[str], list[str]]:
+    """What a query of ``group`` names: submissions whose job id was lost (their run
+    directory and chunk), the array job ids, the run directories, the gangs' job ids."""
+    return (sorted({(h.run_dir, h.chunk) for h in group if not h.job_id}),
+            sorted({h.job_id for h in group if h.job_id}), sorted({h.run_dir for h in group if h.run_dir}),
+            sorted({h.job_id for h in group if h.job_id and h.task == ANY_TASK}))
 
 
 def _role_state(gang: JobState | None, role: JobState | None) -> JobState | None:

@@ -261,6 +261,9 @@ def main() -> int:
           f"(ssh/squeue/sacct children median {statistics.median(c['children'] for c in warm):.3f} s; "
           f"wall median {statistics.median(c['wall'] for c in warm):.2f} s) "
           f"-> {verdict(max(cpu) < CPU_TARGET)} (target {CPU_TARGET} s)")
+    print("  kept cycles in order, CPU s (what the cycle read changed: its line): " + ", ".join(
+        f"{c['cpu']:.3f}" + (f" ({c['line'].split(', ')[-2]})" if c['cpu'] >= CPU_TARGET else "")
+        for c in warm if c.get("kept", True)))
     if unkept and len(unkept) < len(warm):
         print(f"  alternated cycles that keep nothing (every row read, every output parsed, every handle "
               f"loaded and compared, as before issue 31's rounds): median "

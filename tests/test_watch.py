@@ -177,3 +177,26 @@ def test_a_watcher_sees_what_another_process_changed(monkeypatch):
     watch.cycle(kept)
     assert done.count("active_jobs") == 1 and done.count("job") == 1  # that one row read and compared again
     assert kept.records[job.id].message != "pending: moved by hand"  # the backend's word recorded again
+
+
+def test_a_backend_out_of_reach_for_one_cycle_leaves_the_store_as_it_was(monkeypatch):
+    from xcore.errors import XcoreError
+
+    plugin_host({"fake": fake})
+    [experiment_id] = _watched(1, 3)
+    _same_objects(monkeypatch)
+    kept, host = watch.Watched(), get_host()
+    for _ in range(2):
+        watch.cycle(kept)
+    answering = host.job_states
+
+    def refused(kind, handles):
+        raise XcoreError("the backend refused. Try later.")
+
+    monkeypatch.setattr(host, "job_states", refused)
+    assert watch.cycle(kept).endswith("3 changed, 0 retried")  # UNKNOWN in memory only
+    monkeypatch.setattr(host, "job_states", answering)
+    events = sum(len(open_store().job_history(job.id)) for job in open_store().active_jobs([experiment_id]))
+    assert watch.cycle(kept).endswith("0 changed, 0 retried")  # the records read again: nothing to record
+    assert Status.UNKNOWN not in {job.status for job in kept.records.values()}
+    assert sum(len(open_store().job_history(job.id)) for job in open_store().active_jobs([experiment_id])) == events

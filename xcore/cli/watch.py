@@ -84,7 +84,7 @@ class Watched:
         stale = [job_id for job_id, version in versions.items() if known.get(job_id) != version]
         stale += [job_id for job_id in self.dirty.difference(stale) if job_id in versions]
         self.dirty = set()
-        fresh = {job.id: job for job in store.active_jobs(active, stale)} if stale else {}
+        fresh = {job.id: job for job in store.active_jobs_among(active, stale)} if stale else {}
         for job_id in stale:  # a new row, or written since: its state afresh, its handle if another
             self.applied.forget(job_id)
             if (known.get(job_id) or (None,) * 5)[4] != versions[job_id][4]:  # (4: the stored handle)

@@ -185,10 +185,14 @@ class MetadataStore(abc.ABC):
         """Work units with their jobs, by id."""
 
     @abc.abstractmethod
-    def active_jobs(self, experiment_ids: Sequence[int], job_ids: Sequence[int] | None = None) -> list[JobRecord]:
+    def active_jobs(self, experiment_ids: Sequence[int]) -> list[JobRecord]:
         """Jobs of these experiments whose last known status is not terminal, for polling:
-        without their executor, executable, args and env (left empty), which polling never needs.
-        ``job_ids``: only these of them (by id)."""
+        without their executor, executable, args and env (left empty), which polling never needs."""
+
+    def active_jobs_among(self, experiment_ids: Sequence[int], job_ids: Sequence[int]) -> list[JobRecord]:
+        """``active_jobs`` with these ids only, by id: what a watcher reads again."""
+        wanted = set(job_ids)
+        return [job for job in self.active_jobs(experiment_ids) if job.id in wanted]
 
     def change_marker(self) -> object | None:
         """A value that differs whenever anything was written to the store since it was last

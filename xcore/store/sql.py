@@ -538,14 +538,16 @@ class SqlStore(MetadataStore):
                     " WHERE w.experiment_id = ? GROUP BY w.experiment_id, w.id ORDER BY w.id", (experiment_id,))]
 
     @_reads
-    def active_jobs(self, cur: Cursor, experiment_ids: Sequence[int],
-                    job_ids: Sequence[int] | None = None) -> list[JobRecord]:
+    def active_jobs(self, cur: Cursor, experiment_ids: Sequence[int]) -> list[JobRecord]:
         experiments, params = self.dialect.one_of("experiment_id", experiment_ids)
         active, more = self.dialect.one_of("status", [s.value for s in Status if s.is_active])
-        if job_ids is None:
-            return [self._job(row) for row in cur.execute(
-                f"SELECT {rows.LIGHT_JOB_COLUMNS} FROM jobs WHERE {experiments} AND {active} ORDER BY id",
-                params + more)]
+        return [self._job(row) for row in cur.execute(
+            f"SELECT {rows.LIGHT_JOB_COLUMNS} FROM jobs WHERE {experiments} AND {active} ORDER BY id", params + more)]
+
+    @_reads
+    def active_jobs_among(self, cur: Cursor, experiment_ids: Sequence[int], job_ids: Sequence[int]) -> list[JobRecord]:
+        experiments, params = self.dialect.one_of("experiment_id", experiment_ids)
+        active, more = self.dialect.one_of("status", [s.value for s in Status if s.is_active])
         found = [self._job(row) for clause, ids in self.dialect.in_chunks("id", sorted(set(job_ids)))
                  for row in cur.execute(f"SELECT {rows.LIGHT_JOB_COLUMNS} FROM jobs WHERE {clause} AND {experiments}"
                                         f" AND {active} ORDER BY id", ids + params + more)]

@@ -296,7 +296,7 @@ class StoreContract:
     def test_active_job_versions_move_with_every_state_written(self, store_url):
         """What ``xcore watch`` keeps its records by (issue 31): a job's version moves when its
         state is written, by this connection or another; the others' stay; ``active_jobs``
-        reads only the ids asked for; a change marker, where the store has one, moves with
+        reads only the ids asked for (``active_jobs_among``); a change marker, where the store has one, moves with
         another connection's write and stays when nothing was written."""
         store = self.open(store_url)
         exp = store.create_experiment("t")
@@ -312,7 +312,7 @@ class StoreContract:
             assert store.change_marker() != marker
         after = store.active_job_versions([exp.id])
         assert sorted(after) == ids[:2] and after[ids[0]] == before[ids[0]] and after[ids[1]] != before[ids[1]]
-        [job] = store.active_jobs([exp.id], [ids[1], ids[2]])  # the completed one is no longer active
+        [job] = store.active_jobs_among([exp.id], [ids[1], ids[2]])  # the completed one is no longer active
         assert (job.id, job.status, job.message) == (ids[1], Status.PENDING, "pending: held")
 
     def test_job_statuses_match_the_work_units_records(self, store_url):

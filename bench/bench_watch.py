@@ -20,6 +20,9 @@ Only what this run created is cancelled afterwards (its job ids; its xlocal expe
 
     PYTHON bench/bench_watch.py [EXPERIMENTS] [TASKS] [INTERVAL] [ROUNDS]   (default 50 1000 5 5)
 
+XCORE_BENCH_PROFILE=FILE writes the kept cycles' cProfile statistics to FILE (their CPU figures
+then include the profiler's own).
+
 Needs Slurm with accounting and sshd (`bash scripts/infra/setup.sh slurm sshd`).
 """
 
@@ -90,7 +93,7 @@ LAUNCH = textwrap.dedent("""
 """).replace("ROUNDS", "int(sys.argv[5])")
 
 OBSERVER = textwrap.dedent("""
-    import collections, json, resource, sys, time
+    import collections, cProfile, json, os, resource, sys, time
     import xhpc.transport as transport
     from xcore.cli import watch
 
@@ -109,15 +112,34 @@ OBSERVER = textwrap.dedent("""
         usage = resource.getrusage(resource.RUSAGE_CHILDREN)
         return usage.ru_utime + usage.ru_stime
 
-    state = (watch.Handles(),) if hasattr(watch, "Handles") else ()  # what `xcore watch` keeps between cycles
+    # What `xcore watch` keeps between cycles (records, handles, states; xhpc its last answers).
+    watcher = watch.Watched() if hasattr(watch, "Watched") else watch.Handles() if hasattr(watch, "Handles") else None
+    state = (watcher,) if watcher is not None else ()
+    try:
+        from xhpc.answers import set_aside
+    except ImportError:
+        import contextlib
+        set_aside = contextlib.nullcontext
     cycles = 0
+    profile = os.environ.get("XCORE_BENCH_PROFILE")
+    profiler = cProfile.Profile()
     with open(out, "a") as log:
         while True:
             started, cpu, child = time.monotonic(), time.process_time(), children()
             sent.clear()
-            # Every other cycle without what the watcher keeps (how it ran before it kept handles).
+            # Every other cycle without anything kept: every row read, every output parsed, every
+            # handle loaded and compared (how a cycle ran before it kept them).
             kept = bool(state) and not cycles % 2
-            line = watch.cycle(*state) if kept else watch.cycle()
+            if kept and profile and cycles > 1:  # XCORE_BENCH_PROFILE=FILE: the kept cycles' profile
+                profiler.enable()
+                line = watch.cycle(*state)
+                profiler.disable()
+                profiler.dump_stats(profile)
+            elif kept:
+                line = watch.cycle(*state)
+            else:
+                with set_aside():
+                    line = watch.cycle()
             cycles += 1
             log.write(json.dumps({"at": time.time(), "wall": time.monotonic() - started, "kept": kept,
                                   "cpu": time.process_time() - cpu, "children": children() - child,
@@ -239,8 +261,12 @@ def main() -> int:
           f"(ssh/squeue/sacct children median {statistics.median(c['children'] for c in warm):.3f} s; "
           f"wall median {statistics.median(c['wall'] for c in warm):.2f} s) "
           f"-> {verdict(max(cpu) < CPU_TARGET)} (target {CPU_TARGET} s)")
+    print("  kept cycles in order, CPU s (what the cycle read changed: its line): " + ", ".join(
+        f"{c['cpu']:.3f}" + (f" ({c['line'].split(', ')[-2]})" if c['cpu'] >= CPU_TARGET else "")
+        for c in warm if c.get("kept", True)))
     if unkept and len(unkept) < len(warm):
-        print(f"  alternated cycles that load every handle again (as before handles were kept): median "
+        print(f"  alternated cycles that keep nothing (every row read, every output parsed, every handle "
+              f"loaded and compared, as before issue 31's rounds): median "
               f"{statistics.median(unkept):.3f} s ({statistics.median(cpu) / statistics.median(unkept):.2f}x)")
     print(f"  status change visible: median {statistics.median(latencies):.2f} s, max {max(latencies):.2f} s; "
           f"raw squeue+sacct every {INTERVAL:g} s: median {statistics.median(raw):.2f} s, max {max(raw):.2f} s "

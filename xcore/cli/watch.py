@@ -12,17 +12,19 @@ the store. SIGINT or SIGTERM ends it after the cycle under way.
 from __future__ import annotations
 
 import argparse
+import operator
 import signal
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from xcore.errors import XcoreError
 from xcore.workspace import current
 
 if TYPE_CHECKING:
+    from xcore.store import MetadataStore
     from xcore.store.records import JobRecord
 
 EXIT_OK = 0
@@ -34,10 +36,10 @@ def watch(args: argparse.Namespace) -> int:
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        cycles, handles = 0, Handles()
+        cycles, kept = 0, Watched()
         while not stop.is_set():
             started = time.monotonic()
-            line = cycle(handles)
+            line = cycle(kept)
             cycles += 1
             print(f"xcore watch: {time.strftime('%H:%M:%S')} {line}", file=sys.stderr, flush=True)
             if args.once:
@@ -50,49 +52,107 @@ def watch(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-class Handles:
-    """The loaded handles a watcher keeps from one cycle to the next: rebuilding 50,000 of
-    them from their stored form was a sixth of a profiled cycle. A handle is loaded again when
-    its stored form changes (another process relaunched the job), and forgotten when its
-    job is no longer active."""
+class Watched:
+    """What a watcher keeps from one cycle to the next, so that a cycle's cost follows what
+    changed rather than what is active: the job records (read again only where their stored
+    version moved, and not at all when the store says nothing was written), their loaded
+    handles, and the state last applied to each record (``refresh_jobs``' ``applied``). Another
+    process's write (a cancel, a relaunch, a retry) moves the store's marker and the versions
+    of the rows it wrote, so those records are read again."""
 
     def __init__(self) -> None:
+        from xcore.runtime.tracking import Applied
+
+        self.records: dict[int, JobRecord] = {}  # job id -> its record, as refreshed last cycle
+        self.versions: dict[int, tuple[Any, ...]] = {}  # job id -> the stored version it was read at
         self.loaded: dict[int, Any] = {}  # job id -> loaded handle (``refresh_jobs``' cache)
-        self.stored: dict[int, Any] = {}  # job id -> the stored handle it was loaded from
+        self.applied = Applied()  # the states last applied to the records
+        self.marker: object | None = None  # the store's change marker when last read
+        self.active: list[int] = []
+        self.cycles = 0
+        self.dirty: set[int] = set()  # job ids to read again whatever their version says
 
-    def for_jobs(self, jobs: Sequence[JobRecord]) -> dict[int, Any]:
-        """The cache for a refresh of ``jobs``, holding only handles still current."""
-        loaded, stored = self.loaded, self.stored
-        self.loaded = {job.id: loaded[job.id] for job in jobs
-                       if job.id in loaded and stored.get(job.id) == job.handle}
-        self.stored = {job.id: job.handle for job in jobs if job.handle is not None}
-        return self.loaded
+    def jobs(self, store: MetadataStore, active: list[int]) -> list[JobRecord]:
+        """The active jobs of ``active`` experiments: the kept records, the rows written since
+        read again."""
+        marker = store.change_marker()  # before reading: a write during the read moves it again
+        if marker is not None and marker == self.marker and active == self.active:
+            return list(self.records.values())
+        self.marker, self.active = marker, active
+        versions = store.active_job_versions(active) if active else {}
+        known, old = self.versions, self.records
+        stale = [job_id for job_id, version in versions.items() if known.get(job_id) != version]
+        stale += [job_id for job_id in self.dirty.difference(stale) if job_id in versions]
+        self.dirty = set()
+        fresh = {job.id: job for job in store.active_jobs_among(active, stale)} if stale else {}
+        for job_id in stale:  # a new row, or written since: its state afresh, its handle if another
+            self.applied.forget(job_id)
+            if (known.get(job_id) or (None,) * 5)[4] != versions[job_id][4]:  # (4: the stored handle)
+                self.loaded.pop(job_id, None)
+        records, written = {}, set(stale)
+        for job_id in versions:
+            job = fresh.get(job_id) if job_id in written else old[job_id]
+            if job is not None:  # (None: it ended between the two reads)
+                records[job_id] = job
+        for job_id in old.keys() - records.keys():  # no longer active
+            self.loaded.pop(job_id, None)
+            self.applied.forget(job_id)
+        self.records, self.versions = records, versions
+        return list(records.values())
+
+    def forget(self, job_ids: Iterable[int]) -> None:
+        """Read these jobs again next cycle: this watcher wrote them, or holds a state for them
+        that the store does not (a backend out of reach marks a record UNKNOWN in memory only)."""
+        for job_id in job_ids:
+            self.dirty.add(job_id)
+            self.marker = None
 
 
-def cycle(handles: Handles | None = None) -> str:
-    """One observation of every active experiment; returns the progress line. ``handles``
-    carries loaded handles over from the watcher's previous cycle."""
+def cycle(kept: Watched | None = None) -> str:
+    """One observation of every active experiment; returns the progress line. ``kept`` carries
+    records, handles and states over from the watcher's previous cycle."""
+    from xcore.model.status import Status
+    from xcore.runtime import collector
     from xcore.runtime.orphans import resolve_orphans
     from xcore.runtime.retries import is_pending
-    from xcore.runtime.tracking import refresh_jobs
+    from xcore.runtime.tracking import any_retry_pending, refresh_jobs
 
     workspace = current()
     store = workspace.store
     if store.leases():  # a killed launcher (or relauncher): adopt or fail its work
         resolve_orphans(store, workspace.host, quiet=True)
     active = [e.id for e in store.list_experiments(limit=None) if e.has_active_units]
-    jobs = store.active_jobs(active) if active else []
-    before: dict[int, Any] = {job.id: (job.status, job.message, job.attempt) for job in jobs}
-    cache = handles.for_jobs(jobs) if handles is not None else None
-    refresh_jobs(store, workspace.host, jobs, cache)  # records changes and runs the duties (relaunches)
+    if kept is not None:
+        jobs = kept.jobs(store, active)
+    else:
+        jobs = store.active_jobs(active) if active else []
+    attempts = [job.attempt for job in jobs]
+    written: set[int] = set()
+
+    def record(changes: list[tuple[int, Any]]) -> None:
+        written.update(job_id for job_id, _ in changes)
+        store.record_states(changes)
+
+    refresh_jobs(store, workspace.host, jobs, kept.loaded if kept is not None else None, record=record,
+                 applied=kept.applied if kept is not None else None)  # records changes and runs the duties
     try:  # events no change shows (a unit waiting too long) and deliveries due for another try
         from xcore.runtime.notifications import tick
 
         tick(store, workspace.host, active)
     except Exception as exc:  # noqa: BLE001 - the watcher keeps watching whatever a sink does
         print(f"xcore watch: warning: notifications: {type(exc).__name__}: {exc}", file=sys.stderr)
-    changed = sum((job.status, job.message, job.attempt) != before[job.id] for job in jobs)
-    retried = sum(job.attempt != before[job.id][2] or is_pending(job) for job in jobs)  # relaunched, or due
-    kinds = len({job.handle_kind for job in jobs if job.handle_kind})
+    unknown = [job.id for job in jobs if job.status is Status.UNKNOWN] \
+        if Status.UNKNOWN in map(operator.attrgetter("status"), jobs) else []  # marked in memory, not recorded
+    if any_retry_pending(jobs):  # relaunched, or due
+        retried = sum(attempt != job.attempt or is_pending(job) for job, attempt in zip(jobs, attempts, strict=True))
+    else:  # (in C: a cycle of 50,000 held tasks)
+        retried = sum(map(operator.ne, attempts, map(operator.attrgetter("attempt"), jobs)))
+    if kept is not None:
+        kept.forget(written)
+        kept.forget(unknown)
+        kept.cycles += 1
+        collector.watch_cycle_ended(kept.cycles)
+    changed = len(written.union(unknown))
+    kinds = len(set(map(operator.attrgetter("handle_kind"), jobs)) - {None, ""})
     return (f"{len(active)} active experiment{'s' if len(active) != 1 else ''}, {len(jobs)} active jobs on "
             f"{kinds} backend kind{'s' if kinds != 1 else ''}, {changed} changed, {retried} retried")

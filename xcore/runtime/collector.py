@@ -19,6 +19,11 @@ again and again finds nothing. Measured, with the command that measures it:
   collector alone (2 pairs, load 6.7-12): ``show`` CPU 0.289-0.296 s against 0.315-0.319 s,
   ``show --json`` 0.349-0.368 s against 0.373-0.376 s (issue 14 measured a tenth of ``--json``).
 
+- ``watch_cycle_ended`` after each ``xcore watch`` cycle: the 50,000 records, handles and states
+  a watcher keeps between cycles are frozen out of the way of the collections its next cycle
+  triggers (``bench/bench_watch.py``); every ``WATCH_FULL_EVERY`` cycles one full collection frees
+  any cycle among what the watcher let go meanwhile.
+
 ``SWEEP_THRESHOLDS``: young garbage waits for 20,000 allocations (a few MB at most); full
 collections still follow Python's own rule (a quarter more long-lived objects). ``xcore
 launch`` sets them for the whole script; an experiment block opened elsewhere (a notebook, a
@@ -33,6 +38,7 @@ import threading
 from collections.abc import Iterator
 
 SWEEP_THRESHOLDS = (20_000, 20, 20)
+WATCH_FULL_EVERY = 720  # watch cycles between full collections: an hour at the default 5 s
 
 _lock = threading.Lock()
 _open = 0  # experiment blocks open in this process
@@ -110,3 +116,13 @@ def resumed(was_on: bool) -> Iterator[None]:
         yield
     finally:
         gc.disable()
+
+
+def watch_cycle_ended(cycles: int) -> None:
+    """A watcher finished its ``cycles``-th cycle: what it keeps is frozen (no later collection
+    walks it again); now and then everything is thawed and collected once, so a reference
+    cycle among objects it dropped is freed."""
+    if cycles % WATCH_FULL_EVERY == 0:
+        gc.unfreeze()
+        gc.collect()
+    gc.freeze()

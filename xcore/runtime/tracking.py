@@ -7,10 +7,12 @@ still running. Jobs are grouped by handle kind: one backend call per kind.
 
 from __future__ import annotations
 
+import itertools
+import operator
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from xcore.errors import BackendUnavailableError, StoreFullError, XcoreError
@@ -24,7 +26,8 @@ from xcore.store.records import JobRecord, unreadable
 
 def refresh_jobs(store: MetadataStore, host: PluginHost, jobs: Sequence[JobRecord],
                  cache: dict[int, Any] | None = None, unavailable: dict[int, str] | None = None,
-                 record: Callable[[list[tuple[int, JobState]]], object] | None = None) -> list[JobRecord]:
+                 record: Callable[[list[tuple[int, JobState]]], object] | None = None,
+                 applied: Applied | None = None) -> list[JobRecord]:
     """Update the non-terminal ``jobs`` in place from their backends and record changes.
 
     A backend that cannot be asked (plugin missing, host unreachable) leaves the stored
@@ -33,21 +36,34 @@ def refresh_jobs(store: MetadataStore, host: PluginHost, jobs: Sequence[JobRecor
     same thousands of jobs again and again). ``unavailable``, when given, tracks the jobs whose
     backend is out of reach for now (``BackendUnavailableError``, an ``OSError``): their records
     are left as they are and their ids map to the reason until a poll reaches them again.
-    ``record`` writes the changes (``store.record_states`` by default).
+    ``record`` writes the changes (``store.record_states`` by default). ``applied`` (kept by a
+    watcher between polls) skips a job whose backend returned the very state object applied to
+    that same record last time: nothing of it can have changed.
     """
     by_kind: dict[str, list[JobRecord]] = defaultdict(list)
     for job in jobs:
-        if not job.status.is_terminal and job.handle_kind and job.handle is not None:
+        if job.status in _NOT_TERMINAL and job.handle_kind and job.handle is not None:
             by_kind[job.handle_kind].append(job)
     changes: list[tuple[int, JobState]] = []
     for kind, jobs_of_kind in by_kind.items():
-        loaded = load_handles(host, jobs_of_kind, cache)
-        group, handles = [job for job, _ in loaded], [handle for _, handle in loaded]
+        last = applied.kinds.pop(kind, None) if applied is not None else None
+        if last is not None and _same_objects(last[0], jobs_of_kind):  # the records of the last poll
+            group, handles = last[0], last[1]
+        else:
+            loaded = load_handles(host, jobs_of_kind, cache)
+            group, handles = [job for job, _ in loaded], [handle for _, handle in loaded]
+            last = None
         if not group:
             continue
         reached: list[tuple[JobRecord, JobState]]
         try:
-            reached = list(zip(group, host.job_states(kind, handles), strict=True))
+            states = host.job_states(kind, handles)
+            reached = list(zip(group, states, strict=True))
+            if applied is not None:  # only what the backend says anew (another object, or another status)
+                applied.kinds[kind] = (group, handles, states)
+                news = (map(operator.or_, map(operator.is_not, states, last[2]), _other_status(group, states))
+                        if last is not None else _not_applied(group, states, applied.states))
+                reached = [reached[i] for i in itertools.compress(range(len(reached)), news)]
         except (BackendUnavailableError, OSError) as exc:
             known = getattr(exc, "states", None) or [None] * len(group)
             reason = f"backend unreachable: {str(exc).split('. ')[0]}"
@@ -64,11 +80,14 @@ def refresh_jobs(store: MetadataStore, host: PluginHost, jobs: Sequence[JobRecor
                 job.status, job.message = Status.UNKNOWN, str(exc).split(". ")[0]
             continue
         now = time.time()
+        if unavailable:
+            for job, _ in reached:
+                unavailable.pop(job.id, None)
         if any(state.status is Status.FAILED for _, state in reached):
             reached = retries.pending(store, reached)
         for job, state in reached:
-            if unavailable:
-                unavailable.pop(job.id, None)
+            if applied is not None:
+                applied.states[job.id] = state
             changed = (job.status, job.message, job.exit_code) != (state.status, state.message, state.exit_code)
             new_attempt = state.attempt is not None and state.attempt > job.attempt
             if new_attempt:  # the backend retried it: the new attempt's times start afresh
@@ -84,6 +103,8 @@ def refresh_jobs(store: MetadataStore, host: PluginHost, jobs: Sequence[JobRecor
                                                  state.failure, job.attempt, state.previous_attempts)))
             job.status, job.message, job.exit_code = state.status, state.message, state.exit_code
             job.started_at, job.ended_at = started, ended
+    candidates = _pending_or_held(jobs)  # one pass: a watcher's cycle has 50,000 PENDING jobs
+    pending = [job for job in candidates if retries.is_pending(job)]
     if changes:
         try:
             (record or store.record_states)(changes)
@@ -92,13 +113,71 @@ def refresh_jobs(store: MetadataStore, host: PluginHost, jobs: Sequence[JobRecor
         else:
             changed_ids = {job_id for job_id, _ in changes}
             after_refresh(store, host, [job for job in jobs if job.id in changed_ids or retries.is_pending(job)])
-    elif any(retries.is_pending(job) for job in jobs):  # a relaunch an observer has not done yet
-        after_refresh(store, host, [job for job in jobs if retries.is_pending(job)])
-    if any(retries.is_pending(job) for job in jobs):
-        _follow_relaunches(store, [job for job in jobs if retries.is_pending(job)], cache)
-    if any(job.status is Status.PENDING and job.handle is None for job in jobs):
+    elif pending:  # a relaunch an observer has not done yet
+        after_refresh(store, host, pending)
+    if changes or pending:  # the duties may have moved jobs
+        candidates = _pending_or_held(jobs)
+        pending = [job for job in candidates if retries.is_pending(job)]
+    if pending:
+        _follow_relaunches(store, pending, cache)
+        if applied is not None:
+            for job in pending:
+                applied.states.pop(job.id, None)
+    if any(job.status is Status.PENDING and job.handle is None for job in candidates):
         held_seen(store, host, jobs)  # held for their dependencies: decided by ones no one saw end?
     return list(jobs)
+
+
+class Applied:
+    """What a watcher's polls applied, kept for the next (``refresh_jobs``' ``applied``): per
+    job id the state last applied to its record; per backend kind the records, handles and
+    states of the last poll, compared object by object in C (``xcore watch`` polls 50,000 jobs
+    a cycle, nearly all of them as they were)."""
+
+    def __init__(self) -> None:
+        self.states: dict[int, JobState] = {}
+        self.kinds: dict[str, tuple[list[JobRecord], list[Any], list[JobState]]] = {}
+
+    def forget(self, job_id: int) -> None:
+        self.states.pop(job_id, None)
+
+
+def _same_objects(first: Sequence[Any], second: Sequence[Any]) -> bool:
+    return len(first) == len(second) and all(map(operator.is_, first, second))
+
+
+_STATUS = operator.attrgetter("status")
+
+
+def _other_status(jobs: Sequence[JobRecord], states: Sequence[JobState]) -> Iterator[bool]:
+    """Per job, whether its record's status is not its state's (changed in memory since)."""
+    return map(operator.is_not, map(_STATUS, jobs), map(_STATUS, states))
+
+
+def _not_applied(jobs: Sequence[JobRecord], states: Sequence[JobState], applied: dict[int, JobState]) -> list[bool]:
+    return [applied.get(job.id) is not state or job.status is not state.status
+            for job, state in zip(jobs, states, strict=True)]
+
+
+# Identity checks, not the enum's hash: refresh_jobs tests 50,000 statuses per watch cycle.
+_NOT_TERMINAL = tuple(status for status in Status if not status.is_terminal)
+
+
+def _pending_or_held(jobs: Sequence[JobRecord]) -> list[JobRecord]:
+    """The jobs whose retry waits for an observer, and those held for their dependencies.
+    Usually none: first asked of the distinct messages and in C (50,000 held tasks share a few)."""
+    if not any_retry_pending(jobs) and not any(map(operator.is_, map(_HANDLE, jobs), itertools.repeat(None))):
+        return []
+    return [job for job in jobs if job.status is Status.PENDING
+            and (job.handle is None or job.message.startswith(retries.RETRY_PENDING))]
+
+
+_HANDLE, _MESSAGE = operator.attrgetter("handle"), operator.attrgetter("message")
+
+
+def any_retry_pending(jobs: Sequence[JobRecord]) -> bool:
+    """Whether a job's message may say its retry is pending (a cheap test: one per distinct message)."""
+    return any(message.startswith(retries.RETRY_PENDING) for message in set(map(_MESSAGE, jobs)))
 
 
 def _follow_relaunches(store: MetadataStore, pending: Sequence[JobRecord], cache: dict[int, Any] | None) -> None:
@@ -136,6 +215,10 @@ def load_handles(host: PluginHost, jobs: Sequence[JobRecord],
     not). A stored handle that no longer loads (a value of the wrong type, a field a newer
     plugin renamed) marks only that job UNKNOWN, with the reason, so one bad record never
     breaks reading the others."""
+    if cache is not None:  # a watcher's cycle: every handle already loaded, found in one pass
+        found = list(map(cache.get, [job.id for job in jobs]))
+        if not any(map(operator.is_, found, itertools.repeat(None))):  # C-level: no handle's __eq__
+            return list(zip(jobs, found, strict=True))
     loaded = []
     for job in jobs:
         if cache is not None and (handle := cache.get(job.id)) is not None:

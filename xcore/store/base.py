@@ -191,6 +191,24 @@ class MetadataStore(abc.ABC):
         """Jobs of these experiments whose last known status is not terminal, for polling:
         without their executor, executable, args and env (left empty), which polling never needs."""
 
+    def active_jobs_among(self, experiment_ids: Sequence[int], job_ids: Sequence[int]) -> list[JobRecord]:
+        """``active_jobs`` with these ids only, by id: what a watcher reads again."""
+        wanted = set(job_ids)
+        return [job for job in self.active_jobs(experiment_ids) if job.id in wanted]
+
+    def change_marker(self) -> object | None:
+        """A value that differs whenever anything was written to the store since it was last
+        taken (by any process), or None where the store cannot tell cheaply: a watcher that sees
+        it unchanged reads no job row."""
+        return None
+
+    def active_job_versions(self, experiment_ids: Sequence[int]) -> dict[int, tuple[Any, ...]]:
+        """Each of ``active_jobs``' ids -> a value that changes whenever its state is written
+        (status, message, exit code, attempt, handle, times), without building any record: a
+        watcher keeps its records and reads again only the jobs whose version moved."""
+        return {job.id: (job.status.value, job.message, job.exit_code, job.attempt, repr(job.handle),
+                         job.started_at, job.ended_at) for job in self.active_jobs(experiment_ids)}
+
     def job_statuses(self, experiment_id: int,
                      work_unit_ids: Sequence[int] | None = None) -> list[tuple[int, str, int | None, str | None]]:
         """``(work unit id, role, job id, status)`` per job of the work units (by unit id, then

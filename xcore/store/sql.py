@@ -547,6 +547,22 @@ class SqlStore(MetadataStore):
             f"SELECT {rows.LIGHT_JOB_COLUMNS} FROM jobs WHERE {experiments} AND {active} ORDER BY id", params + more)]
 
     @_reads
+    def active_jobs_among(self, cur: Cursor, experiment_ids: Sequence[int], job_ids: Sequence[int]) -> list[JobRecord]:
+        experiments, params = self.dialect.one_of("experiment_id", experiment_ids)
+        active, more = self.dialect.one_of("status", [s.value for s in Status if s.is_active])
+        found = [self._job(row) for clause, ids in self.dialect.in_chunks("id", sorted(set(job_ids)))
+                 for row in cur.execute(f"SELECT {rows.LIGHT_JOB_COLUMNS} FROM jobs WHERE {clause} AND {experiments}"
+                                        f" AND {active} ORDER BY id", ids + params + more)]
+        return sorted(found, key=lambda job: job.id)
+
+    @_reads
+    def active_job_versions(self, cur: Cursor, experiment_ids: Sequence[int]) -> dict[int, tuple[Any, ...]]:
+        experiments, params = self.dialect.one_of("experiment_id", experiment_ids)
+        active, more = self.dialect.one_of("status", [s.value for s in Status if s.is_active])
+        return {row[0]: row[1:] for row in self.dialect.plain(cur).execute(
+            f"SELECT id, {rows.VERSION_COLUMNS} FROM jobs WHERE {experiments} AND {active} ORDER BY id", params + more)}
+
+    @_reads
     def job_statuses(self, cur: Cursor, experiment_id: int,
                      work_unit_ids: Sequence[int] | None = None) -> list[tuple[int, str, int | None, str | None]]:
         unit_filter, params = self._unit_filter("u.id", experiment_id, work_unit_ids)

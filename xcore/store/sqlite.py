@@ -341,6 +341,12 @@ class SqliteStore(SqlStore):
     def _db(self) -> sqlite3.Connection:
         return self.dialect.db
 
+    def change_marker(self) -> tuple[int, int] | None:
+        """SQLite's count of commits by other connections (``PRAGMA data_version``) with this
+        connection's own changes: equal twice, nothing in the file was written between."""
+        with self.dialect._lock:
+            return self._db.execute("PRAGMA data_version").fetchone()[0], self._db.total_changes
+
 
 @functools.lru_cache(maxsize=64)
 def _rows_statement(insert: str, count: int) -> str:

@@ -293,6 +293,28 @@ class StoreContract:
         assert [u.id for u in store.work_units(exp.id, [2])] == [2]
         assert store.get_experiment(exp.id).status_counts == {"LAUNCHING": 1}  # auxiliary units do not count
 
+    def test_active_job_versions_move_with_every_state_written(self, store_url):
+        """What ``xcore watch`` keeps its records by (issue 31): a job's version moves when its
+        state is written, by this connection or another; the others' stay; ``active_jobs``
+        reads only the ids asked for (``active_jobs_among``); a change marker, where the store has one, moves with
+        another connection's write and stays when nothing was written."""
+        store = self.open(store_url)
+        exp = store.create_experiment("t")
+        ids = store.add_work_unit(exp.id, 1, "work_unit", {}, "", [new_job("x"), new_job("y"), new_job("z")])
+        marker = store.change_marker()
+        before = store.active_job_versions([exp.id])
+        assert sorted(before) == ids
+        assert store.change_marker() == marker  # nothing written between
+        other = self.open(store_url)
+        other.record_states([(ids[1], JobState(Status.PENDING, "pending: held"))])
+        other.record_states([(ids[2], JobState(Status.COMPLETED, "", 0))])
+        if marker is not None:
+            assert store.change_marker() != marker
+        after = store.active_job_versions([exp.id])
+        assert sorted(after) == ids[:2] and after[ids[0]] == before[ids[0]] and after[ids[1]] != before[ids[1]]
+        [job] = store.active_jobs_among([exp.id], [ids[1], ids[2]])  # the completed one is no longer active
+        assert (job.id, job.status, job.message) == (ids[1], Status.PENDING, "pending: held")
+
     def test_job_statuses_match_the_work_units_records(self, store_url):
         """The statuses a wait polls (issue 14): per job of each unit, in work_units' order, a
         unit without jobs once; the store's query answers what the records say."""

@@ -23,7 +23,7 @@ from xcore.plugin import (
     follow_bytes,
     lost_state,
 )
-from xhpc import config
+from xhpc import answers, config
 from xhpc.handles import ClusterHandle, GridEngineHandle
 from xhpc.schedulers import ANY_TASK, ROLE, SCHEDULERS, Outage
 from xhpc.transport import ClusterConnectionError, Transport, connect
@@ -44,16 +44,23 @@ def _transport(handle: ClusterHandle) -> Transport:
 
 
 def states(handles: Sequence[ClusterHandle]) -> list[JobState]:
+    last = answers.last_poll(handles)  # these very handles polled before: grouped as then
+    if last is not None:
+        failed, grouped = last.failed, last.grouped
+    else:
+        failed, groups = {}, defaultdict(list)
+        for i, handle in enumerate(handles):
+            if handle.error:
+                failed[i] = JobState(Status.FAILED, handle.error, failure="launch")
+            else:
+                groups[(handle.cluster, handle.local, _scheduler_name(handle))].append(i)
+        grouped = {key: (indices, [handles[i] for i in indices]) for key, indices in groups.items()}
     result: list[JobState | None] = [None] * len(handles)
-    groups: dict[tuple[str, bool, str], list[int]] = defaultdict(list)
-    for i, handle in enumerate(handles):
-        if handle.error:
-            result[i] = JobState(Status.FAILED, handle.error, failure="launch")
-        else:
-            groups[(handle.cluster, handle.local, _scheduler_name(handle))].append(i)
+    for i, launch_failed in failed.items():
+        result[i] = launch_failed
+    answered: dict[tuple[str, bool, str], list[JobState | None]] = {}
     out_of_reach: list[str] = []
-    for (_cluster, _local, scheduler_name), indices in groups.items():
-        group = [handles[i] for i in indices]
+    for (_cluster, _local, scheduler_name), (indices, group) in grouped.items():
         found: list[JobState | None]
         try:
             found, outage = _query_asking_again(group, scheduler_name)
@@ -69,11 +76,26 @@ def states(handles: Sequence[ClusterHandle]) -> list[JobState]:
         else:
             if outage is not None:  # the jobs it cannot tell about stay as recorded (None)
                 out_of_reach.append(f"cluster {group[0].cluster!r}: {outage}")
+        answered[(_cluster, _local, scheduler_name)] = found
+        if last is not None and found is last.answered.get((_cluster, _local, scheduler_name)):
+            continue  # the cluster's last answer again (see below)
         for i, state in zip(indices, found, strict=True):
             result[i] = state
+    reused = [key for key in answered if last is not None and answered[key] is last.answered.get(key)]
     if out_of_reach:  # what the reachable clusters said, None for the others
+        for key in reused:
+            for i, state in zip(grouped[key][0], answered[key], strict=True):
+                result[i] = state
         raise BackendUnavailableError("; ".join(out_of_reach), states=list(result))
-    return [r if r is not None else JobState(Status.UNKNOWN, "no state") for r in result]
+    if last is not None:
+        if len(reused) == len(grouped):
+            return list(last.result)  # every cluster answered as last time: not one state moved
+        for key in reused:
+            for i in grouped[key][0]:
+                result[i] = last.result[i]
+    final = [r if r is not None else JobState(Status.UNKNOWN, "no state") for r in result]
+    answers.remember_poll(handles, failed, grouped, answered, final)
+    return final
 
 
 def _query_asking_again(group: list[ClusterHandle],
@@ -94,7 +116,8 @@ def _query(group: list[ClusterHandle], scheduler_name: str) -> tuple[list[JobSta
     scheduler = SCHEDULERS[scheduler_name]
     transport = _transport(group[0])
     q = shlex.quote
-    unresolved = sorted({(h.run_dir, h.chunk) for h in group if not h.job_id})
+    asked = (group[0].cluster, group[0].local, scheduler_name)
+    unresolved, known_ids, run_dirs, gangs = answers.about(asked, group, _about)
     lost_ids: dict[tuple[str, int], str] = {}
     lost_errors: dict[tuple[str, int], str] = {}
     if unresolved:
@@ -118,14 +141,13 @@ def _query(group: list[ClusterHandle], scheduler_name: str) -> tuple[list[JobSta
                 lost_ids[key] = scheduler.parse_job_id(fields[3] if len(fields) > 3 else "")
             except ValueError:
                 pass
-    job_ids = sorted({h.job_id for h in group if h.job_id} | set(lost_ids.values()))
+    job_ids = sorted(set(known_ids) | set(lost_ids.values())) if lost_ids else known_ids
     table: dict[tuple[str, int], JobState] = {}
     outage: Outage | None = None
     cancelled: set[tuple[str, int]] = set()
     requeued: dict[tuple[str, int, int], tuple[str, int | None]] = {}  # (run_dir, index, attempt): why, exit code
     refused: dict[tuple[str, int, int], int] = {}  # (run_dir, index, attempt): max_attempts
     if job_ids:
-        run_dirs = sorted({h.run_dir for h in group if h.run_dir})
         # Markers the job script and cancel leave: cancelled/INDEX, and requeued/INDEX.ATTEMPT
         # for a run the script requeued before its time limit (the scheduler records "requeued"),
         # refused/INDEX.ATTEMPT.MAX for a Grid Engine rescheduled run beyond max_attempts.
@@ -135,8 +157,9 @@ def _query(group: list[ClusterHandle], scheduler_name: str) -> tuple[list[JobSta
             f"for f in \"$d\"/requeued/*; do [ -e \"$f\" ] && echo \"{_MARK_REQUEUED} $d ${{f##*/}}\"; done; "
             f"for f in \"$d\"/refused/*; do [ -e \"$f\" ] && echo \"{_MARK_REFUSED} $d ${{f##*/}}\"; done; done; "
         )
-        gangs = sorted({h.job_id for h in group if h.job_id and h.task == ANY_TASK})
         out = transport.run(markers + scheduler.query_command(job_ids, gangs)).out
+        if not unresolved and (same := answers.recall(asked, out, group, time.time())) is not None:
+            return same  # the same output about the same handles: the same states
         for line in out.splitlines():
             if line.startswith((_MARK_CANCELLED, _MARK_REQUEUED, _MARK_REFUSED)):
                 mark, run_dir, name = line.split(" ", 2)
@@ -151,6 +174,7 @@ def _query(group: list[ClusterHandle], scheduler_name: str) -> tuple[list[JobSta
         table = scheduler.parse_states(out)
         outage = scheduler.outage(out)
     now = time.time()
+    until = float("inf")  # when a state read here would change with the clock alone
     states: list[JobState | None] = []
     for handle in group:
         job_id = handle.job_id or lost_ids.get((handle.run_dir, handle.chunk), "")
@@ -178,13 +202,24 @@ def _query(group: list[ClusterHandle], scheduler_name: str) -> tuple[list[JobSta
         elif state is None:
             if now - handle.submitted_at < 60:
                 state = JobState(Status.PENDING, "pending: submitted")
+                until = min(until, handle.submitted_at + 60)
             else:  # the scheduler answered and has no record: the job is lost (not UNKNOWN)
                 state = lost_state(f"{scheduler_name} job {job_id} task {handle.task} is no longer known "
                                    "to the scheduler or its accounting")
         if marked and state.status is Status.FAILED:
             state = JobState(Status.CANCELLED, "cancelled", state.exit_code, state.started_at, state.ended_at)
         states.append(_numbered(state, handle, requeued, refused))
+    if job_ids and not unresolved:
+        answers.remember(asked, out, group, states, outage.reason if outage is not None else None, until)
     return states, outage.reason if outage is not None else None
+
+
+def _about(group: Sequence[ClusterHandle]) -> tuple[list[tuple[str, int]], list[str], list[str], list[str]]:
+    """What a query of ``group`` names: submissions whose job id was lost (their run
+    directory and chunk), the array job ids, the run directories, the gangs' job ids."""
+    return (sorted({(h.run_dir, h.chunk) for h in group if not h.job_id}),
+            sorted({h.job_id for h in group if h.job_id}), sorted({h.run_dir for h in group if h.run_dir}),
+            sorted({h.job_id for h in group if h.job_id and h.task == ANY_TASK}))
 
 
 def _role_state(gang: JobState | None, role: JobState | None) -> JobState | None:

@@ -724,9 +724,22 @@ def _attempt_state(handle: ProcessHandle, job: dict[str, Any], run: _RunView) ->
                         "exit status lost: the xlocal runner was killed", started_at=start_time)
     if run.runner_alive():
         waiting = job["wait"]["why"] if "wait" in job else run.why_waiting()
-        return JobState(Status.CANCELLED if cancelled else Status.PENDING, "cancelled" if cancelled else waiting)
+        return JobState(Status.CANCELLED, "cancelled") if cancelled else _waiting(waiting)
     return JobState(Status.CANCELLED if cancelled else Status.FAILED,
                     "the xlocal runner exited before starting the job")
+
+
+_WAITING: dict[str, JobState] = {}  # why -> the one state of every job waiting for that reason
+
+
+def _waiting(why: str) -> JobState:
+    """One (frozen) state per reason, the same object from one query to the next: a watcher
+    polling a run's 999 queued jobs sees the very state it applied last time and skips them."""
+    if (state := _WAITING.get(why)) is None:
+        if len(_WAITING) >= 256:  # reasons with counts in them: keep the recent ones
+            _WAITING.clear()
+        state = _WAITING[why] = JobState(Status.PENDING, why)
+    return state
 
 
 def _on_gpus(started: dict[str, Any]) -> str:

@@ -377,8 +377,8 @@ def cancel(args: argparse.Namespace) -> int:
     experiment_id, unit_id = parse_target(args.target)
     store = _store()
     store.get_experiment(experiment_id)
-    units = store.work_units(experiment_id, None if unit_id is None else [unit_id])
-    if unit_id is not None and not units:
+    # Read once, after the request: a 100,000-task sweep's records take seconds to build.
+    if unit_id is not None and not store.unit_rows(experiment_id, [unit_id]):
         raise NotFoundError(f"Experiment {experiment_id} has no work unit {unit_id}.")
     # Recorded first: a launch still submitting reads it before and after each submission, so
     # what it has not submitted yet never runs, and what it submits meanwhile is cancelled.

@@ -485,8 +485,9 @@ class GridEngineScheduler(Scheduler):
                     tasks_text = (job.findtext("tasks") or "").strip()
                     started = job.findtext("JAT_start_time")
                     tasks = _expand_tasks(tasks_text) if tasks_text else [1]
+                    active = self._active(state, started, why.get(number, ""))  # one for a range of queued tasks
                     for task in tasks:
-                        states[(number, task)] = self._active(state, started, why.get(number, ""))
+                        states[(number, task)] = active
         record: dict[str, str] = {}
         runs: dict[tuple[str, int], list[tuple[bool, JobState]]] = defaultdict(list)  # (rescheduled, state)
 

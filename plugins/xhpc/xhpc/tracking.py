@@ -89,6 +89,9 @@ def _query_asking_again(group: list[ClusterHandle],
         return _query(group, scheduler_name)
 
 
+_CANCELLED_BEFORE_START = JobState(Status.CANCELLED, "cancelled before it started")  # one for 100,000 tasks
+
+
 def _query(group: list[ClusterHandle], scheduler_name: str) -> tuple[list[JobState | None], str | None]:
     """Each job's state, and why some of the scheduler did not answer (their states None)."""
     scheduler = SCHEDULERS[scheduler_name]
@@ -174,7 +177,7 @@ def _query(group: list[ClusterHandle], scheduler_name: str) -> tuple[list[JobSta
         if state is None and marked:
             # Slurm drops a pending array task cancelled on its own from squeue and sacct alike;
             # SGE keeps no accounting for a task deleted before it started.
-            state = JobState(Status.CANCELLED, "cancelled before it started")
+            state = _CANCELLED_BEFORE_START
         elif state is None:
             if now - handle.submitted_at < 60:
                 state = JobState(Status.PENDING, "pending: submitted")

@@ -171,3 +171,42 @@ def test_marking_jobs_launched_never_holds_every_handles_json_at_once(tmp_path: 
     assert reader.execute("SELECT COUNT(*) FROM jobs WHERE status = 'PENDING' AND length(handle) > 2000").fetchone() \
         == (2000,)
     reader.close()
+
+
+class _Tracked(dict):
+    """A dumped handle whose lifetime a test counts."""
+
+
+def test_the_handles_of_a_launch_are_dumped_one_at_a_time_as_they_are_recorded(xcore_home, monkeypatch):
+    """Issue 31: 100,000 dumped handles held at once were ~45 MiB of the launcher's peak; each is
+    now dumped as the store writes it, so only a few exist at any moment."""
+    import weakref
+
+    import xcore as xm
+    from xcore.testing import fake, plugin_host
+
+    host = plugin_host({"fake": fake})
+    alive, most = [0], [0]
+    real_dump = host.serializer.dump
+
+    def freed() -> None:
+        alive[0] -= 1
+
+    def tracked_dump(value, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        dumped = real_dump(value, *args, **kwargs)
+        if not isinstance(value, fake.FakeHandle):  # executors, executables: dumped as the adds record them
+            return dumped
+        tracked = _Tracked(dumped)
+        weakref.finalize(tracked, freed)
+        alive[0] += 1
+        most[0] = max(most[0], alive[0])
+        return tracked
+
+    monkeypatch.setattr(host.serializer, "dump", tracked_dump)
+    with xm.create_experiment("dumps") as experiment:
+        [exe] = experiment.package([xm.binary(fake.FakeSpec(), "true")])
+        for _ in range(200):
+            experiment.add(xm.Job(exe, fake.FakeExecutor(hold=True)))
+    assert alive[0] == 0 < most[0] <= 3, f"{most[0]} of 200 dumped handles held at once"
+    jobs = experiment._all_jobs()
+    assert len(jobs) == 200 and all(job.handle for job in jobs)

@@ -377,14 +377,18 @@ def cancel(args: argparse.Namespace) -> int:
     experiment_id, unit_id = parse_target(args.target)
     store = _store()
     store.get_experiment(experiment_id)
-    units = store.work_units(experiment_id, None if unit_id is None else [unit_id])
-    if unit_id is not None and not units:
+    if unit_id is not None and not store.unit_rows(experiment_id, [unit_id]):
         raise NotFoundError(f"Experiment {experiment_id} has no work unit {unit_id}.")
     # Recorded first: a launch still submitting reads it before and after each submission, so
     # what it has not submitted yet never runs, and what it submits meanwhile is cancelled.
     store.request_cancel(experiment_id, None if unit_id is None else [unit_id])
-    units = store.work_units(experiment_id, None if unit_id is None else [unit_id])
-    jobs = [j for u in units for j in u.jobs]
+    # Read once, after the request. A whole experiment: its active jobs' light rows (no
+    # executor, executable, args, env), what polling reads; a 100,000-task sweep's full records
+    # took seconds to build and were read twice (issue 31).
+    if unit_id is None:
+        jobs = store.active_jobs([experiment_id])
+    else:
+        jobs = [j for u in store.work_units(experiment_id, [unit_id]) for j in u.jobs]
     count = cancel_jobs(store, current().host, jobs)
     what = f"experiment {experiment_id}" if unit_id is None else f"work unit {experiment_id}/{unit_id}"
     print(f"cancelled {plural(count, 'job')} of {what}")

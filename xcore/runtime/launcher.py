@@ -39,7 +39,7 @@ import sys
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from xcore import paths
@@ -234,6 +234,32 @@ def store_retry_secs() -> float:
 def lease_secs() -> float:
     """How long a launcher on another host may go without a heartbeat before its lease expires."""
     return env_number("XCORE_LEASE_SECS", 60)
+
+
+class _Launched(Sequence[tuple[int, str, dict[str, Any], str | None]]):
+    """``mark_launched``'s rows (job id, handle kind, dumped handle, log path), each dumped
+    when read: the store encodes each handle as it writes it, so 100,000 handles' dicts
+    (~45 MiB, the launcher's peak) are never held at once (issue 31)."""
+
+    def __init__(self, host: PluginHost, started: list[tuple[PendingJob, Any]]) -> None:
+        self._serializer, self._started = host.serializer, started
+
+    def __len__(self) -> int:
+        return len(self._started)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self._row(pair) for pair in self._started[index]]
+        return self._row(self._started[index])
+
+    def __iter__(self) -> Iterator[tuple[int, str, dict[str, Any], str | None]]:
+        return map(self._row, self._started)
+
+    def _row(self, pair: tuple[PendingJob, Any]) -> tuple[int, str, dict[str, Any], str | None]:
+        pending, handle = pair
+        serializer = self._serializer
+        return (pending.request.job_id, serializer.registry.kind_of(handle), serializer.dump(handle),
+                getattr(handle, "log_path", None))
 
 
 class BatchLauncher:
@@ -619,12 +645,8 @@ class BatchLauncher:
             except StoreUnusableError as store_exc:
                 self._break(store_exc, f"{plural(len(group), 'job')} on {kind} failed to launch ({message}).")
             return
-        serializer = self._host.serializer
         started = [(p, h) for p, h in zip(group, handles, strict=True) if not isinstance(h, LaunchFailure)]
-        launched = [
-            (p.request.job_id, serializer.registry.kind_of(h), serializer.dump(h), getattr(h, "log_path", None))
-            for p, h in started
-        ]
+        launched = _Launched(self._host, started)
         try:
             self._retry_store(lambda: self._store.mark_launched(launched, intent_id=intent),
                               "recording a submission")
@@ -728,7 +750,7 @@ class BatchLauncher:
             self.errors.append(self._make_error(detail))
         print(f"error: {exc}. {detail}", file=sys.stderr, flush=True)
 
-    def _unrecorded_report(self, kind: str, launched: list[tuple[int, str, dict[str, Any], str | None]]) -> str:
+    def _unrecorded_report(self, kind: str, launched: Sequence[tuple[int, str, dict[str, Any], str | None]]) -> str:
         """Where the submitted-but-unrecorded jobs are: in a file if one can be written, else inline."""
         lines = [json.dumps({"job_id": job_id, "handle_kind": hk, "handle": h, "log_path": log})
                  for job_id, hk, h, log in launched]

@@ -339,6 +339,7 @@ def cancel_jobs(store: MetadataStore, host: PluginHost, jobs: Sequence[JobRecord
     cancelled: a job that another canceller recorded CANCELLED first is not counted
     (``record_cancels``)."""
     by_kind: dict[str, list[tuple[JobRecord, Any]]] = {}
+    handles: dict[int, Any] = {}  # each handle rebuilt once for the query, the cancel and the query after
     held = 0
     if any(j.status is Status.PENDING and j.handle is None for j in jobs):  # held for their dependencies
         from xcore.runtime.dependents import cancel_held
@@ -348,14 +349,14 @@ def cancel_jobs(store: MetadataStore, host: PluginHost, jobs: Sequence[JobRecord
     def record_but_cancels(changes: list[tuple[int, JobState]]) -> None:
         store.record_states([(job_id, state) for job_id, state in changes if state.status is not Status.CANCELLED])
 
-    active = [j for j in refresh_jobs(store, host, list(jobs), record=record_but_cancels)
+    active = [j for j in refresh_jobs(store, host, list(jobs), handles, record=record_but_cancels)
               if j.status.is_active and j.handle_kind and j.handle is not None]
-    for job, handle in load_handles(host, active):
+    for job, handle in load_handles(host, active, handles):
         by_kind.setdefault(job.handle_kind or "", []).append((job, handle))
     for kind, pairs in by_kind.items():
         host.cancel(kind, [handle for _, handle in pairs])
     asked = [j for pairs in by_kind.values() for j, _ in pairs]
     claimed: set[int] = set()
-    refresh_jobs(store, host, asked, record=lambda changes: claimed.update(store.record_cancels(changes)))
+    refresh_jobs(store, host, asked, handles, record=lambda changes: claimed.update(store.record_cancels(changes)))
     # Still stopping (a backend may take a while) counts; CANCELLED by someone else's record does not.
     return held + sum(j.status is not Status.CANCELLED or j.id in claimed for j in asked)

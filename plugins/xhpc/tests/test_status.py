@@ -101,6 +101,13 @@ def test_cancel_of_a_big_pending_sweep(xcore_env: Path, scheduler: str) -> None:
     assert "" not in job_ids and len(job_ids) >= 3  # several array jobs (max_array_size 1001)
     try:
         assert _pending_in_scheduler(scheduler, job_ids) == n
+        if scheduler == "sge":  # queued tasks come as ranges: a few lines per array job, not one per task
+            from xhpc import tracking
+            from xhpc.schedulers import SCHEDULERS
+
+            query = SCHEDULERS["sge"].query_command(sorted(job_ids))
+            qstat = tracking._transport(_load(experiment._all_jobs()[0])).run(query).out.partition("@@XHPC")[0]
+            assert sum(qstat.count(f"<JB_job_number>{j}</JB_job_number>") for j in job_ids) == len(job_ids), qstat
         out = subprocess.run([sys.executable, "-m", "xcore.cli.main", "cancel", str(experiment.experiment_id)],
                              capture_output=True, text=True, env=os.environ.copy(), timeout=120, check=False)
         assert out.returncode == 0, out.stdout + out.stderr

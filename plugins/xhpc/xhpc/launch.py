@@ -24,7 +24,7 @@ import secrets
 import shlex
 import time
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -427,9 +427,7 @@ def _launch_group(cluster: Cluster, executor: ClusterExecutor, group: list[Launc
                                     sorted({k for r in group for k in r.env} | {ATTEMPT_VAR, CHECKPOINT_VAR}))
     # Each task's attempt number and checkpoint directory (XCORE_ATTEMPT is counted on from it
     # by the job script) come after its own variables: xcore sets them.
-    tasks = [scripts.Task(r.args, {**r.env, **attempt_env(r.attempt, checkpoint_dir(root, r.experiment_id,
-                                                                                     r.work_unit_id))})
-             for r in group]
+    tasks = _Tasks(group, root)
     common = {**env, **scripts.common_env(tasks)}
     data, offsets = scripts.encode_tasks(cwd, command, common, tasks)
     name = executor.job_name or _default_name(context, first)
@@ -517,6 +515,32 @@ def _launch_group(cluster: Cluster, executor: ClusterExecutor, group: list[Launc
             + ", ".join(chunk_ids[k] for k in sorted(chunk_ids))
         )
     return GroupResult(handles, True, None)
+
+
+class _Tasks(Sequence[scripts.Task]):
+    """The group's tasks, each built when read: 100,000 tasks' variables (their attempt and
+    checkpoint directory) held at once were ~40 MiB of the launcher's peak (issue 31)."""
+
+    def __init__(self, group: Sequence[LaunchRequest], root: str) -> None:
+        self._group, self._root = group, root
+        self._checkpoints: dict[int, str] = {}  # experiment id -> its checkpoint directory
+
+    def __len__(self) -> int:
+        return len(self._group)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self._task(r) for r in self._group[index]]
+        return self._task(self._group[index])
+
+    def __iter__(self) -> Iterator[scripts.Task]:
+        return map(self._task, self._group)
+
+    def _task(self, r: LaunchRequest) -> scripts.Task:
+        experiment = self._checkpoints.get(r.experiment_id)
+        if experiment is None:  # the units' directories differ only in their last part
+            experiment = self._checkpoints[r.experiment_id] = checkpoint_dir(self._root, r.experiment_id, 0)[:-2]
+        return scripts.Task(r.args, {**r.env, **attempt_env(r.attempt, f"{experiment}/{int(r.work_unit_id)}")})
 
 
 def _scripts(cluster: Cluster, executor: ClusterExecutor, group: list[LaunchRequest], name: str, run_dir: str,

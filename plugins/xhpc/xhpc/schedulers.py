@@ -467,9 +467,11 @@ class GridEngineScheduler(Scheduler):
     def query_command(self, job_ids: Sequence[str], gangs: Sequence[str] = ()) -> str:
         # qacct only for array jobs that have tasks no longer in qstat (usually one call); then
         # one qstat -j for the jobs still queued, whose scheduling info says why they wait.
+        # Without -g d, qstat lists the tasks still queued as ranges (1-75000:1) and only the
+        # started ones one by one: a held 100,000-task sweep is a few lines, not 60 MB of XML.
         ids = " ".join(job_ids)
         return (
-            "out=$(qstat -xml -g d -u '*' 2>&1); echo \"$out\"; "
+            "out=$(qstat -xml -u '*' 2>&1); echo \"$out\"; "
             f"echo {_QACCT_MARK}; live=; "
             f"for j in {ids}; do "
             "  n=$(printf '%s' \"$out\" | grep -c \"<JB_job_number>$j</JB_job_number>\"); "
@@ -505,8 +507,9 @@ class GridEngineScheduler(Scheduler):
                     tasks_text = (job.findtext("tasks") or "").strip()
                     started = job.findtext("JAT_start_time")
                     tasks = _expand_tasks(tasks_text) if tasks_text else [1]
+                    active = self._active(state, started, why.get(number, ""))  # one for a range of queued tasks
                     for task in tasks:
-                        states[(number, task)] = self._active(state, started, why.get(number, ""))
+                        states[(number, task)] = active
         record: dict[str, str] = {}
         runs: dict[tuple[str, int], list[tuple[bool, JobState]]] = defaultdict(list)  # (rescheduled, state)
 

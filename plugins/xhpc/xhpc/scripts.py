@@ -14,7 +14,7 @@ import json
 import math
 import re
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
 import attrs
@@ -55,24 +55,22 @@ def encode_tasks(cwd: str, command: Sequence[str], common_env: Mapping[str, str]
     head = [cwd, str(len(command)), *command, *(f"{k}={v}" for k, v in common_env.items())]
     texts = ["\0".join(head) + "\0"]
     fields = len(head)
+    offsets = [0, len(texts[0])]  # in characters: bytes too while every record is ASCII
     for task in tasks:
         args = task.args
         record = [str(len(args)), *args]
         if task.env:
             record += [f"{k}={v}" for k, v in task.env.items() if common_env.get(k) != v]
         texts.append("\0".join(record) + "\0")
+        offsets.append(offsets[-1] + len(texts[-1]))
         fields += len(record)
     text = "".join(texts)
     if text.count("\0") != fields:
         raise _nul_error([*head, *(f for t in tasks for f in (*t.args, *(f"{k}={v}" for k, v in t.env.items())))])
-    offsets = [0]
-    total = 0
     if text.isascii():
-        data = text.encode("ascii")
-        for record_text in texts:
-            total += len(record_text)
-            offsets.append(total)
-        return data, offsets
+        del texts  # 100,000 records: the pieces, the text and its bytes are not held all at once
+        return text.encode("ascii"), offsets
+    offsets, total = [0], 0
     encoded = [record_text.encode("utf-8", "surrogateescape") for record_text in texts]
     for chunk in encoded:
         total += len(chunk)
@@ -80,14 +78,19 @@ def encode_tasks(cwd: str, command: Sequence[str], common_env: Mapping[str, str]
     return b"".join(encoded), offsets
 
 
-def common_env(tasks: Sequence[TaskLike]) -> dict[str, str]:
-    """The variables every task sets to the same value."""
-    if not tasks:
-        return {}
-    first = tasks[0].env
-    if not first:
-        return {}
-    return {k: v for k, v in first.items() if all(t.env.get(k) == v for t in tasks[1:])}
+def common_env(tasks: Iterable[TaskLike]) -> dict[str, str]:
+    """The variables every task sets to the same value, in one pass over the tasks (a launch may
+    build each task's env as it reads it, rather than hold 100,000 of them)."""
+    each = iter(tasks)
+    first = next(each, None)
+    common = dict(first.env) if first is not None else {}
+    for task in each:
+        if not common:
+            break
+        env = task.env
+        for key in [k for k, v in common.items() if env.get(k) != v]:
+            del common[key]
+    return common
 
 
 def job_name(name: str) -> str:

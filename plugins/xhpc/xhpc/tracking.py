@@ -25,7 +25,7 @@ from xcore.plugin import (
 )
 from xhpc import answers, config
 from xhpc.handles import ClusterHandle, GridEngineHandle
-from xhpc.schedulers import ANY_TASK, ROLE, SCHEDULERS, Outage
+from xhpc.schedulers import ANY_TASK, ROLE, SCHEDULERS, Outage, task_ranges
 from xhpc.transport import ClusterConnectionError, Transport, connect
 
 LOST_REPLY_GRACE = 120.0  # seconds to wait for a chunk-K.id after a lost submission reply
@@ -111,6 +111,9 @@ def _query_asking_again(group: list[ClusterHandle],
         return _query(group, scheduler_name)
 
 
+_CANCELLED_BEFORE_START = JobState(Status.CANCELLED, "cancelled before it started")  # one for 100,000 tasks
+
+
 def _query(group: list[ClusterHandle], scheduler_name: str) -> tuple[list[JobState | None], str | None]:
     """Each job's state, and why some of the scheduler did not answer (their states None)."""
     scheduler = SCHEDULERS[scheduler_name]
@@ -163,8 +166,8 @@ def _query(group: list[ClusterHandle], scheduler_name: str) -> tuple[list[JobSta
         for line in out.splitlines():
             if line.startswith((_MARK_CANCELLED, _MARK_REQUEUED, _MARK_REFUSED)):
                 mark, run_dir, name = line.split(" ", 2)
-                if mark == _MARK_CANCELLED and name.isdigit():
-                    cancelled.add((run_dir, int(name)))
+                if mark == _MARK_CANCELLED:
+                    cancelled.update((run_dir, index) for index in _marked_indices(name))
                 fields = name.split(".")  # INDEX.ATTEMPT.CLASS[.CODE]
                 if mark == _MARK_REQUEUED and len(fields) >= 3 and fields[0].isdigit() and fields[1].isdigit():
                     code = int(fields[3]) if len(fields) > 3 and fields[3].isdigit() else None
@@ -198,7 +201,7 @@ def _query(group: list[ClusterHandle], scheduler_name: str) -> tuple[list[JobSta
         if state is None and marked:
             # Slurm drops a pending array task cancelled on its own from squeue and sacct alike;
             # SGE keeps no accounting for a task deleted before it started.
-            state = JobState(Status.CANCELLED, "cancelled before it started")
+            state = _CANCELLED_BEFORE_START
         elif state is None:
             if now - handle.submitted_at < 60:
                 state = JobState(Status.PENDING, "pending: submitted")
@@ -274,7 +277,9 @@ _BENIGN_CANCEL_ERRORS = ("already complet", "Invalid job id", "does not exist", 
 def cancel(handles: Sequence[ClusterHandle]) -> None:
     """One script per cluster, whatever the number of tasks: markers are fed to ``touch``
     through ``xargs`` and tasks are cancelled as ranges, so no command line grows with the
-    sweep (thousands of task ids once overflowed the argument limit and SSH packets)."""
+    sweep (thousands of task ids once overflowed the argument limit and SSH packets). A marker
+    names a range of indices (``0-99999``): a 100,000-task sweep is one file, not 100,000 files
+    to create now and to list at every status query after."""
     groups: dict[tuple[str, bool, str], list[ClusterHandle]] = defaultdict(list)
     for handle in handles:
         if handle.job_id:
@@ -290,7 +295,7 @@ def cancel(handles: Sequence[ClusterHandle]) -> None:
         # Markers first (they tell a cancelled task from a failed one where the scheduler cannot).
         lines = ["xhpc_rc=0"]
         for run_dir, ids in indices.items():
-            numbers = "\n".join(map(str, sorted(set(ids))))
+            numbers = "\n".join(str(a) if a == b else f"{a}-{b}" for a, b in task_ranges(ids))
             lines.append(f"(cd {shlex.quote(run_dir)}/cancelled 2>/dev/null && xargs touch --) <<'XHPC_END'\n"
                          f"{numbers}\nXHPC_END")
         lines += [f"{line} || xhpc_rc=1" for line in scheduler.cancel_command(tasks).splitlines()]
@@ -300,6 +305,15 @@ def cancel(handles: Sequence[ClusterHandle]) -> None:
                     if line.strip() and not any(b in line for b in _BENIGN_CANCEL_ERRORS)]
         if result.returncode != 0 and problems:
             raise ClusterConnectionError(f"Cancelling on cluster {group[0].cluster!r} failed: {' '.join(problems)}")
+
+
+def _marked_indices(name: str) -> range:
+    """The indices a cancel marker names: ``INDEX`` or ``FIRST-LAST`` (nothing if malformed)."""
+    first, dash, last = name.partition("-")
+    last = last if dash else first
+    if not first.isdigit() or not last.isdigit():
+        return range(0)
+    return range(int(first), int(last) + 1)
 
 
 def logs(handle: ClusterHandle, follow: bool) -> Iterator[str]:

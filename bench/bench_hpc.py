@@ -251,16 +251,21 @@ def launch_ratios(sizes: list[int], runs: int, clusters: tuple[str, ...] = ("slu
                 cpu.append(LAST_CPU[0])
                 hooks.append(last_launch()["seconds"])
                 cancel_own(cluster)
-            rows.append((cluster, n, median(ours), median(raw), median(hooks), targets.get(n), median(cpu)))
+            rounds = [o / r for o, r in zip(ours, raw, strict=True)]  # each round's own pair
+            rows.append((cluster, n, median(ours), median(raw), median(hooks), targets.get(n), median(cpu), rounds))
     del os.environ["XHPC_BENCH_HOLD"]
     print(f"launch over SSH, median of {runs} alternated runs (load average {load()})")
-    for cluster, n, ours, raw, hook, target, cpu in rows:
+    for cluster, n, ours, raw, hook, target, cpu, rounds in rows:
         ratio = ours / raw
         mark = "" if target is None else f"target {target:.0f}x  {verdict(ratio <= target)}"
         raw_name = "qsub -t" if cluster == "sge" else "sbatch --array"
         print(f"  {cluster:>5} {n:>6} tasks: `xcore launch` {ours:.3f} s ({ours / n * 1e3:.3f} ms/task; "
               f"CPU {cpu:.3f} s; submission hook {hook:.3f} s), raw `ssh {raw_name}` {raw:.3f} s, "
               f"ratio {ratio:.2f}  {mark}")
+        # Issue 31, target 3: within the target on every run, so the worst round's ratio counts.
+        worst = max(rounds)
+        every = "" if target is None else f"target {target:.0f}x every run  {verdict(worst <= target)}"
+        print(f"        each round's ratio: {', '.join(f'{x:.2f}' for x in rounds)}; worst {worst:.2f}  {every}")
     return rows
 
 

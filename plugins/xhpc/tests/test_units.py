@@ -363,3 +363,44 @@ def test_apptainer_tier_skips_in_ci_only_with_its_reason_and_fails_when_required
         required.stdout
     present = _run_live_tier(tmp_path, {APPTAINER_ENV: "1"}, fake_runtime=True)
     assert present.returncode == 0 and "1 passed" in present.stdout, present.stdout
+
+
+def _run_gang_script(tmp_path: Path, roles: list[scripts.Role], job_id: int) -> list[int]:
+    """Runs a gang's job.sh with stand-ins for scontrol and srun; gives each role's port, in order
+    of the roles (whose frameworks differ)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    (bin_dir / "scontrol").write_text("#!/bin/sh\necho here\n")
+    (bin_dir / "srun").write_text('#!/bin/sh\necho "$XHPC_FRAMEWORK $XHPC_PORT" >> "$PORTS_SEEN"\n')
+    for tool in bin_dir.iterdir():
+        tool.chmod(0o755)
+    seen = tmp_path / "ports"
+    seen.unlink(missing_ok=True)
+    script = tmp_path / "job.sh"
+    script.write_text(scripts.launcher_script(Slurm(), "gang", str(tmp_path / "run"), roles))
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "SLURM_JOB_ID": str(job_id), "SLURM_JOB_NODELIST": "here",
+           "SLURM_TASKS_PER_NODE": "4", "SLURMD_NODENAME": "here", "PORTS_SEEN": str(seen)}
+    done = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    ports = dict(line.split() for line in seen.read_text().splitlines())
+    return [int(ports[role.framework or "none"]) for role in roles]
+
+
+def test_an_automatic_coordinator_port_avoids_ephemeral_ports_and_ports_in_use(tmp_path: Path) -> None:
+    """CI: jax's coordinator could not bind the port derived from the job id, 34308, which lies in
+    the node's ephemeral range where any outgoing connection may hold it. The port now comes from
+    below that range and steps past a port the node has in use."""
+    import socket
+
+    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    roles = [scripts.role_of(Slurm(requirements=xm.JobRequirements(replicas=2), distributed="jax"), "main", 0),
+             scripts.role_of(Slurm(distributed="torch"), "side", 1)]
+    ports = _run_gang_script(tmp_path, roles, 4901)
+    assert len(set(ports)) == 2 and all(20000 <= port < low for port in ports), (ports, low)
+    assert _run_gang_script(tmp_path, roles, 4901) == ports, "the same job, the same ports"
+
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", ports[0]))
+        holder.listen()
+        moved = _run_gang_script(tmp_path, roles, 4901)
+    assert moved[0] != ports[0] and 20000 <= moved[0] < low and moved[0] != moved[1], (moved, ports)

@@ -288,6 +288,31 @@ for xhpc_k in "${{!XHPC_NAMES[@]}}"; do
 done
 export XCORE_JOB_HOSTS="${{xhpc_json%,}}}}"
 mkdir -p "$XHPC_RUN/hosts"
+# An automatic coordinator port comes from the job id, below the node's ephemeral range (a
+# port there may be any outgoing connection's), and steps past the ports this node has in use
+# when the role's first host is this node.
+xhpc_auto_port() {{  # $1: the role's index; $2: the role's first host. Sets xhpc_port.
+    local low=32768 high=60999 from=20000 span=10000 table local_address tries=0
+    read -r low high 2>/dev/null < /proc/sys/net/ipv4/ip_local_port_range
+    if (( low >= 21024 )); then span=$((low - 20000))
+    elif (( high <= 64511 )); then from=$((high + 1)) span=$((65535 - high)); fi
+    if [ -z "${{xhpc_used:-}}" ]; then
+        xhpc_used=" "
+        for table in /proc/net/tcp /proc/net/tcp6; do
+            [ -r "$table" ] || continue
+            while read -r _ local_address _; do
+                [[ $local_address == *:* ]] && xhpc_used+="$((16#${{local_address##*:}})) "
+            done < "$table"
+        done
+    fi
+    xhpc_port=$(( from + (SLURM_JOB_ID * 7 + $1 * 211) % span ))
+    if [ "$2" = "${{SLURMD_NODENAME:-}}" ]; then
+        while [[ $xhpc_used == *" $xhpc_port "* ]] && (( tries < span )); do
+            xhpc_port=$(( from + (xhpc_port - from + 1) % span )); tries=$((tries + 1))
+        done
+    fi
+    xhpc_used+="$xhpc_port "
+}}
 xhpc_pids=()
 for xhpc_k in "${{!XHPC_NAMES[@]}}"; do
     xhpc_file="$XHPC_RUN/hosts/${{SLURM_JOB_ID}}-$xhpc_k"
@@ -295,7 +320,7 @@ for xhpc_k in "${{!XHPC_NAMES[@]}}"; do
     xhpc_opts=(--ntasks="${{XHPC_TASKS[xhpc_k]}}" --cpus-per-task="${{XHPC_CPUS[xhpc_k]}}")
     [ "${{XHPC_MEM[xhpc_k]}}" != 0 ] && xhpc_opts+=(--mem="${{XHPC_MEM[xhpc_k]}}M")
     xhpc_port=${{XHPC_PORTS[xhpc_k]}}
-    [ "$xhpc_port" = auto ] && xhpc_port=$(( 20000 + (SLURM_JOB_ID * 7 + xhpc_k * 211) % 40000 ))
+    [ "$xhpc_port" = auto ] && xhpc_auto_port "$xhpc_k" "${{XHPC_ROLE_HOSTS[xhpc_k]%% *}}"
     xhpc_row=$((XHPC_BASE + XHPC_INDEXES[xhpc_k]))
     SLURM_HOSTFILE="$xhpc_file" XHPC_ROLE_HOSTS="${{XHPC_ROLE_HOSTS[xhpc_k]}}" \
         XHPC_FRAMEWORK="${{XHPC_FRAMEWORKS[xhpc_k]}}" XHPC_PORT="$xhpc_port" \

@@ -302,6 +302,26 @@ def test_slurm_a_stale_range_record_or_unstarted_end_never_ends_a_live_task() ->
         assert (s[("29131", 0)].status, s[("29131", 0)].attempt) == (status, attempt), how
 
 
+
+def test_slurm_pending_tasks_listed_as_ranges_are_each_pending() -> None:
+    """squeue without -r (issue 31: a watcher of held sweeps parsed 20,000 lines a cluster)
+    lists the tasks still in the array's own record as one line of ranges, throttled or not;
+    the tasks split off it keep a line each. Slurm's own lines (22.05, raw sbatch --hold)."""
+    command = SlurmScheduler().query_command(["42396"])
+    assert "SLURM_BITSTR_LEN=0" in command and " -r " not in command  # else ranges end in "..."
+    out = ("42396|3|COMPLETED|None|1795834108|42397|localhost\n"
+           "42396|5|RUNNING|None|1795834108|42398|localhost\n"
+           "42396|0-2,4,6-99|PENDING|JobHeldUser|N/A|42396|\n"
+           "42500|0-9%2|PENDING|JobArrayTaskLimit|N/A|42500|\n@@XHPC-SACCT\n"
+           "42396_3|COMPLETED|0:0|1795834108|1795834109|42397|localhost\n")
+    s = SlurmScheduler().parse_states(out)
+    pending = [key for key, state in s.items() if state.status is Status.PENDING]
+    assert sorted(pending) == sorted([("42396", t) for t in range(100) if t not in (3, 5)]
+                                     + [("42500", t) for t in range(10)])
+    assert s[("42396", 0)].message == "pending: JobHeldUser" and s[("42500", 9)].message == "pending: JobArrayTaskLimit"
+    assert (s[("42396", 3)].status, s[("42396", 5)].status) == (Status.COMPLETED, Status.RUNNING)
+
+
 def test_slurm_a_task_cancelled_before_it_started_waits_for_accounting_as_pending() -> None:
     """squeue lists a task CANCELLED before sacct has its record. One that never ran (no node;
     squeue still gives it a start time, the moment it was cancelled) reads PENDING meanwhile:

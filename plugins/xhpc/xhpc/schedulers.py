@@ -159,6 +159,13 @@ def _epoch(text: str) -> float | None:
         return None
 
 
+# One (frozen) state per pending reason, the same object from one poll to the next: a held
+# sweep is thousands of tasks, and a watcher skips a job whose backend returned the very
+# state object it applied last time (xcore.runtime.tracking.Applied), even when the cluster's
+# answer changed elsewhere.
+_PENDING_BY_REASON: dict[str, JobState] = {}
+
+
 def _expand_tasks(spec: str) -> list[int]:
     """``3`` / ``[0-4,7,9-11%2]`` / ``1-1000:1`` into task ids."""
     spec = spec.strip().strip("[]").split("%")[0]
@@ -249,10 +256,13 @@ class SlurmScheduler(Scheduler):
         # squeue and sacct run side by side (a status poll waits for the slower, not the sum);
         # squeue's output goes through a private temporary file, sacct's straight out.
         # --duplicates: one record per run of a requeued task (its attempts), oldest first.
+        # squeue without -r lists an array's pending tasks as one line, their ids as ranges
+        # (a held 1,000-task sweep is one line, not 1,000); SLURM_BITSTR_LEN=0 prints those
+        # ranges whole (the default cuts them at 64 characters with "...").
         return (
-            "export SLURM_TIME_FORMAT=%s; umask 077; "
+            "export SLURM_TIME_FORMAT=%s SLURM_BITSTR_LEN=0; umask 077; "
             'xhpc_sq=$(mktemp "${TMPDIR:-/tmp}/xhpc-squeue.XXXXXX") || exit 1; '
-            f"{{ squeue -h -r -t all -j {ids} -o '%F|%K|%T|%r|%S|%A|%N' >\"$xhpc_sq\" 2>\"$xhpc_sq.err\" || "
+            f"{{ squeue -h -t all -j {ids} -o '%F|%K|%T|%r|%S|%A|%N' >\"$xhpc_sq\" 2>\"$xhpc_sq.err\" || "
             f"echo \"{_FAILED_MARK} squeue $(head -c 300 \"$xhpc_sq.err\" | tr '\\n' ' ')\" >>\"$xhpc_sq\"; }} & "
             f"xhpc_sacct=$(sacct -n -X -P --duplicates -j {ids} "
             "-o JobID,State,ExitCode,Start,End,JobIDRaw,NodeList 2>&1) || "
@@ -292,18 +302,22 @@ class SlurmScheduler(Scheduler):
                               for line in squeue_text.splitlines())
         by_raw_id: dict[str, list[tuple[str, int]]] = defaultdict(list)  # squeue's own job id -> tasks
         raw_of: dict[tuple[str, int], str] = {}  # and back
-        pending: dict[str, JobState] = {}  # one (frozen) state per reason: a held sweep is thousands of lines
+        pending = _PENDING_BY_REASON
+        if len(pending) > 1000:  # reasons are Slurm's codes, a few dozen: only a guard
+            pending.clear()
         alive: set[tuple[str, int]] = set()  # tasks squeue lists queued or running
         for line in squeue_text.splitlines():
             parts = line.strip().split("|")
             if len(parts) < 5 or not parts[0].isdigit():
                 continue
             job, task_text, state, reason, start = parts[:5]
-            # No task id: an array whose tasks all ended together (e.g. all cancelled while pending).
-            if task_text.isdigit():  # squeue -r: one task a line (40,000 lines for a watcher of held sweeps)
-                tasks = [int(task_text)]
+            # A task a line once it started; the tasks still pending in the array's own record
+            # as ranges ("0-2,5,9-999%10"). No task id: an array whose tasks all ended together
+            # (e.g. all cancelled while pending).
+            if task_text.isdigit():
+                tasks: Sequence[int] = (int(task_text),)
             else:
-                tasks = _expand_tasks(task_text) if task_text not in ("N/A", "") else [ANY_TASK]
+                tasks = _expand_tasks(task_text) if task_text not in ("N/A", "") else (ANY_TASK,)
             status = _SLURM_ACTIVE.get(state.split()[0])
             for task in tasks:
                 if len(parts) > 5:

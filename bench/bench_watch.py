@@ -20,7 +20,7 @@ Only what this run created is cancelled afterwards (its job ids; its xlocal expe
 
     PYTHON bench/bench_watch.py [EXPERIMENTS] [TASKS] [INTERVAL] [ROUNDS]   (default 50 1000 5 5)
 
-XCORE_BENCH_PROFILE=FILE writes the kept cycles' cProfile statistics to FILE (their CPU figures
+XCORE_BENCH_PROFILE=FILE writes each kept cycle's cProfile statistics to FILE.<cycle> (their CPU figures
 then include the profiler's own).
 
 Needs Slurm with accounting and sshd (`bash scripts/infra/setup.sh slurm sshd`).
@@ -122,7 +122,6 @@ OBSERVER = textwrap.dedent("""
         set_aside = contextlib.nullcontext
     cycles = 0
     profile = os.environ.get("XCORE_BENCH_PROFILE")
-    profiler = cProfile.Profile()
     with open(out, "a") as log:
         while True:
             started, cpu, child = time.monotonic(), time.process_time(), children()
@@ -130,11 +129,12 @@ OBSERVER = textwrap.dedent("""
             # Every other cycle without anything kept: every row read, every output parsed, every
             # handle loaded and compared (how a cycle ran before it kept them).
             kept = bool(state) and not cycles % 2
-            if kept and profile and cycles > 1:  # XCORE_BENCH_PROFILE=FILE: the kept cycles' profile
+            if kept and profile and cycles > 1:  # XCORE_BENCH_PROFILE=FILE: each kept cycle's profile
+                profiler = cProfile.Profile()
                 profiler.enable()
                 line = watch.cycle(*state)
                 profiler.disable()
-                profiler.dump_stats(profile)
+                profiler.dump_stats(f"{profile}.{cycles}")
             elif kept:
                 line = watch.cycle(*state)
             else:

@@ -9,7 +9,7 @@ Figures, each with PASS/MISS:
 - the observer's own CPU per cycle, user+system (target 0.2 s; the ssh/squeue/sacct children
   are printed apart);
 - how long after a real state change (one held task cancelled with `scancel` outside xcore: it
-  leaves the scheduler's listing, which xhpc reads as lost) the store no longer says PENDING,
+  leaves the scheduler's listing, which xhpc reads as cancelled) the store no longer says PENDING,
   against a raw loop running the same `squeue`+`sacct` at the same interval that sees the task
   gone, in the same rounds. Target: within 2x INTERVAL. (A released task was the first choice,
   but behind 40,000 held tasks and other users' sweeps Slurm took minutes to start it.)

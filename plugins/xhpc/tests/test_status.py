@@ -149,6 +149,36 @@ def test_task_cancelled_while_pending_has_no_start_and_no_negative_duration(xcor
         subprocess.run(["scancel", *sorted(ids)], capture_output=True, timeout=60, check=False)
 
 
+
+def test_a_pending_task_cancelled_outside_xcore_reads_cancelled_not_lost(xcore_env: Path) -> None:
+    """`scancel <id>_<task>` of a held task drops it from squeue and sacct alike: no record says
+    how it ended. Its array, still listed with its other tasks waiting in its own record, says
+    it: it left without starting, so it was cancelled. It read FAILED (lost) before, as in
+    bench_watch. The array's other tasks stay pending; once the whole array is gone (ended
+    with no record), nothing says how, and a task reads lost again."""
+    import xhpc
+
+    _configure(xcore_env, "slurm", "local")
+    with xm.create_experiment(title="outside-cancel") as experiment:
+        [exe] = experiment.package([xm.Packageable(xhpc.Command(["true"]), xhpc.Slurm.Spec())])
+        for i in range(4):
+            experiment.add(xm.Job(exe, xhpc.Slurm(directives=["--hold"]), args=[str(i)]))
+    [job_id] = {j.handle["job_id"] for j in experiment._all_jobs()}
+    units = experiment.work_units
+    try:
+        subprocess.run(["scancel", f"{job_id}_2"], check=True, timeout=60)
+        deadline = time.monotonic() + 60
+        while (status := units[3].get_status()).status is xm.Status.PENDING:
+            assert time.monotonic() < deadline, status
+            time.sleep(0.5)
+        assert (status.status, status.message) == (xm.Status.CANCELLED, "command: cancelled before it started"), status
+        assert [units[k].get_status().status for k in (1, 2, 3, 4)] == [
+            xm.Status.PENDING, xm.Status.PENDING, xm.Status.CANCELLED, xm.Status.PENDING]
+        [job] = [j for j in experiment._all_jobs() if j.work_unit_id == 3]
+        assert job.started_at is None
+    finally:
+        subprocess.run(["scancel", job_id], capture_output=True, timeout=60, check=False)
+
 def test_a_status_poll_over_ssh_is_one_remote_command(xcore_env: Path, tmp_path: Path) -> None:
     """`xcore show` of an active Slurm experiment (a new process) and each poll of `xcore wait`
     run exactly one ssh command: squeue and sacct of that experiment's array job, together."""

@@ -34,7 +34,8 @@ def cluster(monkeypatch) -> _Scheduler:
 
 
 def _held(tasks: range) -> str:
-    return "".join(f"500|{task}|PENDING|JobHeldUser|N/A|{600 + task}|\n" for task in tasks)
+    """squeue's line (without -r) for an array whose tasks ``tasks`` wait held in its own record."""
+    return f"500|{tasks.start}-{tasks.stop - 1}|PENDING|JobHeldUser|N/A|500|\n"
 
 
 def _handles(submitted_at: float) -> list[SlurmHandle]:
@@ -68,8 +69,11 @@ def test_a_changed_output_is_read_afresh(cluster, monkeypatch) -> None:
     cluster.out = _held(range(2)) + MARK + "\n"  # task 2 cancelled outside xcore: no longer listed
     states = tracking.states(handles)
     assert len(parsed) == 2
-    assert [s.status.value for s in states] == ["PENDING", "PENDING", "FAILED"]
-    assert "no longer known" in states[2].message
+    assert [s.status.value for s in states] == ["PENDING", "PENDING", "CANCELLED"]
+    assert states[2].message == "cancelled before it started"  # left its array's record without starting
+    cluster.out = MARK + "\n"  # the whole array gone from squeue and sacct: nothing says how it ended
+    assert [s.message for s in tracking.states(handles)] == [
+        f"lost: slurm job 500 task {t} is no longer known to the scheduler or its accounting" for t in range(3)]
 
 
 def test_a_task_in_its_first_minute_is_read_again_once_the_minute_passed(cluster, monkeypatch) -> None:
@@ -91,7 +95,7 @@ def test_the_same_handles_answered_alike_are_not_grouped_or_matched_again(cluste
     again = tracking.states(handles)
     assert grouped == [] and again == first and all(a is b for a, b in zip(first, again, strict=True))
     cluster.out = _held(range(2)) + MARK + "\n"  # one task gone: that cluster's states read again
-    assert [s.status.value for s in tracking.states(handles)] == ["PENDING", "PENDING", "FAILED"]
+    assert [s.status.value for s in tracking.states(handles)] == ["PENDING", "PENDING", "CANCELLED"]
 
 
 def test_a_cluster_out_of_reach_leaves_its_tasks_unanswered_beside_one_answered_as_before(cluster, monkeypatch) -> None:

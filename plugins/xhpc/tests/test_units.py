@@ -15,7 +15,7 @@ from xcore.errors import ConfigurationError, PackagingError
 from xcore.model.status import Status
 from xhpc import config, scripts
 from xhpc.executors import GridEngine, Slurm, parse_time_limit
-from xhpc.schedulers import ANY_TASK, GridEngineScheduler, SlurmScheduler
+from xhpc.schedulers import ANY_TASK, CANCELLED_BEFORE_START, GridEngineScheduler, SlurmScheduler
 
 
 def test_time_limits() -> None:
@@ -236,7 +236,7 @@ def test_slurm_squeue_and_sacct_read_side_by_side_never_make_an_attempt_or_an_en
     s = SlurmScheduler().parse_states(unsplit)
     for task in (0, 1):  # alive in squeue: the record is read once accounting links it (next poll)
         assert (s[("20506", task)].status, s[("20506", task)].attempt) == (Status.PENDING, None)
-    assert ("20506", ANY_TASK) not in s
+    assert s.get(("20506", ANY_TASK)) is CANCELLED_BEFORE_START  # the unlinked record is no whole-array state
     no_squeue = ("@@XHPC-QUERY-FAILED squeue slurm_load_jobs error: Zero Bytes were transmitted or received\n"
                  "@@XHPC-SACCT\n20506|CANCELLED|0:0|1795812455|1795812455|20506|None assigned\n"
                  "20506_2|COMPLETED|0:0|1795812450|1795812452|20510|localhost\n")
@@ -320,6 +320,12 @@ def test_slurm_pending_tasks_listed_as_ranges_are_each_pending() -> None:
                                      + [("42500", t) for t in range(10)])
     assert s[("42396", 0)].message == "pending: JobHeldUser" and s[("42500", 9)].message == "pending: JobArrayTaskLimit"
     assert (s[("42396", 3)].status, s[("42396", 5)].status) == (Status.COMPLETED, Status.RUNNING)
+    # A task in none of these lines left its array's own record without starting: cancelled.
+    assert s[("42396", ANY_TASK)] is CANCELLED_BEFORE_START and s[("42500", ANY_TASK)] is CANCELLED_BEFORE_START
+    split_off_only = "42396|5|RUNNING|None|1795834108|42398|localhost\n@@XHPC-SACCT\n"
+    assert ("42396", ANY_TASK) not in SlurmScheduler().parse_states(split_off_only)  # nothing says so
+    no_squeue = "@@XHPC-QUERY-FAILED squeue Socket timed out\n@@XHPC-SACCT\n"
+    assert ("42396", ANY_TASK) not in SlurmScheduler().parse_states(no_squeue)
 
 
 def test_slurm_a_task_cancelled_before_it_started_waits_for_accounting_as_pending() -> None:

@@ -36,6 +36,7 @@ class Chunk:
 
 
 ANY_TASK = -1  # key (job, ANY_TASK): the state of every task of ``job`` not listed on its own
+CANCELLED_BEFORE_START = JobState(Status.CANCELLED, "cancelled before it started")  # one for 100,000 tasks
 
 
 def task_ranges(ids: Sequence[int]) -> list[tuple[int, int]]:
@@ -306,6 +307,7 @@ class SlurmScheduler(Scheduler):
         if len(pending) > 1000:  # reasons are Slurm's codes, a few dozen: only a guard
             pending.clear()
         alive: set[tuple[str, int]] = set()  # tasks squeue lists queued or running
+        queued_arrays: set[str] = set()  # arrays squeue lists with the tasks still in their own record
         for line in squeue_text.splitlines():
             parts = line.strip().split("|")
             if len(parts) < 5 or not parts[0].isdigit():
@@ -319,6 +321,8 @@ class SlurmScheduler(Scheduler):
             else:
                 tasks = _expand_tasks(task_text) if task_text not in ("N/A", "") else (ANY_TASK,)
             status = _SLURM_ACTIVE.get(state.split()[0])
+            if status is Status.PENDING and tasks[0] != ANY_TASK and len(parts) > 5 and parts[5] == job:
+                queued_arrays.add(job)  # the array's own record: the tasks not started yet
             for task in tasks:
                 if len(parts) > 5:
                     by_raw_id[parts[5]].append((job, task))
@@ -394,6 +398,13 @@ class SlurmScheduler(Scheduler):
                 known = states.get(key)
                 states[key] = finishing if known is None else attrs.evolve(
                     finishing, attempt=known.attempt, previous_attempts=known.previous_attempts)
+        if squeue_answered:
+            # A pending task leaves its array's own record only to start (a line and a record of
+            # its own) or when it is cancelled: `scancel <id>_<task>` of a pending task drops it
+            # from squeue and sacct alike. So a task of an array squeue lists queued, with no line
+            # or record of its own, was cancelled before it started (by xcore or outside it).
+            for job in queued_arrays:
+                states.setdefault((job, ANY_TASK), CANCELLED_BEFORE_START)
         return states
 
     @staticmethod

@@ -25,7 +25,7 @@ from xcore.plugin import (
 )
 from xhpc import answers, config
 from xhpc.handles import ClusterHandle, GridEngineHandle
-from xhpc.schedulers import ANY_TASK, ROLE, SCHEDULERS, Outage, task_ranges
+from xhpc.schedulers import ANY_TASK, CANCELLED_BEFORE_START, ROLE, SCHEDULERS, Outage, task_ranges
 from xhpc.transport import ClusterConnectionError, Transport, connect
 
 LOST_REPLY_GRACE = 120.0  # seconds to wait for a chunk-K.id after a lost submission reply
@@ -109,9 +109,6 @@ def _query_asking_again(group: list[ClusterHandle],
         if not exc.retryable:
             raise
         return _query(group, scheduler_name)
-
-
-_CANCELLED_BEFORE_START = JobState(Status.CANCELLED, "cancelled before it started")  # one for 100,000 tasks
 
 
 def _query(group: list[ClusterHandle], scheduler_name: str) -> tuple[list[JobState | None], str | None]:
@@ -201,7 +198,7 @@ def _query(group: list[ClusterHandle], scheduler_name: str) -> tuple[list[JobSta
         if state is None and marked:
             # Slurm drops a pending array task cancelled on its own from squeue and sacct alike;
             # SGE keeps no accounting for a task deleted before it started.
-            state = _CANCELLED_BEFORE_START
+            state = CANCELLED_BEFORE_START
         elif state is None:
             if now - handle.submitted_at < 60:
                 state = JobState(Status.PENDING, "pending: submitted")

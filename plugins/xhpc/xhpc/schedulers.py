@@ -321,7 +321,7 @@ class SlurmScheduler(Scheduler):
             else:
                 tasks = _expand_tasks(task_text) if task_text not in ("N/A", "") else (ANY_TASK,)
             status = _SLURM_ACTIVE.get(state.split()[0])
-            if status is Status.PENDING and tasks[0] != ANY_TASK and len(parts) > 5 and parts[5] == job:
+            if status is Status.PENDING and tasks and tasks[0] != ANY_TASK and len(parts) > 5 and parts[5] == job:
                 queued_arrays.add(job)  # the array's own record: the tasks not started yet
             for task in tasks:
                 if len(parts) > 5:

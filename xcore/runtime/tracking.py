@@ -112,10 +112,9 @@ def refresh_jobs(store: MetadataStore, host: PluginHost, jobs: Sequence[JobRecor
             warn_not_recorded(str(exc))
         else:
             changed_ids = {job_id for job_id, _ in changes}
-            if any_retry_pending(jobs):
-                after_refresh(store, host, [job for job in jobs if job.id in changed_ids or retries.is_pending(job)])
-            else:  # (a watcher's cycle: a few changed among 50,000 jobs, none of them pending a retry)
-                after_refresh(store, host, [job for job in jobs if job.id in changed_ids])
+            maybe_pending = any_retry_pending(jobs)  # usually not: no job is tested (a watcher's 50,000)
+            after_refresh(store, host, [job for job in jobs
+                                        if job.id in changed_ids or (maybe_pending and retries.is_pending(job))])
     elif pending:  # a relaunch an observer has not done yet
         after_refresh(store, host, pending)
     if changes or pending:  # the duties may have moved jobs

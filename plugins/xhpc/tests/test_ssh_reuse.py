@@ -13,6 +13,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -40,11 +41,22 @@ with xm.create_experiment(title=name) as experiment:
 """
 
 
+@pytest.fixture
+def ctl() -> Iterator[Path]:
+    """A control socket directory of the test's own with a short path: a socket path holds 107
+    bytes, and pytest's own temporary paths (longer still under xdist's workers) may not leave
+    room for ``ctl/<20 hex digits>`` plus what ssh appends."""
+    path = Path(tempfile.mkdtemp(prefix="xs-")) / "ctl"
+    yield path
+    shutil.rmtree(path.parent, ignore_errors=True)
+
+
 class Link:
     """The relay, the ssh-command log and how to run the CLI through them."""
 
-    def __init__(self, root: Path, proxy: LinkProxy, staging: str) -> None:
+    def __init__(self, root: Path, proxy: LinkProxy, staging: str, ctl: Path) -> None:
         self.root = root
+        self.ctl = ctl
         self.proxy = proxy
         self.staging = staging
         self.name = f"reuse{uuid.uuid4().hex[:8]}"  # the test's own job name: cleanup cancels only these
@@ -58,7 +70,7 @@ class Link:
                            f'exec {real} "$@"\n')
         wrapper.chmod(0o755)
         self.env = {**os.environ, "PATH": f"{wrapper_dir}:{os.environ['PATH']}",
-                    "XHPC_SSH_CONTROL_DIR": str(root / "ctl")}
+                    "XHPC_SSH_CONTROL_DIR": str(ctl)}
 
     def commands(self) -> int:
         return len(self.log.read_text().splitlines()) if self.log.exists() else 0
@@ -77,7 +89,7 @@ class Link:
 
 
 @pytest.fixture
-def link(xcore_env: Path, tmp_path: Path) -> Iterator[Link]:
+def link(xcore_env: Path, tmp_path: Path, ctl: Path) -> Iterator[Link]:
     require_service("slurm", lambda: service_up("slurm"), HOW)
     require_service("sshd", lambda: service_up("sshd"), HOW)
     proxy = LinkProxy()
@@ -87,11 +99,11 @@ def link(xcore_env: Path, tmp_path: Path) -> Iterator[Link]:
         cluster_toml("test", "slurm", "ssh", staging, control_persist=60)
         .replace("port = 2222", f"port = {proxy.port}")
         .replace("/var/lib/xcore-infra/ssh/known_hosts", str(known)))
-    link = Link(tmp_path, proxy, staging)
+    link = Link(tmp_path, proxy, staging, ctl)
     yield link
     subprocess.run(["scancel", f"--name={link.name}"], capture_output=True, check=False)
     # Close the shared connection this test opened (its socket is in the test's own directory).
-    for sock in (tmp_path / "ctl").glob("*"):
+    for sock in ctl.glob("*"):
         subprocess.run(["ssh", "-o", f"ControlPath={sock}", "-O", "exit", "x"], capture_output=True, check=False)
     proxy.close()
     shutil.rmtree(staging, ignore_errors=True)
@@ -152,13 +164,12 @@ def test_stale_staging_path_and_missing_artifacts_are_caught_before_submitting(l
     assert len(set(ids)) == 3  # three launches, one array job each: no duplicate, none lost
 
 
-def test_shared_connection_closes_after_its_idle_timeout(xcore_env: Path, tmp_path: Path,
+def test_shared_connection_closes_after_its_idle_timeout(xcore_env: Path, ctl: Path,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     require_service("sshd", lambda: service_up("sshd"), HOW)
     staging = f"{REMOTE_STAGING}/test-{uuid.uuid4().hex[:8]}"
     config = cluster_toml("test", "slurm", "ssh", staging, control_persist=1)
     (xcore_env / "config" / "clusters.toml").write_text(config)
-    ctl = tmp_path / "ctl"
     monkeypatch.setenv("XHPC_SSH_CONTROL_DIR", str(ctl))
     out = subprocess.run([sys.executable, "-m", "xcore.cli.main", "cluster", "check", "test"], capture_output=True,
                          text=True, timeout=60, check=False)
@@ -206,7 +217,7 @@ def test_jump_host_uses_the_same_host_key_checks(link: Link) -> None:
     assert link.proxy.connections == before + 1
     # A jump host whose key is unknown is refused like the target would be.
     config.write_text(config.read_text().replace('jump = "xcore@127.0.0.1:2222"', 'jump = "xcore@localhost:2222"'))
-    for sock in (link.root / "ctl").glob("*"):
+    for sock in link.ctl.glob("*"):
         subprocess.run(["ssh", "-o", f"ControlPath={sock}", "-O", "exit", "x"], capture_output=True, check=False)
     refused = subprocess.run([sys.executable, "-m", "xcore.cli.main", "cluster", "check", "test"],
                              capture_output=True, text=True, env=link.env, timeout=60, check=False)
@@ -223,20 +234,20 @@ def test_too_long_control_path_is_a_clear_error(tmp_path: Path, monkeypatch: pyt
 
 
 @pytest.mark.parametrize("client", ["openssh", "paramiko"])
-def test_paramiko_is_imported_only_as_the_fallback(xcore_env: Path, tmp_path: Path, client: str) -> None:
+def test_paramiko_is_imported_only_as_the_fallback(xcore_env: Path, ctl: Path, client: str) -> None:
     require_service("sshd", lambda: service_up("sshd"), HOW)
     staging = f"{REMOTE_STAGING}/test-{uuid.uuid4().hex[:8]}"
     (xcore_env / "config" / "clusters.toml").write_text(cluster_toml("test", "slurm", "ssh", staging, ssh=client))
     code = ("import sys\nfrom xhpc import config, transport\n"
             "t = transport.connect(config.resolve('test'))\n"
             "print(t.check('echo ok', 'echo').out.strip(), type(t).__name__, 'paramiko' in sys.modules)\n")
-    env = {**os.environ, "XHPC_SSH_CONTROL_DIR": str(tmp_path / "ctl")}
+    env = {**os.environ, "XHPC_SSH_CONTROL_DIR": str(ctl)}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60,
                          check=False)
     assert out.returncode == 0, out.stderr
     expected = "ok SSHTransport False" if client == "openssh" else "ok ParamikoTransport True"
     assert out.stdout.strip() == expected
-    for sock in (tmp_path / "ctl").glob("*"):
+    for sock in ctl.glob("*"):
         subprocess.run(["ssh", "-o", f"ControlPath={sock}", "-O", "exit", "x"], capture_output=True, check=False)
 
 

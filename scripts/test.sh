@@ -10,7 +10,7 @@ ensure_venv
 drop_renamed_core
 echo "==> installing xcore, plugins, test tools and linters into .venv"
 packages=(-e '.[test,postgres,ui,docs]' -e 'plugins/xlocal[docker]' -e 'plugins/xhpc[lxm3]' -e plugins/xgcp -e 'plugins/xk8s[test]')
-.venv/bin/python -m pip install --quiet --disable-pip-version-check "${packages[@]}" pytest-timeout \
+.venv/bin/python -m pip install --quiet --disable-pip-version-check "${packages[@]}" pytest-timeout pytest-xdist==3.8.0 \
   -r scripts/lint-tools.txt
 # XManager's launch API itself (xmanager.xm only, so none of its cloud dependencies): the tests
 # compare xcore's executable names, architectures and xm.utils with XManager's own.
@@ -47,4 +47,9 @@ fi
 
 echo "==> pytest"
 # --durations: the slowest tests, so a run that creeps towards the 20-minute budget says where.
-exec .venv/bin/python -m pytest --timeout=600 --durations=20 "$@"
+# Two workers, one per group of conftest.py: the tests of the real schedulers on one, one after
+# another, everything else on the other. XCORE_TEST_WORKERS=1 runs the suite in one process.
+workers=${XCORE_TEST_WORKERS:-2}
+parallel=()
+[ "$workers" -gt 1 ] && parallel=(-n "$workers")
+exec .venv/bin/python -m pytest --timeout=600 --durations=20 "${parallel[@]}" "$@"

@@ -75,6 +75,8 @@ class Watched:
     def jobs(self, store: MetadataStore, active: list[int]) -> list[JobRecord]:
         """The active jobs of ``active`` experiments: the kept records, the rows written since
         read again."""
+        from xcore.store.base import HANDLE_IN_VERSION
+
         marker = store.change_marker()  # before reading: a write during the read moves it again
         if marker is not None and marker == self.marker and active == self.active:
             return list(self.records.values())
@@ -87,7 +89,7 @@ class Watched:
         fresh = {job.id: job for job in store.active_jobs_among(active, stale)} if stale else {}
         for job_id in stale:  # a new row, or written since: its state afresh, its handle if another
             self.applied.forget(job_id)
-            if (known.get(job_id) or (None,) * 5)[4] != versions[job_id][4]:  # (4: the stored handle)
+            if job_id not in known or known[job_id][HANDLE_IN_VERSION] != versions[job_id][HANDLE_IN_VERSION]:
                 self.loaded.pop(job_id, None)
         records, written = {}, set(stale)
         for job_id in versions:

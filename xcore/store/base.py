@@ -94,6 +94,10 @@ class CancelRequest:
         return self.whole or work_unit_id in self.units
 
 
+#: Where the stored handle sits in an ``active_job_versions`` tuple.
+HANDLE_IN_VERSION = 4
+
+
 class MetadataStore(abc.ABC):
     """Durable record of everything launched. Every method is one atomic transaction, and
     many processes may use one store at once."""
@@ -203,9 +207,10 @@ class MetadataStore(abc.ABC):
         return None
 
     def active_job_versions(self, experiment_ids: Sequence[int]) -> dict[int, tuple[Any, ...]]:
-        """Each of ``active_jobs``' ids -> a value that changes whenever its state is written
+        """Each of ``active_jobs``' ids -> a tuple that changes whenever its state is written
         (status, message, exit code, attempt, handle, times), without building any record: a
-        watcher keeps its records and reads again only the jobs whose version moved."""
+        watcher keeps its records and reads again only the jobs whose version moved, and loads a
+        handle again only when the tuple's ``HANDLE_IN_VERSION`` element moved."""
         return {job.id: (job.status.value, job.message, job.exit_code, job.attempt, repr(job.handle),
                          job.started_at, job.ended_at) for job in self.active_jobs(experiment_ids)}
 

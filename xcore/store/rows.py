@@ -55,7 +55,7 @@ LIGHT_JOB_COLUMNS = (", ".join(c for c in JOB_COLUMNS if c not in ("executor", "
                      + ", '{}' AS executor, '{}' AS executable, '[]' AS args, '{}' AS env, attempt")
 #: What any write of a job's state changes (``active_job_versions``): a watcher that keeps its
 #: records reads a job again only when these moved (and loads its handle again when the
-#: fifth, the handle, did).
+#: handle, at ``base.HANDLE_IN_VERSION``, did).
 VERSION_COLUMNS = "status, message, exit_code, attempt, handle, started_at, ended_at"
 #: An earlier attempt's columns in ``job_attempts`` (``attempt_record`` reads them).
 ATTEMPT_COLUMNS = ("job_id", "number", "status", "failure", "exit_code", "started_at", "ended_at", "message",

@@ -314,6 +314,14 @@ class StoreContract:
         assert sorted(after) == ids[:2] and after[ids[0]] == before[ids[0]] and after[ids[1]] != before[ids[1]]
         [job] = store.active_jobs_among([exp.id], [ids[1], ids[2]])  # the completed one is no longer active
         assert (job.id, job.status, job.message) == (ids[1], Status.PENDING, "pending: held")
+        # The handle is the version's HANDLE_IN_VERSION element: a watcher loads a handle again by it.
+        from xcore.store.base import HANDLE_IN_VERSION
+
+        other.mark_launched([(ids[0], "k", {"pid": 7}, None)])
+        launched = store.active_job_versions([exp.id])
+        assert launched[ids[0]][HANDLE_IN_VERSION] != after[ids[0]][HANDLE_IN_VERSION]
+        other.record_states([(ids[0], JobState(Status.RUNNING, "running"))])
+        assert store.active_job_versions([exp.id])[ids[0]][HANDLE_IN_VERSION] == launched[ids[0]][HANDLE_IN_VERSION]
 
     def test_job_statuses_match_the_work_units_records(self, store_url):
         """The statuses a wait polls (issue 14): per job of each unit, in work_units' order, a

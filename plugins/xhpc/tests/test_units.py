@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -119,6 +120,24 @@ def test_sge_state_parsing() -> None:
     assert s[("7", 2)].status is Status.RUNNING
     assert s[("7", 3)].status is Status.PENDING and s[("7", 4)].status is Status.PENDING
     assert "time limit" in s[("7", 5)].message
+
+
+@pytest.mark.parametrize("scheduler,out", [
+    (SlurmScheduler(), "12|0-2,4|PENDING|JobHeldUser|N/A|12|\n12|3|RUNNING|None|1700000000|13|n\n"
+                       "40|0-9%2|PENDING|JobArrayTaskLimit|N/A|40|\n@@XHPC-SACCT\n"),
+    (GridEngineScheduler(), "<?xml version='1.0'?><job_info><job_info><job_list state='pending'>"
+                            "<JB_job_number>7</JB_job_number><state>hqw</state><tasks>1-4:1</tasks></job_list>"
+                            "<job_list state='pending'><JB_job_number>8</JB_job_number><state>qw</state>"
+                            "<tasks>1-2:1</tasks></job_list></job_info></job_info>\n@@XHPC-QACCT\n"),
+], ids=["slurm", "sge"])
+def test_a_pending_state_is_the_same_object_from_one_poll_to_the_next(scheduler: Any, out: str) -> None:
+    """A watcher skips a job whose backend returned the very state object it applied last time
+    (issue 31): the held tasks of a cluster whose answer changed elsewhere are not compared again."""
+    first, second = scheduler.parse_states(out), scheduler.parse_states(out)
+    pending = [key for key, state in first.items() if state.status is Status.PENDING]
+    assert len(pending) >= 6
+    assert all(second[key] is first[key] for key in pending)
+    assert len({first[key].message for key in pending}) == 2  # one state per message, not one for all
 
 
 def test_config_errors_and_selection(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

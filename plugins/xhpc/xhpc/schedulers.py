@@ -160,11 +160,21 @@ def _epoch(text: str) -> float | None:
         return None
 
 
-# One (frozen) state per pending reason, the same object from one poll to the next: a held
+# One (frozen) state per pending message, the same object from one poll to the next: a held
 # sweep is thousands of tasks, and a watcher skips a job whose backend returned the very
 # state object it applied last time (xcore.runtime.tracking.Applied), even when the cluster's
 # answer changed elsewhere.
-_PENDING_BY_REASON: dict[str, JobState] = {}
+_PENDING_BY_MESSAGE: dict[str, JobState] = {}
+
+
+def _pending(message: str) -> JobState:
+    """The one pending state with this message."""
+    shared = _PENDING_BY_MESSAGE.get(message)
+    if shared is None:
+        if len(_PENDING_BY_MESSAGE) > 1000:  # Slurm's reason codes and Grid Engine's holds: only a guard
+            _PENDING_BY_MESSAGE.clear()
+        shared = _PENDING_BY_MESSAGE[message] = JobState(Status.PENDING, message)
+    return shared
 
 
 def _expand_tasks(spec: str) -> list[int]:
@@ -303,9 +313,6 @@ class SlurmScheduler(Scheduler):
                               for line in squeue_text.splitlines())
         by_raw_id: dict[str, list[tuple[str, int]]] = defaultdict(list)  # squeue's own job id -> tasks
         raw_of: dict[tuple[str, int], str] = {}  # and back
-        pending = _PENDING_BY_REASON
-        if len(pending) > 1000:  # reasons are Slurm's codes, a few dozen: only a guard
-            pending.clear()
         alive: set[tuple[str, int]] = set()  # tasks squeue lists queued or running
         queued_arrays: set[str] = set()  # arrays squeue lists with the tasks still in their own record
         for line in squeue_text.splitlines():
@@ -321,6 +328,8 @@ class SlurmScheduler(Scheduler):
             else:
                 tasks = _expand_tasks(task_text) if task_text not in ("N/A", "") else (ANY_TASK,)
             status = _SLURM_ACTIVE.get(state.split()[0])
+            if status is Status.PENDING:
+                waiting = _pending(f"pending: {reason if reason and reason != 'None' else 'queued'}")
             if status is Status.PENDING and tasks and tasks[0] != ANY_TASK and len(parts) > 5 and parts[5] == job:
                 queued_arrays.add(job)  # the array's own record: the tasks not started yet
             for task in tasks:
@@ -330,10 +339,7 @@ class SlurmScheduler(Scheduler):
                 if status is not None:
                     alive.add((job, task))
                 if status is Status.PENDING:
-                    if (shared := pending.get(reason)) is None:
-                        why = reason if reason and reason != "None" else "queued"
-                        shared = pending[reason] = JobState(Status.PENDING, f"pending: {why}")
-                    states[(job, task)] = shared
+                    states[(job, task)] = waiting
                 elif status is Status.RUNNING:
                     states[(job, task)] = JobState(Status.RUNNING, state.lower(), started_at=_epoch(start))
                 else:  # ran: it had a node (a task cancelled while pending has none, though Slurm gives it a start)
@@ -574,14 +580,14 @@ class GridEngineScheduler(Scheduler):
             except ValueError:
                 when = None
         if "E" in state:
-            return JobState(Status.PENDING, f"pending: error state {state} (see qstat -j)")
+            return _pending(f"pending: error state {state} (see qstat -j)")
         if "h" in state:
-            return JobState(Status.PENDING, f"pending: held ({why})" if why else "pending: on hold")
+            return _pending(f"pending: held ({why})" if why else "pending: on hold")
         if "d" in state:
             return JobState(Status.RUNNING, "being deleted", started_at=when)
         if "r" in state or "t" in state or "s" in state.lower():
             return JobState(Status.RUNNING, "running" if "r" in state else state, started_at=when)
-        return JobState(Status.PENDING, f"pending: {why}" if why else "pending: queued")
+        return _pending(f"pending: {why}" if why else "pending: queued")
 
     @staticmethod
     def _final(record: dict[str, str]) -> JobState:

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 SCHEDULER_TESTS = ("plugins/xhpc/tests/", "tests/test_contract_xhpc.py")
 
 
@@ -20,6 +22,7 @@ def group_of(nodeid: str) -> str:
     return "schedulers" if nodeid.startswith(SCHEDULER_TESTS) else "rest"
 
 
+@pytest.hookimpl(optionalhook=True)  # a hook of xdist's: pytest without xdist (nox's sessions) skips it
 def pytest_xdist_make_scheduler(config: Any, log: Any) -> Any:
     """xdist's scope scheduler with a group as the scope: it hands each scope to one worker whole.
 

@@ -343,3 +343,32 @@ def test_an_observer_that_read_the_failed_attempt_before_another_relaunched_it_r
     assert [(j.attempt, j.status) for j in seen_by_b] == [(2, Status.PENDING)] * 2  # B follows attempt 2
     refresh_jobs(store, get_host(), _jobs(experiment_id))  # a later poll: nothing to relaunch
     assert [[r["attempt"] for r in _records(j.id)] for j in _jobs(experiment_id)] == [[1, 2]] * 2
+
+
+def test_a_wait_that_read_a_failure_xcore_retry_relaunched_meanwhile_follows_the_new_attempt(monkeypatch, capsys):
+    """A job without a retry policy fails. A wait reads its FAILED from the backend; before the
+    wait records it, another observer records the failure and the user's `xcore retry` relaunches
+    the job as attempt 2. The store refuses the wait's attempt-1 state; the wait must then follow
+    attempt 2 (and keep waiting), not report the old failure as the job's end."""
+    from xcore.cli.main import main
+    from xcore.hooks.host import PluginHost
+
+    experiment_id = _launch(fake.FakeExecutor(hold=True))
+    stale = _jobs(experiment_id)  # what the wait loaded: attempt 1 and its handle
+    fake.set_state(_handle(stale[0]), Status.FAILED, "exit code 1", exit_code=1)
+    host = get_host()
+    original = PluginHost.job_states
+
+    def read_then_retried(self, kind, handles):
+        states = original(self, kind, handles)
+        monkeypatch.setattr(PluginHost, "job_states", original)
+        refresh_jobs(open_store(), host, _jobs(experiment_id))  # another observer records the failure
+        assert main(["retry", str(experiment_id), "--failed"]) == 0, capsys.readouterr().err
+        return states
+
+    monkeypatch.setattr(PluginHost, "job_states", read_then_retried)
+    [seen] = refresh_jobs(open_store(), host, stale)
+    [job] = _jobs(experiment_id)
+    assert (job.attempt, job.status) == (2, Status.PENDING)  # the store kept attempt 2
+    assert (seen.attempt, seen.status, seen.handle) == (2, Status.PENDING, job.handle)  # the wait follows it
+    assert open_store().job_attempts(experiment_id)[job.id].earlier[0].status is Status.FAILED

@@ -17,7 +17,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from xcore.errors import XcoreError
@@ -131,9 +131,9 @@ def cycle(kept: Watched | None = None) -> str:
     attempts = [job.attempt for job in jobs]
     written: set[int] = set()
 
-    def record(changes: list[tuple[int, Any]]) -> None:
+    def record(changes: list[tuple[int, Any]]) -> Sequence[int] | None:
         written.update(job_id for job_id, _ in changes)
-        store.record_states(changes)
+        return store.record_states(changes)
 
     refresh_jobs(store, workspace.host, jobs, kept.loaded if kept is not None else None, record=record,
                  applied=kept.applied if kept is not None else None)  # records changes and runs the duties

@@ -26,7 +26,7 @@ from xcore.store.records import JobRecord, unreadable
 
 def refresh_jobs(store: MetadataStore, host: PluginHost, jobs: Sequence[JobRecord],
                  cache: dict[int, Any] | None = None, unavailable: dict[int, str] | None = None,
-                 record: Callable[[list[tuple[int, JobState]]], object] | None = None,
+                 record: Callable[[list[tuple[int, JobState]]], Sequence[int] | None] | None = None,
                  applied: Applied | None = None) -> list[JobRecord]:
     """Update the non-terminal ``jobs`` in place from their backends and record changes.
 
@@ -36,7 +36,9 @@ def refresh_jobs(store: MetadataStore, host: PluginHost, jobs: Sequence[JobRecor
     same thousands of jobs again and again). ``unavailable``, when given, tracks the jobs whose
     backend is out of reach for now (``BackendUnavailableError``, an ``OSError``): their records
     are left as they are and their ids map to the reason until a poll reaches them again.
-    ``record`` writes the changes (``store.record_states`` by default). ``applied`` (kept by a
+    ``record`` writes the changes (``store.record_states`` by default); a job whose state the
+    store refused as an earlier attempt's (another observer relaunched it since the state was
+    read) takes the store's record of its new attempt. ``applied`` (kept by a
     watcher between polls) skips a job whose backend returned the very state object applied to
     that same record last time: nothing of it can have changed.
     """
@@ -107,10 +109,13 @@ def refresh_jobs(store: MetadataStore, host: PluginHost, jobs: Sequence[JobRecor
     pending = [job for job in candidates if retries.is_pending(job)]
     if changes:
         try:
-            (record or store.record_states)(changes)
+            refused = (record or store.record_states)(changes)
         except StoreFullError as exc:  # what was read is still right: show it, record it later
             warn_not_recorded(str(exc))
         else:
+            if refused:  # relaunched meanwhile (e.g. by `xcore retry`): what was read is history
+                relaunched = set(refused)
+                _follow_relaunches(store, [job for job in jobs if job.id in relaunched], cache)
             changed_ids = {job_id for job_id, _ in changes}
             maybe_pending = any_retry_pending(jobs)  # usually not: no job is tested (a watcher's 50,000)
             after_refresh(store, host, [job for job in jobs

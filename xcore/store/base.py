@@ -170,10 +170,12 @@ class MetadataStore(abc.ABC):
         transaction."""
 
     @abc.abstractmethod
-    def record_states(self, states: Sequence[tuple[int, JobState]], *, intent_id: int | None = None) -> None:
+    def record_states(self, states: Sequence[tuple[int, JobState]], *,
+                      intent_id: int | None = None) -> Sequence[int] | None:
         """Store the newest state of jobs; a change of status is appended to their history.
         A state whose ``attempt`` is below the job's recorded one was read from an earlier
-        attempt (another observer relaunched the job meanwhile) and is not recorded."""
+        attempt (another observer relaunched the job meanwhile) and is not recorded: returns
+        the ids of those jobs, so the caller reads them again (None from a store that cannot tell)."""
 
     @abc.abstractmethod
     def get_experiment(self, experiment_id: int) -> ExperimentRecord:

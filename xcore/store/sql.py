@@ -296,19 +296,20 @@ class SqlStore(MetadataStore):
             with self.dialect.large_write(len(launched) >= _LARGE_LAUNCH):
                 self._settle(launched, [], intent_id)
 
-    def record_states(self, states: Sequence[tuple[int, JobState]], *, intent_id: int | None = None) -> None:
-        if states or intent_id is not None:
-            self._settle([], states, intent_id)
+    def record_states(self, states: Sequence[tuple[int, JobState]], *, intent_id: int | None = None) -> list[int]:
+        return self._settle([], states, intent_id) if states or intent_id is not None else []
 
     @_writes
     def _settle(self, cur: Cursor, retrying: bool, now: float,
                 launched: Sequence[tuple[int, str, dict[str, Any], str | None]],
-                states: Sequence[tuple[int, JobState]], intent_id: int | None) -> None:
-        """What a backend answered: handles of jobs launched, states of jobs; the intent closed."""
+                states: Sequence[tuple[int, JobState]], intent_id: int | None) -> list[int]:
+        """What a backend answered: handles of jobs launched, states of jobs; the intent closed.
+        Returns the jobs whose state was refused as an earlier attempt's."""
         self._mark_launched(cur, launched, now)
-        self._record_states(cur, states, now)
+        refused = self._record_states(cur, states, now)
         if intent_id is not None:
             cur.execute(sql.CLOSE_INTENT, (intent_id,))
+        return refused
 
     def _mark_launched(self, cur: Cursor, launched: Sequence[tuple[int, str, dict[str, Any], str | None]],
                        now: float) -> None:
@@ -332,18 +333,24 @@ class SqlStore(MetadataStore):
         for clause, params in chunks:
             cur.execute(sql.LAUNCHED_UNITS.format(clause), params)
 
-    def _record_states(self, cur: Cursor, states: Sequence[tuple[int, JobState]], now: float) -> None:
+    def _record_states(self, cur: Cursor, states: Sequence[tuple[int, JobState]], now: float) -> list[int]:
+        """Record ``states``; returns the jobs whose state was read from an earlier attempt (not recorded)."""
         if not states:
-            return
+            return []
         found = self._rows_by_id(cur, [job_id for job_id, _ in states], "id, status, started_at, ended_at, attempt")
+        refused: list[int] = []
         if any(state.attempt is not None for _, state in states):
-            states = [(job_id, state) for job_id, state in states if not _earlier_attempt(found.get(job_id), state)]
+            refused = [job_id for job_id, state in states if _earlier_attempt(found.get(job_id), state)]
+            if refused:
+                dropped = set(refused)
+                states = [(job_id, state) for job_id, state in states if job_id not in dropped]
         if any(state.attempt is not None or state.previous_attempts for _, state in states):
             found = self._record_attempts(cur, found, states, now)
         updates, events = rows.state_changes(found, states, now, self.dialect.where)
         cur.executemany(sql.RECORD_STATE, updates)
         cur.executemany(sql.INSERT_EVENT, events)
         self._refresh_units(cur, [job_id for job_id, _ in states])
+        return refused
 
     def _record_attempts(self, cur: Cursor, found: dict[int, Any], states: Sequence[tuple[int, JobState]],
                          now: float) -> dict[int, Any]:

@@ -721,12 +721,13 @@ class StoreContract:
         store.record_states([(a, JobState(Status.PENDING, "retry pending", failure="preempted", attempt=1))])
         assert store.begin_attempts([(a, 1, "PENDING")], lease, "retry") == [a]
         store.mark_launched([(a, "k", {"pid": 2}, "/log2")])
-        store.record_states([(a, JobState(Status.FAILED, "preempted", failure="preempted", attempt=1)),
-                             (a, JobState(Status.PENDING, "retry pending", failure="preempted", attempt=1))])
+        refused = store.record_states([(a, JobState(Status.FAILED, "preempted", failure="preempted", attempt=1)),
+                                       (a, JobState(Status.PENDING, "retry pending", failure="preempted", attempt=1))])
+        assert refused is None or list(refused) == [a, a]  # the ids refused, for the caller to read again
         [job] = store.work_units(exp.id)[0].jobs
         assert (job.attempt, job.status, job.handle, job.message) == (2, Status.PENDING, {"pid": 2}, "submitted")
         assert store.get_experiment(exp.id).status_counts == {"PENDING": 1}
-        store.record_states([(a, JobState(Status.RUNNING, "running", started_at=5.0, attempt=2))])
+        assert not store.record_states([(a, JobState(Status.RUNNING, "running", started_at=5.0, attempt=2))])
         assert store.work_units(exp.id)[0].jobs[0].status is Status.RUNNING  # attempt 2's own state is recorded
 
     @_across_processes

@@ -330,8 +330,8 @@ class SlurmScheduler(Scheduler):
             status = _SLURM_ACTIVE.get(state.split()[0])
             if status is Status.PENDING:
                 waiting = _pending(f"pending: {reason if reason and reason != 'None' else 'queued'}")
-            if status is Status.PENDING and tasks and tasks[0] != ANY_TASK and len(parts) > 5 and parts[5] == job:
-                queued_arrays.add(job)  # the array's own record: the tasks not started yet
+                if tasks and tasks[0] != ANY_TASK and len(parts) > 5 and parts[5] == job:
+                    queued_arrays.add(job)  # the array's own record: the tasks not started yet
             for task in tasks:
                 if len(parts) > 5:
                     by_raw_id[parts[5]].append((job, task))
